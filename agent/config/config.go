@@ -1,0 +1,175 @@
+package config
+
+import (
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is the agent's whole configuration. The koanf tags are the key names;
+// the help tags are the text shown by --help and written as comments by
+// [Config.YAML]. Key names must not contain underscores (see the package doc).
+type Config struct {
+	// Site, Line and Host label everything the agent exports (fleet view).
+	Site string `koanf:"site" help:"fleet label: the site (plant) this host belongs to; a Prometheus label and an MQTT topic level"`
+	Line string `koanf:"line" help:"fleet label: the production line or cell within the site"`
+	Host string `koanf:"host" help:"fleet label: this host's name (default: the operating system's host name)"`
+	// Bus is the EtherCAT segment.
+	Bus Bus `koanf:"bus" help:"the EtherCAT segment"`
+	// Cycle is the real-time cycle.
+	Cycle Cycle `koanf:"cycle" help:"the real-time cycle"`
+	// Status is the periodic status line.
+	Status Status `koanf:"status" help:"the status line printed by ecagent run"`
+	// Metrics is the Prometheus endpoint.
+	Metrics Metrics `koanf:"metrics" help:"the Prometheus endpoint and cycle statistics"`
+	// Log is the agent's own log.
+	Log Log `koanf:"log" help:"the agent's own log"`
+}
+
+// Bus configures the EtherCAT segment the master drives.
+type Bus struct {
+	// Interface is the network interface of the segment; "" selects the
+	// built-in simulated segment made of Devices.
+	Interface string `koanf:"interface" help:"network interface of the EtherCAT segment, e.g. eth1; empty runs the built-in simulated segment in-process"`
+	// Devices lists the simulated segment's devices in bus order: model names
+	// or paths of SII EEPROM images ending in .bin (see [IsSIIImage]). Only
+	// used, and only checked, when Interface is "".
+	Devices []string `koanf:"devices" help:"devices of the simulated segment in bus order: model names or paths of SII EEPROM images (*.bin); used only when bus.interface is empty"`
+	// ExpectedSlaves is the number of slaves the segment must have; 0 accepts
+	// whatever is found.
+	ExpectedSlaves int `koanf:"expectedslaves" help:"number of slaves the segment must have; 0 accepts what is found"`
+	// Timeout bounds the wait for a non-cyclic frame (scan, configuration,
+	// mailbox). It is not tied to the cycle period: slow links and slaves that
+	// answer late during bring-up need more than one period.
+	Timeout time.Duration `koanf:"timeout" help:"how long to wait for a non-cyclic frame (scan, configuration, mailbox) to come back"`
+	// StateTimeout bounds one EtherCAT state transition (INIT, PREOP, SAFEOP,
+	// OP).
+	StateTimeout time.Duration `koanf:"statetimeout" help:"how long one state transition (INIT, PREOP, SAFEOP, OP) may take"`
+}
+
+// Cycle configures the real-time cycle and the host resources it asks for.
+type Cycle struct {
+	// Period is the cycle period.
+	Period time.Duration `koanf:"period" help:"cycle period, 50us..1s"`
+	// Core is the CPU the cycle thread is pinned to; -1 leaves it unpinned.
+	Core int `koanf:"core" help:"CPU to pin the cycle thread to; -1 leaves it unpinned"`
+	// Priority is the SCHED_FIFO priority (1..99); 0 keeps the normal
+	// scheduler.
+	Priority int `koanf:"priority" help:"SCHED_FIFO priority of the cycle thread, 1..99; 0 keeps the normal scheduler"`
+	// BusyWait is the tail before each deadline that the cycle thread spins
+	// instead of sleeping; 0 disables spinning.
+	BusyWait time.Duration `koanf:"busywait" help:"spin this long before each deadline instead of sleeping (lower wake-up latency, burns the core); less than cycle.period; 0 disables"`
+	// LockMemory asks for mlockall so the cycle never takes a page fault.
+	LockMemory bool `koanf:"lockmemory" help:"lock the process's memory (mlockall) so the cycle never waits for a page fault"`
+}
+
+// Status configures the one-line status that `ecagent run` prints.
+type Status struct {
+	// Interval is how often the status line is printed; 0 disables it.
+	Interval time.Duration `koanf:"interval" help:"how often ecagent run prints its one-line status; 0 disables it"`
+}
+
+// Metrics configures the Prometheus endpoint and the statistics window.
+type Metrics struct {
+	// Listen is the host:port of the /metrics endpoint; "" disables it.
+	Listen string `koanf:"listen" help:"address (host:port) of the Prometheus /metrics endpoint; empty disables it"`
+	// WebConfig is the path of a Prometheus exporter-toolkit web
+	// configuration file (TLS, basic auth); "" serves plain HTTP.
+	WebConfig string `koanf:"webconfig" help:"Prometheus exporter-toolkit web configuration file (TLS, basic auth); empty serves plain HTTP"`
+	// Window is the length of the window over which exact cycle statistics
+	// are computed.
+	Window time.Duration `koanf:"window" help:"window over which exact cycle statistics (percentiles, maximum) are computed"`
+}
+
+// Log configures the agent's own log output.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `koanf:"level" help:"log level: debug, info, warn or error"`
+	// Format is text or json.
+	Format string `koanf:"format" help:"log format: text or json"`
+}
+
+// Bounds enforced by [Config.Validate].
+const (
+	MinPeriod       = 50 * time.Microsecond  // shortest cycle.period
+	MaxPeriod       = time.Second            // longest cycle.period
+	MaxPriority     = 99                     // highest cycle.priority (SCHED_FIFO)
+	MinBusTimeout   = 50 * time.Microsecond  // shortest bus.timeout
+	MaxBusTimeout   = 10 * time.Second       // longest bus.timeout
+	MinStateTimeout = 100 * time.Millisecond // shortest bus.statetimeout
+	MaxStateTimeout = 5 * time.Minute        // longest bus.statetimeout
+	MinStatus       = 100 * time.Millisecond // shortest non-zero status.interval
+	MaxStatus       = time.Hour              // longest status.interval
+	MinWindow       = time.Second            // shortest metrics.window
+	MaxWindow       = time.Hour              // longest metrics.window
+	MaxSlaves       = 65535                  // largest bus.expectedslaves
+)
+
+// DefaultMetricsListen is the default metrics.listen. Prometheus's register
+// of default exporter ports (9100–9999) is fully allocated, so no port there
+// is free of every other exporter; 9781 collides with nothing that runs beside
+// ecagent on an edge host (Prometheus 9090, node_exporter 9100, MQTT 1883 and
+// 8883, OTLP 4317/4318). Change it where it does collide.
+const DefaultMetricsListen = ":9781"
+
+// ReferenceDevices returns the default simulated segment: the acontis
+// reference set, in bus order.
+func ReferenceDevices() []string {
+	return []string{"EK1100", "EL2004", "EL2004", "EL1014", "EL1014", "EL4132", "EK1110"}
+}
+
+// Default returns the built-in configuration: a simulated reference segment
+// cycling at 1 ms. Host is the operating system's host name ("localhost" if
+// that cannot be read).
+func Default() Config {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return Config{
+		Site: "default",
+		Line: "default",
+		Host: host,
+		Bus: Bus{
+			Devices: ReferenceDevices(),
+			// Bring-up frames cross slow links and wait on slaves that are
+			// still booting: one cycle period would be far too short.
+			Timeout:      10 * time.Millisecond,
+			StateTimeout: 5 * time.Second,
+		},
+		Cycle: Cycle{
+			Period:     time.Millisecond,
+			Core:       -1,
+			Priority:   80,
+			LockMemory: true,
+		},
+		Status:  Status{Interval: 5 * time.Second},
+		Metrics: Metrics{Listen: DefaultMetricsListen, Window: 10 * time.Second},
+		Log:     Log{Level: "info", Format: "text"},
+	}
+}
+
+// Simulated reports whether the agent runs the built-in simulated segment
+// (bus.interface is empty).
+func (c Config) Simulated() bool { return c.Bus.Interface == "" }
+
+// IsSIIImage reports whether a bus.devices entry names an SII EEPROM image
+// file (it ends in .bin, in any case) rather than a device model.
+func IsSIIImage(device string) bool {
+	return strings.HasSuffix(strings.ToLower(device), ".bin")
+}
+
+// SlogLevel returns log.level as a slog level; an unknown level gives
+// slog.LevelInfo.
+func (l Log) SlogLevel() slog.Level {
+	switch l.Level {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}

@@ -1,0 +1,368 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/posflag"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+	yamlv3 "go.yaml.in/yaml/v3"
+)
+
+// EnvPrefix starts every environment variable the configuration reads.
+const EnvPrefix = "ECAGENT_"
+
+// EnvConfigFile is the environment variable that names the YAML file when
+// neither [Sources].File nor the --config flag does.
+const EnvConfigFile = EnvPrefix + "CONFIG"
+
+// Sources names the layers [Load] reads. The zero value loads the defaults
+// alone.
+type Sources struct {
+	// File is the YAML file to read. "" falls back to the --config flag in
+	// Flags, then to ECAGENT_CONFIG in Environ; if none names a file, the
+	// file layer is skipped.
+	File string
+	// Environ is the environment as KEY=VALUE strings; pass os.Environ().
+	// It is a parameter (nil means no environment layer) so that tests can
+	// run in parallel without touching the process environment.
+	Environ []string
+	// Flags is the caller's flag set after Parse, with the flags of
+	// [RegisterFlags]; only flags the user set override. Other flags in the
+	// set are ignored. Nil means no flag layer.
+	Flags *pflag.FlagSet
+	// Models are the device model names the simulator provides, checked
+	// against bus.devices. Nil checks device entries only for shape.
+	Models []string
+}
+
+// Load builds the configuration from defaults, the YAML file, the
+// environment and the flags, in that order, and validates it like
+// [Config.ValidateWithModels] plus checks that the files it names exist (SII
+// images of a simulated segment, metrics.webconfig). It reports every problem
+// at once, joined with errors.Join; on error the returned Config is the zero
+// value.
+func Load(src Sources) (Config, error) {
+	l := &loader{schema: newSchema(), k: koanf.New("."), origin: map[string]string{}}
+	def := Default()
+	for _, f := range l.schema.fields {
+		if err := l.k.Set(f.key, f.get(&def)); err != nil {
+			return Config{}, fmt.Errorf("config: default %s: %w", f.key, err)
+		}
+		l.origin[f.key] = "default"
+	}
+
+	var errs []error
+	if path := configPath(src); path != "" {
+		errs = append(errs, l.loadFile(path)...)
+	}
+	errs = append(errs, l.loadEnv(src.Environ)...)
+	if src.Flags != nil {
+		errs = append(errs, l.loadFlags(src.Flags)...)
+	}
+
+	cfg, failed, decodeErrs := l.decode(def)
+	errs = append(errs, decodeErrs...)
+	for _, p := range cfg.problems(src.Models, hostCPUs()) {
+		if !failed[baseKey(p.Key)] {
+			errs = append(errs, l.annotate(p))
+		}
+	}
+	errs = append(errs, l.missingFiles(cfg, failed)...)
+
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// configPath picks the YAML file: Sources.File, else --config, else
+// ECAGENT_CONFIG.
+func configPath(src Sources) string {
+	if src.File != "" {
+		return src.File
+	}
+	if src.Flags != nil {
+		if f := src.Flags.Lookup(FlagConfigFile); f != nil && f.Changed {
+			return f.Value.String()
+		}
+	}
+	path := ""
+	for _, kv := range src.Environ {
+		if name, value, ok := strings.Cut(kv, "="); ok && name == EnvConfigFile {
+			path = value // the last one wins, as in the environment layer
+		}
+	}
+	return path
+}
+
+// EnvName returns the environment variable for a key:
+// EnvName("cycle.period") is "ECAGENT_CYCLE_PERIOD".
+func EnvName(key string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// envKey is the inverse of EnvName for a variable that has the prefix.
+func envKey(name string) string {
+	return strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, EnvPrefix), "_", "."))
+}
+
+// loader accumulates the layers in a koanf instance and remembers where each
+// key's value came from.
+type loader struct {
+	schema schema
+	k      *koanf.Koanf
+	origin map[string]string // key → "default", "file:line", "ECAGENT_…", "--flag"
+}
+
+// loadFile reads the YAML layer.
+func (l *loader) loadFile(path string) []error {
+	fk := koanf.New(".")
+	if err := fk.Load(file.Provider(path), yaml.Parser()); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is already in FileError
+		}
+		return []error{&FileError{Path: path, Err: err}}
+	}
+	// koanf keeps no positions; a second, cheap parse finds each key's line.
+	lines := map[string]int{}
+	if data, err := os.ReadFile(path); err == nil {
+		var doc yamlv3.Node
+		if yamlv3.Unmarshal(data, &doc) == nil {
+			keyLines(&doc, "", lines)
+		}
+	}
+	return l.merge(fk.All(), func(key string) string {
+		for k := key; k != ""; k = parentKey(k) {
+			if n, ok := lines[k]; ok {
+				return fmt.Sprintf("%s:%d", path, n)
+			}
+		}
+		return path
+	})
+}
+
+// keyLines records the line of every mapping key under n, by dotted path.
+func keyLines(n *yamlv3.Node, prefix string, lines map[string]int) {
+	switch n.Kind {
+	case yamlv3.DocumentNode:
+		for _, c := range n.Content {
+			keyLines(c, prefix, lines)
+		}
+	case yamlv3.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := prefix + n.Content[i].Value
+			lines[key] = n.Content[i].Line
+			keyLines(n.Content[i+1], key+".", lines)
+		}
+	}
+}
+
+// loadEnv reads the environment layer.
+func (l *loader) loadEnv(environ []string) []error {
+	var errs []error
+	names := map[string]string{} // key → variable
+	p := env.Provider(".", env.Opt{
+		Prefix:      EnvPrefix,
+		EnvironFunc: func() []string { return environ },
+		TransformFunc: func(name, value string) (string, any) {
+			if name == EnvConfigFile {
+				return "", nil
+			}
+			key := envKey(name)
+			if _, ok := l.schema.field(key); ok {
+				names[key] = name
+				return key, value
+			}
+			// Only a variable inside one of our sections is ours to reject;
+			// anything else (ECAGENT_PORT from Kubernetes, test variables)
+			// belongs to someone else.
+			first, _, _ := strings.Cut(key, ".")
+			switch {
+			case l.schema.isSection(key):
+				errs = append(errs, l.sectionGivenValue(key, name))
+			case l.schema.isSection(first):
+				errs = append(errs, l.unknownKey(key, name))
+			}
+			return "", nil
+		},
+	})
+	ek := koanf.New(".")
+	if err := ek.Load(p, nil); err != nil {
+		return append(errs, fmt.Errorf("config: environment: %w", err))
+	}
+	return append(errs, l.merge(ek.All(), func(key string) string { return names[key] })...)
+}
+
+// loadFlags reads the flag layer: only config keys, only flags the user set.
+func (l *loader) loadFlags(fset *pflag.FlagSet) []error {
+	// A nil koanf makes posflag skip every flag whose Changed is false.
+	p := posflag.ProviderWithFlag(fset, ".", nil, func(f *pflag.Flag) (string, any) {
+		if _, ok := l.schema.field(f.Name); !ok {
+			return "", nil
+		}
+		return f.Name, posflag.FlagVal(fset, f)
+	})
+	fk := koanf.New(".")
+	if err := fk.Load(p, nil); err != nil {
+		return []error{fmt.Errorf("config: flags: %w", err)}
+	}
+	return l.merge(fk.All(), func(key string) string { return "--" + key })
+}
+
+// merge adds one layer's flattened keys to the result, rejecting keys the
+// schema does not have. source names where a key came from.
+func (l *loader) merge(flat map[string]any, source func(key string) string) []error {
+	keys := make([]string, 0, len(flat))
+	for k := range flat {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+
+	var errs []error
+	reported := map[string]bool{}
+	for _, key := range keys {
+		value := flat[key]
+		if m, isMap := value.(map[string]any); value == nil || (isMap && len(m) == 0) {
+			continue // null or {}: left unset
+		}
+		if _, ok := l.schema.field(key); ok {
+			if err := l.k.Set(key, value); err != nil {
+				errs = append(errs, fmt.Errorf("config: %s: %w", key, err))
+				continue
+			}
+			l.origin[key] = source(key)
+			continue
+		}
+		err := l.badKey(key, source(key))
+		if fe, ok := err.(*FieldError); ok {
+			if reported[fe.Key] {
+				continue // one report per mapping, not per key inside it
+			}
+			reported[fe.Key] = true
+		}
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// badKey explains a key that is not a leaf of the schema.
+func (l *loader) badKey(key, source string) error {
+	if l.schema.isSection(key) {
+		return l.sectionGivenValue(key, source)
+	}
+	// A mapping where a value belongs, e.g. "period: {ms: 1}".
+	for k := parentKey(key); k != ""; k = parentKey(k) {
+		if f, ok := l.schema.field(k); ok {
+			return &FieldError{Key: k, Value: "{…}", Source: source,
+				Problem: "must be " + f.kind.String() + ", not a mapping"}
+		}
+	}
+	return l.unknownKey(key, source)
+}
+
+func (l *loader) sectionGivenValue(key, source string) *UnknownKeyError {
+	return &UnknownKeyError{Key: key, Source: source,
+		Problem: fmt.Sprintf("%s is a section, not a value; set its keys: %s", key, strings.Join(l.schema.keysIn(key), ", "))}
+}
+
+func (l *loader) unknownKey(key, source string) *UnknownKeyError {
+	return &UnknownKeyError{Key: key, Source: source, Suggestion: closestKey(key, l.schema.keys())}
+}
+
+// decode converts every merged value to its Go type. Keys that fail keep
+// their default and are reported in failed.
+func (l *loader) decode(def Config) (Config, map[string]bool, []error) {
+	cfg := def
+	failed := map[string]bool{}
+	var errs []error
+	for _, f := range l.schema.fields {
+		raw := l.k.Get(f.key)
+		v, problem := decode(f, raw)
+		if problem != "" {
+			failed[f.key] = true
+			errs = append(errs, &FieldError{Key: f.key, Value: formatValue(raw), Source: l.origin[f.key], Problem: problem})
+			continue
+		}
+		f.set(&cfg, v)
+	}
+	// Levels and formats are words; accept INFO from an environment.
+	cfg.Log.Level = strings.ToLower(strings.TrimSpace(cfg.Log.Level))
+	cfg.Log.Format = strings.ToLower(strings.TrimSpace(cfg.Log.Format))
+	return cfg, failed, errs
+}
+
+// annotate adds the source and the value as written to a validation
+// problem.
+func (l *loader) annotate(p *FieldError) *FieldError {
+	key := baseKey(p.Key)
+	p.Source = l.origin[key]
+	if key == p.Key { // list items already carry their own text
+		p.Value = formatValue(l.k.Get(key))
+	}
+	return p
+}
+
+// missingFiles reports files named by cfg that cannot be used.
+func (l *loader) missingFiles(cfg Config, failed map[string]bool) []error {
+	var errs []error
+	if cfg.Simulated() && !failed["bus.devices"] {
+		for i, d := range cfg.Bus.Devices {
+			if !IsSIIImage(d) {
+				continue
+			}
+			if problem := fileProblem(d); problem != "" {
+				errs = append(errs, &FieldError{Key: fmt.Sprintf("bus.devices[%d]", i), Value: d,
+					Source: l.origin["bus.devices"], Problem: "cannot use the SII image: " + problem})
+			}
+		}
+	}
+	if w := cfg.Metrics.WebConfig; w != "" && !failed["metrics.webconfig"] {
+		if problem := fileProblem(w); problem != "" {
+			errs = append(errs, &FieldError{Key: "metrics.webconfig", Value: w,
+				Source: l.origin["metrics.webconfig"], Problem: "cannot use the web configuration file: " + problem})
+		}
+	}
+	return errs
+}
+
+// fileProblem says why path is not a readable regular file, or "".
+func fileProblem(path string) string {
+	info, err := os.Stat(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return pe.Err.Error()
+		}
+		return err.Error()
+	}
+	if !info.Mode().IsRegular() {
+		return "not a regular file"
+	}
+	return ""
+}
+
+// baseKey strips a list index: "bus.devices[2]" → "bus.devices".
+func baseKey(key string) string {
+	if i := strings.IndexByte(key, '['); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
+// parentKey drops the last segment: "cycle.period" → "cycle", "cycle" → "".
+func parentKey(key string) string {
+	if i := strings.LastIndexByte(key, '.'); i >= 0 {
+		return key[:i]
+	}
+	return ""
+}

@@ -1,0 +1,30 @@
+package rt
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Now returns CLOCK_MONOTONIC in nanoseconds, the time base of every
+// deadline and sample of the cycle.
+func Now() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// SleepUntil blocks the calling thread until CLOCK_MONOTONIC reaches
+// deadline (ns). It returns at once for a deadline in the past and resumes
+// after signals. It does not allocate.
+func SleepUntil(deadline int64) {
+	ts := unix.NsecToTimespec(deadline)
+	for {
+		// clock_nanosleep returns the error number directly, not in errno.
+		r, _, _ := unix.Syscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
+			uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+		if unix.Errno(r) != unix.EINTR {
+			return
+		}
+	}
+}
