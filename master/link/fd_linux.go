@@ -1,0 +1,190 @@
+//go:build linux
+
+package link
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// fdConn is the machinery shared by the descriptor-based links: a
+// non-blocking socket, waited on with ppoll(2) together with an eventfd that
+// Close signals, read with read(2) and written with sendto(2). After
+// construction none of its hot-path methods allocates.
+type fdConn struct {
+	name string
+	fd   int
+	wake int // eventfd, readable once Close has begun
+
+	// to is the destination passed to sendto: a pre-built address for a
+	// packet socket, nil for a connected socket.
+	to        unix.Sockaddr
+	sendFlags int
+	// eofIsClose says that a read of zero bytes means the peer closed
+	// (stream-like sockets such as SOCK_SEQPACKET).
+	eofIsClose bool
+
+	// mu is held shared by every operation that uses fd and exclusively
+	// by Close while it releases the descriptors, so that a descriptor is
+	// never closed (and its number reused) under a running syscall.
+	mu     sync.RWMutex
+	closed atomic.Bool
+
+	recvPoll [2]unix.PollFd // {fd, wake}, used by Recv only
+	timeout  unix.Timespec  // used by Recv only
+	pad      [MinFrameSize]byte
+
+	errs      presetErrors
+	sendAgain error // send would block: the kernel's queue is full
+	sendNoBuf error // the driver's queue is full (with qdisc bypass)
+}
+
+// newFDConn takes ownership of fd, which must be non-blocking.
+func newFDConn(name string, fd int, to unix.Sockaddr, sendFlags int, eofIsClose bool) (*fdConn, error) {
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil, fmt.Errorf("eventfd: %w", err)
+	}
+	c := &fdConn{
+		name:       name,
+		fd:         fd,
+		wake:       wake,
+		to:         to,
+		sendFlags:  sendFlags,
+		eofIsClose: eofIsClose,
+		errs:       newPresetErrors(name),
+		sendAgain:  &OpError{Op: "send", Link: name, Err: unix.EAGAIN},
+		sendNoBuf:  &OpError{Op: "send", Link: name, Err: unix.ENOBUFS},
+	}
+	c.recvPoll[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	c.recvPoll[1] = unix.PollFd{Fd: int32(wake), Events: unix.POLLIN}
+	return c, nil
+}
+
+// send transmits frame, padded to MinFrameSize. It never blocks.
+func (c *fdConn) send(frame []byte) error {
+	if len(frame) < HeaderSize {
+		return &OpError{Op: "send", Link: c.name, Err: fmt.Errorf("%w: %d bytes, want at least %d",
+			ErrFrameSize, len(frame), HeaderSize)}
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed.Load() {
+		return c.errs.sendClosed
+	}
+	if len(frame) < MinFrameSize {
+		n := copy(c.pad[:], frame)
+		clear(c.pad[n:])
+		frame = c.pad[:]
+	}
+	for {
+		err := unix.Sendto(c.fd, frame, c.sendFlags, c.to)
+		switch err {
+		case nil:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return c.sendAgain
+		case unix.ENOBUFS:
+			return c.sendNoBuf
+		case unix.EPIPE, unix.ECONNRESET:
+			return c.errs.sendClosed
+		default:
+			return &OpError{Op: "send", Link: c.name, Err: err}
+		}
+	}
+}
+
+// recv waits for a frame until deadline (forever for the zero time) and
+// copies it into buf.
+func (c *fdConn) recv(buf []byte, deadline time.Time) (int, error) {
+	if len(buf) == 0 {
+		return 0, &OpError{Op: "recv", Link: c.name, Err: io.ErrShortBuffer}
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for {
+		if c.closed.Load() {
+			return 0, c.errs.recvClosed
+		}
+		var timeout *unix.Timespec
+		if !deadline.IsZero() {
+			// A deadline in the past still polls once without waiting,
+			// so a frame that has already arrived is returned.
+			c.timeout = unix.NsecToTimespec(int64(max(time.Until(deadline), 0)))
+			timeout = &c.timeout
+		}
+		c.recvPoll[0].Revents = 0
+		c.recvPoll[1].Revents = 0
+		ready, err := unix.Ppoll(c.recvPoll[:], timeout, nil)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, &OpError{Op: "recv", Link: c.name, Err: fmt.Errorf("ppoll: %w", err)}
+		case c.recvPoll[1].Revents != 0:
+			return 0, c.errs.recvClosed
+		case ready == 0:
+			return 0, c.errs.recvTimeout
+		}
+		n, err := unix.Read(c.fd, buf)
+		switch {
+		case err == unix.EAGAIN || err == unix.EINTR:
+			continue
+		case err == unix.ECONNRESET:
+			return 0, c.errs.recvClosed
+		case err != nil:
+			return 0, &OpError{Op: "recv", Link: c.name, Err: err}
+		case n == 0 && c.eofIsClose:
+			return 0, c.errs.recvClosed
+		}
+		return n, nil
+	}
+}
+
+// close wakes a blocked recv through the eventfd, waits for the running
+// operations to leave, then releases both descriptors. Later calls do
+// nothing.
+func (c *fdConn) close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	_, wakeErr := unix.Write(c.wake, one[:])
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := unix.Close(c.fd)
+	if cerr := unix.Close(c.wake); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = wakeErr
+	}
+	if err != nil {
+		return &OpError{Op: "close", Link: c.name, Err: err}
+	}
+	return nil
+}
+
+// withFD runs fn with the descriptor while holding it open, or returns an
+// error matching ErrClosed.
+func (c *fdConn) withFD(op string, fn func(fd int) error) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed.Load() {
+		return &OpError{Op: op, Link: c.name, Err: ErrClosed}
+	}
+	if err := fn(c.fd); err != nil {
+		return &OpError{Op: op, Link: c.name, Err: err}
+	}
+	return nil
+}

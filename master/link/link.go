@@ -1,0 +1,138 @@
+package link
+
+import (
+	"errors"
+	"net"
+	"os"
+	"time"
+)
+
+// Link sends and receives whole Ethernet frames.
+type Link interface {
+	// Send transmits one frame. Frames shorter than MinFrameSize bytes are
+	// zero-padded to MinFrameSize without allocating.
+	Send(frame []byte) error
+	// Recv copies the next received frame into buf and returns its length.
+	// It waits at most until deadline (the zero time waits forever); on
+	// expiry it returns an error matching ErrTimeout (and
+	// os.ErrDeadlineExceeded). A frame already queued is returned even when
+	// the deadline has passed.
+	Recv(buf []byte, deadline time.Time) (int, error)
+	// Close releases the link. It is safe to call more than once; a Recv
+	// blocked in another goroutine returns an error matching ErrClosed.
+	Close() error
+	// HardwareAddr returns the link's own MAC address.
+	HardwareAddr() net.HardwareAddr
+}
+
+// Frame sizes, in bytes, of an Ethernet frame without its frame check
+// sequence.
+const (
+	// HeaderSize is the size of the Ethernet header: destination MAC,
+	// source MAC and EtherType.
+	HeaderSize = 14
+	// MinFrameSize is the smallest frame on the wire; Send pads shorter
+	// frames with zeros up to this size.
+	MinFrameSize = 60
+	// MaxFrameSize is the largest frame with a standard MTU of 1500 bytes
+	// and one 802.1Q tag; a Recv buffer of this size never truncates.
+	MaxFrameSize = 1518
+)
+
+// EtherTypeEtherCAT is the EtherType of EtherCAT frames (ETH_P_ECAT).
+const EtherTypeEtherCAT = 0x88A4
+
+// ErrTimeout is matched (errors.Is) by the error Recv returns when the
+// deadline passes before a frame arrives. Such errors also match
+// os.ErrDeadlineExceeded and have a Timeout method returning true.
+var ErrTimeout error = timeoutError{}
+
+// ErrClosed is matched (errors.Is) by the errors Send and Recv return once
+// the link, or for a connected pair its peer, has been closed. Such errors
+// also match net.ErrClosed.
+var ErrClosed error = closedError{}
+
+// ErrFrameSize is matched by the error Send returns for a frame shorter than
+// HeaderSize or longer than the link can carry.
+var ErrFrameSize = errors.New("frame length out of range")
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string { return "receive timeout" }
+func (timeoutError) Timeout() bool { return true }
+
+// Is makes a timeout match os.ErrDeadlineExceeded as well.
+func (timeoutError) Is(target error) bool { return target == os.ErrDeadlineExceeded }
+
+type closedError struct{}
+
+func (closedError) Error() string { return "link closed" }
+
+// Is makes a closed link match net.ErrClosed as well.
+func (closedError) Is(target error) bool { return target == net.ErrClosed }
+
+// OpError is the error type returned by every link operation. It names the
+// operation and the link, and wraps the cause, for example
+// "link: recv on eth1: receive timeout". Timeout and closed errors are built
+// once per link and shared, so that returning them allocates nothing: do
+// not modify an OpError you receive.
+type OpError struct {
+	// Op is the operation: "open", "send", "recv", "close", "stats".
+	Op string
+	// Link names the link: the interface name for a RawSocket, a fixed
+	// name for the in-process and socket-pair links.
+	Link string
+	// Err is the cause; it may be ErrTimeout, ErrClosed, ErrFrameSize or a
+	// syscall.Errno.
+	Err error
+}
+
+// Error implements error.
+func (e *OpError) Error() string {
+	return "link: " + e.Op + " on " + e.Link + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *OpError) Unwrap() error { return e.Err }
+
+// Timeout reports whether the operation timed out.
+func (e *OpError) Timeout() bool { return errors.Is(e.Err, ErrTimeout) }
+
+// Stats counts what a link has received since it was opened.
+type Stats struct {
+	// Packets counts the frames that reached the link's receive queue,
+	// including those dropped.
+	Packets uint64
+	// Drops counts the frames discarded because the receive queue was full.
+	Drops uint64
+}
+
+// presetErrors holds the errors a link returns on its hot path, built once
+// so that timeouts and closed links do not allocate.
+type presetErrors struct {
+	recvTimeout error
+	recvClosed  error
+	sendClosed  error
+}
+
+func newPresetErrors(name string) presetErrors {
+	return presetErrors{
+		recvTimeout: &OpError{Op: "recv", Link: name, Err: ErrTimeout},
+		recvClosed:  &OpError{Op: "recv", Link: name, Err: ErrClosed},
+		sendClosed:  &OpError{Op: "send", Link: name, Err: ErrClosed},
+	}
+}
+
+// hardwareAddr is a MAC address stored by value.
+type hardwareAddr [6]byte
+
+// clone returns the address as a fresh net.HardwareAddr.
+func (a hardwareAddr) clone() net.HardwareAddr {
+	return net.HardwareAddr{a[0], a[1], a[2], a[3], a[4], a[5]}
+}
+
+// localAddr returns the fixed, locally administered unicast address of
+// end number n (1 or 2) of an in-process link pair: 02:ec:a7:00:00:0n.
+func localAddr(n byte) hardwareAddr {
+	return hardwareAddr{0x02, 0xec, 0xa7, 0x00, 0x00, n}
+}
