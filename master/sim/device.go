@@ -1,0 +1,424 @@
+package sim
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/master/sii"
+	"github.com/ecagent/ecagent/master/wire"
+)
+
+// Device is one simulated EtherCAT device: an ESC (registers, process RAM,
+// SyncManagers, FMMUs, SII EEPROM interface, distributed clock) and, for
+// devices that have one, the application controller behind it (state
+// machine rules, mailbox with CoE, process data).
+//
+// A Device belongs to at most one [Segment]; its accessors may be called
+// from any goroutine while the segment serves frames.
+type Device struct {
+	mu  *sync.Mutex // the segment's, or own until the device joins one
+	own sync.Mutex
+
+	name  string      // model name, e.g. "EL2004"
+	sii   *sii.Device // the parsed EEPROM image
+	chip  chip
+	mem   *memory
+	nfmmu int
+	nsm   int
+	hasDC bool
+
+	eeprom eepromInterface
+	esm    stateMachine
+	clock  clock
+	sms    [16]syncManager
+	win    [16]fmmuWindow
+	nwin   int
+	mbx    *mailbox
+	pd     processData
+
+	downPort int  // the port that leads to the next device
+	hasNext  bool // a device follows on downPort
+	ctx      frameContext
+}
+
+// deviceSpec is what building a device needs beyond its SII image.
+type deviceSpec struct {
+	name         string
+	chip         chip
+	ports        uint8 // port descriptor; 0 keeps the chip's
+	esmDelay     int   // frames an application controller takes for a state change
+	mailboxDelay int   // frames it takes to answer a mailbox request
+	objects      func(*objectDictionary)
+	analog       analogRange
+}
+
+// Defaults applied when a segment option does not say otherwise.
+const (
+	defaultSIIBusyFrames = 2
+	defaultESMDelay      = 1
+	defaultMailboxDelay  = 2
+)
+
+// newDevice builds a device from its SII image and spec.
+func newDevice(image []byte, spec deviceSpec) (*Device, error) {
+	desc, err := sii.Parse(image)
+	var crc *sii.ChecksumError
+	if err != nil && !errors.As(err, &crc) {
+		return nil, fmt.Errorf("sim: %s: SII image: %w", spec.name, err)
+	}
+	d := &Device{name: spec.name, sii: desc, chip: spec.chip}
+	d.mu = &d.own
+	if spec.ports != 0 {
+		d.chip.info.PortDescriptor = spec.ports
+	}
+	d.nfmmu, d.nsm = int(d.chip.info.FMMUs), int(d.chip.info.SyncManagers)
+	escConfig := image[1]
+	d.hasDC = d.chip.dcAlways || escConfig&0x0C != 0
+	d.mem = &memory{acc: newAccessMap(d.nfmmu, d.nsm, d.hasDC), ramEnd: 0x1000 + d.chip.ramBytes()}
+	regs := d.mem.b[:]
+	d.chip.info.Encode(regs[esc.RegType:])
+	loadConfiguration(regs, image)
+	d.resetRegisters()
+
+	owned := append([]byte(nil), image...)
+	d.eeprom = newEEPROMInterface(owned, d.chip.siiControl, defaultSIIBusyFrames)
+	d.eeprom.sync(regs)
+
+	d.esm = stateMachine{
+		emulated:  escConfig&0x01 != 0,
+		bootstrap: desc.Header.BootstrapMailbox.ReceiveSize != 0,
+		delay:     spec.esmDelay,
+		state:     esc.StateInit,
+	}
+	d.clock.localBase = 1_000_000_000 + int64(len(spec.name))*7_919_311 + int64(desc.Header.Identity.ProductCode%997)*1_000_003
+	d.downPort = 1
+	if !d.esm.emulated && desc.Header.HasMailbox() && desc.Header.MailboxProtocols.Has(sii.ProtocolCoE) {
+		od := newObjectDictionary(desc, spec.objects)
+		d.mbx = newMailbox(d, od, spec.mailboxDelay)
+	}
+	d.pd = newProcessData(desc, spec.analog)
+	d.stateChanged()
+	d.updateDLStatus()
+	return d, nil
+}
+
+// resetRegisters sets the registers whose power-up value is not zero.
+func (d *Device) resetRegisters() {
+	le := binary.LittleEndian
+	regs := d.mem.b[:]
+	le.PutUint16(regs[esc.RegWatchdogDivider:], 0x09C2)
+	le.PutUint16(regs[esc.RegWatchdogPDI:], 0x03E8)
+	le.PutUint16(regs[esc.RegWatchdogPD:], 0x03E8)
+	// Receive times of ports that never latched: what the real devices
+	// answered ("hoff" on an unconnected port 1, "Verl" on port 3).
+	copy(regs[esc.RegDCRecvTimePort1:], "hoff")
+	copy(regs[esc.RegDCRecvTimePort3:], "Verl")
+	if d.hasDC {
+		le.PutUint16(regs[esc.RegDCSpeedStart:], 0x1000)
+		regs[esc.RegDCFilterDepth] = 0x04
+		regs[esc.RegDCSpeedFilter] = 0x0C
+	}
+}
+
+// Name returns the device's model name, such as "EL2004", or the order
+// code from the SII for a device loaded from an image file.
+func (d *Device) Name() string { return d.name }
+
+// Identity returns the vendor id, product code, revision and serial number
+// from the device's SII.
+func (d *Device) Identity() sii.Identity { return d.sii.Header.Identity }
+
+// SII returns a copy of the device's EEPROM image.
+func (d *Device) SII() []byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]byte(nil), d.eeprom.image...)
+}
+
+// State returns the state in the device's AL status register.
+func (d *Device) State() esc.ALState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.esm.state
+}
+
+// ALStatus returns the device's AL status and AL status code.
+func (d *Device) ALStatus() (esc.ALStatus, esc.ALStatusCode) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return esc.ALStatus{State: d.esm.state, Error: d.esm.err}, d.esm.code
+}
+
+// StationAddress returns the configured station address (register 0x0010).
+func (d *Device) StationAddress() uint16 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return binary.LittleEndian.Uint16(d.mem.b[esc.RegStationAddress:])
+}
+
+// Register returns a copy of n bytes of the device's physical memory at
+// addr, as the ESC holds them (live registers such as the system time are
+// not refreshed). It is meant for tests and diagnostics.
+func (d *Device) Register(addr uint16, n int) []byte {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	end := min(int(addr)+n, len(d.mem.b))
+	return append([]byte(nil), d.mem.b[addr:end]...)
+}
+
+// stateChanged brings the registers and the application controller's view
+// of the SyncManagers in line with the state machine.
+func (d *Device) stateChanged() {
+	regs := d.mem.b[:]
+	binary.LittleEndian.PutUint16(regs[esc.RegALStatus:], d.esm.status())
+	binary.LittleEndian.PutUint16(regs[esc.RegALStatusCode:], uint16(d.esm.code))
+	d.eeprom.extra = 0
+	if st := d.esm.state; st != esc.StateSafeOp && st != esc.StateOp {
+		d.eeprom.extra = d.chip.siiBelowSafeOp
+	}
+	d.eeprom.sync(regs)
+	if d.esm.emulated {
+		return
+	}
+	st := d.esm.state
+	for i, sm := range d.sii.SyncManagers {
+		if i >= d.nsm {
+			break
+		}
+		switch sm.Type {
+		case sii.SMMailboxOut, sii.SMMailboxIn:
+			d.setPDIOff(i, st == esc.StateInit || st == esc.StateBootstrap)
+		case sii.SMProcessDataOut, sii.SMProcessDataIn:
+			d.setPDIOff(i, st != esc.StateSafeOp && st != esc.StateOp)
+		}
+	}
+	if d.mbx != nil && (st == esc.StateInit || st == esc.StateBootstrap) {
+		d.mbx.reset()
+	}
+}
+
+// updateDLStatus computes DL status 0x0110 from the topology and the loop
+// settings in DL control 0x0101: port 0 faces the master, downPort leads to
+// the next device; a port with auto loop control is open exactly when it
+// has a link.
+func (d *Device) updateDLStatus() {
+	regs := d.mem.b[:]
+	s := esc.DLStatus{
+		PDIOperational: !d.eeprom.badCRC,
+		WatchdogOK:     regs[esc.RegPDIControl] != 0,
+	}
+	for p := range esc.PortCount {
+		link := p == 0 || (p == d.downPort && d.hasNext)
+		closed := !link
+		switch regs[esc.RegDLControl+1] >> (2 * p) & 3 {
+		case 2:
+			closed = false
+		case 3:
+			closed = true
+		}
+		s.Ports[p] = esc.PortStatus{Link: link, Loop: closed, Communication: link}
+	}
+	s.Encode(regs[esc.RegDLStatus:])
+}
+
+// forwards reports whether a frame leaves through the downstream port, and
+// whether it is lost there (an open port without a link).
+func (d *Device) forwards() (next, lost bool) {
+	mode := d.mem.b[esc.RegDLControl+1] >> (2 * d.downPort) & 3
+	switch {
+	case mode == 3:
+		return false, false
+	case mode == 2 && !d.hasNext:
+		return false, true
+	}
+	return d.hasNext, false
+}
+
+// isAddressed reports whether adp selects this device in a configured
+// address command: its station address, or its alias when DL control
+// enables alias addressing (0x0103 bit 0).
+func (d *Device) isAddressed(adp uint16) bool {
+	regs := d.mem.b[:]
+	if adp == binary.LittleEndian.Uint16(regs[esc.RegStationAddress:]) {
+		return true
+	}
+	return regs[esc.RegDLControl+3]&0x01 != 0 && adp == binary.LittleEndian.Uint16(regs[esc.RegStationAlias:])
+}
+
+// frameContext is what a device needs to know about the frame it serves.
+type frameContext struct {
+	number  uint64
+	arrival int64 // segment time the frame reached this device
+	back    int64 // segment time it came back into the downstream port
+	hasBack bool
+}
+
+// handle serves one datagram as it passes the device.
+func (d *Device) handle(dg *wire.Datagram, f *frameContext) {
+	cmd := dg.Command
+	ac := newAccess()
+	var inc uint16
+	switch cmd.Addressing() {
+	case wire.AddressingPosition:
+		adp := dg.ADP()
+		dg.SetAddress(wire.PhysicalAddress(adp+1, dg.ADO()))
+		inc = d.physical(cmd, adp == 0, dg, f, &ac)
+	case wire.AddressingConfigured:
+		inc = d.physical(cmd, d.isAddressed(dg.ADP()), dg, f, &ac)
+	case wire.AddressingBroadcast:
+		dg.SetAddress(wire.PhysicalAddress(dg.ADP()+1, dg.ADO()))
+		inc = d.physical(cmd, true, dg, f, &ac)
+	case wire.AddressingLogical:
+		rd, wr := d.logical(dg.Address, dg.Data, cmd.Reads(), cmd.Writes(), &ac)
+		if rd {
+			inc++
+		}
+		if wr {
+			inc++
+			if cmd == wire.LRW {
+				inc++
+			}
+		}
+	default:
+		return
+	}
+	d.finish(&ac, f)
+	if inc != 0 {
+		dg.SetWKC(dg.WKC + inc)
+	}
+}
+
+// physical serves a physical or broadcast command; me says whether the
+// device is the addressed one. It returns the working counter increment.
+func (d *Device) physical(cmd wire.Command, me bool, dg *wire.Datagram, f *frameContext, ac *access) uint16 {
+	ado, p := int(dg.ADO()), dg.Data
+	if len(p) == 0 {
+		return 0
+	}
+	var inc uint16
+	switch cmd {
+	case wire.APRD, wire.FPRD, wire.BRD:
+		if (me || cmd == wire.BRD) && d.physRead(ado, p, cmd == wire.BRD, f, ac) {
+			inc = 1
+		}
+	case wire.APWR, wire.FPWR, wire.BWR:
+		if (me || cmd == wire.BWR) && d.physWrite(ado, p, ac) {
+			inc = 1
+		}
+	case wire.APRW, wire.FPRW, wire.BRW:
+		if me || cmd == wire.BRW {
+			rd, wr := d.physReadWrite(ado, p, cmd == wire.BRW, f, ac)
+			if rd {
+				inc++
+			}
+			if wr {
+				inc += 2
+			}
+		}
+	case wire.ARMW, wire.FRMW:
+		if me {
+			if d.physRead(ado, p, false, f, ac) {
+				inc = 1
+			}
+		} else if d.physWrite(ado, p, ac) {
+			inc = 1
+		}
+	}
+	return inc
+}
+
+// tick advances the device's timers by one frame: EEPROM busy time, a
+// pending state change, mailbox work.
+func (d *Device) tick(frame uint64) {
+	d.eeprom.tick(d.mem.b[:])
+	if d.esm.tick(d) {
+		d.stateChanged()
+	}
+	if d.mbx != nil {
+		d.mbx.tick(frame)
+	}
+}
+
+// checkTransition is the application controller's check of an allowed
+// upward transition: the mailbox SyncManagers for INIT→PREOP, the process
+// data SyncManagers for PREOP→SAFEOP.
+func (d *Device) checkTransition(from, to esc.ALState) esc.ALStatusCode {
+	switch {
+	case from == esc.StateInit && to == esc.StatePreOp:
+		return d.checkMailboxSMs()
+	case from == esc.StatePreOp && to == esc.StateSafeOp:
+		return d.checkProcessDataSMs()
+	}
+	return esc.ALNoError
+}
+
+// checkMailboxSMs compares the mailbox SyncManagers with the standard
+// mailbox of the SII header.
+func (d *Device) checkMailboxSMs() esc.ALStatusCode {
+	h := &d.sii.Header
+	if !h.HasMailbox() {
+		return esc.ALNoError
+	}
+	mb := h.StandardMailbox
+	want := []struct {
+		start, size uint16
+		control     uint8
+	}{
+		{mb.ReceiveOffset, mb.ReceiveSize, esc.SMModeMailbox | esc.SMDirWrite},
+		{mb.SendOffset, mb.SendSize, esc.SMModeMailbox | esc.SMDirRead},
+	}
+	for i, w := range want {
+		if i >= d.nsm {
+			return esc.ALInvalidMailboxConfig
+		}
+		r := esc.DecodeSyncManager(d.mem.b[esc.RegSyncManager(i):])
+		if r.PhysicalStart != w.start || r.Length != w.size || r.Control&0x0F != w.control || !r.Enabled() {
+			return esc.ALInvalidMailboxConfig
+		}
+	}
+	return esc.ALNoError
+}
+
+// checkProcessDataSMs compares each process data SyncManager with the size
+// of the PDOs assigned to it: a wrong length is an invalid output (0x001D)
+// or input (0x001E) configuration, a wrong address, mode or direction, or a
+// disabled SyncManager with data, an invalid SyncManager configuration
+// (0x0017).
+func (d *Device) checkProcessDataSMs() esc.ALStatusCode {
+	for i, sm := range d.sii.SyncManagers {
+		if i >= d.nsm || !sm.Type.IsProcessData() {
+			continue
+		}
+		size := d.pdoBytes(i)
+		if size == 0 {
+			continue
+		}
+		r := esc.DecodeSyncManager(d.mem.b[esc.RegSyncManager(i):])
+		dir := uint8(esc.SMDirRead)
+		sizeCode := esc.ALInvalidInputConfig
+		if sm.Type == sii.SMProcessDataOut {
+			dir, sizeCode = esc.SMDirWrite, esc.ALInvalidOutputConfig
+		}
+		switch {
+		case !r.Enabled() || r.PhysicalStart != sm.StartAddress || r.Control&0x0F != esc.SMModeBuffered|dir:
+			return esc.ALInvalidSyncManagerConfig
+		case int(r.Length) != size:
+			return sizeCode
+		}
+	}
+	return esc.ALNoError
+}
+
+// pdoBytes returns the bytes of process data SyncManager i: the PDOs the
+// object dictionary assigns to it, or by default those the SII assigns.
+func (d *Device) pdoBytes(i int) int {
+	if d.mbx != nil {
+		if bits, ok := d.mbx.od.assignedBits(i); ok {
+			return (bits + 7) / 8
+		}
+	}
+	return (d.sii.SyncManagerBits(i) + 7) / 8
+}

@@ -1,0 +1,196 @@
+package sim
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/master/wire"
+)
+
+// Segment is a line of simulated devices behind one master port: device 0
+// faces the master on its port 0, each device's downstream port leads to the
+// next, and the last one closes the loop. Process carries a frame through
+// all of them and back, as the wire would.
+type Segment struct {
+	mu      sync.Mutex
+	devices []*Device
+	opts    options
+	start   time.Time
+	now     func() int64 // segment time in ns; tests may replace it
+	frame   uint64       // frames processed
+	stats   Stats
+	states  []esc.ALStatus // last states reported to the logger
+	codes   []esc.ALStatusCode
+}
+
+// Stats counts a segment's frames.
+type Stats struct {
+	Frames   uint64 // frames offered to Process
+	Answered uint64 // frames processed and sent back
+	Dropped  uint64 // frames not answered: not EtherCAT, malformed, or lost on an open port
+	SendErrs uint64 // answers Serve failed to send
+}
+
+// Option configures a Segment.
+type Option func(*options)
+
+type options struct {
+	siiBusyFrames int
+	esmDelay      int // <0: each model's own
+	mailboxDelay  int // <0: each model's own
+	pattern       *Pattern
+	logger        *slog.Logger
+	recvTimeout   time.Duration
+}
+
+// WithSIIBusyFrames sets how many frames an SII EEPROM command stays busy
+// after the frame that issued it (default 2, what ethercrab saw at its
+// polling rate; SOEM polling a real EEPROM saw 1).
+func WithSIIBusyFrames(n int) Option { return func(o *options) { o.siiBusyFrames = max(n, 0) } }
+
+// WithStateChangeDelay sets how many frames devices with an application
+// controller take to carry out a state change request (default: each
+// model's own, 1 for most terminals, 5 for the EK1914). Devices without
+// one (device emulation) follow at once, as the real ones do.
+func WithStateChangeDelay(frames int) Option { return func(o *options) { o.esmDelay = max(frames, 0) } }
+
+// WithMailboxDelay sets how many frames an application controller takes to
+// answer a mailbox request (default 2).
+func WithMailboxDelay(frames int) Option { return func(o *options) { o.mailboxDelay = max(frames, 0) } }
+
+// WithInputPattern sets the input pattern of every device with inputs.
+func WithInputPattern(p Pattern) Option { return func(o *options) { o.pattern = &p } }
+
+// WithLogger makes Serve log each state change of each device at info
+// level, and its start and end.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// NewSegment connects devices in a line, in order, and returns the segment.
+// The devices become part of it (a device must not be in two segments).
+func NewSegment(devices []*Device, opts ...Option) *Segment {
+	o := options{siiBusyFrames: defaultSIIBusyFrames, esmDelay: -1, mailboxDelay: -1, recvTimeout: 100 * time.Millisecond}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := &Segment{devices: append([]*Device(nil), devices...), opts: o, start: time.Now()}
+	s.now = func() int64 { return int64(time.Since(s.start)) }
+	for i, d := range s.devices {
+		d.mu = &s.mu
+		d.hasNext = i < len(s.devices)-1
+		d.eeprom.busyFrames = o.siiBusyFrames
+		if o.esmDelay >= 0 {
+			d.esm.delay = o.esmDelay
+		}
+		if o.mailboxDelay >= 0 && d.mbx != nil {
+			d.mbx.delay = o.mailboxDelay
+		}
+		if o.pattern != nil {
+			d.pd.pattern = *o.pattern
+		}
+		d.updateDLStatus()
+	}
+	s.states = make([]esc.ALStatus, len(s.devices))
+	s.codes = make([]esc.ALStatusCode, len(s.devices))
+	for i, d := range s.devices {
+		s.states[i] = esc.ALStatus{State: d.esm.state, Error: d.esm.err}
+	}
+	return s
+}
+
+// Devices returns the segment's devices in line order.
+func (s *Segment) Devices() []*Device { return append([]*Device(nil), s.devices...) }
+
+// Stats returns the segment's frame counters.
+func (s *Segment) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Process carries one frame through the segment in place: every device on
+// the way serves each datagram (addressing, memory access, working
+// counter), and bit 1 of the first source MAC byte is set, as on a frame
+// that went through real devices. It returns false, and leaves the frame
+// alone, when the frame is not an EtherCAT frame with a well-formed
+// datagram chain (it must then not be answered); it also returns false
+// when the frame is lost on an open port without a link. Process does not
+// allocate.
+func (s *Segment) Process(frame []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.Frames++
+	var f wire.Frame
+	if err := f.Decode(frame); err != nil || f.Header.Length == 0 {
+		s.stats.Dropped++
+		return false
+	}
+	it := f.Datagrams()
+	var dg wire.Datagram
+	logical := false
+	for it.Next(&dg) {
+		if dg.Command.Addressing() == wire.AddressingLogical {
+			logical = true
+		}
+	}
+	if it.Err() != nil {
+		s.stats.Dropped++
+		return false
+	}
+	s.frame++
+	if logical {
+		for _, d := range s.devices {
+			d.cycleInputs()
+		}
+	}
+	visited, lost := s.route()
+	now := s.now()
+	var back int64
+	if visited > 0 {
+		back = now + int64(visited-1)*forwardHop + turnDelay
+	}
+	// Times at which the frame comes back into each device's downstream
+	// port, from the last device towards the first.
+	for k := visited - 1; k >= 0; k-- {
+		d := s.devices[k]
+		fc := frameContext{number: s.frame, arrival: now + int64(k)*forwardHop}
+		if k < visited-1 {
+			fc.back, fc.hasBack = back+returnHop, true
+			back = fc.back + passDelay
+		}
+		d.ctx = fc
+	}
+	for k := range visited {
+		d := s.devices[k]
+		it := f.Datagrams()
+		for it.Next(&dg) {
+			d.handle(&dg, &d.ctx)
+		}
+	}
+	for _, d := range s.devices {
+		d.tick(s.frame)
+	}
+	if lost {
+		s.stats.Dropped++
+		return false
+	}
+	f.Source()[0] |= 0x02
+	s.stats.Answered++
+	return true
+}
+
+// route returns how many devices a frame visits before it turns back, and
+// whether it is lost on the way (an open port with nothing behind it).
+func (s *Segment) route() (int, bool) {
+	for k, d := range s.devices {
+		next, lost := d.forwards()
+		if lost {
+			return k + 1, true
+		}
+		if !next {
+			return k + 1, false
+		}
+	}
+	return len(s.devices), false
+}
