@@ -1,0 +1,68 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/master/wire"
+)
+
+// BringUp takes the segment from whatever state it is in to OP:
+//
+//	Scan → PREOP (mailboxes configured) → map the process image →
+//	SAFEOP (process-data SyncManagers and FMMUs configured) →
+//	Config.SafeOpFrames cyclic frames, so that inputs are valid and outputs
+//	safe → OP (cyclic frames keep running while the slaves switch) →
+//	one cycle to check the working counter.
+//
+// It logs one line per step. On success the cycle engine calls Exchange;
+// on error the slaves are left where they stopped.
+func (m *Master) BringUp(ctx context.Context) error {
+	start := time.Now()
+	slaves, err := m.Scan(ctx)
+	if err != nil {
+		return err
+	}
+	m.log.Info("bring-up: scanned", "slaves", len(slaves))
+
+	if err := m.RequestState(ctx, esc.StatePreOp); err != nil {
+		return fmt.Errorf("master: bring-up to PREOP: %w", err)
+	}
+	m.log.Info("bring-up: PREOP")
+
+	if _, err := m.MapProcessImage(); err != nil {
+		return fmt.Errorf("master: bring-up: %w", err)
+	}
+	if err := m.RequestState(ctx, esc.StateSafeOp); err != nil {
+		return fmt.Errorf("master: bring-up to SAFEOP: %w", err)
+	}
+	m.log.Info("bring-up: SAFEOP")
+
+	var r CycleResult
+	for range m.cfg.SafeOpFrames {
+		r = m.cyclic.exchange(time.Now().Add(m.cfg.CycleTimeout))
+	}
+	m.log.Info("bring-up: SAFEOP frames exchanged", "frames", m.cfg.SafeOpFrames, "wkc", r.WKC,
+		"expected_wkc", r.ExpectedWKC, "lost", r.Lost)
+
+	if err := m.RequestState(ctx, esc.StateOp); err != nil {
+		return fmt.Errorf("master: bring-up to OP: %w", err)
+	}
+	r = m.cyclic.exchange(time.Now().Add(m.cfg.CycleTimeout))
+	if r.Err != nil {
+		if r.Lost == 0 && r.WKC != r.ExpectedWKC {
+			return fmt.Errorf("master: bring-up: first cycle in OP: %w",
+				&WKCError{Command: wire.LRW, Address: logicalBase, Want: r.ExpectedWKC, Got: r.WKC})
+		}
+		return fmt.Errorf("master: bring-up: first cycle in OP: %w", r.Err)
+	}
+	if !r.AllInState(len(slaves), esc.StateOp) {
+		m.log.Warn("bring-up: AL status read of the first cycle in OP disagrees", "responding", r.Responding,
+			"slaves", len(slaves), "states", fmt.Sprintf("%#02x", r.ALStates), "error", r.ALError)
+	}
+	m.log.Info("bring-up: OP", "slaves", len(slaves), "expected_wkc", r.ExpectedWKC,
+		"image_bytes", len(m.image.Bytes()), "took", time.Since(start).Round(time.Microsecond).String())
+	return nil
+}

@@ -1,0 +1,213 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/master/wire"
+)
+
+// broadcastMAC is the destination of every frame the master sends: the
+// segment takes frames whatever their address, and switches in between
+// (there should be none) flood them.
+var broadcastMAC = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// Bus is the master's transport: it sends frames over a link and matches
+// each answer to its request by the datagram index. An answer carrying
+// another index (a late answer to an earlier, already abandoned frame) is
+// discarded and counted as stale, never taken for the current one.
+//
+// Bus serves bring-up and diagnostics: one datagram per frame, with a
+// timeout and retries. Its buffers are allocated once; a Bus is not safe
+// for concurrent use, nor while the cyclic exchange runs in another
+// goroutine.
+type Bus struct {
+	link     link.Link
+	src      [6]byte
+	tx       []byte
+	rx       []byte
+	builder  wire.Builder
+	index    uint8
+	timeout  time.Duration
+	retries  int
+	counters *counters
+}
+
+func newBus(l link.Link, timeout time.Duration, retries int, c *counters) *Bus {
+	b := &Bus{
+		link:     l,
+		tx:       make([]byte, wire.MaxFrameLen),
+		rx:       make([]byte, link.MaxFrameSize),
+		timeout:  timeout,
+		retries:  retries,
+		counters: c,
+	}
+	copy(b.src[:], l.HardwareAddr())
+	return b
+}
+
+// nextIndex returns a fresh datagram index. Bring-up and cyclic frames
+// draw from the same counter, so an index is reused only after 256 frames.
+func (b *Bus) nextIndex() uint8 {
+	b.index++
+	return b.index
+}
+
+// AnyWKC passed as the wanted working counter of a broadcast or logical
+// helper skips the check.
+const AnyWKC = -1
+
+// Transact sends one datagram with len(data) bytes and waits for its answer,
+// sending it again (with a new index) up to the configured number of
+// retries when none comes back in time. For commands that write, data is
+// sent; for commands that read, the answer's data is copied into data. It
+// returns the working counter of the answer. An unanswered frame gives an
+// error matching ErrNoResponse.
+func (b *Bus) Transact(ctx context.Context, cmd wire.Command, address uint32, data []byte) (uint16, error) {
+	for try := 0; ; try++ {
+		if err := ctx.Err(); err != nil {
+			return 0, fmt.Errorf("master: %v %s: %w", cmd, formatAddress(cmd, address), err)
+		}
+		idx := b.nextIndex()
+		if err := b.builder.Reset(b.tx, broadcastMAC, b.src); err != nil {
+			return 0, fmt.Errorf("master: build frame: %w", err)
+		}
+		d, err := b.builder.Append(cmd, idx, address, len(data))
+		if err != nil {
+			return 0, fmt.Errorf("master: %v %s with %d bytes: %w", cmd, formatAddress(cmd, address), len(data), err)
+		}
+		if cmd.Writes() {
+			copy(d, data)
+		}
+		if err := b.link.Send(b.builder.Bytes()); err != nil {
+			return 0, fmt.Errorf("master: send %v %s: %w", cmd, formatAddress(cmd, address), err)
+		}
+		deadline := time.Now().Add(b.timeout)
+		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+			deadline = dl
+		}
+		wkc, ok, err := b.await(idx, cmd, data, deadline)
+		switch {
+		case err != nil:
+			return 0, fmt.Errorf("master: receive %v %s: %w", cmd, formatAddress(cmd, address), err)
+		case ok:
+			return wkc, nil
+		case try >= b.retries:
+			return 0, fmt.Errorf("master: %v %s: %w after %d tries of %v", cmd, formatAddress(cmd, address),
+				ErrNoResponse, try+1, b.timeout)
+		}
+		b.counters.retries.Add(1)
+	}
+}
+
+// await receives frames until the answer to datagram idx arrives or the
+// deadline passes (ok false, no error). Other frames are counted and
+// dropped.
+func (b *Bus) await(idx uint8, cmd wire.Command, data []byte, deadline time.Time) (wkc uint16, ok bool, err error) {
+	for {
+		n, err := b.link.Recv(b.rx, deadline)
+		if err != nil {
+			if errors.Is(err, link.ErrTimeout) {
+				return 0, false, nil
+			}
+			return 0, false, err
+		}
+		var d wire.Datagram
+		if !firstDatagram(b.rx[:n], &d) {
+			b.counters.invalid.Add(1)
+			continue
+		}
+		if d.Index != idx || d.Command != cmd || len(d.Data) != len(data) {
+			b.counters.stale.Add(1)
+			continue
+		}
+		if cmd.Reads() {
+			copy(data, d.Data)
+		}
+		return d.WKC, true, nil
+	}
+}
+
+// firstDatagram decodes frame's first datagram into d and reports whether
+// the frame is an EtherCAT datagram frame at all.
+func firstDatagram(frame []byte, d *wire.Datagram) bool {
+	var f wire.Frame
+	if f.Decode(frame) != nil {
+		return false
+	}
+	it := f.Datagrams()
+	return it.Next(d)
+}
+
+// check turns a working counter into a *WKCError when it is not want
+// (want AnyWKC accepts any).
+func check(cmd wire.Command, address uint32, want int, got uint16) error {
+	if want == AnyWKC || int(got) == want {
+		return nil
+	}
+	return &WKCError{Command: cmd, Address: address, Want: uint16(want), Got: got}
+}
+
+// transactWant runs Transact and checks the working counter.
+func (b *Bus) transactWant(ctx context.Context, cmd wire.Command, address uint32, data []byte, want int) (uint16, error) {
+	wkc, err := b.Transact(ctx, cmd, address, data)
+	if err != nil {
+		return wkc, err
+	}
+	return wkc, check(cmd, address, want, wkc)
+}
+
+// BRD reads register ado of every slave, ORed together, into data and
+// returns the working counter: the number of slaves that answered. want is
+// the expected count, or AnyWKC.
+func (b *Bus) BRD(ctx context.Context, ado uint16, data []byte, want int) (uint16, error) {
+	return b.transactWant(ctx, wire.BRD, wire.PhysicalAddress(0, ado), data, want)
+}
+
+// BWR writes data to register ado of every slave; want is the expected
+// number of slaves, or AnyWKC.
+func (b *Bus) BWR(ctx context.Context, ado uint16, data []byte, want int) error {
+	_, err := b.transactWant(ctx, wire.BWR, wire.PhysicalAddress(0, ado), data, want)
+	return err
+}
+
+// APRD reads register ado of the slave at ring position pos into data.
+func (b *Bus) APRD(ctx context.Context, pos int, ado uint16, data []byte) error {
+	_, err := b.transactWant(ctx, wire.APRD, wire.PhysicalAddress(wire.PositionADP(pos), ado), data, 1)
+	return err
+}
+
+// APWR writes data to register ado of the slave at ring position pos.
+func (b *Bus) APWR(ctx context.Context, pos int, ado uint16, data []byte) error {
+	_, err := b.transactWant(ctx, wire.APWR, wire.PhysicalAddress(wire.PositionADP(pos), ado), data, 1)
+	return err
+}
+
+// FPRD reads register ado of the slave with station address station into data.
+func (b *Bus) FPRD(ctx context.Context, station, ado uint16, data []byte) error {
+	_, err := b.transactWant(ctx, wire.FPRD, wire.PhysicalAddress(station, ado), data, 1)
+	return err
+}
+
+// FPWR writes data to register ado of the slave with station address station.
+func (b *Bus) FPWR(ctx context.Context, station, ado uint16, data []byte) error {
+	_, err := b.transactWant(ctx, wire.FPWR, wire.PhysicalAddress(station, ado), data, 1)
+	return err
+}
+
+// FPRW writes data to register ado of the slave with station address
+// station and returns the previous content in data (working counter 3).
+func (b *Bus) FPRW(ctx context.Context, station, ado uint16, data []byte) error {
+	_, err := b.transactWant(ctx, wire.FPRW, wire.PhysicalAddress(station, ado), data, 3)
+	return err
+}
+
+// LRW exchanges data with the logical address space at logical; want is
+// the expected working counter, or AnyWKC. It is the acyclic form; the
+// cyclic exchange uses its pre-built frames (see Cyclic).
+func (b *Bus) LRW(ctx context.Context, logical uint32, data []byte, want int) (uint16, error) {
+	return b.transactWant(ctx, wire.LRW, logical, data, want)
+}

@@ -1,0 +1,147 @@
+package master
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Defaults used for zero fields of a Config.
+const (
+	// DefaultTimeout is how long a bring-up frame waits for its answer.
+	DefaultTimeout = 20 * time.Millisecond
+	// DefaultRetries is how often a bring-up frame is sent again after
+	// going unanswered.
+	DefaultRetries = 3
+	// DefaultStateTimeout bounds one AL state transition of a slave.
+	DefaultStateTimeout = 5 * time.Second
+	// DefaultCycleTimeout is how long Exchange waits for its frames.
+	DefaultCycleTimeout = time.Millisecond
+	// DefaultSIITimeout bounds one SII EEPROM access (busy polling).
+	DefaultSIITimeout = 100 * time.Millisecond
+	// DefaultSafeOpFrames is how many cyclic frames BringUp exchanges in
+	// SAFEOP before it requests OP.
+	DefaultSafeOpFrames = 5
+)
+
+// Config configures a Master. A nil *Config passed to New means all
+// defaults; zero fields of a non-nil one take their defaults too.
+type Config struct {
+	// Timeout is how long a bring-up (acyclic) frame waits for its answer
+	// before it is sent again. Default DefaultTimeout.
+	Timeout time.Duration
+
+	// Retries is how often an unanswered bring-up frame is sent again,
+	// each time with a fresh datagram index. Zero means DefaultRetries; a
+	// negative value means no retry.
+	Retries int
+
+	// StateTimeout bounds each AL state transition (write AL control,
+	// poll AL status). Default DefaultStateTimeout.
+	StateTimeout time.Duration
+
+	// CycleTimeout is how long Exchange waits for the answers to its
+	// frames. The cycle engine usually passes its own deadline to
+	// ExchangeUntil instead. Default DefaultCycleTimeout.
+	CycleTimeout time.Duration
+
+	// SIITimeout bounds each SII EEPROM access while the ESC reports busy.
+	// Default DefaultSIITimeout.
+	SIITimeout time.Duration
+
+	// ExpectedSlaves is the number of slaves the segment must have; Scan
+	// fails with a *SlaveCountError when it finds another number. Zero
+	// accepts any number.
+	ExpectedSlaves int
+
+	// MaxFrameData caps the data bytes of one cyclic LRW datagram; larger
+	// process images are split over several frames. Zero means as much as
+	// one Ethernet frame carries beside the AL status read (1472 bytes).
+	MaxFrameData int
+
+	// SafeOpFrames is how many cyclic frames BringUp exchanges in SAFEOP,
+	// so that inputs are valid and outputs safe, before it requests OP.
+	// Default DefaultSafeOpFrames.
+	SafeOpFrames int
+
+	// Clock returns monotonic nanoseconds for the send and receive
+	// timestamps of a cycle. Default: CLOCK_MONOTONIC, the time base of
+	// clock_nanosleep, so the engine's deadlines and these times compare.
+	Clock func() int64
+
+	// Logger receives one line per bring-up step and warnings. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults returns a copy of c with zero fields filled in, or an error
+// naming a field whose value cannot work.
+func (c *Config) withDefaults() (Config, error) {
+	var out Config
+	if c != nil {
+		out = *c
+	}
+	if out.Timeout == 0 {
+		out.Timeout = DefaultTimeout
+	}
+	switch {
+	case out.Retries == 0:
+		out.Retries = DefaultRetries
+	case out.Retries < 0:
+		out.Retries = 0
+	}
+	if out.StateTimeout == 0 {
+		out.StateTimeout = DefaultStateTimeout
+	}
+	if out.CycleTimeout == 0 {
+		out.CycleTimeout = DefaultCycleTimeout
+	}
+	if out.SIITimeout == 0 {
+		out.SIITimeout = DefaultSIITimeout
+	}
+	if out.SafeOpFrames == 0 {
+		out.SafeOpFrames = DefaultSafeOpFrames
+	}
+	if out.MaxFrameData == 0 {
+		out.MaxFrameData = maxLRWData
+	}
+	if out.Clock == nil {
+		out.Clock = newMonotonicClock()
+	}
+	if out.Logger == nil {
+		out.Logger = slog.Default()
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"Timeout", out.Timeout}, {"StateTimeout", out.StateTimeout}, {"CycleTimeout", out.CycleTimeout}, {"SIITimeout", out.SIITimeout}} {
+		if d.v < 0 {
+			return Config{}, fmt.Errorf("master: config %s is %v, want a positive duration", d.name, d.v)
+		}
+	}
+	if out.ExpectedSlaves < 0 {
+		return Config{}, fmt.Errorf("master: config ExpectedSlaves is %d, want 0 (any) or more", out.ExpectedSlaves)
+	}
+	if out.MaxFrameData < 1 || out.MaxFrameData > maxLRWData {
+		return Config{}, fmt.Errorf("master: config MaxFrameData is %d, want 1 to %d", out.MaxFrameData, maxLRWData)
+	}
+	if out.SafeOpFrames < 0 {
+		return Config{}, fmt.Errorf("master: config SafeOpFrames is %d, want 0 (default) or more", out.SafeOpFrames)
+	}
+	return out, nil
+}
+
+// newMonotonicClock returns a clock reading CLOCK_MONOTONIC in nanoseconds
+// at the cost of time.Now (vDSO) rather than a clock_gettime system call:
+// Go's monotonic time is CLOCK_MONOTONIC from another origin, so one
+// reading of both fixes the offset (to within the few nanoseconds between
+// the two reads), and the two never drift apart.
+func newMonotonicClock() func() int64 {
+	var ts unix.Timespec
+	origin := time.Now()
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	base := ts.Nano()
+	return func() int64 { return base + int64(time.Since(origin)) }
+}

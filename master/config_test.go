@@ -1,0 +1,53 @@
+package master
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestConfigDefaultsAndLimits(t *testing.T) {
+	c, err := (*Config)(nil).withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Timeout != DefaultTimeout || c.Retries != DefaultRetries || c.StateTimeout != DefaultStateTimeout ||
+		c.CycleTimeout != DefaultCycleTimeout || c.MaxFrameData != maxLRWData || c.Clock == nil || c.Logger == nil {
+		t.Errorf("defaults %+v", c)
+	}
+	if c, _ := (&Config{Retries: -1}).withDefaults(); c.Retries != 0 {
+		t.Errorf("Retries -1 gave %d, want no retry", c.Retries)
+	}
+	for _, bad := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Timeout: -time.Second}, "Timeout"},
+		{Config{StateTimeout: -1}, "StateTimeout"},
+		{Config{ExpectedSlaves: -2}, "ExpectedSlaves"},
+		{Config{MaxFrameData: maxLRWData + 1}, "MaxFrameData is 1473, want 1 to 1472"},
+		{Config{SafeOpFrames: -1}, "SafeOpFrames"},
+	} {
+		if _, err := bad.cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: err %v, want one naming %q", bad.cfg, err, bad.want)
+		}
+	}
+}
+
+func TestMonotonicClockIsClockMonotonic(t *testing.T) {
+	clock := newMonotonicClock()
+	for range 100 {
+		var ts unix.Timespec
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		before := ts.Nano()
+		got := clock()
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		after := ts.Nano()
+		// A little slack for the offset taken when the clock was made.
+		if got < before-int64(50*time.Microsecond) || got > after+int64(50*time.Microsecond) {
+			t.Fatalf("clock %d outside [%d, %d]", got, before, after)
+		}
+	}
+}

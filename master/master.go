@@ -1,0 +1,143 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/master/link"
+)
+
+// Master runs one EtherCAT segment over one link: it scans the slaves,
+// drives their state machines, maps their process data into a
+// ProcessImage and exchanges it cyclically.
+//
+// A Master is used from one goroutine at a time: bring-up (Scan,
+// RequestState, BringUp) and then the cycle (Exchange) must not overlap,
+// since they share the link. Stats and Slave.State may be read from any
+// goroutine.
+type Master struct {
+	cfg      Config
+	log      *slog.Logger
+	link     link.Link
+	bus      *Bus
+	counters counters
+
+	slaves []*Slave
+	image  *ProcessImage
+	cyclic *Cyclic
+	closed bool
+}
+
+// New returns a master on l, which it owns from now on (Close closes it).
+// A nil cfg means defaults. New sends nothing; call BringUp, or Scan and
+// RequestState.
+func New(l link.Link, cfg *Config) (*Master, error) {
+	if l == nil {
+		return nil, errors.New("master: nil link")
+	}
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	m := &Master{cfg: c, log: c.Logger, link: l}
+	m.bus = newBus(l, c.Timeout, c.Retries, &m.counters)
+	return m, nil
+}
+
+// Bus returns the master's transport, for diagnostics and mailbox
+// protocols that need single datagrams (read error counters, CoE). It must
+// not be used while Exchange runs in another goroutine.
+func (m *Master) Bus() *Bus { return m.bus }
+
+// Slaves returns the slaves found by the last Scan, in ring order.
+func (m *Master) Slaves() []*Slave { return m.slaves }
+
+// Image returns the process image, or nil before it is mapped.
+func (m *Master) Image() *ProcessImage { return m.image }
+
+// Cyclic returns the cyclic exchange, or nil before the image is mapped.
+func (m *Master) Cyclic() *Cyclic { return m.cyclic }
+
+// Stats returns the master's counters. It is safe to call from any
+// goroutine, also while the cycle runs.
+func (m *Master) Stats() Stats { return m.counters.snapshot() }
+
+// Exchange runs one cycle of the process-data exchange (see
+// Cyclic.ExchangeUntil) with the deadline Config.CycleTimeout from now.
+// Before the image is mapped it returns a result with Err ErrNotMapped.
+func (m *Master) Exchange() CycleResult {
+	if m.cyclic == nil {
+		return CycleResult{Err: ErrNotMapped}
+	}
+	return m.cyclic.Exchange()
+}
+
+// ExchangeUntil runs one cycle with the given deadline for the answers.
+func (m *Master) ExchangeUntil(deadline time.Time) CycleResult {
+	if m.cyclic == nil {
+		return CycleResult{Err: ErrNotMapped}
+	}
+	return m.cyclic.ExchangeUntil(deadline)
+}
+
+// MapProcessImage lays out the process image over the scanned slaves
+// (setting each Slave's Inputs and Outputs) and builds the cyclic frames.
+// RequestState does it on the way to SAFEOP when it has not been done;
+// calling it earlier lets a caller inspect the layout first. It sends
+// nothing.
+func (m *Master) MapProcessImage() (*ProcessImage, error) {
+	if err := m.usable(); err != nil {
+		return nil, err
+	}
+	l, err := mapProcessData(m.slaves, m.cfg.MaxFrameData)
+	if err != nil {
+		return nil, err
+	}
+	m.image = newProcessImage(l.outBytes, l.inBytes)
+	m.cyclic = newCyclic(m.bus, m.image, l, m.cfg.CycleTimeout, m.cfg.Clock, &m.counters)
+	m.log.Info("process image mapped", "output_bytes", l.outBytes, "input_bytes", l.inBytes,
+		"frames", len(l.chunks), "expected_wkc", m.cyclic.ExpectedWKC())
+	return m.image, nil
+}
+
+// Close takes the slaves back to INIT (best effort, one broadcast, no
+// waiting), which stops their outputs, and closes the link. Later calls do
+// nothing.
+func (m *Master) Close() error {
+	if m.closed {
+		return nil
+	}
+	if len(m.slaves) > 0 {
+		var reg [esc.ALControlLen]byte
+		esc.ALControl{State: esc.StateInit}.Encode(reg[:])
+		ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Timeout)
+		retries := m.bus.retries
+		m.bus.retries = 0
+		if err := m.bus.BWR(ctx, uint16(esc.RegALControl), reg[:], AnyWKC); err != nil {
+			m.log.Warn("close: could not request INIT", "err", err)
+		}
+		m.bus.retries = retries
+		cancel()
+	}
+	m.closed = true
+	if err := m.link.Close(); err != nil {
+		return fmt.Errorf("master: close link: %w", err)
+	}
+	return nil
+}
+
+// usable reports ErrClosed or ErrNotScanned when the master cannot work on
+// its slaves.
+func (m *Master) usable() error {
+	switch {
+	case m.closed:
+		return ErrClosed
+	case len(m.slaves) == 0:
+		return ErrNotScanned
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package master
+
+import "sync/atomic"
+
+// Stats counts what the master has seen since New. Cycles, LostFrames and
+// WKCErrors count the application's Exchange calls only: the frames that
+// bring-up exchanges to keep outputs valid during state changes are not
+// counted there. StaleFrames, InvalidFrames and Retries count every frame.
+type Stats struct {
+	// Cycles counts Exchange calls.
+	Cycles uint64
+	// LostFrames counts cyclic frames that did not come back before their
+	// deadline (a cycle split over n frames can lose up to n).
+	LostFrames uint64
+	// WKCErrors counts cycles that lost no frame but whose working counter
+	// was not the expected one (a cycle with a lost frame counts there).
+	WKCErrors uint64
+	// StaleFrames counts answers discarded because their datagram index
+	// (or command, or length) did not belong to the frame being awaited:
+	// late answers to lost or abandoned frames.
+	StaleFrames uint64
+	// InvalidFrames counts received frames that were not EtherCAT
+	// datagram frames at all.
+	InvalidFrames uint64
+	// Retries counts bring-up frames sent again after going unanswered.
+	Retries uint64
+}
+
+// counters are the live, atomically updated figures behind Stats, so that
+// another goroutine may read them while the cycle runs.
+type counters struct {
+	cycles    atomic.Uint64
+	lost      atomic.Uint64
+	wkcErrors atomic.Uint64
+	stale     atomic.Uint64
+	invalid   atomic.Uint64
+	retries   atomic.Uint64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Cycles:        c.cycles.Load(),
+		LostFrames:    c.lost.Load(),
+		WKCErrors:     c.wkcErrors.Load(),
+		StaleFrames:   c.stale.Load(),
+		InvalidFrames: c.invalid.Load(),
+		Retries:       c.retries.Load(),
+	}
+}
