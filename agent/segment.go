@@ -1,0 +1,86 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/master/sim"
+)
+
+// Segment is the wire the master talks on: a raw socket on a network
+// interface, or a socket pair to a simulated segment served by its own
+// goroutine.
+type Segment struct {
+	// Link carries the master's frames.
+	Link link.Link
+	// Sim is the simulated segment behind Link, nil on a real interface.
+	Sim *sim.Segment
+
+	close func()
+}
+
+// OpenSegment opens the segment cfg.Bus describes. With an empty
+// bus.interface it builds the simulated devices of bus.devices and serves
+// them until Close — not until ctx ends, so that the master can still take
+// the bus down after its own context is cancelled.
+func OpenSegment(cfg config.Config, log *slog.Logger) (*Segment, error) {
+	if !cfg.Simulated() {
+		l, err := link.Open(cfg.Bus.Interface, nil)
+		if err != nil {
+			return nil, fmt.Errorf("open segment: %w", err)
+		}
+		return &Segment{Link: l, close: func() { _ = l.Close() }}, nil
+	}
+	devs, err := sim.ParseDevices(cfg.Bus.Devices)
+	if err != nil {
+		return nil, fmt.Errorf("open simulated segment: %w", err)
+	}
+	seg := sim.NewSegment(devs)
+	// A socket pair rather than the channel-based pipe: the cycle thread then
+	// waits in ppoll like on a real NIC, instead of parking in the Go
+	// scheduler, whose wake-ups of a locked thread cost milliseconds here.
+	masterEnd, simEnd, err := link.NewSocketPair()
+	if err != nil {
+		return nil, fmt.Errorf("open simulated segment: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := seg.Serve(ctx, simEnd); err != nil && ctx.Err() == nil {
+			log.Error("simulated segment stopped", "err", err)
+		}
+	}()
+	log.Info("simulated segment", "devices", len(devs), "models", cfg.Bus.Devices)
+	return &Segment{Link: masterEnd, Sim: seg, close: func() {
+		cancel()
+		_ = masterEnd.Close()
+		_ = simEnd.Close()
+		wg.Wait()
+	}}, nil
+}
+
+// Close closes the link and stops a simulated segment. It is safe to call
+// more than once.
+func (s *Segment) Close() {
+	if s.close != nil {
+		s.close()
+		s.close = nil
+	}
+}
+
+// MasterConfig maps the agent configuration onto the master's.
+func MasterConfig(cfg config.Config, log *slog.Logger) *master.Config {
+	return &master.Config{
+		Timeout:        cfg.Bus.Timeout,
+		StateTimeout:   cfg.Bus.StateTimeout,
+		ExpectedSlaves: cfg.Bus.ExpectedSlaves,
+		Logger:         log,
+	}
+}

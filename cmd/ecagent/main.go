@@ -1,0 +1,170 @@
+// Command ecagent runs an EtherCAT master's real-time cycle on an edge host,
+// measures every cycle and makes it visible. With no configuration,
+// `ecagent run` brings up a built-in simulated segment, so one command shows
+// everything on a laptop.
+//
+// Subcommands:
+//
+//	run      bring the bus to OP and cycle (the agent)
+//	scan     list the slaves of a segment, like `ethercat slaves`
+//	sim      serve a simulated segment on a network interface
+//	version  print the version and build information
+//
+// Exit codes: 0 success, 1 runtime failure (link, bus, I/O), 2 usage or
+// configuration error, 3 the segment is not as configured (slave count,
+// a slave refusing a state), 130 interrupted before the work was done.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ecagent/ecagent/master"
+)
+
+// Exit codes; documented in the package comment and the README.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitBusMismatch = 3
+	exitInterrupted = 130
+)
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *env, args []string) error
+}
+
+// env is what a subcommand gets from main: its streams and a way to make
+// loggers, so tests can run commands in-process.
+type env struct {
+	stdout, stderr io.Writer
+	environ        []string
+}
+
+func commands() []command {
+	return []command{
+		{"run", "bring the bus to OP and run the cycle (the agent)", runCommand},
+		{"scan", "list the slaves of a segment, like `ethercat slaves`", scanCommand},
+		{"sim", "serve a simulated EtherCAT segment on a network interface", simCommand},
+		{"version", "print the version and build information", versionCommand},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ()}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// dispatch runs the subcommand named by args[0] and maps its error to an
+// exit code.
+func dispatch(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(e.stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return exitCode(ctx, e, c.run(ctx, e, args[1:]))
+		}
+	}
+	fmt.Fprintf(e.stderr, "ecagent: unknown command %q\n\n", args[0])
+	usage(e.stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: ecagent COMMAND [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'ecagent COMMAND --help' for the flags of a command.")
+	fmt.Fprintln(w, "Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,")
+	fmt.Fprintln(w, "3 segment not as configured, 130 interrupted.")
+}
+
+// usageError marks errors in the command line or configuration.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func exitCode(ctx context.Context, e *env, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, pflag.ErrHelp) {
+		return exitOK
+	}
+	fmt.Fprintf(e.stderr, "ecagent: %v\n", err)
+	var ue usageError
+	var count *master.SlaveCountError
+	var state *master.ALStateError
+	switch {
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &count), errors.As(err, &state):
+		return exitBusMismatch
+	case ctx.Err() != nil:
+		return exitInterrupted
+	}
+	return exitFailure
+}
+
+// newFlagSet returns a flag set for a subcommand whose --help prints a
+// synopsis, what the command does and every flag.
+func newFlagSet(e *env, name, synopsis, about string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		w := e.stdout
+		fmt.Fprintf(w, "Usage: ecagent %s %s\n\n%s\n\nFlags:\n", name, synopsis, about)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(e.stderr)
+	}
+	return fs
+}
+
+// parseFlags parses args, turning flag errors into usage errors.
+func parseFlags(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	return nil
+}
+
+// newLogger builds the slog logger for a command.
+func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runCLI runs ecagent in-process with args and returns its exit code and output.
+func runCLI(t *testing.T, ctx context.Context, environ []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = dispatch(ctx, &env{stdout: &out, stderr: &errOut, environ: environ}, args)
+	return code, out.String(), errOut.String()
+}
+
+func TestHelpExplainsEveryCommand(t *testing.T) {
+	code, out, _ := runCLI(t, context.Background(), nil, "--help")
+	if code != exitOK {
+		t.Errorf("--help exits %d", code)
+	}
+	for _, c := range commands() {
+		if !strings.Contains(out, c.name) {
+			t.Errorf("--help does not mention %q", c.name)
+		}
+		code, out, errOut := runCLI(t, context.Background(), nil, c.name, "--help")
+		if code != exitOK || !strings.Contains(out, "Usage: ecagent "+c.name) {
+			t.Errorf("%s --help: exit %d, output %q %q", c.name, code, out, errOut)
+		}
+	}
+	// run --help documents every configuration key and where it comes from.
+	_, out, _ = runCLI(t, context.Background(), nil, "run", "--help")
+	for _, flag := range []string{"--cycle.period", "--bus.interface", "--bus.devices", "--config", "--print-config", "ECAGENT_CYCLE_PERIOD"} {
+		if !strings.Contains(out, flag) {
+			t.Errorf("run --help does not explain %s", flag)
+		}
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		args    []string
+		environ []string
+		code    int
+		stderr  string // must appear in stderr
+	}{
+		{"no command", nil, nil, exitUsage, ""},
+		{"unknown command", []string{"frobnicate"}, nil, exitUsage, `unknown command "frobnicate"`},
+		{"unknown flag", []string{"scan", "--nope"}, nil, exitUsage, "unknown flag: --nope"},
+		{"bad period", []string{"run", "--cycle.period", "10us"}, nil, exitUsage, `cycle.period = "10us"`},
+		{"bad env", []string{"run"}, []string{"ECAGENT_CYCLE_PRIORITY=120"}, exitUsage, "cycle.priority"},
+		{"unknown model", []string{"scan", "--devices", "EK1100,EL9999"}, nil, exitUsage, "EL9999"},
+		{"sim without interface", []string{"sim"}, nil, exitUsage, "--iface is required"},
+		{"sim bad pattern", []string{"sim", "--iface", "lo", "--inputs", "zigzag"}, nil, exitUsage, "zigzag"},
+		{"slave count", []string{"scan", "--expected-slaves", "3"}, nil, exitBusMismatch, "3"},
+		{"no such interface", []string{"scan", "--iface", "ecagent-none0"}, nil, exitFailure, "ecagent-none0"},
+		{"stray argument", []string{"version", "extra"}, nil, exitUsage, `unexpected argument "extra"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, ctx, c.environ, c.args...)
+			if code != c.code || !strings.Contains(stderr, c.stderr) {
+				t.Errorf("exit %d (want %d), stderr %q (want it to contain %q)", code, c.code, stderr, c.stderr)
+			}
+		})
+	}
+}
+
+func TestScanSimulatedSegment(t *testing.T) {
+	code, out, errOut := runCLI(t, context.Background(), nil, "scan", "--devices", "EK1100,EL2004,EL1014,EL4132")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 6 || !strings.HasPrefix(lines[0], "POS") || lines[5] != "4 slaves" {
+		t.Fatalf("table:\n%s", out)
+	}
+	for i, want := range []string{
+		"0    0x1001  INIT   0x00000002  0x044c2c52",
+		"1    0x1002  INIT   0x00000002  0x07d43052",
+		"2    0x1003  INIT   0x00000002  0x03f63052",
+		"3    0x1004  INIT   0x00000002  0x10243052",
+	} {
+		if !strings.HasPrefix(lines[i+1], want) {
+			t.Errorf("row %d = %q, want prefix %q", i, lines[i+1], want)
+		}
+	}
+	for _, col := range []string{"EL2004 4K. Dig. Ausgang", "  0   4    yes", "  4   0    yes", "  0   32   yes"} {
+		if !strings.Contains(out, col) {
+			t.Errorf("table lacks %q:\n%s", col, out)
+		}
+	}
+}
+
+func TestRunReachesOPAndStops(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	code, out, errOut := runCLI(t, ctx, nil, "run", "--status.interval", "200ms", "--metrics.listen", "")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if !strings.Contains(errOut, "bus in OP") {
+		t.Errorf("log does not say the bus reached OP:\n%s", errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("want several status lines, got:\n%s", out)
+	}
+	if !strings.Contains(lines[0], " OP  slaves 7 ") || !strings.Contains(lines[0], "wkc 8/8") {
+		t.Errorf("first status line %q", lines[0])
+	}
+}
+
+func TestPrintConfig(t *testing.T) {
+	code, out, _ := runCLI(t, context.Background(), []string{"ECAGENT_CYCLE_PERIOD=250us"}, "run", "--print-config", "--site", "plant1")
+	if code != exitOK || !strings.Contains(out, "period: 250us") || !strings.Contains(out, "site: plant1") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI(t, context.Background(), nil, "version")
+	if code != exitOK || !strings.HasPrefix(out, "ecagent ") || !strings.Contains(out, "go1.") {
+		t.Errorf("exit %d: %q", code, out)
+	}
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/master/sim"
+)
+
+func simCommand(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "sim", "--iface IF [--devices LIST]",
+		"Serve a simulated EtherCAT segment on a network interface: every EtherCAT frame\n"+
+			"that arrives on IF travels through the simulated devices and is sent back, as a\n"+
+			"real segment would answer. Point any master at the other end of a veth pair.\n"+
+			"Built-in models: "+strings.Join(sim.Models(), ", ")+".")
+	iface := fs.String("iface", "", "network `interface` to serve on (required; needs CAP_NET_RAW)")
+	devices := fs.StringSlice("devices", config.ReferenceDevices(),
+		"comma-separated devices in ring order: model names (EK1100) or paths to SII images (.bin)")
+	pattern := fs.String("inputs", "counter", "how simulated inputs change: constant, counter, walk, square:N or sine:N (N cycles per period)")
+	busy := fs.Int("sii-busy-frames", 2, "frames an SII EEPROM read stays busy (real ESCs: 1-2 at typical frame rates)")
+	level := fs.String("log.level", "info", "log level: debug, info, warn or error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *iface == "" {
+		return usageError{errors.New("sim: --iface is required (the interface to serve the segment on)")}
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		return usageError{fmt.Errorf("sim: --log.level %q: want debug, info, warn or error", *level)}
+	}
+	p, err := sim.ParsePattern(*pattern)
+	if err != nil {
+		return usageError{fmt.Errorf("sim: --inputs: %w", err)}
+	}
+	if *busy < 0 {
+		return usageError{fmt.Errorf("sim: --sii-busy-frames %d: must be 0 or more", *busy)}
+	}
+	devs, err := sim.ParseDevices(*devices)
+	if err != nil {
+		return usageError{fmt.Errorf("sim: --devices: %w", err)}
+	}
+	log := newLogger(e.stderr, lv, "text")
+	if err := sim.Run(ctx, *iface, devs, log, sim.WithInputPattern(p), sim.WithSIIBusyFrames(*busy)); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	return nil
+}
