@@ -1,0 +1,158 @@
+package rt
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options says how the cycle thread should be set up. Each setting is
+// attempted independently; a host that refuses one still gets the others.
+type Options struct {
+	// Priority is the SCHED_FIFO priority (1–99); 0 leaves the thread's
+	// scheduling policy alone.
+	Priority int
+	// Core pins the thread to one CPU; negative means no pinning.
+	Core int
+	// LockMemory locks all current and future pages (mlockall), so no page
+	// fault ever stalls the cycle.
+	LockMemory bool
+	// DMALatency holds /dev/cpu_dma_latency at 0 µs while the returned
+	// Setup is open, keeping CPUs out of deep C-states.
+	DMALatency bool
+}
+
+// Setting names, as used in Result and in the exported metrics.
+const (
+	SettingSchedFIFO  = "sched_fifo"
+	SettingAffinity   = "affinity"
+	SettingMlock      = "mlock"
+	SettingDMALatency = "dma_latency"
+)
+
+// Result is the outcome of one setting.
+type Result struct {
+	Setting   string
+	Requested bool  // false when Options did not ask for it
+	Err       error // nil when applied
+}
+
+// Applied reports whether the setting was asked for and is in force.
+func (r Result) Applied() bool { return r.Requested && r.Err == nil }
+
+// Setup is what Apply did; Close releases what it holds (the
+// /dev/cpu_dma_latency file: the kernel drops the request when it closes).
+type Setup struct {
+	Results []Result
+	dma     *os.File
+}
+
+// Apply sets up the calling thread for the cycle: SCHED_FIFO, CPU
+// affinity, locked memory and the DMA latency request. The caller must have
+// called runtime.LockOSThread, since priority and affinity are per thread.
+// Settings the host refuses (no privilege, no RT budget in a container) are
+// reported in the results, not returned as an error: the cycle runs anyway
+// and says so.
+func Apply(o Options) *Setup {
+	s := &Setup{}
+	s.Results = append(s.Results, Result{Setting: SettingSchedFIFO, Requested: o.Priority > 0, Err: when(o.Priority > 0, func() error {
+		return setFIFO(o.Priority)
+	})})
+	s.Results = append(s.Results, Result{Setting: SettingAffinity, Requested: o.Core >= 0, Err: when(o.Core >= 0, func() error {
+		return pin(o.Core)
+	})})
+	s.Results = append(s.Results, Result{Setting: SettingMlock, Requested: o.LockMemory, Err: when(o.LockMemory, func() error {
+		if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE); err != nil {
+			return fmt.Errorf("mlockall: %w", err)
+		}
+		return nil
+	})})
+	s.Results = append(s.Results, Result{Setting: SettingDMALatency, Requested: o.DMALatency, Err: when(o.DMALatency, func() (err error) {
+		s.dma, err = holdDMALatency()
+		return err
+	})})
+	return s
+}
+
+func when(requested bool, f func() error) error {
+	if !requested {
+		return nil
+	}
+	return f()
+}
+
+// Close releases the DMA latency request. Safe to call twice.
+func (s *Setup) Close() error {
+	if s.dma == nil {
+		return nil
+	}
+	err := s.dma.Close()
+	s.dma = nil
+	return err
+}
+
+// Refused returns the settings that were requested but not applied.
+func (s *Setup) Refused() []Result {
+	var out []Result
+	for _, r := range s.Results {
+		if r.Requested && r.Err != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func setFIFO(prio int) error {
+	if prio < 1 || prio > 99 {
+		return fmt.Errorf("SCHED_FIFO priority %d: want 1 to 99", prio)
+	}
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(prio)}
+	if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("SCHED_FIFO priority %d: %w (needs CAP_SYS_NICE or RLIMIT_RTPRIO, and an RT budget in the cgroup)", prio, err)
+		}
+		return fmt.Errorf("SCHED_FIFO priority %d: %w", prio, err)
+	}
+	return nil
+}
+
+func pin(core int) error {
+	var set unix.CPUSet
+	set.Set(core)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pin to CPU %d: %w", core, err)
+	}
+	return nil
+}
+
+// holdDMALatency writes 0 to /dev/cpu_dma_latency and keeps it open: the
+// PM QoS request lasts as long as the file does.
+func holdDMALatency() (*os.File, error) {
+	f, err := os.OpenFile("/dev/cpu_dma_latency", os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("/dev/cpu_dma_latency: %w", err)
+	}
+	var zero [4]byte
+	binary.NativeEndian.PutUint32(zero[:], 0)
+	if _, err := f.Write(zero[:]); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("/dev/cpu_dma_latency: %w", err)
+	}
+	return f, nil
+}
+
+// SleepUntilSpin sleeps until spin ns before deadline and busy-waits the
+// rest: the kernel's wake-up latency then lands in the spin budget instead
+// of the cycle. It costs spin/period of a core. spin ≤ 0 is SleepUntil.
+func SleepUntilSpin(deadline, spin int64) {
+	if spin <= 0 {
+		SleepUntil(deadline)
+		return
+	}
+	SleepUntil(deadline - spin)
+	for Now() < deadline {
+	}
+}
