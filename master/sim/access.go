@@ -25,12 +25,13 @@ func (m *memory) can(a int, flag uint8) bool {
 }
 
 // access collects, during one datagram at one device, what needs doing once
-// the datagram has passed: SyncManagers whose last byte was written or read,
-// the register range written, whether an EEPROM command was issued.
+// the datagram has passed: SyncManagers whose first or last byte was
+// written or whose last byte was read, the register range written, whether
+// an EEPROM command was issued.
 type access struct {
-	wroteLast, readLast uint16 // SyncManager bit sets
-	regLo, regHi        int    // registers written, regLo > regHi when none
-	siiCommand          bool
+	wroteFirst, wroteLast, readLast uint16 // SyncManager bit sets
+	regLo, regHi                    int    // registers written, regLo > regHi when none
+	siiCommand                      bool
 }
 
 func newAccess() access { return access{regLo: 0x1000, regHi: -1} }
@@ -68,6 +69,9 @@ func (d *Device) writeByte(a int, v, mask byte, ac *access) bool {
 			d.mem.b[a] = d.mem.b[a]&^mask | v&mask
 		} else {
 			d.mem.shadow[a] = d.mem.shadow[a]&^mask | v&mask
+		}
+		if a == s.start {
+			ac.wroteFirst |= 1 << sm
 		}
 		if a == s.end-1 {
 			ac.wroteLast |= 1 << sm
@@ -144,7 +148,8 @@ func (d *Device) physReadWrite(ado int, p []byte, or bool, f *frameContext, ac *
 }
 
 // finish does what a datagram's accesses leave to do: register side
-// effects, 3-buffer commits, mailbox hand-overs.
+// effects, 3-buffer commits (per SyncManager, of the buffers the datagram
+// wrote whole), mailbox hand-overs.
 func (d *Device) finish(ac *access, f *frameContext) {
 	if ac.regLo <= ac.regHi {
 		d.registersWritten(ac.regLo, ac.regHi, f)
@@ -161,7 +166,10 @@ func (d *Device) finish(ac *access, f *frameContext) {
 				if d.mbx != nil {
 					d.mbx.received(i)
 				}
-			} else {
+			} else if ac.wroteFirst&(1<<i) != 0 {
+				// A 3-buffer SyncManager hands the master's buffer to
+				// the application only when one datagram wrote it from
+				// its first byte to its last.
 				copy(d.mem.b[s.start:s.end], d.mem.shadow[s.start:s.end])
 				d.setSMStatus(i, smStatusWriteEvent)
 			}

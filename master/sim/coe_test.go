@@ -72,9 +72,15 @@ func TestCoESDO(t *testing.T) {
 	}
 	// The PDO assignment is writable in PREOP; the object dictionary's
 	// assignment then sizes the input SyncManager the device expects.
+	if n := seg.Devices()[0].InputSize(); n != 16 {
+		t.Errorf("InputSize() with the SII's 4 PDOs = %d, want 16", n)
+	}
 	r = sdo(t, seg, 0x1001, []byte{0x2F, 0x13, 0x1C, 0x00, 0x02, 0, 0, 0})
 	if r[2] != 0x60 {
 		t.Errorf("download 0x1C13:00 reply % x", r)
+	}
+	if n := seg.Devices()[0].InputSize(); n != 8 {
+		t.Errorf("InputSize() with 2 assigned PDOs = %d, want 8", n)
 	}
 	configSM(t, seg, 0x1001, 3, 0x1180, 8, 0x20)
 	if st, code := request(t, seg, 0x1001, 0x04); st != 0x04 {
@@ -88,5 +94,11 @@ func TestCoESDO(t *testing.T) {
 	seg.Devices()[0].SetInputs([]byte{0, 0, 0xD7, 0x00})
 	if r := upload(0x6000, 0x11); r[2] != 0x4B || !bytes.Equal(r[6:8], []byte{0xD7, 0x00}) {
 		t.Errorf("0x6000:11 reply % x", r)
+	}
+	// Channel 3's PDO is no longer assigned: the simulator keeps no value
+	// for it and reads 0, not whatever RAM lies past the SyncManager.
+	one(t, seg, phys(wire.FPWR, 0x1001, 0x1180+10, []byte{0x34, 0x12}))
+	if r := upload(0x6020, 0x11); r[2] != 0x4B || !bytes.Equal(r[6:8], []byte{0, 0}) {
+		t.Errorf("0x6020:11 reply % x, want 0 (PDO not assigned)", r)
 	}
 }

@@ -99,7 +99,8 @@ func newDevice(image []byte, spec deviceSpec) (*Device, error) {
 		od := newObjectDictionary(desc, spec.objects)
 		d.mbx = newMailbox(d, od, spec.mailboxDelay)
 	}
-	d.pd = newProcessData(desc, spec.analog)
+	d.pd = newProcessData(spec.analog)
+	d.layoutProcessData()
 	d.stateChanged()
 	d.updateDLStatus()
 	return d, nil
@@ -386,39 +387,24 @@ func (d *Device) checkMailboxSMs() esc.ALStatusCode {
 // of the PDOs assigned to it: a wrong length is an invalid output (0x001D)
 // or input (0x001E) configuration, a wrong address, mode or direction, or a
 // disabled SyncManager with data, an invalid SyncManager configuration
-// (0x0017).
+// (0x0017). SyncManagers are checked in order; the first misfit decides.
 func (d *Device) checkProcessDataSMs() esc.ALStatusCode {
-	for i, sm := range d.sii.SyncManagers {
-		if i >= d.nsm || !sm.Type.IsProcessData() {
+	for _, s := range d.pd.sms {
+		if s.sm >= d.nsm || s.bits == 0 {
 			continue
 		}
-		size := d.pdoBytes(i)
-		if size == 0 {
-			continue
-		}
-		r := esc.DecodeSyncManager(d.mem.b[esc.RegSyncManager(i):])
+		r := esc.DecodeSyncManager(d.mem.b[esc.RegSyncManager(s.sm):])
 		dir := uint8(esc.SMDirRead)
 		sizeCode := esc.ALInvalidInputConfig
-		if sm.Type == sii.SMProcessDataOut {
+		if s.out {
 			dir, sizeCode = esc.SMDirWrite, esc.ALInvalidOutputConfig
 		}
 		switch {
-		case !r.Enabled() || r.PhysicalStart != sm.StartAddress || r.Control&0x0F != esc.SMModeBuffered|dir:
+		case !r.Enabled() || int(r.PhysicalStart) != s.start || r.Control&0x0F != esc.SMModeBuffered|dir:
 			return esc.ALInvalidSyncManagerConfig
-		case int(r.Length) != size:
+		case int(r.Length) != (s.bits+7)/8:
 			return sizeCode
 		}
 	}
 	return esc.ALNoError
-}
-
-// pdoBytes returns the bytes of process data SyncManager i: the PDOs the
-// object dictionary assigns to it, or by default those the SII assigns.
-func (d *Device) pdoBytes(i int) int {
-	if d.mbx != nil {
-		if bits, ok := d.mbx.od.assignedBits(i); ok {
-			return (bits + 7) / 8
-		}
-	}
-	return (d.sii.SyncManagerBits(i) + 7) / 8
 }

@@ -326,25 +326,20 @@ func (m *mailbox) sdo(req []byte) {
 	}
 }
 
-// value returns the current value of e (process data read from memory)
-// appended to buf.
-func (m *mailbox) value(e *entry, buf []byte) []byte {
-	if e.pdSM < 0 {
+// value returns the current value of entry e of object index appended to
+// buf. A process data entry reads the bits where the current PDO
+// assignment puts it, or zeros when no assigned PDO maps it.
+func (m *mailbox) value(index uint16, e *entry, buf []byte) []byte {
+	if !e.process {
 		return append(buf, e.value...)
 	}
-	pd := &m.d.pd
-	start := m.d.area(pd.inSM, pd.inStart)
-	if e.pdSM == pd.outSM {
-		start = m.d.area(pd.outSM, pd.outStart)
-	}
-	base := start*8 + e.pdBit
-	n := (e.bits + 7) / 8
 	at := len(buf)
-	buf = append(buf, make([]byte, n)...)
-	for k := range e.bits {
-		b := base + k
-		if b/8 < len(m.d.mem.b) && m.d.mem.b[b/8]&(1<<(b%8)) != 0 {
-			buf[at+k/8] |= 1 << (k % 8)
+	buf = append(buf, make([]byte, (e.bits+7)/8)...)
+	for k := range m.d.pd.entries {
+		pe := &m.d.pd.entries[k]
+		if pe.index == index && pe.sub == e.sub {
+			copyBits(buf[at:], 0, m.d.mem.b[:], m.d.smArea(pe.sm)*8+pe.bit, min(e.bits, pe.bits))
+			break
 		}
 	}
 	return buf
@@ -368,7 +363,7 @@ func (m *mailbox) read(index uint16, sub uint8, complete bool) ([]byte, uint32) 
 		}
 		for i := range o.entries[1:] {
 			if e := &o.entries[1+i]; e.sub <= n {
-				buf = m.value(e, buf)
+				buf = m.value(index, e, buf)
 			}
 		}
 		return buf, 0
@@ -377,7 +372,7 @@ func (m *mailbox) read(index uint16, sub uint8, complete bool) ([]byte, uint32) 
 	if e == nil {
 		return nil, abortNoSubIndex
 	}
-	return m.value(e, buf), 0
+	return m.value(index, e, buf), 0
 }
 
 // write stores data into index:sub or returns an abort code.
@@ -393,7 +388,7 @@ func (m *mailbox) write(index uint16, sub uint8, data []byte, complete bool) uin
 	switch {
 	case e == nil:
 		return abortNoSubIndex
-	case e.pdSM >= 0 || e.access == readOnly:
+	case e.process || e.access == readOnly:
 		return abortReadOnly
 	case e.access == writablePreOp && m.d.esm.state != esc.StatePreOp:
 		return abortDeviceState
@@ -408,5 +403,8 @@ func (m *mailbox) write(index uint16, sub uint8, data []byte, complete bool) uin
 		return abortValueRange
 	}
 	copy(e.value, data)
+	if index >= 0x1600 && index <= 0x1C2F { // PDO mapping or assignment
+		m.d.layoutProcessData()
+	}
 	return 0
 }

@@ -40,8 +40,9 @@ type entry struct {
 	bits     int
 	value    []byte
 	access   uint8 // readOnly, writablePreOp or writableAlways
-	pdSM     int   // process data: SII SyncManager index, -1 otherwise
-	pdBit    int   // bit offset in that SyncManager's process data
+	// process marks an entry that PDOs map: it has no value of its own
+	// and reads its bits where the current PDO assignment puts them.
+	process bool
 }
 
 // object is one object of the CoE object dictionary.
@@ -131,15 +132,13 @@ func newObjectDictionary(desc *sii.Device, extra func(*objectDictionary)) *objec
 }
 
 // addProcessData adds the objects that PDO entries map (0x6000…, 0x7000…),
-// reading and writing the process image.
+// each sub-index once however many PDOs map it; they read the process
+// image.
 func (od *objectDictionary) addProcessData(desc *sii.Device) {
 	for _, l := range [2][]sii.PDO{desc.TxPDOs, desc.RxPDOs} {
-		bits := map[uint8]int{}
 		for _, p := range l {
-			sm := int(p.SyncManager)
 			for _, e := range p.Entries {
-				if e.Index == 0 || e.Index < 0x2000 {
-					bits[p.SyncManager] += int(e.BitLength)
+				if e.Index < 0x2000 {
 					continue
 				}
 				o := od.find(e.Index)
@@ -148,12 +147,14 @@ func (od *objectDictionary) addProcessData(desc *sii.Device) {
 						entries: []entry{{sub: 0, name: "SubIndex 000", dataType: typeUint8, bits: 8, value: []byte{0}}}})
 					o = od.find(e.Index)
 				}
+				if o.entry(e.SubIndex) != nil {
+					continue
+				}
 				name, _ := desc.StringAt(e.NameIndex)
 				o.entries = append(o.entries, entry{sub: e.SubIndex, name: name, dataType: uint16(e.DataType),
-					bits: int(e.BitLength), pdSM: sm, pdBit: bits[p.SyncManager]})
+					bits: int(e.BitLength), process: true})
 				sort.Slice(o.entries, func(a, b int) bool { return o.entries[a].sub < o.entries[b].sub })
 				o.entries[0].value[0] = max(o.entries[0].value[0], e.SubIndex)
-				bits[p.SyncManager] += int(e.BitLength)
 			}
 		}
 	}
@@ -161,11 +162,6 @@ func (od *objectDictionary) addProcessData(desc *sii.Device) {
 
 // add inserts o, replacing an object with the same index.
 func (od *objectDictionary) add(o object) {
-	for i := range o.entries {
-		if o.entries[i].value != nil {
-			o.entries[i].pdSM = -1
-		}
-	}
 	i := sort.Search(len(od.objects), func(i int) bool { return od.objects[i].index >= o.index })
 	if i < len(od.objects) && od.objects[i].index == o.index {
 		od.objects[i] = o
@@ -201,16 +197,17 @@ func (o *object) entry(sub uint8) *entry {
 	return nil
 }
 
-// assignedBits returns the size in bits of the PDOs that object 0x1C10+sm
-// assigns to SyncManager sm, and false when the dictionary has no such
-// assignment object.
-func (od *objectDictionary) assignedBits(sm int) (int, bool) {
+// appendAssigned appends the entries of the PDOs that object 0x1C10+sm
+// assigns to SyncManager sm, as their mapping objects list them, and
+// reports false (appending nothing) when the dictionary has no such
+// assignment object. An assigned PDO without a mapping object adds
+// nothing.
+func (od *objectDictionary) appendAssigned(dst []pdEntry, sm int) ([]pdEntry, bool) {
 	a := od.find(0x1C10 + uint16(sm))
 	if a == nil || len(a.entries) == 0 {
-		return 0, false
+		return dst, false
 	}
 	n := int(a.entries[0].value[0])
-	bits := 0
 	for k := 1; k <= n && k < len(a.entries); k++ {
 		p := od.find(binary.LittleEndian.Uint16(a.entries[k].value))
 		if p == nil || len(p.entries) == 0 {
@@ -218,10 +215,14 @@ func (od *objectDictionary) assignedBits(sm int) (int, bool) {
 		}
 		m := int(p.entries[0].value[0])
 		for j := 1; j <= m && j < len(p.entries); j++ {
-			bits += int(p.entries[j].value[0])
+			if len(p.entries[j].value) < 4 {
+				continue
+			}
+			v := binary.LittleEndian.Uint32(p.entries[j].value)
+			dst = append(dst, pdEntry{index: uint16(v >> 16), sub: uint8(v >> 8), bits: int(uint8(v))})
 		}
 	}
-	return bits, true
+	return dst, true
 }
 
 func u16(v uint16) []byte { return binary.LittleEndian.AppendUint16(nil, v) }
