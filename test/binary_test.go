@@ -1,0 +1,121 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// ecagentBinary builds cmd/ecagent once per test run.
+func ecagentBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ecagent-test")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "ecagent")
+		out, err := exec.Command("go", "build", "-o", binary, "../cmd/ecagent").CombinedOutput()
+		if err != nil {
+			buildErr = err
+			t.Logf("go build: %s", out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building ecagent: %v", buildErr)
+	}
+	return binary
+}
+
+// startSim runs `ecagent sim` inside the wire's namespace until the test ends.
+func startSim(t *testing.T, w wire, devices string) {
+	t.Helper()
+	bin := ecagentBinary(t)
+	var stderr bytes.Buffer
+	cmd := exec.Command("ip", "netns", "exec", w.NS, bin, "sim", "--iface", w.SimEnd, "--devices", devices)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("ecagent sim log:\n%s", stderr.String())
+		}
+	})
+	// The simulator logs each device before it serves.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), "simulated device") {
+		if time.Now().After(deadline) {
+			t.Fatalf("ecagent sim did not start:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestScanCommandOverVeth(t *testing.T) {
+	w := newWire(t, "scn")
+	startSim(t, w, strings.Join(referenceSet, ","))
+	out, err := exec.Command(ecagentBinary(t), "scan", "--iface", w.MasterEnd, "--expected-slaves", "7").Output()
+	if err != nil {
+		t.Fatalf("ecagent scan: %v\n%s", err, out)
+	}
+	t.Logf("ecagent scan --iface %s:\n%s", w.MasterEnd, out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 9 || lines[8] != "7 slaves" {
+		t.Fatalf("want a header, 7 rows and a count, got:\n%s", out)
+	}
+	for i, model := range referenceSet {
+		row := lines[i+1]
+		if !strings.Contains(row, model) || !strings.Contains(row, "0x00000002") {
+			t.Errorf("row %d %q does not show Beckhoff %s", i, row, model)
+		}
+	}
+	// A wrong expectation is exit code 3, with both counts named.
+	cmd := exec.Command(ecagentBinary(t), "scan", "--iface", w.MasterEnd, "--expected-slaves", "5")
+	msg, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || !strings.Contains(string(msg), "5") || !strings.Contains(string(msg), "7") {
+		t.Errorf("scan with 5 expected: %v\n%s", err, msg)
+	}
+}
+
+func TestRunCommandOverVeth(t *testing.T) {
+	w := newWire(t, "run")
+	startSim(t, w, strings.Join(referenceSet, ","))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ecagentBinary(t), "run", "--bus.interface", w.MasterEnd,
+		"--status.interval", "300ms", "--bus.expectedslaves", "7")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Count(stdout.String(), "\n") < 3 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("ecagent run: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) < 3 || !strings.Contains(lines[1], " OP  slaves 7 ") || !strings.Contains(lines[1], "wkc 8/8") {
+		t.Errorf("status lines:\n%s\nlog:\n%s", stdout.String(), stderr.String())
+	}
+}
