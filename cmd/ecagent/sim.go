@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/sim"
 )
 
@@ -22,6 +23,8 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 		"comma-separated devices in ring order: model names (EK1100) or paths to SII images (.bin)")
 	pattern := fs.String("inputs", "counter", "how simulated inputs change: constant, counter, walk, square:N or sine:N (N cycles per period)")
 	busy := fs.Int("sii-busy-frames", 2, "frames an SII EEPROM read stays busy (real ESCs: 1-2 at typical frame rates)")
+	presetAddr := fs.Uint16("preset-address", 0, "start as if a master had already given the devices station addresses from this one on (e.g. 0x03e9); for replaying captures that begin mid-session")
+	presetState := fs.String("preset-state", "PREOP", "with --preset-address: the state the devices start in (INIT or PREOP)")
 	level := fs.String("log.level", "info", "log level: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -40,12 +43,20 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 	if *busy < 0 {
 		return usageError{fmt.Errorf("sim: --sii-busy-frames %d: must be 0 or more", *busy)}
 	}
+	opts := []sim.Option{sim.WithInputPattern(p), sim.WithSIIBusyFrames(*busy)}
+	if *presetAddr != 0 {
+		st, ok := esc.ParseALState(strings.ToUpper(*presetState))
+		if !ok || (st != esc.StateInit && st != esc.StatePreOp) {
+			return usageError{fmt.Errorf("sim: --preset-state %q: want INIT or PREOP", *presetState)}
+		}
+		opts = append(opts, sim.WithPreset(*presetAddr, st))
+	}
 	devs, err := sim.ParseDevices(*devices)
 	if err != nil {
 		return usageError{fmt.Errorf("sim: --devices: %w", err)}
 	}
 	log := newLogger(e.stderr, lv, "text")
-	if err := sim.Run(ctx, *iface, devs, log, sim.WithInputPattern(p), sim.WithSIIBusyFrames(*busy)); err != nil {
+	if err := sim.Run(ctx, *iface, devs, log, opts...); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
 	return nil

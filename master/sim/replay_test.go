@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ecagent/ecagent/internal/pcapng"
+	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/wire"
 )
 
@@ -153,31 +154,6 @@ func formatDiff(n int, w, g *wire.Datagram) string {
 		n, w.Command, w.ADP(), w.ADO(), len(w.Data), w.WKC, g.WKC, cut(w.Data), cut(g.Data))
 }
 
-// prime sends frames that put a fresh segment where a capture that starts
-// mid-session found the real devices: station addresses from first on, and
-// the state requested.
-func prime(tb testing.TB, seg *Segment, first uint16, state uint16) {
-	tb.Helper()
-	buf := make([]byte, wire.MaxFrameLen)
-	var b wire.Builder
-	send := func() {
-		if !seg.Process(b.Bytes()) {
-			tb.Fatal("priming frame not processed")
-		}
-	}
-	for i := range seg.Devices() {
-		_ = b.Reset(buf, [6]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, [6]byte{})
-		if err := b.AppendData(wire.APWR, 0, wire.PhysicalAddress(wire.PositionADP(i), 0x0010),
-			binary.LittleEndian.AppendUint16(nil, first+uint16(i))); err != nil {
-			tb.Fatal(err)
-		}
-		send()
-	}
-	_ = b.Reset(buf, [6]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, [6]byte{})
-	_ = b.AppendData(wire.BWR, 0, wire.PhysicalAddress(0, 0x0120), binary.LittleEndian.AppendUint16(nil, state))
-	send()
-}
-
 // replayCases are the real captures with the devices they were made with.
 // minSame is the floor of datagrams answered identically (WKC and data,
 // mailbox exchanges excluded), minAll the floor over all datagrams.
@@ -209,7 +185,9 @@ func TestReplayRealCaptures(t *testing.T) {
 			}
 			seg := NewSegment(devs, c.opts...)
 			if c.primeAddr != 0 {
-				prime(t, seg, c.primeAddr, 0x0002)
+				if err := seg.Preset(c.primeAddr, esc.StatePreOp); err != nil {
+					t.Fatal(err)
+				}
 			}
 			r := replay(t, seg, capturePairs(t, c.capture), 40)
 			t.Logf("%s: fidelity %.1f%% (WKC %.1f%%) of %d datagrams (%d answers recorded out of order); registers %.1f%% (WKC %.1f%%) of %d; mailbox %.1f%% (WKC %.1f%%) of %d",

@@ -43,6 +43,19 @@ type options struct {
 	pattern       *Pattern
 	logger        *slog.Logger
 	recvTimeout   time.Duration
+	preset        *preset
+}
+
+type preset struct {
+	first uint16
+	state esc.ALState
+}
+
+// WithPreset makes Run start the segment as a master that configured it
+// earlier would have left it (see Segment.Preset): for replaying captures
+// that begin in the middle of a session.
+func WithPreset(firstStation uint16, state esc.ALState) Option {
+	return func(o *options) { o.preset = &preset{firstStation, state} }
 }
 
 // WithSIIBusyFrames sets how many frames an SII EEPROM command stays busy

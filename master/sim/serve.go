@@ -101,6 +101,11 @@ func Run(ctx context.Context, ifname string, devs []*Device, logger *slog.Logger
 	}
 	defer l.Close()
 	seg := NewSegment(devs, append([]Option{WithLogger(logger)}, opts...)...)
+	if p := seg.opts.preset; p != nil {
+		if err := seg.Preset(p.first, p.state); err != nil {
+			return err
+		}
+	}
 	for i, d := range devs {
 		id := d.Identity()
 		logger.Info("simulated device", "position", i, "device", d.Name(),
