@@ -1,0 +1,111 @@
+package shm
+
+import (
+	"strconv"
+	"unsafe"
+)
+
+// EventSize is the size of an Event in the ring: one cache line.
+const EventSize = 64
+
+// EventTextSize is the capacity of Event.Text in bytes.
+const EventTextSize = 32
+
+// Compile-time check that Event is exactly EventSize bytes.
+var (
+	_ [EventSize - unsafe.Sizeof(Event{})]byte
+	_ [unsafe.Sizeof(Event{}) - EventSize]byte
+)
+
+// Event is something the cycle reports to the agent besides the per-cycle
+// samples: a slave changing AL state, an error, the answer to a command.
+//
+// Event holds no pointers and has a fixed layout (pinned by
+// TestGoldenLayout), because it lives in shared memory.
+type Event struct {
+	// Cycle is the cycle number the event happened in.
+	Cycle uint64
+	// Time is the CLOCK_MONOTONIC time of the event in nanoseconds.
+	Time int64
+	// Value is a kind-dependent number: the Command.Seq answered by
+	// EventCommandDone and EventCommandRejected.
+	Value uint64
+	// Kind says what happened.
+	Kind EventKind
+	// Slave is the position of the slave concerned (0 is the first).
+	Slave uint16
+	// ALState is the slave's AL status register (0x0130) value.
+	ALState uint16
+	// ALStatusCode is the slave's AL status code (0x0134), 0 if none.
+	ALStatusCode uint16
+	// Text is a short NUL-padded note; use SetText and TextString.
+	Text [EventTextSize]byte
+}
+
+// EventKind says what an Event reports.
+type EventKind uint16
+
+// Event kinds. The zero value is invalid.
+const (
+	// EventInvalid is the zero EventKind.
+	EventInvalid EventKind = iota
+	// EventStateChange: the slave's AL state changed to ALState.
+	EventStateChange
+	// EventALError: the slave reports an AL error with ALStatusCode.
+	EventALError
+	// EventSlaveLost: the slave stopped answering.
+	EventSlaveLost
+	// EventSlaveFound: the slave answers again.
+	EventSlaveFound
+	// EventCommandDone: the command with Seq == Value was applied.
+	EventCommandDone
+	// EventCommandRejected: the command with Seq == Value was refused;
+	// Text says why.
+	EventCommandRejected
+	// EventCycleStarted: the cycle process entered cyclic operation.
+	EventCycleStarted
+	// EventNote: free text in Text.
+	EventNote
+)
+
+// String names k.
+func (k EventKind) String() string {
+	switch k {
+	case EventInvalid:
+		return "invalid"
+	case EventStateChange:
+		return "state-change"
+	case EventALError:
+		return "al-error"
+	case EventSlaveLost:
+		return "slave-lost"
+	case EventSlaveFound:
+		return "slave-found"
+	case EventCommandDone:
+		return "command-done"
+	case EventCommandRejected:
+		return "command-rejected"
+	case EventCycleStarted:
+		return "cycle-started"
+	case EventNote:
+		return "note"
+	}
+	return "EventKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// SetText stores s in e.Text, cut to EventTextSize bytes and NUL-padded.
+// It does not allocate, so the cycle may call it.
+func (e *Event) SetText(s string) {
+	n := copy(e.Text[:], s)
+	clear(e.Text[n:])
+}
+
+// TextString returns e.Text up to its first NUL byte.
+func (e *Event) TextString() string {
+	for i, b := range e.Text {
+		if b == 0 {
+			return string(e.Text[:i])
+		}
+	}
+	return string(e.Text[:])
+}

@@ -1,0 +1,112 @@
+package shm
+
+import (
+	"strings"
+	"unsafe"
+)
+
+// SampleSize is the size of a Sample in the ring: one cache line.
+const SampleSize = 64
+
+// Compile-time check that Sample is exactly SampleSize bytes: one of the
+// two array lengths is negative otherwise.
+var (
+	_ [SampleSize - unsafe.Sizeof(Sample{})]byte
+	_ [unsafe.Sizeof(Sample{}) - SampleSize]byte
+)
+
+// Sample is what the cycle records about one cycle. All times are
+// CLOCK_MONOTONIC in nanoseconds, so the figures derive as:
+// period = Wake − previous Wake, jitter = period − target period,
+// wake-up latency = Wake − Deadline, job time = End − Wake,
+// frame round trip = Recv − Send, CPU load = job time / period.
+//
+// Sample holds no pointers and has a fixed layout (pinned by
+// TestGoldenLayout), because it lives in shared memory.
+type Sample struct {
+	// Cycle is the cycle number, counting from 0 at the cycle process's
+	// start of cyclic operation.
+	Cycle uint64
+	// Deadline is the absolute time the cycle was scheduled to wake.
+	Deadline int64
+	// Wake is the time the cycle woke.
+	Wake int64
+	// Send is the time the cyclic frame was handed to the link.
+	Send int64
+	// Recv is the time the cyclic frame came back; equal to Send when
+	// the frame was lost (see SampleLostFrame).
+	Recv int64
+	// End is the time the cycle's job ended.
+	End int64
+	// WKC is the working counter the frame came back with.
+	WKC uint16
+	// ExpectedWKC is the working counter the bus configuration expects.
+	ExpectedWKC uint16
+	// Flags holds what went wrong or what is valid in this cycle.
+	Flags SampleFlags
+	_     uint16
+	// Skipped is the number of deadlines skipped before this cycle
+	// because the previous one overran them.
+	Skipped uint32
+	// DCDiff is the distributed-clock system time difference in
+	// nanoseconds; meaningful only when Flags has SampleDCValid.
+	DCDiff int32
+}
+
+// SampleFlags is a set of per-cycle conditions.
+type SampleFlags uint16
+
+// Conditions a sample can carry.
+const (
+	// SampleLostFrame: the cyclic frame did not come back in time.
+	SampleLostFrame SampleFlags = 1 << iota
+	// SampleWKCMismatch: the working counter differed from ExpectedWKC.
+	SampleWKCMismatch
+	// SampleOverrun: the job ended after the next deadline.
+	SampleOverrun
+	// SampleSkipped: deadlines were skipped before this cycle (Skipped > 0).
+	SampleSkipped
+	// SampleDCValid: DCDiff holds a measured value.
+	SampleDCValid
+)
+
+// sampleFlagNames names the flags in bit order for String.
+var sampleFlagNames = [...]string{"lost-frame", "wkc-mismatch", "overrun", "skipped", "dc-valid"}
+
+// Has reports whether f contains every flag of g.
+func (f SampleFlags) Has(g SampleFlags) bool { return f&g == g }
+
+// String lists the flags of f joined by "|", "0" for none, and the
+// unknown bits as a hexadecimal remainder.
+func (f SampleFlags) String() string {
+	if f == 0 {
+		return "0"
+	}
+	var parts []string
+	for i, name := range sampleFlagNames {
+		if f&(1<<i) != 0 {
+			parts = append(parts, name)
+			f &^= 1 << i
+		}
+	}
+	if f != 0 {
+		parts = append(parts, "0x"+hex16(uint16(f)))
+	}
+	return strings.Join(parts, "|")
+}
+
+// hex16 formats v as lower-case hexadecimal without leading zeros.
+func hex16(v uint16) string {
+	const digits = "0123456789abcdef"
+	if v == 0 {
+		return "0"
+	}
+	var buf [4]byte
+	i := len(buf)
+	for v != 0 {
+		i--
+		buf[i] = digits[v&0xf]
+		v >>= 4
+	}
+	return string(buf[i:])
+}
