@@ -1,0 +1,96 @@
+// Package metrics turns the cycle samples that the cycle process writes into
+// the shared-memory ring (package agent/shm) into what the plant and the
+// fleet see: Prometheus histograms, counters and exact window statistics,
+// the bus, slave and host gauges, and the HTTP endpoint that serves them.
+// Nothing here runs in the cycle process.
+//
+// # Use
+//
+// The agent builds one Registry, gives its Consumer to the goroutine that
+// drains the sample ring, and serves the registry:
+//
+//	reg, err := metrics.NewRegistry(metrics.Options{Site: …, Line: …, Host: …,
+//		Target: cfg.Cycle.Period, Window: cfg.Metrics.Window, CycleCore: cfg.Cycle.Core})
+//	c := reg.Consumer()
+//	// drain loop (one goroutine):
+//	n := ring.Drain(buf)
+//	for i := range buf[:n] { c.Observe(&buf[i]) }
+//	ring.Commit()
+//	c.SetRingDrops(ring.Drops())
+//	// every metrics.window, same goroutine:
+//	report := c.CloseWindow()
+//
+//	srv, err := metrics.NewServer(reg, metrics.ServerOptions{Listen: cfg.Metrics.Listen,
+//		WebConfigFile: cfg.Metrics.WebConfig, Ready: busInOPAndCycleRunning})
+//	go srv.Run(ctx)
+//
+// and tells the registry what it learns elsewhere: SetSlaves after a scan,
+// SetSlave on a state change, SetSlaveErrorCounters, CycleProcessStarted,
+// CycleProcessAttached and CycleProcessExited, SetRTSetting for each
+// real-time setting the cycle process asked the host for, and SetRTCheck
+// for each host check.
+//
+// # What is exported
+//
+// Documented lists every family with its type, help text and labels
+// (SeriesMarkdown renders it for the README). Every series carries the
+// fleet labels site, line and host from the configuration, never a
+// per-cycle value. In short:
+//
+//   - Histograms (seconds, classic buckets and native buckets with factor
+//     1.1): ecagent_cycle_period_seconds, ecagent_cycle_jitter_seconds
+//     (|period − target|), ecagent_wakeup_latency_seconds (wake − deadline),
+//     ecagent_job_duration_seconds (end − wake), ecagent_frame_rtt_seconds
+//     (receive − send, lost frames left out),
+//     ecagent_dc_time_difference_seconds (absolute, when measured) and
+//     ecagent_cycle_cpu_load_ratio (job duration / target period). Classic
+//     buckets are 1-2-5 steps from 1 µs to 10 ms for the timings, from 10 ns
+//     to 1 ms for the DC difference, target ± those steps for the period.
+//   - Window gauges, the same quantities over the last closed window with a
+//     stat label (min, max, mean, stddev, p50, p90, p99, p999):
+//     ecagent_cycle_period_window_seconds, ecagent_cycle_jitter_window_seconds,
+//     ecagent_wakeup_latency_window_seconds, ecagent_job_duration_window_seconds,
+//     ecagent_frame_rtt_window_seconds, ecagent_dc_time_difference_window_seconds,
+//     ecagent_cycle_cpu_load_window_ratio, and ecagent_window_samples{quantity}
+//     for the number of values behind each. The max is exact (histograms
+//     blur it); percentiles are nearest-rank, so each is a measured value.
+//     The signed jitter (period − target) is the period's statistic minus
+//     ecagent_cycle_target_seconds; WindowReport carries it directly.
+//   - Counters: ecagent_cycles_total, ecagent_cycle_overruns_total,
+//     ecagent_cycle_skipped_total, ecagent_lost_frames_total,
+//     ecagent_wkc_errors_total, ecagent_sample_ring_drops_total,
+//     ecagent_cycle_process_starts_total and
+//     ecagent_cycle_process_cpu_seconds_total.
+//   - Gauges: ecagent_cycle_target_seconds, ecagent_expected_wkc,
+//     ecagent_bus_slaves, ecagent_slave_al_state and
+//     ecagent_slave_al_status_code{position,name},
+//     ecagent_slave_port_errors{position,name,port,counter} and
+//     ecagent_slave_esc_errors{position,name,counter},
+//     ecagent_cycle_process_up, ecagent_host_cpu_busy_ratio,
+//     ecagent_cycle_core_busy_ratio,
+//     ecagent_scrape_collector_success{collector},
+//     ecagent_rt_setting{setting} (1 applied, 0 refused),
+//     ecagent_rt_check{check,status} and ecagent_build_info (from
+//     client_golang's collectors/version; branch and tags are empty unless
+//     the linker sets them).
+//
+// Besides these, the agent process's own go_* and process_* families and
+// promhttp_metric_handler_errors_total are exported, with the fleet labels
+// too.
+//
+// ecagent_rt_check is a state set: for each check, one series per status
+// (pass, warn, fail, skip), 1 for the current status and 0 for the others.
+// `ecagent_rt_check{status="fail"} == 1` alerts on a failing check; a
+// check changing status flips two series instead of creating a new one.
+//
+// The host busy fractions are computed from /proc/stat between the last
+// two readings, which are taken at scrape time but at most once a second.
+// Busy is everything but idle and iowait.
+//
+// # Cost
+//
+// Consumer.Observe does not allocate (a test proves it) and costs about
+// 0.3 µs per sample on a 2-core VM: seven histogram observations and six
+// window adds. CloseWindow sorts the window's values (under 1 ms for a 10 s
+// window at 1 kHz) and does not allocate either.
+package metrics

@@ -1,0 +1,210 @@
+package metrics
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SeriesType is the Prometheus type of a documented series, spelled as in
+// the text exposition format's TYPE line.
+type SeriesType string
+
+// The series types ecagent exports.
+const (
+	TypeCounter   SeriesType = "counter"
+	TypeGauge     SeriesType = "gauge"
+	TypeHistogram SeriesType = "histogram"
+)
+
+// Series documents one metric family that the agent exports. [Documented]
+// lists them all; the registry takes each family's help text from there, so
+// the list, the exposition and the README cannot drift apart.
+type Series struct {
+	// Name is the metric family name, e.g. "ecagent_cycle_jitter_seconds".
+	Name string
+	// Type is counter, gauge or histogram.
+	Type SeriesType
+	// Help is the family's HELP text.
+	Help string
+	// Labels are the family's own labels, besides the fleet labels every
+	// series carries (see [FleetLabels]).
+	Labels []string
+	// Conditional says when the family can be absent from a scrape; empty
+	// means it is always present.
+	Conditional string
+}
+
+// Metric family names. Histograms are in base units (seconds or a ratio);
+// counters end in _total; window gauges repeat the histogram's name with
+// "window" before the unit.
+const (
+	nameCyclePeriod     = "ecagent_cycle_period_seconds"
+	nameCycleJitter     = "ecagent_cycle_jitter_seconds"
+	nameWakeupLatency   = "ecagent_wakeup_latency_seconds"
+	nameJobDuration     = "ecagent_job_duration_seconds"
+	nameFrameRTT        = "ecagent_frame_rtt_seconds"
+	nameDCTimeDiff      = "ecagent_dc_time_difference_seconds"
+	nameCPULoad         = "ecagent_cycle_cpu_load_ratio"
+	nameCyclePeriodWin  = "ecagent_cycle_period_window_seconds"
+	nameCycleJitterWin  = "ecagent_cycle_jitter_window_seconds"
+	nameWakeupWin       = "ecagent_wakeup_latency_window_seconds"
+	nameJobWin          = "ecagent_job_duration_window_seconds"
+	nameFrameRTTWin     = "ecagent_frame_rtt_window_seconds"
+	nameDCTimeDiffWin   = "ecagent_dc_time_difference_window_seconds"
+	nameCPULoadWin      = "ecagent_cycle_cpu_load_window_ratio"
+	nameWindowSamples   = "ecagent_window_samples"
+	nameCycles          = "ecagent_cycles_total"
+	nameOverruns        = "ecagent_cycle_overruns_total"
+	nameSkipped         = "ecagent_cycle_skipped_total"
+	nameLostFrames      = "ecagent_lost_frames_total"
+	nameWKCErrors       = "ecagent_wkc_errors_total"
+	nameRingDrops       = "ecagent_sample_ring_drops_total"
+	nameTarget          = "ecagent_cycle_target_seconds"
+	nameExpectedWKC     = "ecagent_expected_wkc"
+	nameBusSlaves       = "ecagent_bus_slaves"
+	nameSlaveALState    = "ecagent_slave_al_state"
+	nameSlaveALStatus   = "ecagent_slave_al_status_code"
+	nameSlavePortErrors = "ecagent_slave_port_errors"
+	nameSlaveESCErrors  = "ecagent_slave_esc_errors"
+	nameProcessUp       = "ecagent_cycle_process_up"
+	nameProcessStarts   = "ecagent_cycle_process_starts_total"
+	nameProcessCPU      = "ecagent_cycle_process_cpu_seconds_total"
+	nameHostBusy        = "ecagent_host_cpu_busy_ratio"
+	nameCoreBusy        = "ecagent_cycle_core_busy_ratio"
+	nameCollectorOK     = "ecagent_scrape_collector_success"
+	nameRTSetting       = "ecagent_rt_setting"
+	nameRTCheck         = "ecagent_rt_check"
+	nameBuildInfo       = "ecagent_build_info"
+)
+
+// Label names.
+const (
+	labelSite     = "site"
+	labelLine     = "line"
+	labelHost     = "host"
+	labelStat     = "stat"
+	labelQuantity = "quantity"
+	labelPosition = "position"
+	labelName     = "name"
+	labelPort     = "port"
+	labelCounter  = "counter"
+	labelSetting  = "setting"
+	labelCheck    = "check"
+	labelStatus   = "status"
+	labelColl     = "collector"
+)
+
+// FleetLabels returns the names of the labels every series carries, with
+// values from the configuration: site, line and host.
+func FleetLabels() []string { return []string{labelSite, labelLine, labelHost} }
+
+// WindowStats returns the values of the stat label of the window gauges
+// (ecagent_*_window_*), in the order the README lists them. Percentiles
+// use the nearest-rank definition of package metrics/stats, so every
+// figure is a value that was actually measured.
+func WindowStats() []string {
+	return []string{"min", "max", "mean", "stddev", "p50", "p90", "p99", "p999"}
+}
+
+// Documented returns every metric family the agent exports (besides the
+// standard go_* and process_* families of the agent process itself), in a
+// stable order. Each call returns a fresh slice.
+func Documented() []Series {
+	const (
+		histNote = " Classic buckets and native (sparse) buckets."
+		winNote  = " over the last closed window; NaN when the window held no value."
+	)
+	return []Series{
+		{Name: nameCyclePeriod, Type: TypeHistogram, Help: "Time between the wake-ups of consecutive cycles." + histNote},
+		{Name: nameCycleJitter, Type: TypeHistogram, Help: "Absolute deviation of the cycle period from the target period, |period - target|." + histNote},
+		{Name: nameWakeupLatency, Type: TypeHistogram, Help: "Time from a cycle's scheduled deadline to its wake-up." + histNote},
+		{Name: nameJobDuration, Type: TypeHistogram, Help: "Time from a cycle's wake-up to the end of its job." + histNote},
+		{Name: nameFrameRTT, Type: TypeHistogram, Help: "Round-trip time of the cyclic frame; lost frames are not observed." + histNote},
+		{Name: nameDCTimeDiff, Type: TypeHistogram, Help: "Absolute distributed-clock system time difference, in cycles that measured it." + histNote},
+		{Name: nameCPULoad, Type: TypeHistogram, Help: "Job duration as a fraction of the target cycle period, per cycle." + histNote},
+
+		{Name: nameCyclePeriodWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the cycle period" + winNote},
+		{Name: nameCycleJitterWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the absolute cycle jitter |period - target|" + winNote},
+		{Name: nameWakeupWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the wake-up latency" + winNote},
+		{Name: nameJobWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the job duration" + winNote},
+		{Name: nameFrameRTTWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the cyclic frame's round-trip time" + winNote},
+		{Name: nameDCTimeDiffWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the absolute distributed-clock system time difference" + winNote},
+		{Name: nameCPULoadWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the cycle CPU load (job duration / target period)" + winNote},
+		{Name: nameWindowSamples, Type: TypeGauge, Labels: []string{labelQuantity}, Help: "Number of values behind the window statistics of a quantity in the last closed window."},
+
+		{Name: nameCycles, Type: TypeCounter, Help: "Cycles whose sample the agent received; cycles run = this + ecagent_sample_ring_drops_total."},
+		{Name: nameOverruns, Type: TypeCounter, Help: "Cycles whose job ended after the next deadline."},
+		{Name: nameSkipped, Type: TypeCounter, Help: "Cycle deadlines skipped because an overrunning cycle had already passed them."},
+		{Name: nameLostFrames, Type: TypeCounter, Help: "Cyclic frames that did not come back in time."},
+		{Name: nameWKCErrors, Type: TypeCounter, Help: "Cycles whose working counter differed from the expected one."},
+		{Name: nameRingDrops, Type: TypeCounter, Help: "Cycle samples dropped because the sample ring was full (the agent fell behind)."},
+
+		{Name: nameTarget, Type: TypeGauge, Help: "Configured (target) cycle period."},
+		{Name: nameExpectedWKC, Type: TypeGauge, Help: "Working counter the bus configuration expects of the cyclic frame.",
+			Conditional: "after the first cycle sample"},
+		{Name: nameBusSlaves, Type: TypeGauge, Help: "Number of slaves found on the EtherCAT segment."},
+		{Name: nameSlaveALState, Type: TypeGauge, Labels: []string{labelPosition, labelName},
+			Help:        "EtherCAT application-layer state of a slave: 1 INIT, 2 PREOP, 3 BOOT, 4 SAFEOP, 8 OP.",
+			Conditional: "once the bus was scanned"},
+		{Name: nameSlaveALStatus, Type: TypeGauge, Labels: []string{labelPosition, labelName},
+			Help:        "AL status code of a slave (0 when it reports no error).",
+			Conditional: "once the bus was scanned"},
+		{Name: nameSlavePortErrors, Type: TypeGauge, Labels: []string{labelPosition, labelName, labelPort, labelCounter},
+			Help:        "ESC error counter of a slave's port (registers 0x0300-0x030B, 0x0310-0x0313; saturates at 255): invalid_frame, rx_error, forwarded_rx_error or lost_link.",
+			Conditional: "once the agent read the slaves' error counters"},
+		{Name: nameSlaveESCErrors, Type: TypeGauge, Labels: []string{labelPosition, labelName, labelCounter},
+			Help:        "ESC error counter of a slave not tied to a port (registers 0x030C-0x030D; saturates at 255): processing_unit or pdi.",
+			Conditional: "once the agent read the slaves' error counters"},
+
+		{Name: nameProcessUp, Type: TypeGauge, Help: "1 while the cycle process runs, 0 otherwise."},
+		{Name: nameProcessStarts, Type: TypeCounter, Help: "Times the agent started the cycle process."},
+		{Name: nameProcessCPU, Type: TypeCounter, Help: "CPU time (user and system) the running cycle process has used, from /proc/PID/stat.",
+			Conditional: "while the cycle process runs"},
+		{Name: nameHostBusy, Type: TypeGauge, Help: "Busy fraction of all CPUs of the host between the last two readings of /proc/stat (at most one reading per second).",
+			Conditional: "from the first scrape at which /proc/stat has advanced"},
+		{Name: nameCoreBusy, Type: TypeGauge, Help: "Busy fraction of the cycle's CPU between the last two readings of /proc/stat (at most one reading per second).",
+			Conditional: "when the cycle is pinned to a CPU; from the first scrape at which /proc/stat has advanced"},
+		{Name: nameCollectorOK, Type: TypeGauge, Labels: []string{labelColl},
+			Help: "1 if the collector (host_cpu, cycle_process) could read its source at this scrape, 0 if not."},
+
+		{Name: nameRTSetting, Type: TypeGauge, Labels: []string{labelSetting},
+			Help:        "Real-time setting of the cycle process: 1 applied, 0 refused by the host.",
+			Conditional: "for settings the configuration asks for, once the cycle process reported them"},
+		{Name: nameRTCheck, Type: TypeGauge, Labels: []string{labelCheck, labelStatus},
+			Help:        "Host real-time check result as a state set: 1 for the check's current status (pass, warn, fail, skip), 0 for the others.",
+			Conditional: "once the agent ran the host checks"},
+		{Name: nameBuildInfo, Type: TypeGauge, Labels: []string{"version", "revision", "branch", "goversion", "goos", "goarch", "tags"},
+			Help: "A metric with a constant '1' value labeled by version, revision, branch, goversion from which ecagent was built, and the goos and goarch for the build."},
+	}
+}
+
+// helpOf returns the help text of a documented family; it panics on an
+// undocumented name, which is a programming error caught by every test
+// that builds a Registry.
+func helpOf(catalog []Series, name string) string {
+	for _, s := range catalog {
+		if s.Name == name {
+			return s.Help
+		}
+	}
+	panic(fmt.Sprintf("metrics: series %q is not documented", name))
+}
+
+// SeriesMarkdown renders the documented series as a Markdown table (name,
+// type, labels, meaning), ready for a README.
+func SeriesMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| series | type | labels | meaning |\n|---|---|---|---|\n")
+	for _, s := range Documented() {
+		labels := "—"
+		if len(s.Labels) > 0 {
+			labels = "`" + strings.Join(s.Labels, "`, `") + "`"
+		}
+		help := s.Help
+		if s.Conditional != "" {
+			help += " *Present " + s.Conditional + ".*"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", s.Name, s.Type, labels, strings.ReplaceAll(help, "|", `\|`))
+	}
+	return b.String()
+}
