@@ -6,181 +6,201 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/agent/rt"
-	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/master/esc"
 )
 
-// Run opens the segment, brings the bus to OP and runs the cycle until ctx
-// ends, writing a one-line status to status every cfg.Status.Interval. On
-// the way out it takes the slaves back to INIT so their outputs go to
-// their safe state.
+// Restart back-off of a cycle process that died.
+const (
+	restartMin = time.Second
+	restartMax = 30 * time.Second
+)
+
+// Run is `ecagent run`: it starts the cycle process (or attaches to one
+// that survived an earlier agent), then consumes what the cycle writes to
+// shared memory — samples, events — and reports it, until ctx ends. A
+// cycle process that dies is restarted with back-off and the restart
+// reported. On the way out it stops the cycle process, which takes the bus
+// to INIT. An agent killed without that chance leaves the cycle running;
+// the next agent attaches to it.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Writer) error {
-	seg, err := OpenSegment(cfg, log)
+	cp, err := attachOrStart(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer seg.Close()
-	m, err := master.New(seg.Link, MasterConfig(cfg, log))
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	if err := m.BringUp(ctx); err != nil {
-		return fmt.Errorf("bring-up: %w", err)
-	}
-	log.Info("bus in OP", "slaves", len(m.Slaves()), "period", cfg.Cycle.Period,
-		"expected_wkc", m.Cyclic().ExpectedWKC(), "frames", m.Cyclic().Frames())
+	c := newConsumer(cfg, cp, log)
+	defer func() { c.cp.stop(log, cfg.Bus.StateTimeout+2*time.Second) }()
 
-	var c cycleFigures
-	var wg sync.WaitGroup
-	statusCtx, stopStatus := context.WithCancel(ctx)
+	drain := time.NewTicker(10 * time.Millisecond)
+	defer drain.Stop()
+	var statusC <-chan time.Time
 	if cfg.Status.Interval > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			reportStatus(statusCtx, status, cfg.Status.Interval, m, &c, cfg.Cycle.Period)
-		}()
+		t := time.NewTicker(cfg.Status.Interval)
+		defer t.Stop()
+		statusC = t.C
 	}
-	runCycle(ctx, m, cfg.Cycle.Period, &c)
-	stopStatus()
-	wg.Wait()
-
-	// Leave the segment safe: outputs of slaves below SAFEOP go to their
-	// safe values. The cycle's context is done, so use a fresh bounded one.
-	down, cancel := context.WithTimeout(context.Background(), cfg.Bus.StateTimeout)
-	defer cancel()
-	if err := m.RequestState(down, esc.StateInit); err != nil && !errors.Is(err, context.Canceled) {
-		log.Warn("taking the bus to INIT on exit", "err", err)
-	}
-	writeStatus(status, m, &c, cfg.Cycle.Period)
-	return nil
-}
-
-// cycleFigures are what the cycle publishes for the status line: written by
-// the cycle goroutine with atomic operations only (no lock is shared with
-// it), read and reset by the status reporter.
-type cycleFigures struct {
-	overruns atomic.Uint64 // cycles that ended after the next deadline
-	skipped  atomic.Uint64 // deadlines skipped to get back on schedule
-	lastWKC  atomic.Uint32
-	// busState packs the last cycle's AL status read: responding slaves
-	// <<16 | error flag <<8 | OR of the state nibbles; 0 when lost.
-	busState   atomic.Uint32
-	maxWakeNs  atomic.Int64 // worst wake-up latency since the last status line
-	maxJobNs   atomic.Int64 // worst wake-to-end time since the last status line
-	allWakeMax atomic.Int64
-	allJobMax  atomic.Int64
-}
-
-func storeMax(a *atomic.Int64, v int64) {
-	for {
-		old := a.Load()
-		if v <= old || a.CompareAndSwap(old, v) {
-			return
-		}
-	}
-}
-
-// runCycle runs the cyclic exchange on a locked thread, sleeping to
-// absolute deadlines on CLOCK_MONOTONIC. A cycle that ends after the next
-// deadline counts as an overrun and the schedule skips the deadlines it
-// missed instead of bursting to catch up. It allocates nothing per cycle.
-// (The real-time engine with its own process, priority and samples
-// replaces this loop; it keeps the same schedule rules.)
-func runCycle(ctx context.Context, m *master.Master, period time.Duration, c *cycleFigures) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	p := int64(period)
-	done := ctx.Done()
-	next := rt.Now() + p
-	for {
-		select {
-		case <-done:
-			return
-		default:
-		}
-		rt.SleepUntil(next)
-		wake := rt.Now()
-		// The frames may use the rest of this cycle, not the next one.
-		res := m.ExchangeUntil(time.Now().Add(time.Duration(next + p - wake)))
-		end := rt.Now()
-		c.lastWKC.Store(uint32(res.WKC))
-		if res.Responding > 0 {
-			var e uint32
-			if res.ALError {
-				e = 1
-			}
-			c.busState.Store(uint32(res.Responding)<<16 | e<<8 | uint32(res.ALStates))
-		}
-		storeMax(&c.maxWakeNs, wake-next)
-		storeMax(&c.maxJobNs, end-wake)
-		next += p
-		if end > next {
-			missed := (end-next)/p + 1
-			c.overruns.Add(1)
-			c.skipped.Add(uint64(missed))
-			next += missed * p
-		}
-	}
-}
-
-func reportStatus(ctx context.Context, w io.Writer, every time.Duration, m *master.Master, c *cycleFigures, period time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
+	backoff := restartMin
 	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-t.C:
-			writeStatus(w, m, c, period)
+			c.drain()
+			c.writeStatus(status)
+			return nil
+		case <-statusC:
+			c.writeStatus(status)
+		case <-drain.C:
+			c.drain()
+			if c.cp.alive() {
+				continue
+			}
+			c.restarts++
+			log.Error("the cycle process died; restarting it", "pid", c.cp.pid, "restarts", c.restarts, "after", backoff)
+			c.cp.stop(log, time.Second)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, restartMax)
+			cp, err := attachOrStart(ctx, cfg, log)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				var bm *BusMismatchError
+				if errors.As(err, &bm) {
+					return err
+				}
+				log.Error("restarting the cycle process failed", "err", err)
+				continue
+			}
+			c.attach(cp)
+			backoff = restartMin
 		}
+	}
+}
+
+// consumer drains the segment in the agent process and keeps the figures
+// the status line (and the exporters) report.
+type consumer struct {
+	cfg      config.Config
+	cp       *CycleProcess
+	log      *slog.Logger
+	buf      []shm.Sample
+	restarts int
+
+	cycles, lost, wkcErrors, overruns, skipped uint64
+	lastWKC, expectedWKC                       uint16
+	maxWake, maxJob, maxJitter                 int64
+	prevWake                                   int64
+	prevCycle                                  uint64
+	havePrev                                   bool
+	busState                                   esc.ALStatus
+	responding                                 bool
+}
+
+func newConsumer(cfg config.Config, cp *CycleProcess, log *slog.Logger) *consumer {
+	c := &consumer{cfg: cfg, log: log, buf: make([]shm.Sample, 1024)}
+	c.attach(cp)
+	return c
+}
+
+// attach switches to a (new) cycle process. Samples written before this
+// agent attached are consumed like any others: the ring keeps them.
+func (c *consumer) attach(cp *CycleProcess) {
+	c.cp = cp
+	c.havePrev = false
+	c.busState = esc.ALStatus{State: esc.StateOp}
+	c.responding = true
+	c.expectedWKC = cp.info.ExpectedWKC
+}
+
+// drain consumes every waiting sample and event.
+func (c *consumer) drain() {
+	ring := c.cp.seg.Samples()
+	for {
+		n := ring.Drain(c.buf)
+		for i := range c.buf[:n] {
+			c.observe(&c.buf[i])
+		}
+		ring.Commit()
+		if n < len(c.buf) {
+			break
+		}
+	}
+	var ev shm.Event
+	events := c.cp.seg.Events()
+	for events.Next(&ev) {
+		c.event(&ev)
+	}
+	events.Commit()
+}
+
+func (c *consumer) observe(s *shm.Sample) {
+	c.cycles++
+	c.lastWKC, c.expectedWKC = s.WKC, s.ExpectedWKC
+	if s.Flags&shm.SampleLostFrame != 0 {
+		c.lost++
+	} else if s.Flags&shm.SampleWKCMismatch != 0 {
+		c.wkcErrors++
+	}
+	if s.Flags&shm.SampleOverrun != 0 {
+		c.overruns++
+	}
+	c.skipped += uint64(s.Skipped)
+	c.maxWake = max(c.maxWake, s.Wake-s.Deadline)
+	c.maxJob = max(c.maxJob, s.End-s.Wake)
+	if c.havePrev && s.Cycle == c.prevCycle+1 {
+		j := s.Wake - c.prevWake - int64(c.cfg.Cycle.Period)
+		c.maxJitter = max(c.maxJitter, j, -j)
+	}
+	c.prevWake, c.prevCycle, c.havePrev = s.Wake, s.Cycle, true
+}
+
+func (c *consumer) event(ev *shm.Event) {
+	var b [2]byte
+	b[0], b[1] = byte(ev.ALState), byte(ev.ALState>>8)
+	st := esc.DecodeALStatus(b[:])
+	switch ev.Kind {
+	case shm.EventStateChange, shm.EventALError:
+		c.busState = st
+		c.log.Warn("bus state changed", "state", st.String(), "cycle", ev.Cycle)
+	case shm.EventSlaveLost:
+		c.responding = false
+		c.log.Warn("a slave stopped answering", "cycle", ev.Cycle, "note", ev.TextString())
+	case shm.EventSlaveFound:
+		c.responding = true
+		c.log.Info("all slaves answer again", "cycle", ev.Cycle)
+	case shm.EventCycleStarted:
+		c.log.Info("cycle started", "pid", c.cp.pid)
+	case shm.EventNote:
+		c.log.Info("cycle process", "note", ev.TextString())
+	case shm.EventCommandRejected:
+		c.log.Warn("command rejected", "seq", ev.Value, "slave", ev.Slave, "reason", ev.TextString())
 	}
 }
 
 // writeStatus prints one status line and starts a new interval for the
 // worst-case figures.
-func writeStatus(w io.Writer, m *master.Master, c *cycleFigures, period time.Duration) {
-	st := m.Stats()
-	wake, job := c.maxWakeNs.Swap(0), c.maxJobNs.Swap(0)
-	storeMax(&c.allWakeMax, wake)
-	storeMax(&c.allJobMax, job)
-	fmt.Fprintf(w, "%s %s  slaves %d  cycles %d  period %v  wkc %d/%d  lost %d  wkc-errors %d  overruns %d  wake-max %v  job-max %v\n",
-		time.Now().Format("15:04:05"), busState(m, c), len(m.Slaves()), st.Cycles, period,
-		c.lastWKC.Load(), m.Cyclic().ExpectedWKC(), st.LostFrames, st.WKCErrors, c.overruns.Load(),
-		time.Duration(wake).Round(time.Microsecond), time.Duration(job).Round(time.Microsecond))
+func (c *consumer) writeStatus(w io.Writer) {
+	state := c.busState.String()
+	if !c.busState.State.Valid() {
+		state = fmt.Sprintf("MIXED(%#02x)", uint8(c.busState.State))
+	}
+	if !c.responding {
+		state += " (slave missing)"
+	}
+	if !c.cp.alive() {
+		state = "CYCLE-DOWN"
+	}
+	fmt.Fprintf(w, "%s %s  slaves %d  cycles %d  period %v  wkc %d/%d  lost %d  wkc-errors %d  overruns %d  wake-max %v  jitter-max %v  job-max %v  restarts %d\n",
+		time.Now().Format("15:04:05"), state, len(c.cp.info.Slaves), c.cycles, c.cfg.Cycle.Period,
+		c.lastWKC, c.expectedWKC, c.lost, c.wkcErrors, c.overruns,
+		us(c.maxWake), us(c.maxJitter), us(c.maxJob), c.restarts)
+	c.maxWake, c.maxJob, c.maxJitter = 0, 0, 0
 }
 
-// busState describes the bus as the last cycle's AL status read saw it:
-// OP when every slave answered in OP, otherwise the states present (the OR
-// of their state nibbles), +ERR when one shows an error, and how many
-// slaves answered when some did not. Before the first cycle it falls back
-// to the states bring-up read.
-func busState(m *master.Master, c *cycleFigures) string {
-	v := c.busState.Load()
-	if v == 0 {
-		low := esc.StateOp
-		for _, s := range m.Slaves() {
-			low = min(low, s.State())
-		}
-		return low.String()
-	}
-	responding, errFlag, states := int(v>>16), v>>8&1 != 0, esc.ALState(v&0xFF)
-	s := states.String()
-	if !states.Valid() {
-		s = fmt.Sprintf("MIXED(%#02x)", uint8(states))
-	}
-	if errFlag {
-		s += "+ERR"
-	}
-	if n := len(m.Slaves()); responding != n {
-		s += fmt.Sprintf(" (%d/%d answering)", responding, n)
-	}
-	return s
-}
+func us(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }

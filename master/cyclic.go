@@ -104,6 +104,12 @@ type Cyclic struct {
 	counters *counters
 	cycle    uint64
 	expected uint16
+	// timeoutErr is the link's timeout error value as last seen. Links
+	// return one pre-allocated value, so after the first timeout a plain
+	// comparison recognises it: errors.Is walks type assertions whose
+	// per-call-site caches the runtime fills at random moments, allocating
+	// — not something a cycle may do.
+	timeoutErr error
 }
 
 func newCyclic(bus *Bus, image *ProcessImage, l layout, timeout time.Duration, clock func() int64, c *counters) *Cyclic {
@@ -190,7 +196,7 @@ func (c *Cyclic) exchange(deadline time.Time) CycleResult {
 	for pending > 0 {
 		n, err := c.link.Recv(c.rx, deadline)
 		if err != nil {
-			if !errors.Is(err, link.ErrTimeout) && r.Err == nil {
+			if !c.isTimeout(err) && r.Err == nil {
 				r.Err = err
 			}
 			break
@@ -217,6 +223,19 @@ func (c *Cyclic) exchange(deadline time.Time) CycleResult {
 		r.Err = ErrWKCMismatch
 	}
 	return r
+}
+
+// isTimeout reports whether err is the link's receive timeout, without
+// allocating once the link's timeout value has been seen.
+func (c *Cyclic) isTimeout(err error) bool {
+	if err == c.timeoutErr {
+		return true
+	}
+	if errors.Is(err, link.ErrTimeout) {
+		c.timeoutErr = err
+		return true
+	}
+	return false
 }
 
 // build writes this cycle's frames: fresh indexes, the output image, an

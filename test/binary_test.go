@@ -46,7 +46,7 @@ func startSim(t *testing.T, w wire, devices string) {
 	t.Helper()
 	bin := ecagentBinary(t)
 	var stderr bytes.Buffer
-	cmd := exec.Command("ip", "netns", "exec", w.NS, bin, "sim", "--iface", w.SimEnd, "--devices", devices)
+	cmd := exec.Command("ip", "netns", "exec", w.NS, bin, "sim", "--iface", w.SimEnd, "--devices", devices, "--priority", "70")
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

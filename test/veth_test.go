@@ -56,7 +56,7 @@ func masterOnWire(t *testing.T, w wire) *master.Master {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := master.New(l, &master.Config{Timeout: 50 * time.Millisecond})
+	m, err := master.New(l, &master.Config{Timeout: 50 * time.Millisecond, SIITimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,10 @@ type Cycle struct {
 	BusyWait time.Duration `koanf:"busywait" help:"spin this long before each deadline instead of sleeping (lower wake-up latency, burns the core); less than cycle.period; 0 disables"`
 	// LockMemory asks for mlockall so the cycle never takes a page fault.
 	LockMemory bool `koanf:"lockmemory" help:"lock the process's memory (mlockall) so the cycle never waits for a page fault"`
+	// SHM is the shared-memory file through which the cycle process and
+	// the agent process exchange samples, the process image, commands and
+	// events. A restarted agent finds a running cycle there.
+	SHM string `koanf:"shm" help:"shared-memory file between the cycle process and the agent (an absolute path, normally under /dev/shm); one per agent instance"`
 }
 
 // Status configures the one-line status that `ecagent run` prints.
@@ -143,12 +147,17 @@ func Default() Config {
 			Core:       -1,
 			Priority:   80,
 			LockMemory: true,
+			SHM:        DefaultSHM,
 		},
 		Status:  Status{Interval: 5 * time.Second},
 		Metrics: Metrics{Listen: DefaultMetricsListen, Window: 10 * time.Second},
 		Log:     Log{Level: "info", Format: "text"},
 	}
 }
+
+// DefaultSHM is the default cycle.shm: tmpfs, so the segment never touches
+// a disk.
+const DefaultSHM = "/dev/shm/ecagent.shm"
 
 // Simulated reports whether the agent runs the built-in simulated segment
 // (bus.interface is empty).

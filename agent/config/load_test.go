@@ -321,7 +321,7 @@ func TestGoldenExample(t *testing.T) {
 		},
 		Cycle: Cycle{
 			Period: 250 * time.Microsecond, Core: 0, Priority: 90,
-			BusyWait: 50 * time.Microsecond, LockMemory: false,
+			BusyWait: 50 * time.Microsecond, LockMemory: false, SHM: "/dev/shm/ecagent-test.shm",
 		},
 		Status:  Status{Interval: 0},
 		Metrics: Metrics{Listen: "127.0.0.1:9781", WebConfig: "testdata/web-config.yaml", Window: 30 * time.Second},

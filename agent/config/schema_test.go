@@ -21,7 +21,7 @@ func TestSchemaKeys(t *testing.T) {
 	want := []string{
 		"site", "line", "host",
 		"bus.interface", "bus.devices", "bus.expectedslaves", "bus.timeout", "bus.statetimeout",
-		"cycle.period", "cycle.core", "cycle.priority", "cycle.busywait", "cycle.lockmemory",
+		"cycle.period", "cycle.core", "cycle.priority", "cycle.busywait", "cycle.lockmemory", "cycle.shm",
 		"status.interval",
 		"metrics.listen", "metrics.webconfig", "metrics.window",
 		"log.level", "log.format",

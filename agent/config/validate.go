@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +72,9 @@ func (c Config) problems(models []string, cpus cpuSet) []*FieldError {
 	}
 	if core := c.Cycle.Core; core != -1 && !cpus.contains(core) {
 		add("cycle.core", core, fmt.Sprintf("must be -1 (no pinning) or an online CPU of this host (%s)", cpus.text))
+	}
+	if p := c.Cycle.SHM; !filepath.IsAbs(p) || strings.HasSuffix(p, "/") {
+		add("cycle.shm", p, "must be an absolute file path, e.g. "+DefaultSHM)
 	}
 	if p := c.Cycle.Priority; p < 0 || p > MaxPriority {
 		add("cycle.priority", p, fmt.Sprintf("must be between 1 and %d (SCHED_FIFO), or 0 to keep the normal scheduler", MaxPriority))

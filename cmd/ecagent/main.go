@@ -27,6 +27,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/master"
 )
 
@@ -35,7 +36,7 @@ const (
 	exitOK          = 0
 	exitFailure     = 1
 	exitUsage       = 2
-	exitBusMismatch = 3
+	exitBusMismatch = agent.ExitBusMismatch
 	exitInterrupted = 130
 )
 
@@ -44,6 +45,7 @@ type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, env *env, args []string) error
+	hidden  bool // started by other commands; not listed in the usage
 }
 
 // env is what a subcommand gets from main: its streams and a way to make
@@ -55,10 +57,11 @@ type env struct {
 
 func commands() []command {
 	return []command{
-		{"run", "bring the bus to OP and run the cycle (the agent)", runCommand},
-		{"scan", "list the slaves of a segment, like `ethercat slaves`", scanCommand},
-		{"sim", "serve a simulated EtherCAT segment on a network interface", simCommand},
-		{"version", "print the version and build information", versionCommand},
+		{name: "run", summary: "bring the bus to OP and run the cycle (the agent)", run: runCommand},
+		{name: "scan", summary: "list the slaves of a segment, like `ethercat slaves`", run: scanCommand},
+		{name: "sim", summary: "serve a simulated EtherCAT segment on a network interface", run: simCommand},
+		{name: "version", summary: "print the version and build information", run: versionCommand},
+		{name: "cycle", summary: "the real-time cycle process (started by run and bench)", run: cycleCommand, hidden: true},
 	}
 }
 
@@ -94,7 +97,9 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		if !c.hidden {
+			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		}
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'ecagent COMMAND --help' for the flags of a command.")
@@ -119,10 +124,11 @@ func exitCode(ctx context.Context, e *env, err error) int {
 	var ue usageError
 	var count *master.SlaveCountError
 	var state *master.ALStateError
+	var mismatch *agent.BusMismatchError
 	switch {
 	case errors.As(err, &ue):
 		return exitUsage
-	case errors.As(err, &count), errors.As(err, &state):
+	case errors.As(err, &count), errors.As(err, &state), errors.As(err, &mismatch):
 		return exitBusMismatch
 	case ctx.Err() != nil:
 		return exitInterrupted

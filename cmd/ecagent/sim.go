@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/rt"
 	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/sim"
 )
 
@@ -18,18 +21,20 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 			"that arrives on IF travels through the simulated devices and is sent back, as a\n"+
 			"real segment would answer. Point any master at the other end of a veth pair.\n"+
 			"Built-in models: "+strings.Join(sim.Models(), ", ")+".")
-	iface := fs.String("iface", "", "network `interface` to serve on (required; needs CAP_NET_RAW)")
+	iface := fs.String("iface", "", "network `interface` to serve on (needs CAP_NET_RAW); this or --link-fd")
+	linkFD := fs.Int("link-fd", -1, "serve on this inherited socket-pair file descriptor instead of an interface (used by ecagent run)")
 	devices := fs.StringSlice("devices", config.ReferenceDevices(),
 		"comma-separated devices in ring order: model names (EK1100) or paths to SII images (.bin)")
 	pattern := fs.String("inputs", "counter", "how simulated inputs change: constant, counter, walk, square:N or sine:N (N cycles per period)")
 	busy := fs.Int("sii-busy-frames", 2, "frames an SII EEPROM read stays busy (real ESCs: 1-2 at typical frame rates)")
 	presetAddr := fs.Uint16("preset-address", 0, "start as if a master had already given the devices station addresses from this one on (e.g. 0x03e9); for replaying captures that begin mid-session")
 	presetState := fs.String("preset-state", "PREOP", "with --preset-address: the state the devices start in (INIT or PREOP)")
+	priority := fs.Int("priority", 0, "serve with this SCHED_FIFO priority (1..99), as a real segment answers in microseconds whatever the host does; 0 keeps the normal scheduler")
 	level := fs.String("log.level", "info", "log level: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *iface == "" {
+	if *iface == "" && *linkFD < 0 {
 		return usageError{errors.New("sim: --iface is required (the interface to serve the segment on)")}
 	}
 	var lv slog.Level
@@ -56,6 +61,32 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 		return usageError{fmt.Errorf("sim: --devices: %w", err)}
 	}
 	log := newLogger(e.stderr, lv, "text")
+	if *priority < 0 || *priority > 99 {
+		return usageError{fmt.Errorf("sim: --priority %d: want 1..99, or 0 for the normal scheduler", *priority)}
+	}
+	if *priority > 0 {
+		// Serve runs on this goroutine: give its thread the priority.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		setup := rt.Apply(rt.Options{Priority: *priority, Core: -1})
+		defer setup.Close()
+		for _, r := range setup.Refused() {
+			log.Warn("serving without real-time priority", "err", r.Err)
+		}
+	}
+	if *linkFD >= 0 {
+		l, err := link.FileLink(*linkFD)
+		if err != nil {
+			return fmt.Errorf("sim: --link-fd %d: %w", *linkFD, err)
+		}
+		defer l.Close()
+		seg := sim.NewSegment(devs, append(opts, sim.WithLogger(log))...)
+		// The peer closing (the cycle process ended) ends the simulator too.
+		if err := seg.Serve(ctx, l); err != nil && !errors.Is(err, link.ErrClosed) {
+			return fmt.Errorf("sim: %w", err)
+		}
+		return nil
+	}
 	if err := sim.Run(ctx, *iface, devs, log, opts...); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}

@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/master/sim"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func TestCheckCycleFitsRefusesTooShortPeriod(t *testing.T) {
+	devs, err := sim.ParseDevices(config.ReferenceDevices())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg := sim.NewSegment(devs)
+	a, b := link.NewPipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = seg.Serve(ctx, b) }()
+	m, err := master.New(a, &master.Config{Logger: quiet, Timeout: time.Second, SIITimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.BringUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A frame through the simulator takes microseconds: 1 µs cannot work,
+	// 100 ms always does.
+	err = checkCycleFits(m, time.Microsecond)
+	if err == nil || !strings.Contains(err.Error(), "shorter than the bus needs") || !strings.Contains(err.Error(), "at least") {
+		t.Errorf("1µs period: %v", err)
+	}
+	if err := checkCycleFits(m, 100*time.Millisecond); err != nil {
+		t.Errorf("100ms period: %v", err)
+	}
+}
+
+func TestAttachOrStartRefusesForeignSegment(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.Cycle.SHM = filepath.Join(dir, "ecagent.shm")
+	if err := os.WriteFile(cfg.Cycle.SHM, []byte("not a segment, someone else's file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := attachOrStart(context.Background(), cfg, quiet)
+	if err == nil || !errors.Is(err, shm.ErrIncompatible) || !strings.Contains(err.Error(), cfg.Cycle.SHM) {
+		t.Fatalf("foreign file: %v", err)
+	}
+	if b, _ := os.ReadFile(cfg.Cycle.SHM); string(b) != "not a segment, someone else's file" {
+		t.Error("the foreign file was touched")
+	}
+}
+
+func TestLayoutHoldsTwoSecondsOfSamples(t *testing.T) {
+	for _, c := range []struct {
+		period time.Duration
+		slots  int
+	}{{time.Millisecond, 2048}, {250 * time.Microsecond, 8192}, {50 * time.Microsecond, 65536}, {time.Second, 1024}} {
+		cfg := config.Default()
+		cfg.Cycle.Period = c.period
+		l := layoutFor(cfg)
+		if l.SampleSlots != c.slots || l.Period != c.period || l.Validate() != nil {
+			t.Errorf("period %v: %d slots (want %d), period %v, %v", c.period, l.SampleSlots, c.slots, l.Period, l.Validate())
+		}
+	}
+}

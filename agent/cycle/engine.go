@@ -1,0 +1,255 @@
+package cycle
+
+import (
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/ecagent/ecagent/agent/rt"
+	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/master/esc"
+)
+
+// Config says how the engine runs.
+type Config struct {
+	// Period is the cycle time.
+	Period time.Duration
+	// BusyWait is the tail before each deadline spent spinning instead of
+	// sleeping (0: sleep all the way).
+	BusyWait time.Duration
+	// RT is the thread set-up; settings the host refuses are reported as
+	// events and the cycle runs anyway.
+	RT rt.Options
+	// Cycles stops the engine after this many cycles; 0 runs until Stop.
+	Cycles uint64
+	// KeepGC leaves the garbage collector on. Only tests that share a
+	// process with other goroutines set it.
+	KeepGC bool
+}
+
+// Engine runs the cycle of one bus.
+type Engine struct {
+	m    *master.Master
+	seg  *shm.Segment
+	cfg  Config
+	stop atomic.Bool
+
+	// Pre-allocated records: the loop only fills them.
+	sample shm.Sample
+	event  shm.Event
+	cmd    shm.Command
+
+	cycle      uint64
+	lastBus    uint32 // responding<<16 | error<<8 | states, as last reported
+	setup      *rt.Setup
+	slaveCount int
+	stall      func() // tests only: runs inside the job to provoke overruns
+
+	// OnStart, if set, runs on the cycle thread after the real-time set-up
+	// and before the garbage collector is switched off: the place for the
+	// last allocations (reporting the set-up).
+	OnStart func(*rt.Setup)
+	// OnSteady, if set, runs on the cycle thread once, between cycle
+	// SteadyAfter-1 and SteadyAfter of this Run (0: before the first), when
+	// first-use initialisation is behind the cycle (e.g. to read MemStats).
+	OnSteady    func()
+	SteadyAfter uint64
+}
+
+// New returns an engine for the master m, which must be in OP (or SAFEOP)
+// with its process image mapped, writing to the segment seg.
+func New(m *master.Master, seg *shm.Segment, cfg Config) *Engine {
+	return &Engine{m: m, seg: seg, cfg: cfg, slaveCount: len(m.Slaves())}
+}
+
+// Stop asks the engine to return after the current cycle. Safe from any
+// goroutine or a signal handler's goroutine.
+func (e *Engine) Stop() { e.stop.Store(true) }
+
+// Setup returns what the thread set-up achieved, after Run has started.
+func (e *Engine) Setup() *rt.Setup { return e.setup }
+
+// Run runs the cycle on the calling goroutine's thread until Stop or
+// Config.Cycles. It locks the thread, applies the real-time settings,
+// switches the garbage collector off (after one last collection), and
+// returns the number of cycles this call ran.
+func (e *Engine) Run() uint64 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	e.setup = rt.Apply(e.cfg.RT)
+	defer e.setup.Close()
+	for _, r := range e.setup.Refused() {
+		e.note(shm.EventNote, 0, "rt: "+r.Setting+" refused")
+	}
+	if e.OnStart != nil {
+		e.OnStart(e.setup)
+	}
+	if !e.cfg.KeepGC {
+		old := debug.SetGCPercent(-1)
+		defer debug.SetGCPercent(old)
+		// Collect and return memory to the OS now, then let the runtime's
+		// background scavenger run and re-arm its timer (its first sleep
+		// grows a timer heap: a runtime allocation that belongs here, not
+		// in a cycle).
+		debug.FreeOSMemory()
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.seg.Heartbeat().SetCyclePID(osPID())
+	e.note(shm.EventCycleStarted, 0, "")
+
+	p := int64(e.cfg.Period)
+	spin := int64(e.cfg.BusyWait)
+	next := rt.Now() + p
+	var skipped uint32
+	first := e.cycle
+	for !e.stop.Load() && (e.cfg.Cycles == 0 || e.cycle-first < e.cfg.Cycles) {
+		if e.OnSteady != nil && e.cycle-first == e.SteadyAfter {
+			e.OnSteady()
+			// Its time is not the cycle's: start the schedule afresh.
+			next = max(next, rt.Now()+p)
+		}
+		rt.SleepUntilSpin(next, spin)
+		end := e.step(next, skipped)
+		skipped = 0
+		next += p
+		if end > next {
+			missed := (end-next)/p + 1
+			skipped = uint32(missed)
+			next += missed * p
+			e.sample.Flags |= shm.SampleOverrun
+		}
+		e.publish(end)
+	}
+	return e.cycle - first
+}
+
+// step runs one cycle woken for deadline and fills e.sample; it returns
+// the time the job ended. It allocates nothing.
+func (e *Engine) step(deadline int64, skipped uint32) int64 {
+	wake := rt.Now()
+	if e.stall != nil {
+		e.stall()
+	}
+	e.applyCommands()
+	// The frame may use the rest of this period, less a tenth so that a
+	// lost frame does not also make the next cycle late.
+	p := int64(e.cfg.Period)
+	wait := deadline + p - p/10 - wake
+	res := e.m.ExchangeUntil(time.Now().Add(time.Duration(wait)))
+	end := rt.Now()
+
+	s := &e.sample
+	*s = shm.Sample{
+		Cycle:       e.cycle,
+		Deadline:    deadline,
+		Wake:        wake,
+		Send:        res.SendTime,
+		Recv:        res.RecvTime,
+		End:         end,
+		WKC:         res.WKC,
+		ExpectedWKC: res.ExpectedWKC,
+		Skipped:     skipped,
+	}
+	if res.FrameLost() {
+		s.Flags |= shm.SampleLostFrame
+		s.Recv = s.Send
+	}
+	if res.WKC != res.ExpectedWKC {
+		s.Flags |= shm.SampleWKCMismatch
+	}
+	if skipped > 0 {
+		s.Flags |= shm.SampleSkipped
+	}
+	e.watchBus(&res)
+	return end
+}
+
+// publish hands the cycle's results to the agent: sample, image, heartbeat.
+func (e *Engine) publish(end int64) {
+	e.seg.Samples().Push(&e.sample) // a full ring drops and counts
+	e.seg.Image().Publish(e.m.Image().Bytes(), e.cycle)
+	e.seg.Heartbeat().Beat(e.cycle, end)
+	e.cycle++
+}
+
+// watchBus reports changes of the bus state that the in-cycle AL status
+// read shows: slaves dropping out or coming back, a change of state, an
+// error indication.
+func (e *Engine) watchBus(res *master.CycleResult) {
+	if res.Lost > 0 && res.Responding == 0 {
+		return // nothing known this cycle; lost frames are in the sample
+	}
+	var errBit uint32
+	if res.ALError {
+		errBit = 1
+	}
+	bus := uint32(res.Responding)<<16 | errBit<<8 | uint32(res.ALStates)
+	if bus == e.lastBus {
+		return
+	}
+	prev := e.lastBus
+	e.lastBus = bus
+	if prev == 0 {
+		return // first cycle: the baseline
+	}
+	switch {
+	case int(res.Responding) < e.slaveCount && int(prev>>16) >= e.slaveCount:
+		e.note(shm.EventSlaveLost, 0, "fewer slaves answer")
+	case int(res.Responding) >= e.slaveCount && int(prev>>16) < e.slaveCount:
+		e.note(shm.EventSlaveFound, 0, "all slaves answer again")
+	}
+	if res.ALError && prev>>8&1 == 0 {
+		e.noteState(shm.EventALError, res.ALStates, true)
+	} else if uint8(prev) != res.ALStates || prev>>8&1 != errBit {
+		e.noteState(shm.EventStateChange, res.ALStates, res.ALError)
+	}
+}
+
+func (e *Engine) noteState(kind shm.EventKind, states uint8, errFlag bool) {
+	st := esc.ALStatus{State: esc.ALState(states), Error: errFlag}
+	var b [esc.ALStatusLen]byte
+	st.Encode(b[:])
+	e.event = shm.Event{Cycle: e.cycle, Time: rt.Now(), Kind: kind, ALState: uint16(b[0]) | uint16(b[1])<<8}
+	e.event.SetText("bus")
+	e.seg.Events().Push(&e.event)
+}
+
+func (e *Engine) note(kind shm.EventKind, slave uint16, text string) {
+	e.event = shm.Event{Cycle: e.cycle, Time: rt.Now(), Kind: kind, Slave: slave}
+	e.event.SetText(text)
+	e.seg.Events().Push(&e.event)
+}
+
+// applyCommands applies what the agent asked for since the last cycle, at
+// this cycle boundary, so no output changes in the middle of an exchange.
+// Only output writes are taken in the cycle; anything that needs acyclic
+// frames is refused with a reason.
+func (e *Engine) applyCommands() {
+	cmds := e.seg.Commands()
+	for cmds.Next(&e.cmd) {
+		c := &e.cmd
+		var reason string
+		switch {
+		case c.Kind != shm.CommandSetOutputs:
+			reason = "not applied in the cycle"
+		case int(c.Slave) >= e.slaveCount:
+			reason = "no such slave"
+		case c.BitLen == 0 || c.BitLen > 64:
+			reason = "bit length not 1..64"
+		default:
+			s := e.m.Slaves()[c.Slave]
+			if err := e.m.Image().SetOutputValue(s, int(c.BitOffset), int(c.BitLen), c.Value); err != nil {
+				reason = "bits outside the slave's outputs"
+			}
+		}
+		e.event = shm.Event{Cycle: e.cycle, Time: rt.Now(), Value: c.Seq, Slave: c.Slave, Kind: shm.EventCommandDone}
+		if reason != "" {
+			e.event.Kind = shm.EventCommandRejected
+			e.event.SetText(reason)
+		}
+		e.seg.Events().Push(&e.event)
+	}
+	cmds.Commit()
+}

@@ -1,0 +1,200 @@
+package cycle
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ecagent/ecagent/agent/rt"
+	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/master/sim"
+)
+
+var referenceSet = []string{"EK1100", "EL2004", "EL2004", "EL1014", "EL1014", "EL4132", "EK1110"}
+
+// bus brings the reference set up over an in-process pipe and returns the
+// master in OP, the simulated segment and a fresh shared-memory segment.
+func bus(t testing.TB) (*master.Master, *sim.Segment, *shm.Segment) {
+	t.Helper()
+	devs, err := sim.ParseDevices(referenceSet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg := sim.NewSegment(devs)
+	a, b := link.NewPipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = seg.Serve(ctx, b); close(done) }()
+	m, err := master.New(a, &master.Config{Timeout: time.Second, CycleTimeout: time.Second, SIITimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(); cancel(); _ = b.Close(); <-done })
+	if err := m.BringUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mem, err := shm.New(shm.DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mem.Close() })
+	return m, seg, mem
+}
+
+func TestRunWritesOneSamplePerCycle(t *testing.T) {
+	m, _, mem := bus(t)
+	// A generous period: the test checks bookkeeping, not timing, on a
+	// shared machine.
+	e := New(m, mem, Config{Period: 2 * time.Millisecond, Cycles: 200, KeepGC: true, RT: noRT()})
+	if n := e.Run(); n != 200 {
+		t.Fatalf("ran %d cycles, want 200", n)
+	}
+	var s shm.Sample
+	var next uint64
+	samples := mem.Samples()
+	for samples.Next(&s) {
+		if s.Cycle != next {
+			t.Fatalf("sample for cycle %d, want %d", s.Cycle, next)
+		}
+		next++
+		if s.ExpectedWKC != 8 {
+			t.Errorf("cycle %d: expected WKC %d, want 8", s.Cycle, s.ExpectedWKC)
+		}
+		ok := s.Flags&(shm.SampleLostFrame|shm.SampleWKCMismatch) == 0
+		if ok && (s.WKC != 8 || s.Recv < s.Send) {
+			t.Errorf("cycle %d: wkc %d, send %d recv %d", s.Cycle, s.WKC, s.Send, s.Recv)
+		}
+		if !(s.Deadline <= s.Wake && s.Wake <= s.Send && s.Send <= s.End) {
+			t.Errorf("cycle %d: times out of order: deadline %d wake %d send %d end %d", s.Cycle, s.Deadline, s.Wake, s.Send, s.End)
+		}
+	}
+	samples.Commit()
+	if next != 200 || samples.Drops() != 0 {
+		t.Errorf("%d samples, %d drops", next, samples.Drops())
+	}
+	if c, _, ok := mem.Heartbeat().Read(); !ok || c != 199 {
+		t.Errorf("heartbeat at cycle %d (ok %v), want 199", c, ok)
+	}
+	img := make([]byte, mem.Image().Cap())
+	if c, ok := mem.Image().Snapshot(img); !ok || c != 199 {
+		t.Errorf("image snapshot of cycle %d (ok %v)", c, ok)
+	}
+	var ev shm.Event
+	if !mem.Events().Next(&ev) || ev.Kind != shm.EventCycleStarted {
+		t.Errorf("first event %v, want cycle-started", ev.Kind)
+	}
+}
+
+func TestCommandsApplyAtCycleBoundary(t *testing.T) {
+	m, seg, mem := bus(t)
+	cmds := []shm.Command{
+		{Seq: 1, Kind: shm.CommandSetOutputs, Slave: 1, BitOffset: 0, BitLen: 4, Value: 0b1010},
+		{Seq: 2, Kind: shm.CommandSetOutputs, Slave: 2, BitOffset: 1, BitLen: 1, Value: 1},
+		{Seq: 3, Kind: shm.CommandSetOutputs, Slave: 3, BitOffset: 0, BitLen: 1, Value: 1},        // an input terminal
+		{Seq: 4, Kind: shm.CommandSetOutputs, Slave: 99, BitOffset: 0, BitLen: 1, Value: 1},       // no such slave
+		{Seq: 5, Kind: shm.CommandRequestState, Slave: 0, Value: 2},                               // not in the cycle
+		{Seq: 6, Kind: shm.CommandSetOutputs, Slave: 5, BitOffset: 16, BitLen: 16, Value: 0x1234}, // EL4132 channel 2
+	}
+	for i := range cmds {
+		if !mem.Commands().Push(&cmds[i]) {
+			t.Fatal("command ring full")
+		}
+	}
+	e := New(m, mem, Config{Period: 2 * time.Millisecond, Cycles: 5, KeepGC: true, RT: noRT()})
+	e.Run()
+	results := map[uint64]shm.EventKind{}
+	var ev shm.Event
+	for mem.Events().Next(&ev) {
+		if ev.Kind == shm.EventCommandDone || ev.Kind == shm.EventCommandRejected {
+			results[ev.Value] = ev.Kind
+		}
+	}
+	want := map[uint64]shm.EventKind{1: shm.EventCommandDone, 2: shm.EventCommandDone, 3: shm.EventCommandRejected,
+		4: shm.EventCommandRejected, 5: shm.EventCommandRejected, 6: shm.EventCommandDone}
+	for seq, k := range want {
+		if results[seq] != k {
+			t.Errorf("command %d: %v, want %v", seq, results[seq], k)
+		}
+	}
+	devs := seg.Devices()
+	if out := devs[1].Outputs(); out[0]&0x0F != 0b1010 {
+		t.Errorf("EL2004 #1 outputs %08b, want xxxx1010", out[0])
+	}
+	if out := devs[2].Outputs(); out[0]&0x0F != 0b0010 {
+		t.Errorf("EL2004 #2 outputs %08b, want xxxx0010", out[0])
+	}
+	if out := devs[5].Outputs(); len(out) < 4 || out[2] != 0x34 || out[3] != 0x12 {
+		t.Errorf("EL4132 outputs % x, want channel 2 = 0x1234", out)
+	}
+}
+
+func TestOverrunSkipsWithoutBurst(t *testing.T) {
+	m, _, mem := bus(t)
+	var s shm.Sample
+	// The first cycle stalls for 10.5 periods inside its job.
+	e2 := New(m, mem, Config{Period: time.Millisecond, Cycles: 4, KeepGC: true, RT: noRT()})
+	e2.cycle = 100
+	stalled := false
+	e2.stall = func() {
+		if !stalled {
+			stalled = true
+			time.Sleep(10500 * time.Microsecond)
+		}
+	}
+	e2.Run()
+	var got []shm.Sample
+	for mem.Samples().Next(&s) {
+		got = append(got, s)
+	}
+	if len(got) != 4 {
+		t.Fatalf("%d samples, want 4", len(got))
+	}
+	if got[0].Flags&shm.SampleOverrun == 0 {
+		t.Errorf("stalled cycle not flagged as overrun: %v", got[0].Flags)
+	}
+	if got[1].Skipped < 10 || got[1].Flags&shm.SampleSkipped == 0 {
+		t.Errorf("next cycle skipped %d deadlines (flags %v), want ≥ 10", got[1].Skipped, got[1].Flags)
+	}
+	// No catch-up burst: the cycle after the overrun is scheduled a whole
+	// number of periods after the stalled one, later than its end.
+	if got[1].Deadline <= got[0].End || (got[1].Deadline-got[0].Deadline)%int64(time.Millisecond) != 0 {
+		t.Errorf("deadline after overrun %d, stalled cycle ended %d, first deadline %d", got[1].Deadline, got[0].End, got[0].Deadline)
+	}
+	for _, s := range got[2:] {
+		if s.Skipped != 0 {
+			t.Errorf("cycle %d skipped %d deadlines", s.Cycle, s.Skipped)
+		}
+	}
+}
+
+func TestSteadyStateAllocatesNothing(t *testing.T) {
+	m, _, mem := bus(t)
+	e := New(m, mem, Config{Period: time.Millisecond, KeepGC: true, RT: noRT()})
+	cmd := shm.Command{Seq: 1, Kind: shm.CommandSetOutputs, Slave: 1, BitLen: 4, Value: 5}
+	allocs := testing.AllocsPerRun(2000, func() {
+		cmd.Seq++
+		mem.Commands().Push(&cmd)
+		end := e.step(rt.Now(), 0)
+		e.publish(end)
+		mem.Samples().Discard()
+		mem.Events().Discard()
+	})
+	if allocs != 0 {
+		t.Errorf("a cycle allocates %v times", allocs)
+	}
+}
+
+func BenchmarkCycleStep(b *testing.B) {
+	m, _, mem := bus(b)
+	e := New(m, mem, Config{Period: time.Millisecond, KeepGC: true, RT: noRT()})
+	b.ReportAllocs()
+	for b.Loop() {
+		end := e.step(rt.Now(), 0)
+		e.publish(end)
+		if mem.Samples().Len() > 1000 {
+			mem.Samples().Discard()
+		}
+	}
+}

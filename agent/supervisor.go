@@ -1,0 +1,269 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/bits"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/rt"
+	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/master/link"
+)
+
+// CycleProcess is a handle on the cycle process: started by this process
+// (cmd set) or found running after an agent restart (cmd nil).
+type CycleProcess struct {
+	path    string // cycle.shm
+	seg     *shm.Segment
+	info    *BusInfo
+	pid     int
+	cmd     *exec.Cmd
+	sim     *exec.Cmd
+	exited  chan struct{} // closed when a child cycle process has exited
+	waitErr error
+}
+
+// Files next to the segment.
+func configPath(shmPath string) string { return shmPath + ".yaml" }
+
+// heartbeatFresh is how recent the heartbeat of a cycle process must be
+// for an agent to attach to it rather than start a new one.
+const heartbeatFresh = 2 * time.Second
+
+// attachOrStart finds a running cycle process for cfg (after an agent
+// restart) or starts a new one, and waits until it is in cyclic operation.
+func attachOrStart(ctx context.Context, cfg config.Config, log *slog.Logger) (*CycleProcess, error) {
+	path := cfg.Cycle.SHM
+	seg, err := shm.Attach(path)
+	switch {
+	case err == nil:
+		if p, ok := runningCycle(seg); ok {
+			info, ierr := ReadBusInfo(BusInfoPath(path))
+			if ierr == nil && info.CyclePID == p {
+				log.Info("attached to the running cycle process", "pid", p, "segment", path)
+				return &CycleProcess{path: path, seg: seg, info: info, pid: p}, nil
+			}
+		}
+		_ = seg.Close()
+		log.Info("removing the segment of a cycle process that is gone", "segment", path)
+		removeSegmentFiles(path)
+	case errors.Is(err, fs.ErrNotExist):
+	case errors.As(err, new(*shm.StaleError)):
+		log.Info("removing a segment left from before the last boot", "segment", path)
+		removeSegmentFiles(path)
+	default:
+		// A foreign file, or one of another ecagent version whose cycle may
+		// still run: never delete what we do not understand.
+		return nil, fmt.Errorf("cycle.shm %s: %w (stop the process using it or remove the file, or choose another cycle.shm)", path, err)
+	}
+	return StartCycle(ctx, cfg, log, 0)
+}
+
+// runningCycle reports the PID of the live cycle process using seg: one
+// that exists and whose heartbeat is recent.
+func runningCycle(seg *shm.Segment) (int, bool) {
+	pid := seg.Heartbeat().CyclePID()
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return 0, false
+	}
+	_, mono, ok := seg.Heartbeat().Read()
+	if !ok {
+		return 0, false
+	}
+	now := rt.Now()
+	return pid, now-mono < int64(heartbeatFresh)
+}
+
+func removeSegmentFiles(path string) {
+	for _, p := range []string{path, BusInfoPath(path), configPath(path)} {
+		_ = os.Remove(p)
+	}
+}
+
+// layoutFor sizes the segment: at least two seconds of samples (so an
+// agent busy for a moment loses nothing), within the ring limits.
+func layoutFor(cfg config.Config) shm.Layout {
+	l := shm.DefaultLayout()
+	want := uint64(2*time.Second/cfg.Cycle.Period) + 1
+	slots := 1 << bits.Len64(want-1)
+	l.SampleSlots = min(max(slots, 1024), 1<<20)
+	l.Period = cfg.Cycle.Period
+	return l
+}
+
+// StartCycle creates the segment cfg.Cycle.SHM and starts the cycle
+// process (and, for the built-in simulated segment, the simulator process
+// on the other end of a socket pair), then waits for cyclic operation. A
+// non-zero cycles makes the cycle process stop by itself after that many
+// cycles (benchmarks). The segment file must not exist.
+func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
+	path := cfg.Cycle.SHM
+	seg, err := shm.Create(path, layoutFor(cfg))
+	if err != nil {
+		return nil, err
+	}
+	cp := &CycleProcess{path: path, seg: seg, exited: make(chan struct{})}
+	fail := func(err error) (*CycleProcess, error) {
+		cp.stop(log, time.Second)
+		return nil, err
+	}
+	y, err := cfg.YAML()
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(configPath(path), y, 0o600); err != nil {
+		return fail(fmt.Errorf("cycle configuration: %w", err))
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fail(err)
+	}
+	args := []string{"cycle", "--config", configPath(path)}
+	if cycles > 0 {
+		args = append(args, "--cycles", fmt.Sprint(cycles))
+	}
+	var extra []*os.File
+	if cfg.Simulated() {
+		masterEnd, simEnd, err := link.NewSocketPair()
+		if err != nil {
+			return fail(err)
+		}
+		mf, err1 := masterEnd.File()
+		sf, err2 := simEnd.File()
+		_ = masterEnd.Close()
+		_ = simEnd.Close()
+		if err := errors.Join(err1, err2); err != nil {
+			return fail(err)
+		}
+		defer mf.Close()
+		defer sf.Close()
+		simArgs := []string{"sim", "--link-fd", "3", "--log.level", "warn", "--priority", fmt.Sprint(cfg.Cycle.Priority)}
+		for _, d := range cfg.Bus.Devices {
+			simArgs = append(simArgs, "--devices", d)
+		}
+		cp.sim = exec.Command(exe, simArgs...)
+		cp.sim.ExtraFiles = []*os.File{sf}
+		cp.sim.Stderr = os.Stderr
+		cp.sim.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cp.sim.Start(); err != nil {
+			return fail(fmt.Errorf("starting the simulated segment: %w", err))
+		}
+		go func() { _ = cp.sim.Wait() }()
+		args = append(args, "--link-fd", "3")
+		extra = append(extra, mf)
+	}
+	cp.cmd = exec.Command(exe, args...)
+	cp.cmd.ExtraFiles = extra
+	cp.cmd.Stdout, cp.cmd.Stderr = os.Stderr, os.Stderr
+	// Its own session: a Ctrl-C meant for the agent does not stop the
+	// machine, and the cycle outlives an agent that crashes.
+	cp.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cp.cmd.Start(); err != nil {
+		return fail(fmt.Errorf("starting the cycle process: %w", err))
+	}
+	cp.pid = cp.cmd.Process.Pid
+	go func() {
+		cp.waitErr = cp.cmd.Wait()
+		close(cp.exited)
+	}()
+	log.Info("cycle process started", "pid", cp.pid, "segment", path)
+
+	deadline := time.After(4*cfg.Bus.StateTimeout + 10*time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fail(ctx.Err())
+		case <-cp.exited:
+			err := fmt.Errorf("the cycle process exited during bring-up: %v", cp.waitErr)
+			if ee, ok := cp.waitErr.(*exec.ExitError); ok && ee.ExitCode() == ExitBusMismatch {
+				err = &BusMismatchError{Err: err}
+			}
+			return fail(err)
+		case <-deadline:
+			return fail(errors.New("the cycle process did not reach cyclic operation in time"))
+		case <-tick.C:
+			info, err := ReadBusInfo(BusInfoPath(path))
+			if err == nil && info.CyclePID == cp.pid {
+				cp.info = info
+				return cp, nil
+			}
+		}
+	}
+}
+
+// ExitBusMismatch is the exit code of a cycle process (and of ecagent)
+// whose segment is not as configured: slave count, a refused state.
+const ExitBusMismatch = 3
+
+// BusMismatchError says the cycle process found the segment not as
+// configured (it exited with ExitBusMismatch); its log said how.
+type BusMismatchError struct{ Err error }
+
+func (e *BusMismatchError) Error() string { return e.Err.Error() }
+func (e *BusMismatchError) Unwrap() error { return e.Err }
+
+// Segment returns the shared memory the cycle process writes.
+func (cp *CycleProcess) Segment() *shm.Segment { return cp.seg }
+
+// Info returns the bus description the cycle process wrote at start.
+func (cp *CycleProcess) Info() *BusInfo { return cp.info }
+
+// PID returns the cycle process's process ID.
+func (cp *CycleProcess) PID() int { return cp.pid }
+
+// Exited returns a channel closed when a cycle process this process
+// started has exited (nil for one found running after a restart).
+func (cp *CycleProcess) Exited() <-chan struct{} { return cp.exited }
+
+// Stop asks the cycle process to take the bus down and exit, waits up to
+// grace, kills it after that, and removes the segment files.
+func (cp *CycleProcess) Stop(log *slog.Logger, grace time.Duration) { cp.stop(log, grace) }
+
+// Alive reports whether the cycle process still runs.
+func (cp *CycleProcess) Alive() bool { return cp.alive() }
+
+// alive reports whether the cycle process still runs.
+func (cp *CycleProcess) alive() bool {
+	if cp.cmd != nil {
+		select {
+		case <-cp.exited:
+			return false
+		default:
+			return true
+		}
+	}
+	return syscall.Kill(cp.pid, 0) == nil
+}
+
+// stop asks the cycle process to take the bus down and exit, waits up to
+// grace for it, and removes the segment files.
+func (cp *CycleProcess) stop(log *slog.Logger, grace time.Duration) {
+	if cp.pid > 0 && cp.alive() {
+		_ = syscall.Kill(cp.pid, syscall.SIGTERM)
+		deadline := time.Now().Add(grace)
+		for cp.alive() && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if cp.alive() {
+			log.Warn("cycle process did not stop; killing it", "pid", cp.pid)
+			_ = syscall.Kill(cp.pid, syscall.SIGKILL)
+		}
+	}
+	if cp.sim != nil && cp.sim.Process != nil {
+		_ = cp.sim.Process.Signal(syscall.SIGTERM)
+	}
+	if cp.seg != nil {
+		_ = cp.seg.Close()
+	}
+	removeSegmentFiles(cp.path)
+}

@@ -1,0 +1,156 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ecagent/ecagent/agent/shm"
+)
+
+// agentProc is an `ecagent run` started by a test. Its output goes to
+// files, not pipes: the cycle process it starts inherits them and outlives
+// a killed agent, and a pipe would keep Wait waiting for it.
+type agentProc struct {
+	cmd            *exec.Cmd
+	stdout, stderr string // file paths
+}
+
+func startAgent(t *testing.T, args ...string) *agentProc {
+	t.Helper()
+	dir := t.TempDir()
+	a := &agentProc{cmd: exec.Command(ecagentBinary(t), append([]string{"run"}, args...)...),
+		stdout: filepath.Join(dir, "stdout"), stderr: filepath.Join(dir, "stderr")}
+	out, err := os.Create(a.stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	errf, err := os.Create(a.stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errf.Close()
+	a.cmd.Stdout, a.cmd.Stderr = out, errf
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func (a *agentProc) out() string { b, _ := os.ReadFile(a.stdout); return string(b) }
+func (a *agentProc) log() string { b, _ := os.ReadFile(a.stderr); return string(b) }
+
+// waitLog waits until the agent's log contains s.
+func (a *agentProc) waitLog(t *testing.T, s string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !strings.Contains(a.log(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("agent log lacks %q after %v:\n%s", s, within, a.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestAgentRestartKeepsTheCycle kills the agent process with SIGKILL while
+// the cycle runs, starts a new agent, and checks that the cycle process
+// went on undisturbed (same process, heartbeat advancing, no deadline
+// skipped, no sample lost) and that the new agent attached to it.
+func TestAgentRestartKeepsTheCycle(t *testing.T) {
+	w := newWire(t, "rst")
+	startSim(t, w, strings.Join(referenceSet, ","))
+	path := fmt.Sprintf("/dev/shm/ecagent-restart-%d.shm", os.Getpid())
+	args := []string{"--bus.interface", w.MasterEnd, "--cycle.shm", path, "--status.interval", "200ms", "--metrics.listen", ""}
+
+	first := startAgent(t, args...)
+	first.waitLog(t, "cycle started", 30*time.Second)
+	// Watch the segment from the test, as a third party.
+	seg, err := shm.Attach(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seg.Close()
+	pid := seg.Heartbeat().CyclePID()
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGTERM) }) // if the test fails half-way
+	bPre := readBeat(t, seg)
+	time.Sleep(time.Second)
+	b0 := readBeat(t, seg)
+	ambient := skippedBetween(seg, bPre, b0)
+	t.Logf("before the restart: %d cycles in %v, %d deadlines skipped (±1)", b0.cycle-bPre.cycle,
+		time.Duration(b0.mono-bPre.mono).Round(time.Millisecond), ambient)
+
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+	time.Sleep(500 * time.Millisecond) // the agent is gone; the machine must not notice
+	b1 := readBeat(t, seg)
+	if b1.cycle < b0.cycle+300 || syscall.Kill(pid, 0) != nil {
+		t.Fatalf("without its agent the cycle went from %d to %d in 500 ms (alive: %v)", b0.cycle, b1.cycle, syscall.Kill(pid, 0) == nil)
+	}
+
+	second := startAgent(t, args...)
+	second.waitLog(t, fmt.Sprintf("attached to the running cycle process\" pid=%d", pid), 30*time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(second.out(), "\n") < 3 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	lines := strings.Split(strings.TrimSpace(second.out()), "\n")
+	if len(lines) < 3 || !strings.Contains(lines[len(lines)-1], " OP  slaves 7 ") {
+		t.Errorf("the new agent's status:\n%s", second.out())
+	}
+	b2 := readBeat(t, seg)
+	// The host's own misses (a loaded CI machine without PREEMPT_RT) are
+	// measured in the second before; the restart may add none.
+	if got := skippedBetween(seg, b0, b2); got > 1+max(ambient, 0) {
+		t.Errorf("the cycle skipped %d deadlines across the agent restart (%d cycles in %v)",
+			got, b2.cycle-b0.cycle, time.Duration(b2.mono-b0.mono))
+	}
+	t.Logf("across the restart: %d cycles in %v, %d deadlines skipped (±1)", b2.cycle-b0.cycle,
+		time.Duration(b2.mono-b0.mono).Round(time.Millisecond), skippedBetween(seg, b0, b2))
+	if d := seg.Samples().Drops(); d != 0 {
+		t.Errorf("%d samples dropped across the restart (ring holds 2 s)", d)
+	}
+	// A normal stop of the agent stops the cycle and cleans up.
+	_ = second.cmd.Process.Signal(syscall.SIGTERM)
+	if err := second.cmd.Wait(); err != nil {
+		t.Errorf("agent exit: %v\n%s", err, second.log())
+	}
+	time.Sleep(100 * time.Millisecond)
+	if syscall.Kill(pid, 0) == nil {
+		t.Error("the cycle process still runs after the agent stopped")
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("segment left behind")
+	}
+}
+
+// elapsed is what the heartbeat says happened between two readings:
+// cycles executed, and periods of wall time passed. Deadlines skipped
+// (overruns) are the difference; the heartbeat's time is the end of a
+// job, so ±1 is reading jitter.
+type beat struct {
+	cycle uint64
+	mono  int64
+}
+
+func readBeat(t *testing.T, seg *shm.Segment) beat {
+	t.Helper()
+	c, m, ok := seg.Heartbeat().Read()
+	if !ok {
+		t.Fatal("no heartbeat")
+	}
+	return beat{c, m}
+}
+
+func skippedBetween(seg *shm.Segment, a, b beat) int64 {
+	period := int64(seg.Layout().Period)
+	periods := (b.mono - a.mono + period/2) / period
+	return periods - int64(b.cycle-a.cycle)
+}
