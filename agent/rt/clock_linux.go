@@ -20,10 +20,13 @@ func Now() int64 {
 func SleepUntil(deadline int64) {
 	ts := unix.NsecToTimespec(deadline)
 	for {
-		// clock_nanosleep returns the error number directly, not in errno.
-		r, _, _ := unix.Syscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
+		// The raw system call reports failure as -errno, which Syscall6
+		// turns into errno. EINTR is frequent: the Go runtime interrupts
+		// threads with SIGURG to preempt goroutines. With TIMER_ABSTIME
+		// the same deadline is simply slept to again.
+		_, _, errno := unix.Syscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
 			uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
-		if unix.Errno(r) != unix.EINTR {
+		if errno != unix.EINTR {
 			return
 		}
 	}

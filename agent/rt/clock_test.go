@@ -1,6 +1,12 @@
 package rt
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 func TestSleepUntilReachesDeadline(t *testing.T) {
 	for _, d := range []int64{0, 200_000, 1_000_000} {
@@ -15,6 +21,36 @@ func TestSleepUntilReachesDeadline(t *testing.T) {
 	SleepUntil(start - 1_000_000_000)
 	if Now()-start > 1_000_000_000 {
 		t.Error("sleep to a past deadline blocked")
+	}
+}
+
+// TestSleepUntilSurvivesSignals interrupts the sleeping thread with
+// signals (the runtime's own preemption signal, SIGURG, does this all the
+// time) and checks it never wakes before its deadline.
+func TestSleepUntilSurvivesSignals(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+	pid := unix.Getpid()
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_ = unix.Tgkill(pid, tid, unix.SIGURG)
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}()
+	defer close(stop)
+	for range 50 {
+		deadline := Now() + 2_000_000
+		SleepUntil(deadline)
+		if now := Now(); now < deadline {
+			t.Fatalf("woke %v before the deadline", time.Duration(deadline-now))
+		}
 	}
 }
 
