@@ -26,13 +26,24 @@ const (
 // reported. On the way out it stops the cycle process, which takes the bus
 // to INIT. An agent killed without that chance leaves the cycle running;
 // the next agent attaches to it.
-func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Writer) error {
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Writer, build Build) error {
+	tel, err := newTelemetry(cfg, build)
+	if err != nil {
+		return err
+	}
+	if err := tel.serve(ctx, cfg, build, log); err != nil {
+		return err
+	}
+	go tel.runRTChecks(ctx, cfg, log)
+
 	cp, err := attachOrStart(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	c := newConsumer(cfg, cp, log)
+	c := newConsumer(cfg, cp, log, tel)
 	defer func() { c.cp.stop(log, cfg.Bus.StateTimeout+2*time.Second) }()
+	window := time.NewTicker(cfg.Metrics.Window)
+	defer window.Stop()
 
 	drain := time.NewTicker(10 * time.Millisecond)
 	defer drain.Stop()
@@ -51,12 +62,16 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 			return nil
 		case <-statusC:
 			c.writeStatus(status)
+		case <-window.C:
+			c.tel.reg.Consumer().CloseWindow()
 		case <-drain.C:
 			c.drain()
 			if c.cp.alive() {
 				continue
 			}
 			c.restarts++
+			tel.reg.CycleProcessExited()
+			tel.notReady("the cycle process died")
 			log.Error("the cycle process died; restarting it", "pid", c.cp.pid, "restarts", c.restarts, "after", backoff)
 			c.cp.stop(log, time.Second)
 			select {
@@ -86,6 +101,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 // consumer drains the segment in the agent process and keeps the figures
 // the status line (and the exporters) report.
 type consumer struct {
+	tel      *telemetry
 	cfg      config.Config
 	cp       *CycleProcess
 	log      *slog.Logger
@@ -102,8 +118,8 @@ type consumer struct {
 	responding                                 bool
 }
 
-func newConsumer(cfg config.Config, cp *CycleProcess, log *slog.Logger) *consumer {
-	c := &consumer{cfg: cfg, log: log, buf: make([]shm.Sample, 1024)}
+func newConsumer(cfg config.Config, cp *CycleProcess, log *slog.Logger, tel *telemetry) *consumer {
+	c := &consumer{cfg: cfg, log: log, tel: tel, buf: make([]shm.Sample, 1024)}
 	c.attach(cp)
 	return c
 }
@@ -116,6 +132,8 @@ func (c *consumer) attach(cp *CycleProcess) {
 	c.busState = esc.ALStatus{State: esc.StateOp}
 	c.responding = true
 	c.expectedWKC = cp.info.ExpectedWKC
+	c.tel.cycleStarted(cp, cp.cmd == nil)
+	c.tel.setReady()
 }
 
 // drain consumes every waiting sample and event.
@@ -123,14 +141,17 @@ func (c *consumer) drain() {
 	ring := c.cp.seg.Samples()
 	for {
 		n := ring.Drain(c.buf)
+		mc := c.tel.reg.Consumer()
 		for i := range c.buf[:n] {
 			c.observe(&c.buf[i])
+			mc.Observe(&c.buf[i])
 		}
 		ring.Commit()
 		if n < len(c.buf) {
 			break
 		}
 	}
+	c.tel.reg.Consumer().SetRingDrops(ring.Drops())
 	var ev shm.Event
 	events := c.cp.seg.Events()
 	for events.Next(&ev) {
@@ -167,12 +188,22 @@ func (c *consumer) event(ev *shm.Event) {
 	switch ev.Kind {
 	case shm.EventStateChange, shm.EventALError:
 		c.busState = st
+		c.tel.busState(c.cp, uint8(st.State), ev.ALStatusCode)
+		if st.State == esc.StateOp && !st.Error {
+			c.tel.setReady()
+		} else {
+			c.tel.notReady("bus in " + st.String())
+		}
 		c.log.Warn("bus state changed", "state", st.String(), "cycle", ev.Cycle)
 	case shm.EventSlaveLost:
 		c.responding = false
+		c.tel.notReady("a slave stopped answering")
 		c.log.Warn("a slave stopped answering", "cycle", ev.Cycle, "note", ev.TextString())
 	case shm.EventSlaveFound:
 		c.responding = true
+		if c.busState.State == esc.StateOp && !c.busState.Error {
+			c.tel.setReady()
+		}
 		c.log.Info("all slaves answer again", "cycle", ev.Cycle)
 	case shm.EventCycleStarted:
 		c.log.Info("cycle started", "pid", c.cp.pid)

@@ -33,7 +33,8 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	log := newLogger(e.stderr, cfg.Log.SlogLevel(), cfg.Log.Format)
-	if err := agent.Run(ctx, cfg, log, e.stdout); err != nil {
+	v, rev, _ := buildVersion()
+	if err := agent.Run(ctx, cfg, log, e.stdout, agent.Build{Version: v, Revision: rev}); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	return nil

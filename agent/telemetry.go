@@ -1,0 +1,146 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/rtcheck"
+	"github.com/ecagent/ecagent/metrics"
+)
+
+// Build identifies the binary for ecagent_build_info.
+type Build struct{ Version, Revision string }
+
+// rtcheckInterval is how often the host doctor runs while the agent does,
+// so that a host silently losing a setting raises an alert.
+const rtcheckInterval = time.Minute
+
+// telemetry is the agent's export side: the Prometheus registry fed by the
+// consumer, the metrics endpoint, and the readiness the endpoint reports.
+type telemetry struct {
+	reg   *metrics.Registry
+	ready atomic.Pointer[string] // nil when ready, else why not
+}
+
+func newTelemetry(cfg config.Config, b Build) (*telemetry, error) {
+	reg, err := metrics.NewRegistry(metrics.Options{
+		Site: cfg.Site, Line: cfg.Line, Host: cfg.Host,
+		Target: cfg.Cycle.Period, Window: cfg.Metrics.Window,
+		ProcRoot: "/proc", CycleCore: cfg.Cycle.Core,
+		Version: b.Version, Revision: b.Revision,
+	})
+	if err != nil {
+		return nil, err
+	}
+	t := &telemetry{reg: reg}
+	t.notReady("starting")
+	return t, nil
+}
+
+func (t *telemetry) notReady(why string) { t.ready.Store(&why) }
+func (t *telemetry) setReady()           { t.ready.Store(nil) }
+
+// readiness is /readyz: the bus in OP and the cycle running.
+func (t *telemetry) readiness() error {
+	if why := t.ready.Load(); why != nil {
+		return errors.New(*why)
+	}
+	return nil
+}
+
+// serve runs the metrics endpoint until ctx ends; an empty metrics.listen
+// disables it.
+func (t *telemetry) serve(ctx context.Context, cfg config.Config, b Build, log *slog.Logger) error {
+	if cfg.Metrics.Listen == "" {
+		return nil
+	}
+	srv, err := metrics.NewServer(t.reg, metrics.ServerOptions{
+		Listen: cfg.Metrics.Listen, WebConfigFile: cfg.Metrics.WebConfig,
+		Ready: t.readiness, Version: b.Version, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("metrics endpoint: %w", err)
+	}
+	log.Info("metrics endpoint", "addr", srv.Addr().String(), "tls_and_auth", cfg.Metrics.WebConfig != "")
+	go func() {
+		if err := srv.Run(ctx); err != nil {
+			log.Error("metrics endpoint stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// cycleStarted records a (new) cycle process and its bus.
+func (t *telemetry) cycleStarted(cp *CycleProcess, attached bool) {
+	if attached {
+		t.reg.CycleProcessAttached(cp.pid)
+	} else {
+		t.reg.CycleProcessStarted(cp.pid)
+	}
+	t.reg.Consumer().Restart()
+	var slaves []metrics.Slave
+	for _, s := range cp.info.Slaves {
+		slaves = append(slaves, metrics.Slave{Position: s.Position, Name: slaveLabel(s), ALState: metrics.ALStateOp})
+	}
+	t.reg.SetSlaves(slaves)
+	for _, r := range cp.info.RT {
+		if r.Requested {
+			t.reg.SetRTSetting(metrics.RTSetting(r.Setting), r.Applied)
+		}
+	}
+}
+
+// busState records the bus state the cycle reported for every slave when
+// all slaves agree on it (the in-cycle AL status read is the OR of their
+// states, so a single valid state means every slave is in it).
+func (t *telemetry) busState(cp *CycleProcess, state uint8, code uint16) {
+	st := metrics.ALState(state)
+	switch st {
+	case metrics.ALStateInit, metrics.ALStatePreOp, metrics.ALStateBoot, metrics.ALStateSafeOp, metrics.ALStateOp:
+	default:
+		return // mixed: which slave is where needs a per-slave read
+	}
+	for _, s := range cp.info.Slaves {
+		t.reg.SetSlave(metrics.Slave{Position: s.Position, Name: slaveLabel(s), ALState: st, ALStatusCode: code})
+	}
+}
+
+// slaveLabel is the slave's name label: its order code (EL2004) when the
+// SII has one, which stays short and stable for dashboards.
+func slaveLabel(s SlaveInfo) string {
+	if s.OrderCode != "" {
+		return s.OrderCode
+	}
+	return s.Name
+}
+
+// runRTChecks runs the host doctor now and every rtcheckInterval until ctx
+// ends, exporting each result.
+func (t *telemetry) runRTChecks(ctx context.Context, cfg config.Config, log *slog.Logger) {
+	opts := rtcheck.DefaultOptions()
+	opts.CycleCore, opts.Interface, opts.Priority = cfg.Cycle.Core, cfg.Bus.Interface, cfg.Cycle.Priority
+	tick := time.NewTicker(rtcheckInterval)
+	defer tick.Stop()
+	prev := map[string]rtcheck.Status{}
+	for {
+		for _, r := range rtcheck.Run(ctx, opts) {
+			if err := t.reg.SetRTCheck(r.ID, metrics.CheckStatus(r.Status.String())); err != nil {
+				log.Warn("exporting an rtcheck result", "check", r.ID, "err", err)
+			}
+			if old, seen := prev[r.ID]; seen && old != r.Status && r.Status == rtcheck.Fail {
+				log.Warn("host real-time check now fails", "check", r.ID, "found", r.Found, "fix", r.Fix)
+			}
+			prev[r.ID] = r.Status
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
