@@ -60,6 +60,7 @@ func commands() []command {
 		{name: "run", summary: "bring the bus to OP and run the cycle (the agent)", run: runCommand},
 		{name: "scan", summary: "list the slaves of a segment, like `ethercat slaves`", run: scanCommand},
 		{name: "sim", summary: "serve a simulated EtherCAT segment on a network interface", run: simCommand},
+		{name: "bench", summary: "run the cycle for N cycles and report jitter, latency and load", run: benchCommand},
 		{name: "version", summary: "print the version and build information", run: versionCommand},
 		{name: "cycle", summary: "the real-time cycle process (started by run and bench)", run: cycleCommand, hidden: true},
 	}

@@ -1,0 +1,130 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/metrics/stats"
+)
+
+// MaxExactValues bounds the values a Recorder keeps per quantity for exact
+// percentiles (16 MiB each). A longer bench (more than about 8.7 minutes at
+// 250 µs) computes its percentiles from a uniform random sample of this many
+// cycles, and the report says so; minimum, maximum, mean and standard
+// deviation stay exact, and so do the wake-up latency percentiles at 1 µs
+// resolution, which come from the histogram.
+const MaxExactValues = 1 << 21
+
+// Recorder turns the cycle samples of one bench run into the figures of a
+// Report. It keeps every value it needs up to MaxExactValues per quantity,
+// allocated by NewRecorder; Observe does not allocate. A Recorder is not
+// safe for concurrent use.
+type Recorder struct {
+	target int64 // ns
+
+	period, wake, job, rtt *stats.Window
+	wakeHist               *stats.LinearHistogram // 1 µs bins of wake-up latency
+
+	samples        uint64 // samples observed
+	gaps           uint64 // cycle numbers missing between observed samples
+	lost           uint64 // frames that did not come back
+	wkcErrors      uint64 // frames that came back with an unexpected WKC
+	overruns       uint64 // cycles whose job ended after the next deadline
+	skipped        uint64 // deadlines skipped after overruns
+	restarts       uint64 // breaks of the schedule (deadline not on the grid)
+	negativeWakes  uint64 // wake-ups before the deadline (counted in bin 0)
+	wakeWholeMicro uint64 // Σ ⌊wake-up latency / 1 µs⌋, for cyclictest's avg
+	expectedWKC    uint16
+	wkcMin, wkcMax uint16
+
+	first, last shm.Sample
+	havePrev    bool
+}
+
+// NewRecorder returns a recorder for a run of about cycles cycles of the
+// target period whose wake-up latency histogram has histogramMicros bins of
+// 1 µs (latencies of histogramMicros µs or more count as overflow, as with
+// cyclictest -h).
+func NewRecorder(target time.Duration, cycles uint64, histogramMicros int) (*Recorder, error) {
+	if target <= 0 {
+		return nil, fmt.Errorf("bench: target period %v, want > 0", target)
+	}
+	if histogramMicros < 1 {
+		return nil, fmt.Errorf("bench: histogram of %d µs, want ≥ 1", histogramMicros)
+	}
+	capacity := int(min(max(cycles, 1), MaxExactValues))
+	r := &Recorder{target: int64(target)}
+	var err error
+	for _, w := range []**stats.Window{&r.period, &r.wake, &r.job, &r.rtt} {
+		if *w, err = stats.NewWindow(capacity); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
+	if r.wakeHist, err = stats.NewLinearHistogram(0, 1000, histogramMicros); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	return r, nil
+}
+
+// Observe records one cycle sample. It does not allocate.
+//
+// A period (and its jitter) is measured between two samples with
+// consecutive cycle numbers whose deadlines lie on the same schedule
+// (one target period apart, or more when deadlines were skipped after an
+// overrun: that long period is real and stays in). A break of the
+// schedule (the cycle process restarts it once, after its start-up
+// bookkeeping) or a sample missing from the ring starts a new run of
+// periods instead of counting as a long one.
+func (r *Recorder) Observe(s *shm.Sample) {
+	if r.samples == 0 {
+		r.first = *s
+		r.wkcMin, r.wkcMax = s.WKC, s.WKC
+	}
+	r.samples++
+	if r.havePrev {
+		prev := &r.last
+		switch {
+		case s.Cycle != prev.Cycle+1:
+			if s.Cycle > prev.Cycle {
+				r.gaps += s.Cycle - prev.Cycle - 1
+			}
+		case s.Deadline-prev.Deadline != r.target*(1+int64(s.Skipped)):
+			r.restarts++
+		default:
+			r.period.Add(s.Wake - prev.Wake)
+		}
+	}
+	r.last, r.havePrev = *s, true
+
+	lat := s.Wake - s.Deadline
+	r.wake.Add(lat)
+	if lat < 0 {
+		// A wake-up before the deadline means the sleep was cut short
+		// (a signal not resumed after). Count it at 0 µs, so the
+		// histogram stays cyclictest's shape; the report counts it.
+		r.negativeWakes++
+		lat = 0
+	}
+	r.wakeHist.Add(lat)
+	r.wakeWholeMicro += uint64(lat / 1000)
+	r.job.Add(s.End - s.Wake)
+
+	r.expectedWKC = s.ExpectedWKC
+	r.wkcMin, r.wkcMax = min(r.wkcMin, s.WKC), max(r.wkcMax, s.WKC)
+	if s.Flags&shm.SampleLostFrame != 0 {
+		r.lost++
+	} else {
+		r.rtt.Add(s.Recv - s.Send)
+		if s.Flags&shm.SampleWKCMismatch != 0 {
+			r.wkcErrors++
+		}
+	}
+	if s.Flags&shm.SampleOverrun != 0 {
+		r.overruns++
+	}
+	r.skipped += uint64(s.Skipped)
+}
+
+// Samples returns the number of samples observed so far.
+func (r *Recorder) Samples() uint64 { return r.samples }
