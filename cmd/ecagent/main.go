@@ -8,6 +8,8 @@
 //	run      bring the bus to OP and cycle (the agent)
 //	scan     list the slaves of a segment, like `ethercat slaves`
 //	sim      serve a simulated segment on a network interface
+//	bench    run the cycle for N cycles and report jitter, latency and load
+//	rtcheck  check this host's real-time tuning and say how to fix it
 //	version  print the version and build information
 //
 // Exit codes: 0 success, 1 runtime failure (link, bus, I/O), 2 usage or
@@ -61,6 +63,7 @@ func commands() []command {
 		{name: "scan", summary: "list the slaves of a segment, like `ethercat slaves`", run: scanCommand},
 		{name: "sim", summary: "serve a simulated EtherCAT segment on a network interface", run: simCommand},
 		{name: "bench", summary: "run the cycle for N cycles and report jitter, latency and load", run: benchCommand},
+		{name: "rtcheck", summary: "check this host's real-time tuning and say how to fix it", run: rtcheckCommand},
 		{name: "version", summary: "print the version and build information", run: versionCommand},
 		{name: "cycle", summary: "the real-time cycle process (started by run and bench)", run: cycleCommand, hidden: true},
 	}

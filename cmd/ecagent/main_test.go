@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -131,5 +132,29 @@ func TestVersion(t *testing.T) {
 	code, out, _ := runCLI(t, context.Background(), nil, "version")
 	if code != exitOK || !strings.HasPrefix(out, "ecagent ") || !strings.Contains(out, "go1.") {
 		t.Errorf("exit %d: %q", code, out)
+	}
+}
+
+func TestRTCheckJSONAndExitCode(t *testing.T) {
+	code, out, errOut := runCLI(t, context.Background(), nil, "rtcheck", "--json", "--cycle.core", "0")
+	var results []struct {
+		ID, Status, Found string
+	}
+	if err := json.Unmarshal([]byte(out), &results); err != nil {
+		t.Fatalf("rtcheck --json: %v\n%s", err, out)
+	}
+	if len(results) != 18 {
+		t.Errorf("%d checks, want 18", len(results))
+	}
+	failed := false
+	for _, r := range results {
+		if r.ID == "" || r.Found == "" || !strings.Contains("pass warn fail skip", r.Status) {
+			t.Errorf("result %+v", r)
+		}
+		failed = failed || r.Status == "fail"
+	}
+	// The exit code follows the checks: 1 with a failure, 0 without.
+	if want := map[bool]int{true: exitFailure, false: exitOK}[failed]; code != want {
+		t.Errorf("exit %d with failed=%v (want %d): %s", code, failed, want, errOut)
 	}
 }
