@@ -31,7 +31,7 @@ type Config struct {
 type Bus struct {
 	// Interface is the network interface of the segment; "" selects the
 	// built-in simulated segment made of Devices.
-	Interface string `koanf:"interface" help:"network interface of the EtherCAT segment, e.g. eth1; empty runs the built-in simulated segment in-process"`
+	Interface string `koanf:"interface" help:"network interface of the EtherCAT segment, e.g. eth1; empty runs the built-in simulated segment (in a process of its own)"`
 	// Devices lists the simulated segment's devices in bus order: model names
 	// or paths of SII EEPROM images ending in .bin (see [IsSIIImage]). Only
 	// used, and only checked, when Interface is "".
