@@ -1,0 +1,231 @@
+package agent
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/rt"
+	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/metrics"
+	"github.com/ecagent/ecagent/mqtt"
+	"github.com/ecagent/ecagent/mqtt/broker"
+	"github.com/ecagent/ecagent/mqtt/spec"
+)
+
+// mqttCloseGrace is how long stopping waits to deliver what is buffered.
+const mqttCloseGrace = 2 * time.Second
+
+// mqttBridge feeds the MQTT publisher from the consumer: the bus of each
+// cycle process, its events and the window statistics. It starts the
+// embedded broker when mqtt.broker is empty. A nil *mqttBridge (MQTT
+// disabled, or the embedded broker could not start) ignores every call.
+type mqttBridge struct {
+	pub       *mqtt.Publisher
+	collector prometheus.Collector
+	broker    *broker.Broker
+	reg       *metrics.Registry
+	rules     mqtt.Rules
+	log       *slog.Logger
+}
+
+// startMQTT starts the publisher (and the embedded broker) for cfg. An
+// unusable MQTT configuration (TLS files) is an error; an embedded broker
+// that cannot listen is reported and MQTT stays off.
+func startMQTT(cfg config.Config, log *slog.Logger, reg *metrics.Registry) (*mqttBridge, error) {
+	mc := cfg.MQTT
+	if !mc.Enabled {
+		return nil, nil
+	}
+	scheme, err := mqtt.ParseScheme(mc.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig, err := mqttTLS(mc.TLS)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := mqttRules(mc)
+	if err != nil {
+		return nil, err
+	}
+	b := &mqttBridge{reg: reg, rules: rules, log: log}
+	url := mc.Broker
+	if url == "" {
+		b.broker, err = broker.Start(mc.Embedded, log)
+		if err != nil {
+			log.Warn("MQTT stays off: the embedded broker cannot start (set mqtt.broker to use another broker, or mqtt.embedded to listen elsewhere)", "err", err)
+			return nil, nil
+		}
+		url = b.broker.URL()
+		host, port, _ := net.SplitHostPort(b.broker.Addr())
+		log.Info("embedded MQTT broker", "addr", b.broker.Addr(),
+			"try", fmt.Sprintf("mosquitto_sub -h %s -p %s -t '%s/#' -v", host, port, mc.Prefix))
+	}
+	clientID := mc.ClientID
+	if clientID == "" {
+		clientID = "ecagent-" + cfg.Site + "-" + cfg.Host
+	}
+	node := mc.Sparkplug.Node
+	if node == "" {
+		node = cfg.Host
+	}
+	b.pub, err = mqtt.New(mqtt.Config{
+		Broker: url, ClientID: clientID, Username: mc.Username, Password: mc.Password, TLS: tlsConfig,
+		QoS: byte(mc.QoS), Scheme: scheme, Root: mc.Prefix + "/" + cfg.Site + "/" + cfg.Host,
+		Group: mc.Sparkplug.Group, Node: node, Rules: rules, Scan: mc.Scan, Buffer: mc.Buffer,
+		BufferFile: mc.BufferFile, Timeout: mc.Timeout, ReconnectMin: mc.ReconnectMin, ReconnectMax: mc.ReconnectMax,
+		WritesEnabled: mc.Writes.Enabled, Logger: log,
+	})
+	if err != nil {
+		b.closeBroker()
+		return nil, err
+	}
+	b.collector = b.pub.Collector()
+	if err := reg.Register(b.collector); err != nil {
+		b.closeBroker()
+		return nil, err
+	}
+	b.pub.Start()
+	log.Info("MQTT publisher", "broker", url, "scheme", mc.Scheme, "interval", mc.Interval, "onchange", mc.OnChange,
+		"writes", mc.Writes.Enabled)
+	return b, nil
+}
+
+// mqttRules parses the rules of the MQTT section (Validate has checked
+// them).
+func mqttRules(mc config.MQTT) (mqtt.Rules, error) {
+	r := mqtt.Rules{Interval: mc.Interval, OnChange: mc.OnChange}
+	var errs []error
+	for _, s := range mc.Slaves {
+		rule, err := spec.ParseSlaveRule(s)
+		errs = append(errs, err)
+		r.Slaves = append(r.Slaves, rule)
+	}
+	for _, s := range mc.Signals {
+		rule, err := spec.ParseSignalRule(s)
+		errs = append(errs, err)
+		r.Signals = append(r.Signals, rule)
+	}
+	for _, s := range mc.Writes.Allow {
+		rule, err := spec.ParseWriteRule(s)
+		errs = append(errs, err)
+		r.Writes = append(r.Writes, rule)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return mqtt.Rules{}, fmt.Errorf("mqtt rules: %w", err)
+	}
+	return r, nil
+}
+
+// mqttTLS builds the TLS client configuration of the MQTT connection; nil
+// when nothing is configured (Go's defaults then apply to ssl://).
+func mqttTLS(t config.MQTTTLS) (*tls.Config, error) {
+	if t == (config.MQTTTLS{}) {
+		return nil, nil
+	}
+	c := &tls.Config{ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify, MinVersion: tls.VersionTLS12}
+	if t.CA != "" {
+		pem, err := os.ReadFile(t.CA)
+		if err != nil {
+			return nil, fmt.Errorf("mqtt.tls.ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("mqtt.tls.ca %s: no PEM certificate in it", t.CA)
+		}
+		c.RootCAs = pool
+	}
+	if t.Cert != "" {
+		pair, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+		if err != nil {
+			return nil, fmt.Errorf("mqtt.tls.cert/mqtt.tls.key: %w", err)
+		}
+		c.Certificates = []tls.Certificate{pair}
+	}
+	return c, nil
+}
+
+// mqttBus describes the bus of a cycle process to the publisher.
+func mqttBus(info *BusInfo) mqtt.Bus {
+	bus := mqtt.Bus{OutputBytes: info.OutputBytes, InputBytes: info.InputBytes}
+	for _, s := range info.Slaves {
+		ms := mqtt.Slave{
+			Position: s.Position, OrderCode: s.OrderCode, DeviceName: s.Name,
+			VendorID: s.VendorID, ProductCode: s.ProductCode, Revision: s.Revision, Serial: s.Serial,
+			InputOffset: s.InputOffset, OutputOffset: s.OutputOffset, InputBits: s.InputBits, OutputBits: s.OutputBits,
+		}
+		for _, sig := range s.Signals {
+			ms.Entries = append(ms.Entries, mqtt.Entry{
+				Output: sig.Output, PDO: sig.PDO, PDOName: sig.PDOName, Index: sig.Index, SubIndex: sig.SubIndex,
+				Name: sig.Name, DataType: sig.DataType, Bits: sig.Bits, Offset: sig.Offset,
+			})
+		}
+		bus.Slaves = append(bus.Slaves, ms)
+	}
+	return bus
+}
+
+// attach publishes the bus of cycle process cp.
+func (b *mqttBridge) attach(cp *CycleProcess) {
+	if b == nil {
+		return
+	}
+	model, problems := mqtt.NewModel(mqttBus(cp.Info()), b.rules)
+	for _, p := range problems {
+		b.log.Warn("MQTT configuration does not fit the bus", "problem", p)
+	}
+	b.pub.SetBus(model, cp.Segment().Image(), cp.Segment().Commands())
+}
+
+// detach stops reading the segment of the cycle process, before it goes.
+func (b *mqttBridge) detach(reason string) {
+	if b == nil {
+		return
+	}
+	b.pub.Detach(reason)
+}
+
+// event passes on an event of the cycle.
+func (b *mqttBridge) event(ev *shm.Event) {
+	if b == nil {
+		return
+	}
+	// The event's time is CLOCK_MONOTONIC; place it on the wall clock.
+	at := time.Now().Add(-time.Duration(rt.Now() - ev.Time))
+	b.pub.Event(ev, at)
+}
+
+// window passes on the statistics of a closed window.
+func (b *mqttBridge) window(r metrics.WindowReport) {
+	if b == nil {
+		return
+	}
+	b.pub.Window(&r, time.Now())
+}
+
+// stop delivers what it can, says goodbye and stops the embedded broker.
+func (b *mqttBridge) stop() {
+	if b == nil {
+		return
+	}
+	if err := b.pub.Close(mqttCloseGrace); err != nil {
+		b.log.Error("MQTT buffer file", "err", err)
+	}
+	b.reg.Unregister(b.collector)
+	b.closeBroker()
+}
+
+func (b *mqttBridge) closeBroker() {
+	if b.broker != nil {
+		_ = b.broker.Close()
+	}
+}

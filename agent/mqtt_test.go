@@ -1,0 +1,155 @@
+package agent
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/metrics"
+	"github.com/ecagent/ecagent/mqtt"
+)
+
+// TestMQTTSignalsMatchTheImage brings a bus up over the simulator and
+// checks that every signal the publisher derives from the bus description
+// sits exactly where the master's process image keeps that value: outputs
+// written through the master read back through the signal, inputs set in
+// the simulator read the same through both.
+func TestMQTTSignalsMatchTheImage(t *testing.T) {
+	specs := []string{"EK1100", "EL2004", "EL1014", "EL3204", "EL4132", "EL1014",
+		filepath.Join("..", "..", "shared", "testdata", "real-hw", "sii", "el2889.bin"), "EL2004"}
+	if _, err := os.Stat(specs[6]); err != nil {
+		specs = append(specs[:6], specs[7:]...) // the real SII images are not here
+	}
+	devs, err := sim.ParseDevices(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg := sim.NewSegment(devs)
+	a, b := link.NewPipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = seg.Serve(ctx, b) }()
+	m, err := master.New(a, &master.Config{Logger: quiet, Timeout: time.Second, SIITimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.BringUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info := newBusInfo(m, time.Millisecond)
+	model, problems := mqtt.NewModel(mqttBus(info), mqtt.Rules{Interval: time.Second})
+	if len(problems) != 0 {
+		t.Fatal(problems)
+	}
+	for i, s := range m.Slaves() {
+		d := &model.Devices[i]
+		if (s.InputBits > 0 || s.OutputBits > 0) && len(info.Slaves[i].Signals) == 0 {
+			t.Errorf("%s: no signals from its SII", d.Name)
+		}
+		for k := range d.Signals {
+			sig := &d.Signals[k]
+			want := uint64(0x5A5A5A5A5A5A5A5A) >> uint(64-sig.Bits)
+			if sig.Output {
+				if err := m.Image().SetOutputValue(s, sig.BitOffset, sig.Bits, want); err != nil {
+					t.Fatalf("%s/%s: %v", d.Name, sig.Name, err)
+				}
+				if got := sig.Raw(m.Image().Bytes()); got != want {
+					t.Errorf("%s/%s: wrote %#x through the master, the signal reads %#x", d.Name, sig.Name, want, got)
+				}
+				if err := m.Image().SetOutputValue(s, sig.BitOffset, sig.Bits, 0); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+		}
+		if s.InputBits > 0 {
+			in := make([]byte, (s.InputBits+7)/8)
+			for k := range in {
+				in[k] = byte(0x96 + 13*k)
+			}
+			devs[i].SetInputs(in)
+		}
+	}
+	for range 3 {
+		if res := m.Exchange(); res.FrameLost() {
+			t.Fatal("lost frame")
+		}
+	}
+	inputs := 0
+	for i, s := range m.Slaves() {
+		for _, sig := range model.Devices[i].Signals {
+			if sig.Output {
+				continue
+			}
+			inputs++
+			want, err := m.Image().InputValue(s, sig.BitOffset, sig.Bits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sig.Raw(m.Image().Bytes()); got != want {
+				t.Errorf("%s/%s: the master reads %#x, the signal %#x", model.Devices[i].Name, sig.Name, want, got)
+			}
+		}
+	}
+	if inputs < 4+4+4*8 {
+		t.Errorf("only %d input signals", inputs)
+	}
+	el3204 := model.Devices[3]
+	if s := el3204.Signal("rtd_inputs_channel_1.value"); s == nil || s.Unit != "°C" {
+		t.Errorf("EL3204: %+v", el3204.Signals)
+	}
+}
+
+func TestMQTTTLSConfig(t *testing.T) {
+	dir := t.TempDir()
+	if c, err := mqttTLS(config.MQTTTLS{}); c != nil || err != nil {
+		t.Errorf("nothing configured: %v %v", c, err)
+	}
+	if c, err := mqttTLS(config.MQTTTLS{ServerName: "broker", InsecureSkipVerify: true}); err != nil || c.ServerName != "broker" || !c.InsecureSkipVerify {
+		t.Errorf("server name: %+v %v", c, err)
+	}
+	if _, err := mqttTLS(config.MQTTTLS{CA: filepath.Join(dir, "absent.pem")}); err == nil || !strings.Contains(err.Error(), "mqtt.tls.ca") {
+		t.Errorf("a missing CA file: %v", err)
+	}
+	junk := filepath.Join(dir, "junk.pem")
+	if err := os.WriteFile(junk, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mqttTLS(config.MQTTTLS{CA: junk}); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
+		t.Errorf("a CA file without certificates: %v", err)
+	}
+	if _, err := mqttTLS(config.MQTTTLS{Cert: junk, Key: junk}); err == nil || !strings.Contains(err.Error(), "mqtt.tls.cert") {
+		t.Errorf("a bad key pair: %v", err)
+	}
+}
+
+func TestStartMQTTDisabledOrPortBusy(t *testing.T) {
+	cfg := config.Default()
+	cfg.MQTT.Enabled = false
+	if b, err := startMQTT(cfg, quiet, nil); b != nil || err != nil {
+		t.Errorf("disabled: %v %v", b, err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg.MQTT.Enabled, cfg.MQTT.Embedded = true, l.Addr().String()
+	if b, err := startMQTT(cfg, quiet, nil); b != nil || err != nil {
+		t.Errorf("embedded broker on a busy port: %v %v; want MQTT off, the agent running", b, err)
+	}
+	// A nil bridge ignores every call.
+	var b *mqttBridge
+	b.detach("x")
+	b.window(metrics.WindowReport{})
+	b.stop()
+}

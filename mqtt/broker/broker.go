@@ -1,0 +1,59 @@
+// Package broker runs the embedded MQTT broker (mochi-mqtt) that `ecagent
+// run` starts when no broker is configured, so that the data can be seen
+// flowing (mosquitto_sub -h 127.0.0.1 -t 'ecagent/#' -v) without any
+// set-up. It accepts every client: bind it to loopback.
+package broker
+
+import (
+	"fmt"
+	"log/slog"
+
+	mochi "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/hooks/auth"
+	"github.com/mochi-mqtt/server/v2/listeners"
+)
+
+// Broker is a running embedded broker.
+type Broker struct {
+	srv  *mochi.Server
+	addr string
+}
+
+// Start starts a broker listening on addr (host:port; port 0 picks a
+// free one). Its own log goes to log at warning level and above.
+func Start(addr string, log *slog.Logger) (*Broker, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	srv := mochi.New(&mochi.Options{
+		InlineClient: false,
+		Logger:       slog.New(levelFloor{Handler: log.Handler(), min: slog.LevelWarn}).With("component", "mqtt-broker"),
+	})
+	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
+		return nil, fmt.Errorf("embedded MQTT broker: %w", err)
+	}
+	tcp := listeners.NewTCP(listeners.Config{ID: "tcp", Address: addr})
+	if err := srv.AddListener(tcp); err != nil {
+		_ = srv.Close()
+		return nil, fmt.Errorf("embedded MQTT broker on %s: %w", addr, err)
+	}
+	if err := srv.Serve(); err != nil {
+		_ = srv.Close()
+		return nil, fmt.Errorf("embedded MQTT broker: %w", err)
+	}
+	return &Broker{srv: srv, addr: tcp.Address()}, nil
+}
+
+// Addr returns the address the broker listens on.
+func (b *Broker) Addr() string { return b.addr }
+
+// URL returns the broker's URL for a client, tcp://host:port.
+func (b *Broker) URL() string { return "tcp://" + b.addr }
+
+// Close disconnects every client and stops the broker.
+func (b *Broker) Close() error {
+	if err := b.srv.Close(); err != nil {
+		return fmt.Errorf("embedded MQTT broker: %w", err)
+	}
+	return nil
+}

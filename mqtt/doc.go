@@ -1,0 +1,40 @@
+// Package mqtt publishes the process data, the cycle statistics and the bus
+// events of the agent to an MQTT broker, and takes output writes from it.
+//
+// It runs in the agent process only, never in the cycle process: it reads
+// the process image through the seqlocked snapshot in shared memory
+// ([ImageSource]) and hands validated writes to the command ring
+// ([CommandSink]), which the cycle applies at a cycle boundary. Nothing it
+// does can make the cycle wait.
+//
+// # Schemes
+//
+// The JSON scheme (default) publishes under <root> = <prefix>/<site>/<host>:
+//
+//	<root>/status            "online" / "offline" (retained; "offline" is the last will)
+//	<root>/meta/<slave>      the slave's signals: name, type, unit, direction, scaling (retained)
+//	<root>/pd/<slave>        {"ts":…,"seq":…,"cycle":…,"values":{…},"units":{…}}
+//	<root>/stats             the statistics of each metrics window
+//	<root>/events            bus state changes, AL status codes, write results
+//	<root>/set/<slave>/<signal>   writes (subscribed; refused unless enabled)
+//
+// Every pd, stats and events payload carries "seq", counting the messages
+// of its topic from 1: a gap is a message dropped from the full outbox.
+//
+// The Sparkplug B scheme publishes NBIRTH/NDATA/NDEATH for the agent (the
+// edge node; NDATA carries the window statistics) and DBIRTH/DDATA/DDEATH
+// for each slave (a device), with metric aliases after the births, seq
+// 0–255 per connection and bdSeq in NBIRTH and in the NDEATH will; it
+// answers "Node Control/Rebirth" and takes writes as DCMD. Events are
+// published on the JSON events topic in both schemes.
+//
+// # Delivery
+//
+// Messages wait in a bounded outbox while the broker is unreachable and go
+// out in order when it is back; what exceeds the bound is dropped oldest
+// first and counted. Messages sent but not acknowledged when a connection
+// breaks are sent again (at least once, as QoS 1 promises). Sparkplug
+// messages produced while disconnected carry is_historical. The publisher
+// reconnects with exponential back-off, and waits on no token without a
+// timeout.
+package mqtt

@@ -1,0 +1,272 @@
+package mqtt
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/ecagent/ecagent/metrics"
+	"github.com/ecagent/ecagent/metrics/stats"
+)
+
+// jsonObject appends a JSON object to a byte slice field by field, without
+// allocating beyond the slice's growth.
+type jsonObject struct {
+	b []byte
+	n int
+}
+
+func beginObject(b []byte) jsonObject { return jsonObject{b: append(b, '{')} }
+
+func (o *jsonObject) key(k string) {
+	if o.n > 0 {
+		o.b = append(o.b, ',')
+	}
+	o.n++
+	o.b = appendJSONString(o.b, k)
+	o.b = append(o.b, ':')
+}
+
+func (o *jsonObject) int(k string, v int64) {
+	o.key(k)
+	o.b = strconv.AppendInt(o.b, v, 10)
+}
+
+func (o *jsonObject) uint(k string, v uint64) {
+	o.key(k)
+	o.b = strconv.AppendUint(o.b, v, 10)
+}
+
+func (o *jsonObject) float(k string, v float64) {
+	o.key(k)
+	o.b = appendJSONFloat(o.b, v)
+}
+
+func (o *jsonObject) bool(k string, v bool) {
+	o.key(k)
+	o.b = strconv.AppendBool(o.b, v)
+}
+
+func (o *jsonObject) string(k, v string) {
+	o.key(k)
+	o.b = appendJSONString(o.b, v)
+}
+
+func (o *jsonObject) end() []byte { return append(o.b, '}') }
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
+// U+FFFD; control characters and the characters HTML treats specially are
+// escaped.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7F:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, "\ufffd"...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// appendProcessData appends the pd payload of device d from the snapshot
+// img: {"ts":…,"seq":…,"cycle":…,"values":{…},"units":{…}}. ts is in
+// milliseconds since the Unix epoch; seq counts the device's pd messages,
+// so a subscriber sees a gap where one was dropped. It allocates only when
+// b lacks capacity.
+func appendProcessData(b []byte, d *Device, img []byte, tsMillis int64, seq, cycle uint64) []byte {
+	o := beginObject(b)
+	o.int("ts", tsMillis)
+	o.uint("seq", seq)
+	o.uint("cycle", cycle)
+	o.key("values")
+	o.b = append(o.b, '{')
+	units := false
+	for i := range d.Signals {
+		s := &d.Signals[i]
+		if i > 0 {
+			o.b = append(o.b, ',')
+		}
+		o.b = appendJSONString(o.b, s.Name)
+		o.b = append(o.b, ':')
+		o.b = s.AppendJSON(o.b, s.Raw(img))
+		units = units || s.Unit != ""
+	}
+	o.b = append(o.b, '}')
+	if units {
+		o.key("units")
+		o.b = append(o.b, '{')
+		first := true
+		for i := range d.Signals {
+			s := &d.Signals[i]
+			if s.Unit == "" {
+				continue
+			}
+			if !first {
+				o.b = append(o.b, ',')
+			}
+			first = false
+			o.b = appendJSONString(o.b, s.Name)
+			o.b = append(o.b, ':')
+			o.b = appendJSONString(o.b, s.Unit)
+		}
+		o.b = append(o.b, '}')
+	}
+	return o.end()
+}
+
+// appendStats appends the stats payload of one statistics window: counts,
+// and for each timing quantity its summary in nanoseconds; cpu_load is
+// job time over the target period. seq counts the stats messages.
+func appendStats(b []byte, r *metrics.WindowReport, tsMillis int64, seq uint64) []byte {
+	o := beginObject(b)
+	o.int("ts", tsMillis)
+	o.uint("seq", seq)
+	o.int("target_ns", r.Target)
+	o.int("cycles", r.Cycles)
+	o.int("overruns", r.Overruns)
+	o.int("skipped", r.Skipped)
+	o.int("lost_frames", r.LostFrames)
+	o.int("wkc_errors", r.WKCErrors)
+	for _, q := range []struct {
+		key string
+		s   *stats.Summary
+	}{
+		{"period_ns", &r.Period}, {"jitter_ns", &r.Jitter}, {"wakeup_latency_ns", &r.WakeupLatency},
+		{"job_ns", &r.JobDuration}, {"frame_rtt_ns", &r.FrameRTT}, {"dc_difference_ns", &r.DCTimeDifference},
+	} {
+		o.key(q.key)
+		o.b = appendSummary(o.b, q.s, 1)
+	}
+	if r.Target > 0 {
+		o.key("cpu_load")
+		o.b = appendSummary(o.b, &r.JobDuration, 1/float64(r.Target))
+	}
+	return o.end()
+}
+
+// appendSummary appends a window summary, every figure multiplied by unit
+// (1 keeps integers).
+func appendSummary(b []byte, s *stats.Summary, unit float64) []byte {
+	o := beginObject(b)
+	o.int("count", s.Count)
+	if s.Count == 0 {
+		return o.end()
+	}
+	put := func(k string, v float64) {
+		if unit == 1 && v == float64(int64(v)) {
+			o.int(k, int64(v))
+			return
+		}
+		o.float(k, v*unit)
+	}
+	put("min", float64(s.Min))
+	put("max", float64(s.Max))
+	o.float("mean", s.Mean*unit)
+	o.float("stddev", s.StdDev*unit)
+	put("p50", float64(s.P50))
+	put("p90", float64(s.P90))
+	put("p99", float64(s.P99))
+	put("p999", float64(s.P999))
+	if s.Approximate {
+		o.bool("approximate", true)
+	}
+	return o.end()
+}
+
+// metaPayload is the retained …/meta/<slave> message describing a device.
+type metaPayload struct {
+	Slave       string       `json:"slave"`
+	Position    int          `json:"position"`
+	OrderCode   string       `json:"order_code"`
+	Device      string       `json:"device"`
+	VendorID    uint32       `json:"vendor_id"`
+	ProductCode uint32       `json:"product_code"`
+	Revision    uint32       `json:"revision"`
+	Serial      uint32       `json:"serial"`
+	IntervalMS  float64      `json:"interval_ms"`
+	OnChange    bool         `json:"onchange"`
+	Topic       string       `json:"topic"`
+	Signals     []metaSignal `json:"signals"`
+}
+
+type metaSignal struct {
+	Name      string   `json:"name"`
+	Direction string   `json:"direction"`
+	Type      string   `json:"type"`
+	Unit      string   `json:"unit,omitempty"`
+	Scale     *float64 `json:"scale,omitempty"`
+	Offset    *float64 `json:"offset,omitempty"`
+	Deadband  float64  `json:"deadband,omitempty"`
+	Bits      int      `json:"bits"`
+	BitOffset int      `json:"bit_offset"`
+	Object    string   `json:"object,omitempty"`
+	PDO       string   `json:"pdo,omitempty"`
+	Entry     string   `json:"entry,omitempty"`
+	Writable  bool     `json:"writable"`
+	Min       *float64 `json:"min,omitempty"`
+	Max       *float64 `json:"max,omitempty"`
+	SetTopic  string   `json:"set_topic,omitempty"`
+}
+
+// metaJSON returns the meta payload of device d; pdTopic and setTopic are
+// where its data goes and where writes to its signal go (setTopic
+// without the signal level, "" without writes).
+func metaJSON(d *Device, pdTopic, setTopic string) ([]byte, error) {
+	m := metaPayload{
+		Slave: d.Name, Position: d.Slave.Position, OrderCode: d.Slave.OrderCode, Device: d.Slave.DeviceName,
+		VendorID: d.Slave.VendorID, ProductCode: d.Slave.ProductCode, Revision: d.Slave.Revision, Serial: d.Slave.Serial,
+		IntervalMS: float64(d.Interval.Microseconds()) / 1000, OnChange: d.OnChange, Topic: pdTopic,
+		Signals: make([]metaSignal, 0, len(d.Signals)),
+	}
+	for i := range d.Signals {
+		s := &d.Signals[i]
+		ms := metaSignal{Name: s.Name, Direction: "input", Type: s.Type.String(), Unit: s.Unit, Deadband: s.Deadband,
+			Bits: s.Bits, BitOffset: s.BitOffset, PDO: s.Entry.PDOName, Entry: s.Entry.Name, Writable: s.Writable}
+		if s.Output {
+			ms.Direction = "output"
+		}
+		if s.Entry.Index != 0 {
+			ms.Object = fmt.Sprintf("0x%04X:%02X", s.Entry.Index, s.Entry.SubIndex)
+		}
+		if s.Type == TypeFloat && !s.Real {
+			ms.Scale, ms.Offset = &s.Scale, &s.Offset
+		}
+		if s.Writable {
+			lo, hi := s.Min, s.Max
+			ms.Min, ms.Max = &lo, &hi
+			if setTopic != "" {
+				ms.SetTopic = setTopic + "/" + s.Name
+			}
+		}
+		m.Signals = append(m.Signals, ms)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("mqtt: meta of %s: %w", d.Name, err)
+	}
+	return b, nil
+}

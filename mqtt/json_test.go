@@ -1,0 +1,132 @@
+package mqtt
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ecagent/ecagent/metrics"
+	"github.com/ecagent/ecagent/metrics/stats"
+)
+
+func TestAppendProcessData(t *testing.T) {
+	m, _ := NewModel(referenceBus(), Rules{Interval: time.Second})
+	img := make([]byte, m.ImageBytes)
+	img[0] = 0b0000_0101                              // EL2004-1: channels 1 and 3 on
+	img[1], img[2] = 0xFF, 0x3F                       // EL4132-5 channel 1: 0x3FFF
+	img[5+1] = 0b0000_0100                            // EL3204-7 channel 1: limit 1 = 2
+	img[5+2], img[5+3] = byte(uint16(215)), 0         // channel 1 value 21.5 °C
+	img[5+5], img[5+6] = byte(0xFF38&0xFF), 0xFF38>>8 // channel 2 value −20.0 °C
+	var got map[string]any
+	check := func(dev string, want map[string]any) {
+		t.Helper()
+		b := appendProcessData(nil, m.Device(dev), img, 1700000000123, 7, 42)
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%s: %v\n%s", dev, err, b)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %v\nwant %v", dev, got, want)
+		}
+	}
+	check("EL2004-1", map[string]any{"ts": 1700000000123.0, "seq": 7.0, "cycle": 42.0, "values": map[string]any{
+		"channel_1.output": true, "channel_2.output": false, "channel_3.output": true, "channel_4.output": false}})
+	b := appendProcessData(nil, m.Device("EL3204-7"), img, 1, 1, 1)
+	var pd struct {
+		Values map[string]any    `json:"values"`
+		Units  map[string]string `json:"units"`
+	}
+	if err := json.Unmarshal(b, &pd); err != nil {
+		t.Fatal(err)
+	}
+	if pd.Values["rtd_inputs_channel_1.value"] != 21.5 || pd.Values["rtd_inputs_channel_2.value"] != -20.0 ||
+		pd.Values["rtd_inputs_channel_1.limit_1"] != 2.0 || pd.Values["rtd_inputs_channel_1.underrange"] != false {
+		t.Errorf("EL3204 values: %v", pd.Values)
+	}
+	if pd.Units["rtd_inputs_channel_1.value"] != "°C" || len(pd.Units) != 4 {
+		t.Errorf("EL3204 units: %v", pd.Units)
+	}
+}
+
+func TestAppendProcessDataAllocatesNothing(t *testing.T) {
+	m, _ := NewModel(referenceBus(), Rules{Interval: time.Second})
+	img := make([]byte, m.ImageBytes)
+	buf := make([]byte, 0, 4096)
+	d := m.Device("EL3204-7")
+	if n := testing.AllocsPerRun(100, func() { buf = appendProcessData(buf[:0], d, img, 1, 2, 3) }); n != 0 {
+		t.Errorf("appendProcessData allocates %v times", n)
+	}
+}
+
+func BenchmarkAppendProcessData(b *testing.B) {
+	m, _ := NewModel(referenceBus(), Rules{Interval: time.Second})
+	img := make([]byte, m.ImageBytes)
+	buf := make([]byte, 0, 4096)
+	d := m.Device("EL3204-7")
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = appendProcessData(buf[:0], d, img, 1, 2, 3)
+	}
+}
+
+func TestAppendStats(t *testing.T) {
+	r := metrics.WindowReport{Target: 1_000_000, Cycles: 1000, Overruns: 2, LostFrames: 1,
+		Jitter:      stats.Summary{Count: 999, Min: 100, Max: 9000, Mean: 400.5, P99: 2000},
+		JobDuration: stats.Summary{Count: 1000, Min: 10000, Max: 500000, Mean: 20000}}
+	var got struct {
+		Cycles, Overruns, LostFrames int64
+		Jitter                       map[string]float64 `json:"jitter_ns"`
+		Period                       map[string]float64 `json:"period_ns"`
+		Load                         map[string]float64 `json:"cpu_load"`
+	}
+	b := appendStats(nil, &r, 5, 1)
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if got.Cycles != 1000 || got.Overruns != 2 || got.Jitter["max"] != 9000 || got.Jitter["p99"] != 2000 ||
+		got.Jitter["mean"] != 400.5 || got.Period["count"] != 0 || len(got.Period) != 1 ||
+		got.Load["max"] != 0.5 || got.Load["mean"] != 0.02 {
+		t.Errorf("stats payload %s", b)
+	}
+}
+
+// FuzzAppendJSONString: the JSON string decodes to the input (invalid
+// UTF-8 replaced) and is valid JSON.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain", "quote\" back\\slash", "\x00\x1f\n\t<&>", "€ µ °C", "\xff\xfe", "\u2028"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := appendJSONString(nil, s)
+		var back string
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("%q → %s: %v", s, b, err)
+		}
+		want := s
+		if !utf8.ValidString(s) {
+			want = string([]rune(s)) // what encoding/json does: U+FFFD per bad byte
+		}
+		if back != want {
+			t.Fatalf("%q → %s → %q", s, b, back)
+		}
+	})
+}
+
+func TestMetaJSON(t *testing.T) {
+	m := writableModel(t)
+	b, err := metaJSON(m.Device("EL4132-5"), "r/pd/EL4132-5", "r/set/EL4132-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta metaPayload
+	if err := json.Unmarshal(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	s := meta.Signals[0]
+	if meta.Slave != "EL4132-5" || meta.Position != 5 || meta.OrderCode != "EL4132" || len(meta.Signals) != 2 ||
+		s.Direction != "output" || s.Type != "float" || s.Unit != "V" || s.Object != "0x7000:01" || !s.Writable ||
+		*s.Min != -5 || *s.Max != 5 || s.SetTopic != "r/set/EL4132-5/ao_output_channel_1.analog_output" || s.Scale == nil {
+		t.Errorf("meta: %s", b)
+	}
+}

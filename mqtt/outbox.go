@@ -1,0 +1,164 @@
+package mqtt
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// message is one MQTT publication waiting in the outbox or in flight.
+type message struct {
+	topic   string
+	payload []byte
+	qos     byte
+	retain  bool
+	// sparkplug messages get their seq appended when they are sent (the
+	// sequence is per connection and counts what was actually sent).
+	sparkplug bool
+	// made is when the message was produced (Unix nanoseconds), for the
+	// publish delay.
+	made int64
+}
+
+// outbox is the bounded FIFO of messages waiting for the broker. When it
+// is full, pushing drops the oldest message and counts it: a dropped
+// message was never sent, so it is lost, no doubt about it. Messages that
+// were sent but not acknowledged when a connection broke (at most
+// maxInflight) go back in front of the others and are not dropped for
+// room: the broker may have them, and counting them as lost could be
+// wrong. It recycles payload buffers, so that a steady flow of messages
+// allocates no new ones. Safe for concurrent use; the zero value is not
+// usable (newOutbox).
+type outbox struct {
+	mu    sync.Mutex
+	retry []message // sent once, unacknowledged: they go first
+	ring  []message
+	head  int // index of the oldest message
+	n     int
+	free  [][]byte
+	ready chan struct{} // signalled (never blocking) when a message arrives
+
+	dropped atomic.Uint64
+	length  atomic.Int64
+}
+
+// maxFreeBuffers bounds the recycled payload buffers kept.
+const maxFreeBuffers = 4096
+
+func newOutbox(bound int) *outbox {
+	return &outbox{ring: make([]message, max(bound, 1)), ready: make(chan struct{}, 1)}
+}
+
+// buffer returns an empty payload buffer, recycled if one is free.
+func (o *outbox) buffer() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if n := len(o.free); n > 0 {
+		b := o.free[n-1]
+		o.free[n-1] = nil
+		o.free = o.free[:n-1]
+		return b[:0]
+	}
+	return make([]byte, 0, 256)
+}
+
+// recycle takes back a payload buffer nobody uses any more.
+func (o *outbox) recycle(b []byte) {
+	if b == nil {
+		return
+	}
+	o.mu.Lock()
+	o.recycleLocked(b)
+	o.mu.Unlock()
+}
+
+func (o *outbox) recycleLocked(b []byte) {
+	if len(o.free) < maxFreeBuffers && cap(b) <= 64<<10 {
+		o.free = append(o.free, b)
+	}
+}
+
+// push appends m, dropping (and counting) the oldest message when the
+// outbox is full. It never blocks.
+func (o *outbox) push(m message) {
+	o.mu.Lock()
+	if o.n == len(o.ring) {
+		o.dropOldestLocked()
+	}
+	o.ring[(o.head+o.n)%len(o.ring)] = m
+	o.n++
+	o.length.Store(int64(len(o.retry) + o.n))
+	o.mu.Unlock()
+	o.signal()
+}
+
+// requeue puts messages that were sent but not acknowledged back in front
+// of the others, oldest first, so they go out again in their order.
+func (o *outbox) requeue(ms []message) {
+	if len(ms) == 0 {
+		return
+	}
+	o.mu.Lock()
+	o.retry = append(append(make([]message, 0, len(ms)+len(o.retry)), ms...), o.retry...)
+	o.length.Store(int64(len(o.retry) + o.n))
+	o.mu.Unlock()
+	o.signal()
+}
+
+func (o *outbox) signal() {
+	select {
+	case o.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (o *outbox) dropOldestLocked() {
+	m := &o.ring[o.head]
+	o.recycleLocked(m.payload)
+	*m = message{}
+	o.head = (o.head + 1) % len(o.ring)
+	o.n--
+	o.dropped.Add(1)
+}
+
+// pop removes and returns the oldest message.
+func (o *outbox) pop() (message, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.retry) > 0 {
+		m := o.retry[0]
+		o.retry[0] = message{}
+		o.retry = o.retry[1:]
+		if len(o.retry) == 0 {
+			o.retry = nil
+		}
+		o.length.Store(int64(len(o.retry) + o.n))
+		return m, true
+	}
+	if o.n == 0 {
+		return message{}, false
+	}
+	m := o.ring[o.head]
+	o.ring[o.head] = message{}
+	o.head = (o.head + 1) % len(o.ring)
+	o.n--
+	o.length.Store(int64(o.n))
+	return m, true
+}
+
+// drain removes and returns every queued message, oldest first.
+func (o *outbox) drain() []message {
+	var out []message
+	for {
+		m, ok := o.pop()
+		if !ok {
+			return out
+		}
+		out = append(out, m)
+	}
+}
+
+// Len returns the number of queued messages.
+func (o *outbox) Len() int { return int(o.length.Load()) }
+
+// Dropped returns how many messages were dropped for lack of room.
+func (o *outbox) Dropped() uint64 { return o.dropped.Load() }

@@ -1,0 +1,122 @@
+package mqtt
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"testing"
+)
+
+func topics(ms []message) string {
+	s := ""
+	for _, m := range ms {
+		s += m.topic + " "
+	}
+	return s
+}
+
+func TestOutboxDropsOldestAndCounts(t *testing.T) {
+	o := newOutbox(3)
+	for i := range 5 {
+		o.push(message{topic: strconv.Itoa(i)})
+	}
+	if o.Len() != 3 || o.Dropped() != 2 {
+		t.Fatalf("len %d dropped %d, want 3 and 2", o.Len(), o.Dropped())
+	}
+	if got := topics(o.drain()); got != "2 3 4 " {
+		t.Errorf("kept %q, want the newest three in order", got)
+	}
+}
+
+func TestOutboxRequeueGoesFirst(t *testing.T) {
+	o := newOutbox(4)
+	o.push(message{topic: "c"})
+	o.push(message{topic: "d"})
+	o.requeue([]message{{topic: "a"}, {topic: "b"}})
+	if got := topics(o.drain()); got != "a b c d " {
+		t.Errorf("order %q", got)
+	}
+	// Requeued messages may have reached the broker: they are never
+	// dropped for room (they are few: one window in flight), the messages
+	// never sent are.
+	o.push(message{topic: "c"})
+	o.push(message{topic: "d"})
+	o.push(message{topic: "e"})
+	o.push(message{topic: "f"})
+	o.requeue([]message{{topic: "a"}, {topic: "b"}})
+	o.requeue([]message{{topic: "0"}})
+	if o.Len() != 7 {
+		t.Errorf("len %d, want 7", o.Len())
+	}
+	o.push(message{topic: "g"})
+	if got := topics(o.drain()); got != "0 a b d e f g " || o.Dropped() != 1 {
+		t.Errorf("order %q, dropped %d; want 0 a b d e f g and 1", got, o.Dropped())
+	}
+}
+
+func TestOutboxRecyclesBuffers(t *testing.T) {
+	o := newOutbox(8)
+	b := o.buffer()
+	b = append(b, "payload"...)
+	o.push(message{payload: b})
+	m, _ := o.pop()
+	o.recycle(m.payload)
+	if n := testing.AllocsPerRun(100, func() {
+		x := o.buffer()
+		x = append(x, "payload"...)
+		o.push(message{payload: x})
+		m, _ := o.pop()
+		o.recycle(m.payload)
+	}); n != 0 {
+		t.Errorf("a steady flow allocates %v times per message", n)
+	}
+}
+
+func TestSpoolRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "outbox")
+	want := []message{
+		{topic: "a/b", payload: []byte(`{"x":1}`), qos: 1, retain: true, made: 123},
+		{topic: "spBv1.0/g/DDATA/n/d", payload: []byte{0, 1, 2, 255}, qos: 0, sparkplug: true, made: -1},
+		{topic: "empty", qos: 2},
+	}
+	if err := saveOutbox(path, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadOutbox(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if want[i].payload == nil {
+			want[i].payload = []byte{}
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got, want)
+	}
+	if again, err := loadOutbox(path); err != nil || len(again) != 0 {
+		t.Errorf("the file is not removed after loading: %v %v", again, err)
+	}
+	if err := saveOutbox(path, nil); err != nil {
+		t.Errorf("saving nothing: %v", err)
+	}
+}
+
+func TestSpoolRejectsGarbage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "outbox")
+	for name, content := range map[string]string{
+		"foreign":   "hello",
+		"truncated": spoolMagic + "\x01\x02\x05ab",
+		"huge":      spoolMagic + "\x01\x02\x01a\xff\xff\xff\xff\x0f",
+	} {
+		if err := writeFile(path, content); err != nil {
+			t.Fatal(err)
+		}
+		if ms, err := loadOutbox(path); err == nil {
+			t.Errorf("%s: loaded %v", name, ms)
+		}
+	}
+}
+
+func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }

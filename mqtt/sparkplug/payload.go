@@ -1,0 +1,384 @@
+// Package sparkplug encodes and decodes Sparkplug B payloads and names
+// Sparkplug topics.
+//
+// A Sparkplug B payload is a Protocol Buffers (proto2) message whose schema
+// the Eclipse Sparkplug specification and the Eclipse Tahu project publish
+// (sparkplug_b.proto, message Payload). This package writes and reads the
+// subset an edge node needs — the payload's timestamp, metrics and seq; a
+// metric's name, alias, timestamp, datatype, is_historical, is_null and its
+// scalar value — directly on the wire format with
+// google.golang.org/protobuf/encoding/protowire, so that encoding appends to
+// a caller's buffer without allocating. Fields it does not know are skipped
+// when decoding, as protobuf requires.
+package sparkplug
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// DataType is a Sparkplug B metric datatype (the Payload.Metric datatype
+// field).
+type DataType uint32
+
+// The datatypes this package encodes; the numbers are the specification's.
+const (
+	TypeUnknown DataType = 0
+	Int8        DataType = 1
+	Int16       DataType = 2
+	Int32       DataType = 3
+	Int64       DataType = 4
+	UInt8       DataType = 5
+	UInt16      DataType = 6
+	UInt32      DataType = 7
+	UInt64      DataType = 8
+	Float       DataType = 9
+	Double      DataType = 10
+	Boolean     DataType = 11
+	String      DataType = 12
+	DateTime    DataType = 13
+	Text        DataType = 14
+)
+
+// String names t as the specification does.
+func (t DataType) String() string {
+	names := [...]string{"Unknown", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64",
+		"Float", "Double", "Boolean", "String", "DateTime", "Text"}
+	if int(t) < len(names) {
+		return names[t]
+	}
+	return fmt.Sprintf("DataType(%d)", uint32(t))
+}
+
+// Field numbers of message Payload.
+const (
+	fieldTimestamp = 1
+	fieldMetrics   = 2
+	fieldSeq       = 3
+)
+
+// Field numbers of message Payload.Metric.
+const (
+	metricName         = 1
+	metricAlias        = 2
+	metricTimestamp    = 3
+	metricDataType     = 4
+	metricIsHistorical = 5
+	metricIsTransient  = 6
+	metricIsNull       = 7
+	metricIntValue     = 10
+	metricLongValue    = 11
+	metricFloatValue   = 12
+	metricDoubleValue  = 13
+	metricBooleanValue = 14
+	metricStringValue  = 15
+)
+
+// Metric is one metric of a payload. Which value field counts depends on
+// DataType: Int for the integer types and DateTime (two's complement for
+// the signed ones), Float for Float and Double, Bool for Boolean, Str for
+// String and Text.
+type Metric struct {
+	// Name is sent in births (and may name the metric of a command).
+	Name string
+	// Alias stands for Name after the birth, when HasAlias.
+	Alias    uint64
+	HasAlias bool
+	// Timestamp is the acquisition time in milliseconds since the Unix
+	// epoch; 0 leaves it out.
+	Timestamp uint64
+	DataType  DataType
+	// Historical marks a value sent after the fact (store and forward).
+	Historical bool
+	// Null says the metric has no value.
+	Null bool
+
+	Int   uint64
+	Float float64
+	Bool  bool
+	Str   string
+	// HasValue reports, after DecodePayload, whether a value field was
+	// present.
+	HasValue bool
+}
+
+// Payload is a Sparkplug B payload.
+type Payload struct {
+	// Timestamp is the sending time in milliseconds since the Unix epoch;
+	// 0 leaves it out.
+	Timestamp uint64
+	Metrics   []Metric
+	// Seq is the message sequence number (0–255) when HasSeq.
+	Seq    uint64
+	HasSeq bool
+}
+
+// AppendPayload appends the wire encoding of p to b. It allocates only
+// when b lacks capacity.
+func AppendPayload(b []byte, p *Payload) []byte {
+	if p.Timestamp != 0 {
+		b = protowire.AppendTag(b, fieldTimestamp, protowire.VarintType)
+		b = protowire.AppendVarint(b, p.Timestamp)
+	}
+	for i := range p.Metrics {
+		b = AppendMetric(b, &p.Metrics[i])
+	}
+	if p.HasSeq {
+		b = AppendSeq(b, p.Seq)
+	}
+	return b
+}
+
+// AppendMetric appends one Payload.metrics field holding m. Appending the
+// metrics one by one after a timestamp is the same as AppendPayload.
+func AppendMetric(b []byte, m *Metric) []byte {
+	b = protowire.AppendTag(b, fieldMetrics, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(metricSize(m)))
+	if m.Name != "" {
+		b = protowire.AppendTag(b, metricName, protowire.BytesType)
+		b = protowire.AppendString(b, m.Name)
+	}
+	if m.HasAlias {
+		b = protowire.AppendTag(b, metricAlias, protowire.VarintType)
+		b = protowire.AppendVarint(b, m.Alias)
+	}
+	if m.Timestamp != 0 {
+		b = protowire.AppendTag(b, metricTimestamp, protowire.VarintType)
+		b = protowire.AppendVarint(b, m.Timestamp)
+	}
+	b = protowire.AppendTag(b, metricDataType, protowire.VarintType)
+	b = protowire.AppendVarint(b, uint64(m.DataType))
+	if m.Historical {
+		b = protowire.AppendTag(b, metricIsHistorical, protowire.VarintType)
+		b = protowire.AppendVarint(b, 1)
+	}
+	if m.Null {
+		b = protowire.AppendTag(b, metricIsNull, protowire.VarintType)
+		return protowire.AppendVarint(b, 1)
+	}
+	switch valueField(m.DataType) {
+	case metricIntValue:
+		b = protowire.AppendTag(b, metricIntValue, protowire.VarintType)
+		b = protowire.AppendVarint(b, m.Int&math.MaxUint32)
+	case metricLongValue:
+		b = protowire.AppendTag(b, metricLongValue, protowire.VarintType)
+		b = protowire.AppendVarint(b, m.Int)
+	case metricFloatValue:
+		b = protowire.AppendTag(b, metricFloatValue, protowire.Fixed32Type)
+		b = protowire.AppendFixed32(b, math.Float32bits(float32(m.Float)))
+	case metricDoubleValue:
+		b = protowire.AppendTag(b, metricDoubleValue, protowire.Fixed64Type)
+		b = protowire.AppendFixed64(b, math.Float64bits(m.Float))
+	case metricBooleanValue:
+		b = protowire.AppendTag(b, metricBooleanValue, protowire.VarintType)
+		b = protowire.AppendVarint(b, protowire.EncodeBool(m.Bool))
+	case metricStringValue:
+		b = protowire.AppendTag(b, metricStringValue, protowire.BytesType)
+		b = protowire.AppendString(b, m.Str)
+	}
+	return b
+}
+
+// AppendSeq appends the Payload.seq field. Protobuf decoders accept fields
+// in any order, so a payload encoded without seq can get it at send time.
+func AppendSeq(b []byte, seq uint64) []byte {
+	b = protowire.AppendTag(b, fieldSeq, protowire.VarintType)
+	return protowire.AppendVarint(b, seq)
+}
+
+// valueField returns the Metric field that carries a value of type t, 0
+// for types this package does not encode.
+func valueField(t DataType) protowire.Number {
+	switch t {
+	case Int8, Int16, Int32, UInt8, UInt16, UInt32:
+		return metricIntValue
+	case Int64, UInt64, DateTime:
+		return metricLongValue
+	case Float:
+		return metricFloatValue
+	case Double:
+		return metricDoubleValue
+	case Boolean:
+		return metricBooleanValue
+	case String, Text:
+		return metricStringValue
+	}
+	return 0
+}
+
+// metricSize is the length of m's encoding without its own tag and length.
+func metricSize(m *Metric) int {
+	n := 0
+	if m.Name != "" {
+		n += protowire.SizeTag(metricName) + protowire.SizeBytes(len(m.Name))
+	}
+	if m.HasAlias {
+		n += protowire.SizeTag(metricAlias) + protowire.SizeVarint(m.Alias)
+	}
+	if m.Timestamp != 0 {
+		n += protowire.SizeTag(metricTimestamp) + protowire.SizeVarint(m.Timestamp)
+	}
+	n += protowire.SizeTag(metricDataType) + protowire.SizeVarint(uint64(m.DataType))
+	if m.Historical {
+		n += protowire.SizeTag(metricIsHistorical) + 1
+	}
+	if m.Null {
+		return n + protowire.SizeTag(metricIsNull) + 1
+	}
+	switch f := valueField(m.DataType); f {
+	case metricIntValue:
+		n += protowire.SizeTag(f) + protowire.SizeVarint(m.Int&math.MaxUint32)
+	case metricLongValue:
+		n += protowire.SizeTag(f) + protowire.SizeVarint(m.Int)
+	case metricFloatValue:
+		n += protowire.SizeTag(f) + protowire.SizeFixed32()
+	case metricDoubleValue:
+		n += protowire.SizeTag(f) + protowire.SizeFixed64()
+	case metricBooleanValue:
+		n += protowire.SizeTag(f) + 1
+	case metricStringValue:
+		n += protowire.SizeTag(f) + protowire.SizeBytes(len(m.Str))
+	}
+	return n
+}
+
+// ErrMalformed is matched (errors.Is) by every error DecodePayload returns.
+var ErrMalformed = errors.New("sparkplug: malformed payload")
+
+// DecodePayload decodes a Sparkplug B payload (a command, NCMD or DCMD,
+// typically) into p, replacing its contents. Unknown fields, and known
+// ones with an unexpected wire type, are skipped as protobuf skips them;
+// the metric fields above are read. On error p is left empty.
+func DecodePayload(b []byte, p *Payload) error {
+	*p = Payload{Metrics: p.Metrics[:0]}
+	err := decodePayload(b, p)
+	if err != nil {
+		*p = Payload{Metrics: p.Metrics[:0]}
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return nil
+}
+
+func decodePayload(b []byte, p *Payload) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch {
+		case num == fieldTimestamp && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			p.Timestamp, b = v, b[n:]
+		case num == fieldSeq && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			p.Seq, p.HasSeq, b = v, true, b[n:]
+		case num == fieldMetrics && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			var m Metric
+			if err := decodeMetric(v, &m); err != nil {
+				return fmt.Errorf("metric %d: %w", len(p.Metrics), err)
+			}
+			p.Metrics = append(p.Metrics, m)
+			b = b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			b = b[n:]
+		}
+	}
+	return nil
+}
+
+func decodeMetric(b []byte, m *Metric) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		var v uint64
+		switch typ {
+		case protowire.VarintType:
+			v, n = protowire.ConsumeVarint(b)
+		case protowire.Fixed32Type:
+			var u uint32
+			u, n = protowire.ConsumeFixed32(b)
+			v = uint64(u)
+		case protowire.Fixed64Type:
+			v, n = protowire.ConsumeFixed64(b)
+		case protowire.BytesType:
+			var s []byte
+			s, n = protowire.ConsumeBytes(b)
+			if n >= 0 {
+				switch num {
+				case metricName:
+					m.Name = string(s)
+				case metricStringValue:
+					m.Str, m.HasValue = string(s), true
+				}
+			}
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if !wireTypeFits(num, typ) {
+			continue // as protobuf does: a known number with another wire type is an unknown field
+		}
+		switch num {
+		case metricAlias:
+			m.Alias, m.HasAlias = v, true
+		case metricTimestamp:
+			m.Timestamp = v
+		case metricDataType:
+			m.DataType = DataType(v)
+		case metricIsHistorical:
+			m.Historical = v != 0
+		case metricIsNull:
+			m.Null = v != 0
+		case metricIntValue, metricLongValue:
+			m.Int, m.HasValue = v, true
+		case metricFloatValue:
+			m.Float, m.HasValue = float64(math.Float32frombits(uint32(v))), true
+		case metricDoubleValue:
+			m.Float, m.HasValue = math.Float64frombits(v), true
+		case metricBooleanValue:
+			m.Bool, m.HasValue = v != 0, true
+		}
+	}
+	return nil
+}
+
+// wireTypeFits reports whether a known Metric field came with the wire
+// type its schema gives it; unknown field numbers fit any.
+func wireTypeFits(num protowire.Number, typ protowire.Type) bool {
+	switch num {
+	case metricName, metricStringValue:
+		return typ == protowire.BytesType
+	case metricAlias, metricTimestamp, metricDataType, metricIsHistorical, metricIsTransient, metricIsNull,
+		metricIntValue, metricLongValue, metricBooleanValue:
+		return typ == protowire.VarintType
+	case metricFloatValue:
+		return typ == protowire.Fixed32Type
+	case metricDoubleValue:
+		return typ == protowire.Fixed64Type
+	}
+	return true
+}
