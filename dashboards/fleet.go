@@ -1,0 +1,190 @@
+//lint:file-ignore SA1019 The SDK deprecates the classic dashboard model for dashboardv2, which only Grafana 12+ with its new dashboard API imports; the classic JSON model is what every Grafana version imports and file-provisions.
+
+package dashboards
+
+import (
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/bargauge"
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+)
+
+// Dashboard UIDs; the fleet table links to the host detail by its UID.
+const (
+	FleetUID = "ecagent-fleet"
+	HostUID  = "ecagent-host"
+)
+
+// worstN is how many hosts the "worst hosts" panel ranks.
+const worstN = 10
+
+// tags mark both dashboards, so each links to the other.
+func tags() []string { return []string{"ecagent", "ethercat"} }
+
+// FleetOverview builds the fleet overview dashboard.
+func FleetOverview() (dashboard.Dashboard, error) {
+	sel := fleetSelector
+	return withPanelIDs(dashboard.NewDashboardBuilder("ecagent / fleet overview").
+		Uid(FleetUID).
+		Description("Real-time quality of every ecagent host: cycle jitter, CPU load, bus errors, slave states and host tuning.").
+		Tags(tags()).
+		Editable().
+		Refresh("1m").
+		Time("now-6h", "now").
+		Timezone(common.TimeZoneBrowser).
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		Link(dashboard.NewDashboardLinkBuilder("ecagent dashboards").
+			Type(dashboard.DashboardLinkTypeDashboards).Tags([]string{"ecagent"}).
+			AsDropdown(true).IncludeVars(true).KeepTime(true)).
+		WithVariable(datasourceVariable()).
+		WithVariable(labelVariable("site", "Site", "", true)).
+		WithVariable(labelVariable("host", "Host", `{site=~"$site"}`, true)).
+		WithRow(dashboard.NewRowBuilder("Fleet now")).
+		WithPanel(fleetStat("Agents", "Agents reporting (ecagent_build_info).",
+			fmt.Sprintf("count(%s)", series("ecagent_build_info", sel)), nil)).
+		WithPanel(fleetStat("Cycle processes down", "Agents whose real-time cycle process is not running.",
+			fmt.Sprintf("count(%s == 0) or vector(0)", series("ecagent_cycle_process_up", sel)), thresholds(1, 1))).
+		WithPanel(fleetStat("Slaves not in OP", "Slaves of all selected hosts in an AL state other than OP.",
+			fmt.Sprintf("count(%s != 8) or vector(0)", series("ecagent_slave_al_state", sel)), thresholds(1, 1))).
+		WithPanel(fleetStat("Failed RT checks", "Host real-time checks that fail now, summed over the selected hosts.",
+			fmt.Sprintf("sum(%s) or vector(0)", series("ecagent_rt_check", sel, `status="fail"`)), thresholds(1, 1))).
+		WithPanel(fleetStat("Lost frames/s", "Cyclic frames lost per second, all selected hosts.",
+			fmt.Sprintf("sum(rate(%s[%s])) or vector(0)", series("ecagent_lost_frames_total", sel), rateInterval), thresholds(1e-9, 1)).
+			Unit(unitPerSec)).
+		WithPanel(fleetStat("Worst p99 jitter", "The largest p99 cycle jitter of any selected host over the dashboard's time range.",
+			fmt.Sprintf("max(%s)", quantile(0.99, "ecagent_cycle_jitter_seconds", sel, byHost, dashRange)), nil).
+			Unit(unitSeconds)).
+		WithRow(dashboard.NewRowBuilder("Hosts")).
+		WithPanel(hostsTable(sel)).
+		WithRow(dashboard.NewRowBuilder("Jitter")).
+		WithPanel(worstHosts(sel)).
+		WithPanel(weekOverWeek(sel)).
+		WithPanel(timeSeries("p99 cycle jitter by host", unitSeconds,
+			"99th percentile of |period − target| per host over the rate interval.").
+			WithTarget(query(quantile(0.99, "ecagent_cycle_jitter_seconds", sel, byHost, rateInterval), "{{host}}")).
+			Height(9).Span(24)).
+		WithPanel(timeSeries("Exact maximum cycle jitter by host", unitSeconds,
+			"The largest |period − target| of any cycle, from the exact window statistics (histograms blur the maximum).").
+			WithTarget(query(fmt.Sprintf("max by (%s) (max_over_time(%s[%s]))", byHost,
+				series("ecagent_cycle_jitter_window_seconds", sel, `stat="max"`), rateInterval), "{{host}}")).
+			Height(9).Span(24)).
+		Build())
+}
+
+// fleetStat is one number over all selected hosts.
+func fleetStat(title, description, expr string, th *dashboard.ThresholdsConfigBuilder) *stat.PanelBuilder {
+	s := stat.NewPanelBuilder().Title(title).Description(description).
+		Datasource(datasource()).
+		WithTarget(query(expr, title)).
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
+		ColorMode(common.BigValueColorModeBackground).
+		GraphMode(common.BigValueGraphModeArea).
+		Height(4).Span(4)
+	if th != nil {
+		s = s.Thresholds(th)
+	}
+	return s
+}
+
+// hostColumn is one column of the hosts table: an instant query grouped by
+// site, line and host.
+type hostColumn struct {
+	ref, name, unit, expr string
+	orange, red           float64 // thresholds; 0 leaves the column uncoloured
+}
+
+// hostsTable is one row per host with the figures over the dashboard's
+// time range; a click on the host opens its detail dashboard.
+func hostsTable(sel string) *table.PanelBuilder {
+	jitter := "ecagent_cycle_jitter_seconds"
+	columns := []hostColumn{
+		{ref: "A", name: "p99 jitter", unit: unitSeconds, orange: 50e-6, red: 100e-6,
+			expr: quantile(0.99, jitter, sel, byHost, dashRange)},
+		{ref: "B", name: "max jitter", unit: unitSeconds, orange: 100e-6, red: 250e-6,
+			expr: fmt.Sprintf("max by (%s) (max_over_time(%s[%s]))", byHost, series("ecagent_cycle_jitter_window_seconds", sel, `stat="max"`), dashRange)},
+		{ref: "C", name: "p99 vs week before", unit: "none", orange: 1.2, red: 1.5,
+			expr: fmt.Sprintf("(%s)\n/\n(%s)", quantile(0.99, jitter, sel, byHost, dashRange), quantileOffset(0.99, jitter, sel, byHost, dashRange, "1w"))},
+		{ref: "D", name: "cycle CPU load max", unit: unitRatio, orange: 0.5, red: 0.8,
+			expr: fmt.Sprintf("max by (%s) (max_over_time(%s[%s]))", byHost, series("ecagent_cycle_cpu_load_window_ratio", sel, `stat="max"`), dashRange)},
+		{ref: "E", name: "host CPU busy", unit: unitRatio, orange: 0.7, red: 0.9,
+			expr: fmt.Sprintf("max by (%s) (avg_over_time(%s[%s]))", byHost, series("ecagent_host_cpu_busy_ratio", sel), dashRange)},
+		{ref: "F", name: "lost frames/s", unit: unitPerSec, orange: 1e-9, red: 0.01,
+			expr: fmt.Sprintf("sum by (%s) (rate(%s[%s]))", byHost, series("ecagent_lost_frames_total", sel), dashRange)},
+		{ref: "G", name: "WKC errors/s", unit: unitPerSec, orange: 1e-9, red: 0.01,
+			expr: fmt.Sprintf("sum by (%s) (rate(%s[%s]))", byHost, series("ecagent_wkc_errors_total", sel), dashRange)},
+		{ref: "H", name: "slaves not in OP", unit: unitCount, orange: 1, red: 1,
+			expr: fmt.Sprintf("count by (%s) (%s != 8)\nor\n0 * max by (%s) (%s)", byHost, series("ecagent_slave_al_state", sel), byHost, series("ecagent_bus_slaves", sel))},
+		{ref: "I", name: "failed RT checks", unit: unitCount, orange: 1, red: 1,
+			expr: fmt.Sprintf("sum by (%s) (%s)", byHost, series("ecagent_rt_check", sel, `status="fail"`))},
+	}
+	rename := map[string]any{}
+	order := map[string]any{"site": 0, "line": 1, "host": 2}
+	t := table.NewPanelBuilder().
+		Title("Hosts").
+		Description("One row per host over the dashboard's time range (p99 from the histogram, max from the exact window statistics, week comparison over the same range one week earlier); slaves and checks are as of now. Click a host for its detail.").
+		Datasource(datasource()).
+		Height(12).Span(24).
+		CellHeight(common.TableCellHeightSm).
+		SortBy([]cog.Builder[common.TableSortByFieldState]{common.NewTableSortByFieldStateBuilder().DisplayName("p99 jitter").Desc(true)}).
+		OverrideByName("host", []dashboard.DynamicConfigValue{{Id: "links", Value: []map[string]any{{
+			"title": "Host detail",
+			"url":   "/d/" + HostUID + "?var-datasource=${datasource}&var-site=${__data.fields.site}&var-host=${__data.fields.host}&${__url_time_range}",
+		}}}})
+	for i, c := range columns {
+		t = t.WithTarget(tableQuery(c.ref, c.expr))
+		rename["Value #"+c.ref] = c.name
+		order["Value #"+c.ref] = 3 + i
+		props := []dashboard.DynamicConfigValue{{Id: "unit", Value: c.unit}}
+		if c.red > 0 {
+			props = append(props,
+				dashboard.DynamicConfigValue{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background", "mode": "basic"}},
+				dashboard.DynamicConfigValue{Id: "thresholds", Value: map[string]any{"mode": "absolute", "steps": []map[string]any{
+					{"value": nil, "color": "transparent"},
+					{"value": c.orange, "color": "orange"},
+					{"value": c.red, "color": "red"},
+				}}})
+		}
+		t = t.OverrideByName(c.name, props)
+	}
+	return t.
+		WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
+		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+			"excludeByName": map[string]any{"Time": true},
+			"renameByName":  rename,
+			"indexByName":   order,
+		}})
+}
+
+// worstHosts ranks the hosts by p99 jitter over the dashboard's range.
+func worstHosts(sel string) *bargauge.PanelBuilder {
+	return bargauge.NewPanelBuilder().
+		Title(fmt.Sprintf("Worst %d hosts by p99 jitter", worstN)).
+		Description("Hosts with the largest p99 cycle jitter over the dashboard's time range.").
+		Datasource(datasource()).
+		WithTarget(query(fmt.Sprintf("topk(%d,\n%s\n)", worstN, quantile(0.99, "ecagent_cycle_jitter_seconds", sel, byHost, dashRange)), "{{site}} / {{host}}").Instant()).
+		Unit(unitSeconds).
+		Orientation(common.VizOrientationHorizontal).
+		DisplayMode(common.BarGaugeDisplayModeGradient).
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
+		Thresholds(thresholds(50e-6, 100e-6)).
+		Min(0).
+		Height(10).Span(12)
+}
+
+// weekOverWeek plots each host's hourly p99 divided by the same hour one
+// week earlier: 1 is unchanged; the regression alert fires above 1.5.
+func weekOverWeek(sel string) *timeseries.PanelBuilder {
+	jitter := "ecagent_cycle_jitter_seconds"
+	expr := fmt.Sprintf("(%s)\n/\n(%s)", quantile(0.99, jitter, sel, byHost, "1h"), quantileOffset(0.99, jitter, sel, byHost, "1h", "1w"))
+	return timeSeries("p99 jitter relative to one week earlier", "none",
+		"Each host's p99 cycle jitter over the last hour divided by the same hour one week earlier. 1 means unchanged; EcagentJitterP99Regressed fires above 1.5 (and 20 µs worse).").
+		WithTarget(query(expr, "{{host}}")).
+		Thresholds(thresholds(1.2, 1.5)).
+		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
+		Height(10).Span(12)
+}

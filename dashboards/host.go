@@ -1,0 +1,337 @@
+//lint:file-ignore SA1019 The SDK deprecates the classic dashboard model for dashboardv2, which only Grafana 12+ with its new dashboard API imports; the classic JSON model is what every Grafana version imports and file-provisions.
+
+package dashboards
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/statetimeline"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+)
+
+// quantity is a measured per-cycle figure: its histogram and window gauge.
+type quantity struct {
+	title, histogram, window, unit, what string
+}
+
+// The quantities the host detail plots.
+func jitterQuantity() quantity {
+	return quantity{"Cycle jitter", "ecagent_cycle_jitter_seconds", "ecagent_cycle_jitter_window_seconds", unitSeconds,
+		"|period − target| of every cycle"}
+}
+
+func wakeupQuantity() quantity {
+	return quantity{"Wake-up latency", "ecagent_wakeup_latency_seconds", "ecagent_wakeup_latency_window_seconds", unitSeconds,
+		"time from each cycle's deadline to its wake-up"}
+}
+
+func jobQuantity() quantity {
+	return quantity{"Job duration", "ecagent_job_duration_seconds", "ecagent_job_duration_window_seconds", unitSeconds,
+		"time from each cycle's wake-up to the end of its job"}
+}
+
+func frameRTTQuantity() quantity {
+	return quantity{"Frame round trip", "ecagent_frame_rtt_seconds", "ecagent_frame_rtt_window_seconds", unitSeconds,
+		"time from sending the cyclic frame to receiving it back (lost frames excluded)"}
+}
+
+func dcQuantity() quantity {
+	return quantity{"DC system time difference", "ecagent_dc_time_difference_seconds", "ecagent_dc_time_difference_window_seconds", unitSeconds,
+		"absolute distributed-clock system time difference, in cycles that measured it"}
+}
+
+// HostDetail builds the host detail dashboard.
+func HostDetail() (dashboard.Dashboard, error) {
+	sel := hostSelector
+	jitter, wakeup := jitterQuantity(), wakeupQuantity()
+	return withPanelIDs(dashboard.NewDashboardBuilder("ecagent / host detail").
+		Uid(HostUID).
+		Description("One ecagent host: cycle timing heatmaps, exact window statistics, CPU load, bus health, slave states, MQTT delivery and real-time checks.").
+		Tags(tags()).
+		Editable().
+		Refresh("30s").
+		Time("now-1h", "now").
+		Timezone(common.TimeZoneBrowser).
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		Link(dashboard.NewDashboardLinkBuilder("ecagent dashboards").
+			Type(dashboard.DashboardLinkTypeDashboards).Tags([]string{"ecagent"}).
+			AsDropdown(true).IncludeVars(true).KeepTime(true)).
+		WithVariable(datasourceVariable()).
+		WithVariable(labelVariable("site", "Site", "", false)).
+		WithVariable(labelVariable("host", "Host", `{site="$site"}`, false)).
+		WithRow(dashboard.NewRowBuilder("Now")).
+		WithPanel(hostStat("Cycle period", "Configured (target) cycle period.", series("ecagent_cycle_target_seconds", sel), unitSeconds)).
+		WithPanel(hostStat("p99 jitter", "p99 of |period − target| in the last closed window (exact).", series(jitter.window, sel, `stat="p99"`), unitSeconds)).
+		WithPanel(hostStat("Max jitter", "Largest |period − target| in the last closed window (exact).", series(jitter.window, sel, `stat="max"`), unitSeconds)).
+		WithPanel(hostStat("Cycle process", "Whether the real-time cycle process runs.", series("ecagent_cycle_process_up", sel), "none").
+			Mappings(valueText([3]string{"1", "running", "green"}, [3]string{"0", "down", "red"}))).
+		WithPanel(hostStat("Cycle process starts", "Times the agent started the cycle process in the dashboard's time range (restarts after a crash count here).",
+			fmt.Sprintf("round(increase(%s[%s]))", series("ecagent_cycle_process_starts_total", sel), dashRange), unitCount)).
+		WithPanel(hostStat("Slaves", "Slaves found on the segment.", series("ecagent_bus_slaves", sel), unitCount)).
+		WithPanel(hostStat("Expected WKC", "Working counter the cyclic frame should come back with.", series("ecagent_expected_wkc", sel), unitCount)).
+		WithPanel(hostStat("Agent version", "ecagent version (ecagent_build_info).", series("ecagent_build_info", sel), "none").
+			Targets([]cog.Builder[variants.Dataquery]{query(series("ecagent_build_info", sel), "{{version}}")}).
+			TextMode(common.BigValueTextModeName)).
+		WithRow(dashboard.NewRowBuilder("Jitter and wake-up latency")).
+		WithPanel(heatmapPanel(jitter.title+" (native histogram)", jitter.unit,
+			"Distribution of "+jitter.what+" per time step, from the native histogram. Without native histograms in Prometheus, use the classic-bucket heatmaps at the bottom.",
+			query(heatmapNative(jitter.histogram, sel), "")).Height(9).Span(12)).
+		WithPanel(quantilePanel(jitter, sel).Height(9).Span(12)).
+		WithPanel(heatmapPanel(wakeup.title+" (native histogram)", wakeup.unit,
+			"Distribution of "+wakeup.what+" per time step, from the native histogram. Growing wake-up latency points at the scheduler or power management.",
+			query(heatmapNative(wakeup.histogram, sel), "")).Height(9).Span(12)).
+		WithPanel(quantilePanel(wakeup, sel).Height(9).Span(12)).
+		WithRow(dashboard.NewRowBuilder("Cycle period, job and CPU load")).
+		WithPanel(periodBand(sel).Height(9).Span(12)).
+		WithPanel(quantilePanel(jobQuantity(), sel).Height(9).Span(12)).
+		WithPanel(cpuLoad(sel).Height(9).Span(24)).
+		WithRow(dashboard.NewRowBuilder("Bus")).
+		WithPanel(quantilePanel(frameRTTQuantity(), sel).Height(8).Span(12)).
+		WithPanel(quantilePanel(dcQuantity(), sel).Height(8).Span(12)).
+		WithPanel(busErrors(sel).Height(8).Span(12)).
+		WithPanel(escErrors(sel).Height(8).Span(12)).
+		WithPanel(slaveStates(sel).Height(8).Span(16)).
+		WithPanel(alStatusCodes(sel).Height(8).Span(8)).
+		WithRow(dashboard.NewRowBuilder("MQTT delivery")).
+		WithPanel(mqttRates(sel).Height(8).Span(12)).
+		WithPanel(mqttBuffer(sel).Height(8).Span(12)).
+		WithRow(dashboard.NewRowBuilder("Real-time checks")).
+		WithPanel(rtChecks(sel).Height(10).Span(12)).
+		WithPanel(rtSettings(sel).Height(10).Span(6)).
+		WithPanel(collectors(sel).Height(10).Span(6)).
+		WithRow(classicHeatmaps(sel)).
+		Build())
+}
+
+// hostStat is the latest value of one series.
+func hostStat(title, description, expr, unit string) *stat.PanelBuilder {
+	return stat.NewPanelBuilder().Title(title).Description(description).
+		Datasource(datasource()).
+		WithTarget(query(expr, title)).
+		Unit(unit).
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
+		ColorMode(common.BigValueColorModeNone).
+		GraphMode(common.BigValueGraphModeNone).
+		Height(3).Span(3)
+}
+
+// quantilePanel plots a quantity's p50, p99 and p99.9 from the histogram
+// and the exact maximum of the window statistics, which histograms blur.
+func quantilePanel(q quantity, sel string) *timeseries.PanelBuilder {
+	p := timeSeries(q.title+": quantiles and exact maximum", q.unit,
+		"p50, p99 and p99.9 of the "+q.what+" from the histogram over the rate interval; max is the largest value of any cycle (exact window statistic, the largest window in each step).")
+	for _, qq := range []struct {
+		q      float64
+		legend string
+	}{{0.5, "p50"}, {0.99, "p99"}, {0.999, "p99.9"}} {
+		p = p.WithTarget(query(quantile(qq.q, q.histogram, sel, "", rateInterval), qq.legend))
+	}
+	return p.WithTarget(query(fmt.Sprintf("max_over_time(%s[%s])", series(q.window, sel, `stat="max"`), rateInterval), "max (exact)")).
+		OverrideByName("max (exact)", []dashboard.DynamicConfigValue{{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "red"}}})
+}
+
+// periodBand draws the cycle period's min/max band per window around the
+// target; the band's top is the exact window maximum.
+func periodBand(sel string) *timeseries.PanelBuilder {
+	win := "ecagent_cycle_period_window_seconds"
+	return timeSeries("Cycle period: min/max band", unitSeconds,
+		"Shortest and longest period between two wake-ups (exact window statistics; the extremes of all windows in each step) around the configured period, and the period histogram's p0.1 and p99.9.").
+		WithTarget(query(fmt.Sprintf("min_over_time(%s[%s])", series(win, sel, `stat="min"`), rateInterval), "min")).
+		WithTarget(query(fmt.Sprintf("max_over_time(%s[%s])", series(win, sel, `stat="max"`), rateInterval), "max (exact)")).
+		WithTarget(query(series("ecagent_cycle_target_seconds", sel), "target")).
+		WithTarget(query(quantile(0.001, "ecagent_cycle_period_seconds", sel, "", rateInterval), "p0.1")).
+		WithTarget(query(quantile(0.999, "ecagent_cycle_period_seconds", sel, "", rateInterval), "p99.9")).
+		FillOpacity(0).
+		OverrideByName("max (exact)", []dashboard.DynamicConfigValue{
+			{Id: "custom.fillBelowTo", Value: "min"},
+			{Id: "custom.fillOpacity", Value: 20},
+		}).
+		OverrideByName("target", []dashboard.DynamicConfigValue{
+			{Id: "custom.lineStyle", Value: map[string]any{"fill": "dash", "dash": []int{10, 10}}},
+			{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "green"}},
+		})
+}
+
+// cpuLoad puts the cycle's own load beside the host's, so a jitter spike
+// can be tied to load.
+func cpuLoad(sel string) *timeseries.PanelBuilder {
+	load := "ecagent_cycle_cpu_load_window_ratio"
+	return timeSeries("CPU load", unitRatio,
+		"Cycle CPU load = job duration / cycle period (exact window mean and max, p99 from the histogram); busy fraction of the cycle's core and of the whole host (/proc/stat); CPU used by the cycle process, in CPUs.").
+		WithTarget(query(series(load, sel, `stat="mean"`), "cycle load mean")).
+		WithTarget(query(quantile(0.99, "ecagent_cycle_cpu_load_ratio", sel, "", rateInterval), "cycle load p99")).
+		WithTarget(query(fmt.Sprintf("max_over_time(%s[%s])", series(load, sel, `stat="max"`), rateInterval), "cycle load max")).
+		WithTarget(query(series("ecagent_cycle_core_busy_ratio", sel), "cycle core busy")).
+		WithTarget(query(series("ecagent_host_cpu_busy_ratio", sel), "host busy")).
+		WithTarget(query(fmt.Sprintf("rate(%s[%s])", series("ecagent_cycle_process_cpu_seconds_total", sel), rateInterval), "cycle process CPU")).
+		Min(0)
+}
+
+// busErrors plots the error counters as rates.
+func busErrors(sel string) *timeseries.PanelBuilder {
+	p := timeSeries("Bus and cycle errors per second", unitPerSec,
+		"Lost frames, working counter errors, overruns (jobs that ended after the next deadline), skipped deadlines and samples the agent dropped; the cycles the agent received on the right axis.")
+	for _, c := range []struct{ name, legend string }{
+		{"ecagent_lost_frames_total", "lost frames"},
+		{"ecagent_wkc_errors_total", "WKC errors"},
+		{"ecagent_cycle_overruns_total", "overruns"},
+		{"ecagent_cycle_skipped_total", "skipped deadlines"},
+		{"ecagent_sample_ring_drops_total", "samples dropped"},
+	} {
+		p = p.WithTarget(query(fmt.Sprintf("rate(%s[%s])", series(c.name, sel), rateInterval), c.legend))
+	}
+	return p.WithTarget(query(fmt.Sprintf("rate(%s[%s])", series("ecagent_cycles_total", sel), rateInterval), "cycles (right axis)")).
+		Min(0).
+		OverrideByName("cycles (right axis)", []dashboard.DynamicConfigValue{
+			{Id: "custom.axisPlacement", Value: "right"},
+			{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "text"}},
+		})
+}
+
+// escErrors plots the slaves' ESC error counters that are not zero.
+func escErrors(sel string) *timeseries.PanelBuilder {
+	return timeSeries("Slave ESC error counters", unitCount,
+		"ESC error counters (registers 0x0300–0x0313, saturating at 255) that are not zero, per slave and port. lost_link and rx_error locate a bad cable or connector.").
+		WithTarget(query(series("ecagent_slave_port_errors", sel)+" > 0", "{{position}} {{name}} port {{port}} {{counter}}")).
+		WithTarget(query(series("ecagent_slave_esc_errors", sel)+" > 0", "{{position}} {{name}} {{counter}}")).
+		Min(0)
+}
+
+// slaveStates is the AL state of each slave over time.
+func slaveStates(sel string) *statetimeline.PanelBuilder {
+	return statetimeline.NewPanelBuilder().
+		Title("Slave states").
+		Description("EtherCAT AL state of each slave; ecagent_slave_al_status_code says why a slave left OP.").
+		Datasource(datasource()).
+		WithTarget(query(series("ecagent_slave_al_state", sel), "{{position}} {{name}}")).
+		Mappings(alStates()).
+		ShowValue(common.VisibilityModeAuto).
+		MergeValues(true).
+		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false))
+}
+
+// alStatusCodes lists the slaves that report an AL status code.
+func alStatusCodes(sel string) *table.PanelBuilder {
+	return table.NewPanelBuilder().
+		Title("AL status codes").
+		Description("Slaves reporting an AL status code (the reason a slave refused or left a state; 0x001B sync manager watchdog, 0x002C fatal sync error, …). Empty while every slave is fine.").
+		Datasource(datasource()).
+		WithTarget(tableQuery("A", series("ecagent_slave_al_status_code", sel)+" != 0")).
+		OverrideByName("Value", []dashboard.DynamicConfigValue{{Id: "unit", Value: "hex0x"}}).
+		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+			"excludeByName": map[string]any{"Time": true, "__name__": true, "site": true, "line": true, "host": true, "job": true, "instance": true},
+			"renameByName":  map[string]any{"Value": "AL status code"},
+		}}).
+		NoValue("all slaves report no error")
+}
+
+// mqttRates plots the MQTT publisher's message counters as rates.
+func mqttRates(sel string) *timeseries.PanelBuilder {
+	p := timeSeries("MQTT messages per second", unitPerSec,
+		"Messages handed to the MQTT client, acknowledged by the broker, and dropped because the buffer was full; reconnects to the broker.")
+	for _, c := range []struct{ name, legend string }{
+		{"ecagent_mqtt_messages_published_total", "published"},
+		{"ecagent_mqtt_messages_delivered_total", "delivered"},
+		{"ecagent_mqtt_messages_dropped_total", "dropped"},
+		{"ecagent_mqtt_reconnects_total", "reconnects"},
+	} {
+		p = p.WithTarget(query(fmt.Sprintf("rate(%s[%s])", series(c.name, sel), rateInterval), c.legend))
+	}
+	return p.Min(0).
+		OverrideByName("dropped", []dashboard.DynamicConfigValue{{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "red"}}})
+}
+
+// mqttBuffer plots the undelivered messages and the connection state.
+func mqttBuffer(sel string) *timeseries.PanelBuilder {
+	return timeSeries("MQTT buffer and connection", unitCount,
+		"Messages waiting for the broker in the bounded buffer (mqtt.buffer), and whether the agent is connected (right axis, 1 connected).").
+		WithTarget(query(series("ecagent_mqtt_messages_buffered", sel), "buffered")).
+		WithTarget(query(series("ecagent_mqtt_connected", sel), "connected")).
+		Min(0).
+		OverrideByName("connected", []dashboard.DynamicConfigValue{
+			{Id: "custom.axisPlacement", Value: "right"},
+			{Id: "max", Value: 1},
+			{Id: "custom.drawStyle", Value: "line"},
+			{Id: "custom.lineInterpolation", Value: "stepAfter"},
+		})
+}
+
+// rtChecks shows every host real-time check's status over time. The state
+// set ecagent_rt_check{check, status} becomes one code per check: 1 pass,
+// 2 warn, 3 fail, 4 skip.
+func rtChecks(sel string) *statetimeline.PanelBuilder {
+	var terms []string
+	for i, status := range []string{"pass", "warn", "fail", "skip"} {
+		terms = append(terms, fmt.Sprintf("%d * sum by (check) (%s)", i+1, series("ecagent_rt_check", sel, `status="`+status+`"`)))
+	}
+	return statetimeline.NewPanelBuilder().
+		Title("Real-time checks").
+		Description("Every host check of `ecagent rtcheck` (PREEMPT_RT, isolcpus, governor, IRQ affinity, NIC coalescing …), run every minute by the agent. `ecagent rtcheck` on the host says what a failing check found and how to fix it.").
+		Datasource(datasource()).
+		WithTarget(query(strings.Join(terms, "\n+ "), "{{check}}")).
+		Mappings(checkStatuses()).
+		ShowValue(common.VisibilityModeNever).
+		MergeValues(true).
+		RowHeight(0.8).
+		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false))
+}
+
+// rtSettings shows whether the host applied each real-time setting the
+// cycle process asked for.
+func rtSettings(sel string) *statetimeline.PanelBuilder {
+	return statetimeline.NewPanelBuilder().
+		Title("Real-time settings of the cycle process").
+		Description("SCHED_FIFO, CPU affinity, mlockall and /dev/cpu_dma_latency as requested by the configuration: applied or refused by the host.").
+		Datasource(datasource()).
+		WithTarget(query(series("ecagent_rt_setting", sel), "{{setting}}")).
+		Mappings(valueText([3]string{"1", "applied", "green"}, [3]string{"0", "refused", "red"})).
+		ShowValue(common.VisibilityModeNever).
+		MergeValues(true).
+		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false))
+}
+
+// collectors shows whether the agent could read what its collectors need.
+func collectors(sel string) *statetimeline.PanelBuilder {
+	return statetimeline.NewPanelBuilder().
+		Title("Agent collectors").
+		Description("Whether the agent could read /proc/stat (host_cpu) and the cycle process's /proc/PID/stat (cycle_process) at each scrape.").
+		Datasource(datasource()).
+		WithTarget(query(series("ecagent_scrape_collector_success", sel), "{{collector}}")).
+		Mappings(valueText([3]string{"1", "ok", "green"}, [3]string{"0", "failing", "red"})).
+		ShowValue(common.VisibilityModeNever).
+		MergeValues(true).
+		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false))
+}
+
+// classicHeatmaps is a collapsed row of heatmaps from the classic buckets,
+// for a Prometheus that does not ingest native histograms.
+func classicHeatmaps(sel string) *dashboard.RowBuilder {
+	row := dashboard.NewRowBuilder("Classic-bucket heatmaps (Prometheus without native histograms)").Collapsed(true)
+	for _, q := range []quantity{jitterQuantity(), wakeupQuantity(), jobQuantity(), frameRTTQuantity()} {
+		row = row.WithPanel(heatmapPanel(q.title+" (classic buckets)", q.unit,
+			"Distribution of "+q.what+" per time step, from the classic buckets (1-2-5 steps from 1 µs to 10 ms).",
+			query(heatmapClassic(q.histogram, sel), "{{le}}")).Height(9).Span(12))
+	}
+	return row
+}
+
+// MQTTSeries lists the MQTT publisher's series the dashboards read. Package
+// mqtt exports and documents them (they are not in metrics.Documented);
+// the tests check that it still does.
+func MQTTSeries() []string {
+	return []string{
+		"ecagent_mqtt_messages_published_total",
+		"ecagent_mqtt_messages_delivered_total",
+		"ecagent_mqtt_messages_dropped_total",
+		"ecagent_mqtt_reconnects_total",
+		"ecagent_mqtt_messages_buffered",
+		"ecagent_mqtt_connected",
+	}
+}

@@ -1,0 +1,137 @@
+package dashboards
+
+import (
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/heatmap"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+)
+
+// Grafana units.
+const (
+	unitSeconds = "s"
+	unitRatio   = "percentunit"
+	unitPerSec  = "ops"
+	unitCount   = "short"
+)
+
+// datasource is the dashboards' data source: the one the datasource
+// variable selects.
+func datasource() common.DataSourceRef {
+	return common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr("${datasource}")}
+}
+
+// query is a time-series query with a legend.
+func query(expr, legend string) *prometheus.DataqueryBuilder {
+	return prometheus.NewDataqueryBuilder().Datasource(datasource()).Expr(expr).LegendFormat(legend)
+}
+
+// tableQuery is an instant query in table format, for the hosts table.
+func tableQuery(refID, expr string) *prometheus.DataqueryBuilder {
+	return prometheus.NewDataqueryBuilder().Datasource(datasource()).RefId(refID).
+		Expr(expr).Instant().Format(prometheus.PromQueryFormatTable)
+}
+
+// datasourceVariable selects a Prometheus data source.
+func datasourceVariable() *dashboard.DatasourceVariableBuilder {
+	return dashboard.NewDatasourceVariableBuilder("datasource").Label("Data source").Type("prometheus")
+}
+
+// labelVariable lists the values of a fleet label, from ecagent_build_info
+// (one series per agent, always present).
+func labelVariable(name, label, filter string, multi bool) *dashboard.QueryVariableBuilder {
+	q := "label_values(ecagent_build_info" + filter + ", " + name + ")"
+	v := dashboard.NewQueryVariableBuilder(name).Label(label).
+		Query(dashboard.StringOrMap{String: cog.ToPtr(q)}).
+		Definition(q).
+		Datasource(datasource()).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Sort(dashboard.VariableSortAlphabeticalAsc).
+		Multi(multi)
+	if multi {
+		v = v.IncludeAll(true).AllValue(".*").Current(dashboard.VariableOption{
+			Selected: cog.ToPtr(true),
+			Text:     dashboard.StringOrArrayOfString{ArrayOfString: []string{"All"}},
+			Value:    dashboard.StringOrArrayOfString{ArrayOfString: []string{"$__all"}},
+		})
+	}
+	return v
+}
+
+// timeSeries is a line panel with the dashboards' defaults.
+func timeSeries(title, unit, description string) *timeseries.PanelBuilder {
+	return timeseries.NewPanelBuilder().
+		Title(title).Description(description).Unit(unit).
+		Datasource(datasource()).
+		LineWidth(1).FillOpacity(10).
+		ShowPoints(common.VisibilityModeNever).
+		Legend(common.NewVizLegendOptionsBuilder().
+			DisplayMode(common.LegendDisplayModeTable).
+			Placement(common.LegendPlacementBottom).
+			ShowLegend(true).
+			Calcs([]string{"max", "mean", "lastNotNull"})).
+		Tooltip(common.NewVizTooltipOptionsBuilder().Mode(common.TooltipDisplayModeMulti).Sort(common.SortOrderDescending))
+}
+
+// heatmapPanel shows a histogram over time, bucketed by Prometheus (no
+// calculation in Grafana), on a logarithmic axis.
+func heatmapPanel(title, unit, description string, q *prometheus.DataqueryBuilder) *heatmap.PanelBuilder {
+	return heatmap.NewPanelBuilder().
+		Title(title).Description(description).
+		Datasource(datasource()).
+		WithTarget(q.Format(prometheus.PromQueryFormatHeatmap)).
+		Calculate(false).
+		YAxis(heatmap.NewYAxisConfigBuilder().Unit(unit).
+			ScaleDistribution(common.NewScaleDistributionConfigBuilder().Type(common.ScaleDistributionLog).Log(2))).
+		Color(heatmap.NewHeatmapColorOptionsBuilder().
+			Mode(heatmap.HeatmapColorModeScheme).
+			Scheme("Spectral").
+			Scale(heatmap.HeatmapColorScaleExponential).
+			Exponent(0.5).
+			Steps(64)).
+		CellGap(0).
+		ShowLegend()
+}
+
+// thresholds is absolute thresholds: green below the first value, then
+// orange, then red.
+func thresholds(orange, red float64) *dashboard.ThresholdsConfigBuilder {
+	return dashboard.NewThresholdsConfigBuilder().Mode(dashboard.ThresholdsModeAbsolute).Steps([]dashboard.Threshold{
+		{Value: nil, Color: "green"},
+		{Value: cog.ToPtr(orange), Color: "orange"},
+		{Value: cog.ToPtr(red), Color: "red"},
+	})
+}
+
+// valueText maps exact values to text and colour.
+func valueText(pairs ...[3]string) []dashboard.ValueMapping {
+	options := map[string]dashboard.ValueMappingResult{}
+	for i, p := range pairs {
+		options[p[0]] = dashboard.ValueMappingResult{Text: cog.ToPtr(p[1]), Color: cog.ToPtr(p[2]), Index: cog.ToPtr(int32(i))}
+	}
+	return []dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{Type: dashboard.MappingTypeValueToText, Options: options}}}
+}
+
+// alStates maps ecagent_slave_al_state values.
+func alStates() []dashboard.ValueMapping {
+	return valueText(
+		[3]string{"1", "INIT", "red"},
+		[3]string{"2", "PREOP", "orange"},
+		[3]string{"3", "BOOT", "purple"},
+		[3]string{"4", "SAFEOP", "yellow"},
+		[3]string{"8", "OP", "green"},
+	)
+}
+
+// checkStatuses maps the rtcheck status code the host detail computes
+// (1 pass, 2 warn, 3 fail, 4 skip).
+func checkStatuses() []dashboard.ValueMapping {
+	return valueText(
+		[3]string{"1", "pass", "green"},
+		[3]string{"2", "warn", "orange"},
+		[3]string{"3", "fail", "red"},
+		[3]string{"4", "skip", "text"},
+	)
+}
