@@ -1,0 +1,122 @@
+package agent
+
+import (
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ecagent/ecagent/agent/rt"
+	"github.com/ecagent/ecagent/agent/sdnotify"
+	"github.com/ecagent/ecagent/agent/shm"
+)
+
+// notifySocket is the end systemd holds; next returns the next datagram,
+// or "" when none arrives within wait.
+type notifySocket struct {
+	t    *testing.T
+	conn *net.UnixConn
+	path string
+}
+
+func newNotifySocket(t *testing.T) *notifySocket {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "notify")
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &notifySocket{t: t, conn: c, path: path}
+}
+
+func (s *notifySocket) next(wait time.Duration) string {
+	buf := make([]byte, 4096)
+	_ = s.conn.SetReadDeadline(time.Now().Add(wait))
+	n, err := s.conn.Read(buf)
+	if err != nil {
+		return ""
+	}
+	return string(buf[:n])
+}
+
+func TestServiceNotifierFeedsTheWatchdogOnlyWhileTheCycleBeats(t *testing.T) {
+	sock := newNotifySocket(t)
+	env := map[string]string{sdnotify.SocketEnv: sock.path, sdnotify.WatchdogUSecEnv: "200000"} // WatchdogSec=200ms
+	sd := newServiceNotifierEnv(func(k string) string { return env[k] }, quiet)
+	defer sd.close()
+	if sd.every != 100*time.Millisecond {
+		t.Fatalf("feeding every %v, want half of 200ms", sd.every)
+	}
+	seg, err := shm.New(shm.DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := &CycleProcess{seg: seg, pid: 4242, info: &BusInfo{Period: time.Millisecond, Slaves: make([]SlaveInfo, 7)}}
+	seg.Heartbeat().Beat(1, rt.Now())
+
+	sd.cycleRunning(cp)
+	if got := sock.next(time.Second); got != "READY=1\nSTATUS=cycling: 7 slaves, period 1ms, cycle process 4242" {
+		t.Errorf("first notification %q", got)
+	}
+	if got := sock.next(time.Second); got != "WATCHDOG=1" {
+		t.Errorf("after READY=1: %q, want WATCHDOG=1", got)
+	}
+	sd.feedWatchdog(cp)
+	if got := sock.next(50 * time.Millisecond); got != "" {
+		t.Errorf("fed again before a feed was due: %q", got)
+	}
+
+	steps := []struct {
+		name string
+		beat int64 // heartbeat age
+		want string
+	}{
+		{"fresh heartbeat", 0, "WATCHDOG=1"},
+		{"heartbeat 1s old", time.Second.Nanoseconds(), "WATCHDOG=1"},
+		{"cycle stuck for 3s", 3 * time.Second.Nanoseconds(), ""},
+		{"cycle beats again", 0, "WATCHDOG=1"},
+	}
+	for i, st := range steps {
+		seg.Heartbeat().Beat(uint64(i+2), rt.Now()-st.beat)
+		time.Sleep(110 * time.Millisecond)
+		sd.feedWatchdog(cp)
+		if got := sock.next(50 * time.Millisecond); got != st.want {
+			t.Errorf("%s: notification %q, want %q", st.name, got, st.want)
+		}
+	}
+
+	// A restarted cycle is reported, but the unit was ready already.
+	sd.cycleDown("the cycle process died")
+	if got := sock.next(time.Second); got != "STATUS=cycle down: the cycle process died" {
+		t.Errorf("cycleDown: %q", got)
+	}
+	cp.pid = 4343
+	sd.cycleRunning(cp)
+	if got := sock.next(time.Second); !strings.HasPrefix(got, "STATUS=cycling") || strings.Contains(got, "READY") {
+		t.Errorf("second cycleRunning: %q", got)
+	}
+	sock.next(50 * time.Millisecond) // its watchdog feed
+	sd.stopping()
+	if got := sock.next(time.Second); !strings.HasPrefix(got, "STOPPING=1\n") {
+		t.Errorf("stopping: %q", got)
+	}
+}
+
+func TestServiceNotifierOutsideSystemdDoesNothing(t *testing.T) {
+	sd := newServiceNotifierEnv(func(string) string { return "" }, quiet)
+	seg, err := shm.New(shm.DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := &CycleProcess{seg: seg, info: &BusInfo{}}
+	sd.cycleRunning(cp)
+	sd.feedWatchdog(cp)
+	sd.cycleDown("x")
+	sd.stopping()
+	sd.close()
+	if sd.n != nil || sd.ready {
+		t.Errorf("a notifier without NOTIFY_SOCKET became active: %+v", sd)
+	}
+}

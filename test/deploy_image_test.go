@@ -1,0 +1,204 @@
+package test
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// staticBinary builds cmd/ecagent the way the Dockerfile does: no cgo,
+// stripped, trimmed paths.
+func staticBinary(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ecagent-static")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "ecagent")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "../cmd/ecagent")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestImageBinaryIsStaticAndRuns checks the binary the container image
+// holds (it cannot be built here: no container engine): it must be static
+// — no program interpreter, no shared libraries — and run the agent
+// against the built-in simulated segment. As root it also runs in an
+// emulation of the image: an otherwise empty, read-only root file system
+// with /proc, /dev/null and a tmpfs /dev/shm (the chart's emptyDir), as distroless's
+// nonroot user, in its own PID namespace.
+func TestImageBinaryIsStaticAndRuns(t *testing.T) {
+	bin := staticBinary(t)
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	libs, _ := f.ImportedLibraries()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Errorf("the binary has a %v program header: not static", p.Type)
+		}
+	}
+	f.Close()
+	if len(libs) != 0 {
+		t.Errorf("the binary needs shared libraries %v", libs)
+	}
+
+	t.Run("on the host", func(t *testing.T) {
+		shm := fmt.Sprintf("/dev/shm/ecagent-static-%d.shm", os.Getpid())
+		out := runBriefly(t, exec.Command("timeout", "--preserve-status", "--signal=INT", "--kill-after=20", runFor,
+			bin, "run", "--cycle.shm", shm, "--status.interval", "500ms", "--metrics.listen", "127.0.0.1:0"))
+		if _, err := os.Stat(shm); err == nil {
+			t.Error("segment left behind")
+		}
+		checkRanInOP(t, out)
+	})
+
+	t.Run("in an emulated distroless image", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root for mount and PID namespaces")
+		}
+		for _, tool := range []string{"unshare", "chroot", "timeout"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				t.Skipf("needs %s", tool)
+			}
+		}
+		root := t.TempDir()
+		for _, d := range []string{"usr/local/bin", "proc", "dev/shm", "etc"} {
+			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "usr/local/bin/ecagent"), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// distroless/static's passwd entry for nonroot.
+		if err := os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "dev/null"), nil, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		script := strings.Join([]string{
+			"set -e",
+			// Read-only root first (readOnlyRootFilesystem), then what the
+			// runtime mounts on top of it.
+			"mount --bind " + root + " " + root,
+			"mount -o remount,bind,ro " + root,
+			"mount -t proc proc " + root + "/proc",
+			"mount -t tmpfs -o size=64m,mode=1777 tmpfs " + root + "/dev/shm",
+			"mount --bind /dev/null " + root + "/dev/null",
+			"exec timeout --preserve-status --signal=INT --kill-after=20 " + runFor + " chroot --userspec=65532:65532 " + root +
+				" /usr/local/bin/ecagent run --status.interval 500ms --metrics.listen 127.0.0.1:0",
+		}, "\n")
+		out := runBriefly(t, exec.Command("unshare", "--mount", "--pid", "--fork", "--propagation", "private", "sh", "-c", script))
+		checkRanInOP(t, out)
+		// Without capabilities it runs, and says what it could not do.
+		if !strings.Contains(out, "real-time setting refused") || !strings.Contains(out, "setting=sched_fifo") {
+			t.Errorf("the refused SCHED_FIFO is not reported:\n%s", out)
+		}
+	})
+}
+
+// runFor is how long runBriefly's commands let the agent run (timeout(1)
+// then sends SIGINT): long enough for bring-up and a few status lines on
+// a loaded CI machine.
+const runFor = "3"
+
+// runBriefly runs cmd (which stops the agent with SIGINT after runFor
+// seconds) and returns its output; the agent must exit 0.
+func runBriefly(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("the agent did not stop within 60 s:\n%s", out)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+	}
+	return string(out)
+}
+
+// checkRanInOP wants a status line showing the simulated reference
+// segment in OP with cycles counted.
+func checkRanInOP(t *testing.T, out string) {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, " OP  slaves 7 ") && !strings.Contains(line, "cycles 0 ") {
+			t.Logf("%s", line)
+			return
+		}
+	}
+	t.Errorf("no status line with the segment in OP:\n%s", out)
+}
+
+// TestDockerfile pins what the image promises and the test above relies
+// on: a multi-stage build whose binary is built like staticBinary, a
+// distroless/static (or scratch) final stage, a non-root user, and the
+// binary where the chart's NOTES and the README say it is.
+func TestDockerfile(t *testing.T) {
+	b, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var froms []string
+	var user, entrypoint string
+	var build string
+	for _, line := range strings.Split(strings.ReplaceAll(string(b), "\\\n", " "), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		switch strings.ToUpper(fields[0]) {
+		case "FROM":
+			froms = append(froms, line)
+		case "USER":
+			user = fields[1]
+		case "ENTRYPOINT":
+			entrypoint = line
+		case "RUN":
+			if strings.Contains(line, "go build") {
+				build = line
+			}
+		}
+	}
+	if len(froms) < 2 {
+		t.Errorf("want a multi-stage build, have FROM lines %q", froms)
+	} else if last := froms[len(froms)-1]; !strings.Contains(last, "distroless/static") && !strings.Contains(last, "scratch") {
+		t.Errorf("final stage %q is neither distroless/static nor scratch", last)
+	}
+	if uid, _, _ := strings.Cut(user, ":"); uid == "" || uid == "0" || uid == "root" {
+		t.Errorf("USER %q: the image must default to a non-root user", user)
+	}
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags="-s -w"`, "./cmd/ecagent"} {
+		if !strings.Contains(build, want) {
+			t.Errorf("the go build step %q lacks %s (test/deploy_image_test.go builds with it)", build, want)
+		}
+	}
+	if !strings.Contains(entrypoint, `"/usr/local/bin/ecagent"`) {
+		t.Errorf("ENTRYPOINT %q: the binary must be /usr/local/bin/ecagent", entrypoint)
+	}
+}
