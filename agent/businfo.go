@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ecagent/ecagent/agent/rt"
 	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/master/sii"
 )
 
 // BusInfo describes the bus a cycle process brought up. The cycle process
@@ -42,6 +44,25 @@ type SlaveInfo struct {
 	OutputBits     int    `json:"output_bits"`
 	InputOffset    int    `json:"input_offset"`  // bit offset in the input image
 	OutputOffset   int    `json:"output_offset"` // bit offset in the output image
+	// Signals are the PDO entries of the slave's process data, in image
+	// order, as its SII assigns them to the process-data SyncManagers.
+	Signals []SignalInfo `json:"signals,omitempty"`
+}
+
+// SignalInfo is one PDO entry of a slave's process data: what the SII
+// calls it and where its bits are.
+type SignalInfo struct {
+	Output   bool   `json:"output"`   // an output (RxPDO entry), else an input
+	PDO      uint16 `json:"pdo"`      // index of the PDO holding it, e.g. 0x1A00
+	PDOName  string `json:"pdo_name"` // the PDO's name from the SII, e.g. "Channel 1"
+	Index    uint16 `json:"index"`    // the object mapped, e.g. 0x6000
+	SubIndex uint8  `json:"subindex"`
+	Name     string `json:"name"`      // the entry's name from the SII, e.g. "Input"
+	DataType uint8  `json:"data_type"` // ETG.1000.6 base data type, e.g. 1 BOOL, 3 INT16
+	Bits     int    `json:"bits"`
+	// Offset is the entry's first bit counted from the slave's first
+	// input (or output) bit, as Command.BitOffset counts them.
+	Offset int `json:"offset"`
 }
 
 // RTSetting is the outcome of one real-time setting of the cycle thread.
@@ -72,9 +93,63 @@ func newBusInfo(m *master.Master, period time.Duration) *BusInfo {
 			VendorID: s.Identity.VendorID, ProductCode: s.Identity.ProductCode, Revision: s.Identity.Revision,
 			Serial: s.Identity.SerialNumber, DC: s.DC, InputBits: s.InputBits, OutputBits: s.OutputBits,
 			InputOffset: s.Inputs.Offset, OutputOffset: s.Outputs.Offset,
+			Signals: pdoSignals(s),
 		})
 	}
 	return bi
+}
+
+// pdoSignals lists the PDO entries of s's process data in the order the
+// master maps them: SyncManager by SyncManager, each one's PDOs (TxPDOs,
+// then RxPDOs, as the SII assigns them) and their entries. Gaps (index 0)
+// take their bits but are no signal. It returns nil when the SII does not
+// account for every bit the slave maps.
+func pdoSignals(s *master.Slave) []SignalInfo {
+	if s.SII == nil {
+		return nil
+	}
+	var out []SignalInfo
+	var bits [2]int // inputs, outputs
+	for _, sm := range s.SyncManagers {
+		dir := 0
+		if sm.Type == sii.SMProcessDataOut {
+			dir = 1
+		}
+		for _, pdos := range [2][]sii.PDO{s.SII.TxPDOs, s.SII.RxPDOs} {
+			for _, p := range pdos {
+				if int(p.SyncManager) != sm.Index {
+					continue
+				}
+				pdoName := siiString(s.SII, p.NameIndex)
+				for _, e := range p.Entries {
+					if e.Index != 0 {
+						out = append(out, SignalInfo{Output: dir == 1, PDO: p.Index, PDOName: pdoName,
+							Index: e.Index, SubIndex: e.SubIndex, Name: siiString(s.SII, e.NameIndex),
+							DataType: e.DataType, Bits: int(e.BitLength), Offset: bits[dir]})
+					}
+					bits[dir] += int(e.BitLength)
+				}
+			}
+		}
+	}
+	if bits[0] != s.InputBits || bits[1] != s.OutputBits {
+		return nil
+	}
+	return out
+}
+
+// siiString returns SII string i as valid UTF-8 (SII strings are often
+// ISO 8859-1), "" when there is none.
+func siiString(d *sii.Device, i uint8) string {
+	raw, err := d.StringAt(i)
+	if err != nil || utf8.ValidString(raw) {
+		return raw
+	}
+	r := make([]rune, len(raw))
+	for k := range len(raw) {
+		r[k] = rune(raw[k])
+	}
+	return string(r)
 }
 
 func (bi *BusInfo) setRT(s *rt.Setup) {

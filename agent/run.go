@@ -35,13 +35,31 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 		return err
 	}
 	go tel.runRTChecks(ctx, cfg, log)
+	ot, err := startOTLP(ctx, cfg, build, log) // OpenTelemetry export (agent/otlp.go)
+	if err != nil {
+		return err
+	}
+	defer ot.stop()
 
+	mq, err := startMQTT(cfg, log, tel.reg) // the MQTT publisher (agent/mqtt.go)
+	if err != nil {
+		return err
+	}
 	cp, err := attachOrStart(ctx, cfg, log)
 	if err != nil {
+		mq.stop()
 		return err
 	}
 	c := newConsumer(cfg, cp, log, tel)
 	defer func() { c.cp.stop(log, cfg.Bus.StateTimeout+2*time.Second) }()
+	sd := newServiceNotifier(log) // systemd Type=notify (agent/systemd.go)
+	defer sd.close()
+	defer sd.stopping() // deferred calls run last first: before the cycle stops
+	sd.cycleRunning(cp)
+	defer mq.stop() // before the cycle stops: it reads the cycle's memory
+	c.mqtt = mq
+	c.otlp = ot
+	mq.attach(cp)
 	window := time.NewTicker(cfg.Metrics.Window)
 	defer window.Stop()
 
@@ -63,36 +81,48 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 		case <-statusC:
 			c.writeStatus(status)
 		case <-window.C:
-			c.tel.reg.Consumer().CloseWindow()
+			report := c.tel.reg.Consumer().CloseWindow()
+			c.mqtt.window(report)
+			c.otlp.window(report)
 		case <-drain.C:
 			c.drain()
 			if c.cp.alive() {
+				sd.feedWatchdog(c.cp)
 				continue
 			}
 			c.restarts++
 			tel.reg.CycleProcessExited()
 			tel.notReady("the cycle process died")
+			sd.cycleDown("the cycle process died; restarting it")
 			log.Error("the cycle process died; restarting it", "pid", c.cp.pid, "restarts", c.restarts, "after", backoff)
+			c.mqtt.detach("the cycle process died")
 			c.cp.stop(log, time.Second)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, restartMax)
-			cp, err := attachOrStart(ctx, cfg, log)
-			if err != nil {
-				if ctx.Err() != nil {
+			// Retry until a cycle runs again: until then nothing is drained,
+			// since the old segment is closed.
+			var cp *CycleProcess
+			for cp == nil {
+				select {
+				case <-ctx.Done():
 					return nil
+				case <-time.After(backoff):
 				}
-				var bm *BusMismatchError
-				if errors.As(err, &bm) {
-					return err
+				backoff = min(2*backoff, restartMax)
+				var err error
+				cp, err = attachOrStart(ctx, cfg, log)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					var bm *BusMismatchError
+					if errors.As(err, &bm) {
+						return err
+					}
+					log.Error("restarting the cycle process failed", "err", err, "next_try_in", backoff)
 				}
-				log.Error("restarting the cycle process failed", "err", err)
-				continue
 			}
 			c.attach(cp)
+			c.mqtt.attach(cp)
+			sd.cycleRunning(cp)
 			backoff = restartMin
 		}
 	}
@@ -102,6 +132,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 // the status line (and the exporters) report.
 type consumer struct {
 	tel      *telemetry
+	mqtt     *mqttBridge
+	otlp     *otlpExport
 	cfg      config.Config
 	cp       *CycleProcess
 	log      *slog.Logger
@@ -133,6 +165,7 @@ func (c *consumer) attach(cp *CycleProcess) {
 	c.responding = true
 	c.expectedWKC = cp.info.ExpectedWKC
 	c.tel.cycleStarted(cp, cp.cmd == nil)
+	c.otlp.restart()
 	c.tel.setReady()
 }
 
@@ -145,6 +178,7 @@ func (c *consumer) drain() {
 		for i := range c.buf[:n] {
 			c.observe(&c.buf[i])
 			mc.Observe(&c.buf[i])
+			c.otlp.observe(&c.buf[i])
 		}
 		ring.Commit()
 		if n < len(c.buf) {
@@ -152,6 +186,7 @@ func (c *consumer) drain() {
 		}
 	}
 	c.tel.reg.Consumer().SetRingDrops(ring.Drops())
+	c.otlp.ringDrops(ring.Drops())
 	var ev shm.Event
 	events := c.cp.seg.Events()
 	for events.Next(&ev) {
@@ -182,6 +217,7 @@ func (c *consumer) observe(s *shm.Sample) {
 }
 
 func (c *consumer) event(ev *shm.Event) {
+	c.mqtt.event(ev)
 	var b [2]byte
 	b[0], b[1] = byte(ev.ALState), byte(ev.ALState>>8)
 	st := esc.DecodeALStatus(b[:])

@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -52,6 +53,18 @@ func attachOrStart(ctx context.Context, cfg config.Config, log *slog.Logger) (*C
 				return &CycleProcess{path: path, seg: seg, info: info, pid: p}, nil
 			}
 		}
+		if p := seg.Heartbeat().CyclePID(); p > 0 && syscall.Kill(p, 0) == nil && isCycleProcess(p) {
+			// Alive but not beating: stuck or stopped. Two masters on one
+			// segment must never run, so it goes before a new one starts.
+			log.Warn("killing a cycle process whose heartbeat stopped", "pid", p, "segment", path)
+			_ = syscall.Kill(p, syscall.SIGKILL)
+			for range 100 {
+				if syscall.Kill(p, 0) != nil {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
 		_ = seg.Close()
 		log.Info("removing the segment of a cycle process that is gone", "segment", path)
 		removeSegmentFiles(path)
@@ -80,6 +93,17 @@ func runningCycle(seg *shm.Segment) (int, bool) {
 	}
 	now := rt.Now()
 	return pid, now-mono < int64(heartbeatFresh)
+}
+
+// isCycleProcess reports whether pid runs `ecagent cycle` (the PID in a
+// segment may have been reused by an unrelated process since).
+func isCycleProcess(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(b), "\x00")
+	return len(args) > 1 && args[1] == "cycle"
 }
 
 func removeSegmentFiles(path string) {

@@ -25,6 +25,10 @@ type Config struct {
 	Metrics Metrics `koanf:"metrics" help:"the Prometheus endpoint and cycle statistics"`
 	// Log is the agent's own log.
 	Log Log `koanf:"log" help:"the agent's own log"`
+	// MQTT is the process-data publisher (see mqtt.go).
+	MQTT MQTT `koanf:"mqtt" help:"process data, statistics and events to an MQTT broker (JSON or Sparkplug B)"`
+	// OTLP is the OpenTelemetry metrics export.
+	OTLP OTLP `koanf:"otlp" help:"OpenTelemetry metrics export over OTLP; off unless an endpoint is set here or in OTEL_EXPORTER_OTLP_ENDPOINT"`
 }
 
 // Bus configures the EtherCAT segment the master drives.
@@ -94,6 +98,41 @@ type Log struct {
 	Format string `koanf:"format" help:"log format: text or json"`
 }
 
+// OTLP configures the OpenTelemetry metrics export. Empty values defer to
+// the standard OTEL_EXPORTER_OTLP_* environment variables.
+type OTLP struct {
+	// Endpoint is the collector's base URL; "" uses
+	// OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT, and without either the export
+	// is off.
+	Endpoint string `koanf:"endpoint" help:"collector base URL, e.g. http://collector:4318 (http/protobuf) or http://collector:4317 (grpc); https:// uses TLS; empty uses OTEL_EXPORTER_OTLP_ENDPOINT, and without either the export is off"`
+	// Protocol is grpc or http/protobuf; "" uses
+	// OTEL_EXPORTER_OTLP_[METRICS_]PROTOCOL, else http/protobuf.
+	Protocol string `koanf:"protocol" help:"grpc or http/protobuf; empty uses OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf"`
+	// Interval is the export interval; 0 uses OTEL_METRIC_EXPORT_INTERVAL,
+	// else 10s.
+	Interval time.Duration `koanf:"interval" help:"how often to export; 0 uses OTEL_METRIC_EXPORT_INTERVAL, else 10s"`
+	// Timeout bounds one export; 0 uses OTEL_EXPORTER_OTLP_TIMEOUT, else
+	// 10s.
+	Timeout time.Duration `koanf:"timeout" help:"how long one export may take; 0 uses OTEL_EXPORTER_OTLP_TIMEOUT, else 10s"`
+	// Headers are "name=value" pairs sent with every export; empty uses
+	// OTEL_EXPORTER_OTLP_HEADERS.
+	Headers []string `koanf:"headers" help:"headers sent with every export, as name=value (authentication, tenant); empty uses OTEL_EXPORTER_OTLP_HEADERS"`
+}
+
+// HeaderMap returns Headers as a map, nil when there are none (so that
+// OTEL_EXPORTER_OTLP_HEADERS applies). Validate has checked their shape.
+func (o OTLP) HeaderMap() map[string]string {
+	if len(o.Headers) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(o.Headers))
+	for _, h := range o.Headers {
+		name, value, _ := strings.Cut(h, "=")
+		m[strings.TrimSpace(name)] = strings.TrimSpace(value)
+	}
+	return m
+}
+
 // Bounds enforced by [Config.Validate].
 const (
 	MinPeriod       = 50 * time.Microsecond  // shortest cycle.period
@@ -108,6 +147,10 @@ const (
 	MinWindow       = time.Second            // shortest metrics.window
 	MaxWindow       = time.Hour              // longest metrics.window
 	MaxSlaves       = 65535                  // largest bus.expectedslaves
+	MinOTLPInterval = time.Second            // shortest non-zero otlp.interval
+	MaxOTLPInterval = time.Hour              // longest otlp.interval
+	MinOTLPTimeout  = 100 * time.Millisecond // shortest non-zero otlp.timeout
+	MaxOTLPTimeout  = time.Minute            // longest otlp.timeout
 )
 
 // DefaultMetricsListen is the default metrics.listen. Prometheus's register
@@ -152,6 +195,7 @@ func Default() Config {
 		Status:  Status{Interval: 5 * time.Second},
 		Metrics: Metrics{Listen: DefaultMetricsListen, Window: 10 * time.Second},
 		Log:     Log{Level: "info", Format: "text"},
+		MQTT:    defaultMQTT(),
 	}
 }
 

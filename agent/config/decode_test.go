@@ -91,8 +91,8 @@ func TestClosestKey(t *testing.T) {
 		{"bus.expected_slaves", "bus.expectedslaves"},
 		{"bus.expected.slaves", "bus.expectedslaves"},
 		{"period", "cycle.period"}, // right key, wrong section
-		{"metrics.interval", "status.interval"},
-		{"mqtt.broker", ""},
+		{"metrics.priority", "cycle.priority"},
+		{"modbus.qqqqqq", ""},
 		{"level", "log.level"},
 		{"zzzzzzzz", ""},
 	}

@@ -200,8 +200,8 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`unknown key "bus.period"`, `did you mean "cycle.period"?`}},
 		{"unknown key with an underscore", loadCase{file: "bus:\n  expected_slaves: 2\n"},
 			[]string{`unknown key "bus.expected_slaves"`, `did you mean "bus.expectedslaves"?`}},
-		{"unknown top-level key", loadCase{file: "mqtt:\n  broker: x\n"},
-			[]string{`unknown key "mqtt.broker" ($FILE:2)`}},
+		{"unknown top-level key", loadCase{file: "modbus:\n  broker: x\n"},
+			[]string{`unknown key "modbus.broker" ($FILE:2)`}},
 		{"section given a value", loadCase{file: "cycle: 5\n"},
 			[]string{`unknown key "cycle" ($FILE:1)`, "cycle is a section", "cycle.period"}},
 		{"mapping given for a value", loadCase{file: "cycle:\n  period:\n    ms: 1\n    us: 2\n"},
@@ -326,6 +326,20 @@ func TestGoldenExample(t *testing.T) {
 		Status:  Status{Interval: 0},
 		Metrics: Metrics{Listen: "127.0.0.1:9781", WebConfig: "testdata/web-config.yaml", Window: 30 * time.Second},
 		Log:     Log{Level: "debug", Format: "json"},
+		MQTT: MQTT{
+			Enabled: false, Broker: "ssl://broker.plant:8883", Embedded: "127.0.0.1:11883", ClientID: "edge-07-agent",
+			Username: "edge", Password: "s3cret",
+			TLS: MQTTTLS{CA: "/etc/ecagent/ca.pem", Cert: "/etc/ecagent/client.pem", Key: "/etc/ecagent/client.key",
+				ServerName: "broker.plant", InsecureSkipVerify: true},
+			QoS: 2, Scheme: "sparkplug", Prefix: "plant/ecagent", Interval: time.Second, OnChange: true,
+			Scan: 5 * time.Millisecond, Buffer: 500, BufferFile: "/var/lib/ecagent/mqtt-outbox", Timeout: 10 * time.Second,
+			ReconnectMin: time.Second, ReconnectMax: time.Minute,
+			Slaves: []string{"1 name=valves interval=200ms"}, Signals: []string{"valves/channel_1.output name=pump"},
+			Writes:    MQTTWrites{Enabled: true, Allow: []string{"valves/pump"}},
+			Sparkplug: MQTTSparkplug{Group: "line3", Node: "edge-07"},
+		},
+		OTLP: OTLP{Endpoint: "https://otel-collector.plant:4317", Protocol: "grpc", Interval: 30 * time.Second,
+			Timeout: 5 * time.Second, Headers: []string{"x-tenant=plant-1"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("example.yaml:\n got %+v\nwant %+v", got, want)

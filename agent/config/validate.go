@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -100,6 +101,8 @@ func (c Config) problems(models []string, cpus cpuSet) []*FieldError {
 	if !slices.Contains([]string{"text", "json"}, c.Log.Format) {
 		add("log.format", c.Log.Format, "must be text or json")
 	}
+	out = append(out, c.MQTT.problems()...)
+	out = append(out, c.OTLP.problems()...)
 	return out
 }
 
@@ -170,4 +173,34 @@ func isListenAddress(s string) bool {
 	}
 	_, err = strconv.ParseUint(port, 10, 16)
 	return err == nil
+}
+
+// problems checks the otlp section.
+func (o OTLP) problems() []*FieldError {
+	var out []*FieldError
+	add := func(key string, value any, problem string) {
+		out = append(out, &FieldError{Key: key, Value: formatValue(value), Problem: problem})
+	}
+	if o.Endpoint != "" {
+		u, err := url.Parse(o.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("otlp.endpoint", o.Endpoint, "must be empty (OTEL_EXPORTER_OTLP_ENDPOINT or off) or a URL such as http://collector:4318 or https://collector:4317")
+		}
+	}
+	if !slices.Contains([]string{"", "grpc", "http/protobuf"}, o.Protocol) {
+		add("otlp.protocol", o.Protocol, "must be grpc, http/protobuf, or empty (OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)")
+	}
+	if iv := o.Interval; iv != 0 && !inRange(iv, MinOTLPInterval, MaxOTLPInterval) {
+		add("otlp.interval", iv, betweenDurations(MinOTLPInterval, MaxOTLPInterval)+", or 0 (OTEL_METRIC_EXPORT_INTERVAL, else 10s)")
+	}
+	if to := o.Timeout; to != 0 && !inRange(to, MinOTLPTimeout, MaxOTLPTimeout) {
+		add("otlp.timeout", to, betweenDurations(MinOTLPTimeout, MaxOTLPTimeout)+", or 0 (OTEL_EXPORTER_OTLP_TIMEOUT, else 10s)")
+	}
+	for i, h := range o.Headers {
+		name, _, ok := strings.Cut(h, "=")
+		if name = strings.TrimSpace(name); !ok || name == "" || strings.ContainsAny(name, " \t:") {
+			add(fmt.Sprintf("otlp.headers[%d]", i), h, "must be name=value with a header name without spaces or ':'")
+		}
+	}
+	return out
 }

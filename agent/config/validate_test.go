@@ -100,6 +100,18 @@ func TestValidate(t *testing.T) {
 		{"host with a space", func(c *Config) { c.Host = "edge 1" }, "host"},
 		{"level in capitals", func(c *Config) { c.Log.Level = "INFO" }, "log.level"},
 		{"unknown format", func(c *Config) { c.Log.Format = "logfmt" }, "log.format"},
+		{"otlp over http", func(c *Config) {
+			c.OTLP = OTLP{Endpoint: "https://collector:4318", Protocol: "http/protobuf", Interval: time.Second, Timeout: time.Minute,
+				Headers: []string{"authorization=Bearer x=y", "x-tenant = plant-1"}}
+		}, ""},
+		{"otlp over grpc", func(c *Config) { c.OTLP.Endpoint, c.OTLP.Protocol = "http://10.0.0.5:4317", "grpc" }, ""},
+		{"otlp endpoint without a scheme", func(c *Config) { c.OTLP.Endpoint = "collector:4317" }, "otlp.endpoint"},
+		{"otlp endpoint with another scheme", func(c *Config) { c.OTLP.Endpoint = "grpc://collector:4317" }, "otlp.endpoint"},
+		{"otlp protocol http/json", func(c *Config) { c.OTLP.Protocol = "http/json" }, "otlp.protocol"},
+		{"otlp interval too short", func(c *Config) { c.OTLP.Interval = 100 * time.Millisecond }, "otlp.interval"},
+		{"otlp timeout too long", func(c *Config) { c.OTLP.Timeout = time.Hour }, "otlp.timeout"},
+		{"otlp header without a value", func(c *Config) { c.OTLP.Headers = []string{"x-tenant"} }, "otlp.headers[0]"},
+		{"otlp header with a colon", func(c *Config) { c.OTLP.Headers = []string{"a=b", "x-tenant: a=b"} }, "otlp.headers[1]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,5 +242,16 @@ func TestIsSIIImage(t *testing.T) {
 		if got := IsSIIImage(tt.in); got != tt.want {
 			t.Errorf("IsSIIImage(%q) = %v, want %v", tt.in, got, tt.want)
 		}
+	}
+}
+
+func TestOTLPHeaderMap(t *testing.T) {
+	t.Parallel()
+	if m := (OTLP{}).HeaderMap(); m != nil {
+		t.Errorf("no headers give %v, want nil (OTEL_EXPORTER_OTLP_HEADERS applies)", m)
+	}
+	m := OTLP{Headers: []string{"authorization=Bearer a=b", " x-tenant = plant-1 "}}.HeaderMap()
+	if len(m) != 2 || m["authorization"] != "Bearer a=b" || m["x-tenant"] != "plant-1" {
+		t.Errorf("HeaderMap = %v", m)
 	}
 }
