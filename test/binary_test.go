@@ -41,12 +41,15 @@ func ecagentBinary(t *testing.T) string {
 	return binary
 }
 
-// startSim runs `ecagent sim` inside the wire's namespace until the test ends.
-func startSim(t *testing.T, w wire, devices string) {
+// startSim runs `ecagent sim` inside the wire's namespace until the test
+// ends, with extra flags (fault injection) if given; it returns the
+// process, for signals.
+func startSim(t *testing.T, w wire, devices string, extra ...string) *exec.Cmd {
 	t.Helper()
 	bin := ecagentBinary(t)
 	var stderr bytes.Buffer
-	cmd := exec.Command("ip", "netns", "exec", w.NS, bin, "sim", "--iface", w.SimEnd, "--devices", devices, "--priority", "70")
+	args := append([]string{"netns", "exec", w.NS, bin, "sim", "--iface", w.SimEnd, "--devices", devices, "--priority", "70"}, extra...)
+	cmd := exec.Command("ip", args...)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -66,6 +69,7 @@ func startSim(t *testing.T, w wire, devices string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return cmd
 }
 
 func TestScanCommandOverVeth(t *testing.T) {

@@ -26,7 +26,8 @@ import (
 func startFleetAgent(t *testing.T, tag string, extra ...string) (addr string, a *agentProc) {
 	t.Helper()
 	w := newWire(t, tag)
-	startSim(t, w, strings.Join(referenceSet, ","))
+	// Every 20th answer 3 ms late once the test sends SIGUSR1: lost frames.
+	simProc := startSim(t, w, strings.Join(referenceSet, ","), "--delay", "3ms", "--delay-every", "20", "--delay-on-signal")
 	addr = freePort(t)
 	args := append([]string{"--bus.interface", w.MasterEnd,
 		"--cycle.shm", fmt.Sprintf("/dev/shm/ecagent-%s-%d.shm", tag, os.Getpid()),
@@ -34,6 +35,7 @@ func startFleetAgent(t *testing.T, tag string, extra ...string) (addr string, a 
 		"--metrics.listen", addr, "--metrics.window", "1s",
 		"--mqtt.embedded", freePort(t)}, extra...)
 	a = startAgent(t, args...)
+	a.sim = simProc
 	t.Cleanup(func() {
 		_ = a.cmd.Process.Signal(syscall.SIGTERM)
 		_ = a.cmd.Wait()

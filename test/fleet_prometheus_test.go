@@ -51,7 +51,7 @@ var nativeBucketGrowth = math.Pow(2, 1.0/8)
 func TestPrometheusEndToEnd(t *testing.T) {
 	promBin, major := findPrometheus(t)
 	start := time.Now()
-	addr, _ := startFleetAgent(t, "fpr")
+	addr, agent := startFleetAgent(t, "fpr")
 
 	dir := t.TempDir()
 	rules, err := os.ReadFile(filepath.Join("..", "deploy", "prometheus", "ecagent.rules.yml"))
@@ -138,6 +138,33 @@ scrape_configs:
 	t.Logf("before: recorded p99 %.1f µs, budget %.1f µs", p99*1e6, budget*1e6)
 	if state := alertState(t, api, alert); state != "" {
 		t.Fatalf("%s is %s before any disturbance (p99 %.1f µs, budget %.1f µs): this host is too noisy for the test", alert, state, p99*1e6, budget*1e6)
+	}
+
+	// The simulated segment is told to hold back every 20th answer by 3 ms
+	// (SIGUSR1 switches its --delay on): those frames miss their 1 ms cycle
+	// and the lost-frames alert fires.
+	// A shared VM loses the odd frame by itself, and the alert looks at
+	// five minutes: it may already be pending or firing. What the
+	// injection must change is the loss rate, by far, and the alert must
+	// fire.
+	const lostAlert = "EcagentFramesLost"
+	before, _ := queryScalar(t, api, `sum(increase(ecagent_lost_frames_total[20s]))`)
+	wasState := alertState(t, api, lostAlert)
+	if err := agent.sim.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	delayed := time.Now()
+	waitFor(t, 60*time.Second, lostAlert+" firing", func() bool { return alertState(t, api, lostAlert) == "firing" })
+	time.Sleep(3 * time.Second)
+	lost, _ := queryScalar(t, api, `sum(rate(ecagent_lost_frames_total[3s]))`)
+	t.Logf("%s firing %.1f s after the simulator started delaying answers (state before: %q, %.0f frames lost in the 20 s before; now %.0f lost frames/s)",
+		lostAlert, time.Since(delayed).Seconds(), wasState, before, lost)
+	// Every 20th answer of 1000/s late: about 50 lost frames/s.
+	if lost < 20 || lost < 10*before/20 {
+		t.Errorf("with delays on, %.1f lost frames/s (before: %.0f in 20 s); want about 50/s", lost, before)
+	}
+	if err := agent.sim.Process.Signal(syscall.SIGUSR1); err != nil { // delays off again
+		t.Fatal(err)
 	}
 
 	// A SCHED_FIFO thread above the cycle's priority on the cycle's CPU,

@@ -18,7 +18,8 @@ import (
 // a killed agent, and a pipe would keep Wait waiting for it.
 type agentProc struct {
 	cmd            *exec.Cmd
-	stdout, stderr string // file paths
+	stdout, stderr string    // file paths
+	sim            *exec.Cmd // the simulated segment it runs against, when the test keeps it
 }
 
 func startAgent(t *testing.T, args ...string) *agentProc {

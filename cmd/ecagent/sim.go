@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/signal"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/rt"
@@ -30,6 +33,9 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 	presetAddr := fs.Uint16("preset-address", 0, "start as if a master had already given the devices station addresses from this one on (e.g. 0x03e9); for replaying captures that begin mid-session")
 	presetState := fs.String("preset-state", "PREOP", "with --preset-address: the state the devices start in (INIT or PREOP)")
 	priority := fs.Int("priority", 0, "serve with this SCHED_FIFO priority (1..99), as a real segment answers in microseconds whatever the host does; 0 keeps the normal scheduler")
+	delay := fs.Duration("delay", 0, "hold back answers by this long (fault injection: later than the master's cycle they count as lost frames); 0 disables")
+	delayEvery := fs.Int("delay-every", 1, "with --delay: delay every Nth answer only")
+	delayOnSignal := fs.Bool("delay-on-signal", false, "with --delay: start without delays and switch them on and off with SIGUSR1")
 	level := fs.String("log.level", "info", "log level: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -55,6 +61,24 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 			return usageError{fmt.Errorf("sim: --preset-state %q: want INIT or PREOP", *presetState)}
 		}
 		opts = append(opts, sim.WithPreset(*presetAddr, st))
+	}
+	if *delay < 0 || *delayEvery < 1 {
+		return usageError{fmt.Errorf("sim: --delay %v / --delay-every %d: want a delay ≥ 0 and every ≥ 1", *delay, *delayEvery)}
+	}
+	if *delay > 0 {
+		rd := sim.NewResponseDelay(*delay, *delayEvery)
+		rd.Set(!*delayOnSignal)
+		if *delayOnSignal {
+			toggle := make(chan os.Signal, 1)
+			signal.Notify(toggle, syscall.SIGUSR1)
+			defer signal.Stop(toggle)
+			go func() {
+				for range toggle {
+					rd.Set(!rd.On())
+				}
+			}()
+		}
+		opts = append(opts, sim.WithResponseDelay(rd))
 	}
 	devs, err := sim.ParseDevices(*devices)
 	if err != nil {

@@ -44,6 +44,7 @@ type options struct {
 	logger        *slog.Logger
 	recvTimeout   time.Duration
 	preset        *preset
+	delay         *ResponseDelay
 }
 
 type preset struct {

@@ -39,6 +39,7 @@ func (s *Segment) Serve(ctx context.Context, l link.Link) error {
 		if !s.Process(buf[:n]) {
 			continue
 		}
+		s.opts.delay.hold()
 		if err := l.Send(buf[:n]); err != nil {
 			s.mu.Lock()
 			s.stats.SendErrs++
