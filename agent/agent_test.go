@@ -13,34 +13,17 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/internal/simbus"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/sim"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func TestCheckCycleFitsRefusesTooShortPeriod(t *testing.T) {
-	devs, err := sim.ParseDevices(config.ReferenceDevices())
-	if err != nil {
-		t.Fatal(err)
-	}
-	seg := sim.NewSegment(devs)
-	a, b := link.NewPipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = seg.Serve(ctx, b) }()
-	m, err := master.New(a, &master.Config{Logger: quiet, Timeout: time.Second, SIITimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if err := m.BringUp(ctx); err != nil {
-		t.Fatal(err)
-	}
+	m, _ := simbus.Start(t, config.ReferenceDevices(), master.Config{Logger: quiet})
 	// A frame through the simulator takes microseconds: 1 µs cannot work,
 	// 100 ms always does.
-	err = checkCycleFits(m, time.Microsecond)
+	err := checkCycleFits(m, time.Microsecond)
 	if err == nil || !strings.Contains(err.Error(), "shorter than the bus needs") || !strings.Contains(err.Error(), "at least") {
 		t.Errorf("1µs period: %v", err)
 	}

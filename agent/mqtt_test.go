@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,9 +9,8 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/internal/simbus"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/sim"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt"
 )
@@ -28,23 +26,8 @@ func TestMQTTSignalsMatchTheImage(t *testing.T) {
 	if _, err := os.Stat(specs[6]); err != nil {
 		specs = append(specs[:6], specs[7:]...) // the real SII images are not here
 	}
-	devs, err := sim.ParseDevices(specs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seg := sim.NewSegment(devs)
-	a, b := link.NewPipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = seg.Serve(ctx, b) }()
-	m, err := master.New(a, &master.Config{Logger: quiet, Timeout: time.Second, SIITimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if err := m.BringUp(ctx); err != nil {
-		t.Fatal(err)
-	}
+	m, seg := simbus.Start(t, specs, master.Config{Logger: quiet})
+	devs := seg.Devices()
 	info := newBusInfo(m, time.Millisecond)
 	model, problems := mqtt.NewModel(mqttBus(info), mqtt.Rules{Interval: time.Second})
 	if len(problems) != 0 {

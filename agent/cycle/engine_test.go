@@ -1,14 +1,13 @@
 package cycle
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/ecagent/ecagent/agent/rt"
 	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/internal/simbus"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/sim"
 )
 
@@ -18,23 +17,7 @@ var referenceSet = []string{"EK1100", "EL2004", "EL2004", "EL1014", "EL1014", "E
 // master in OP, the simulated segment and a fresh shared-memory segment.
 func bus(t testing.TB) (*master.Master, *sim.Segment, *shm.Segment) {
 	t.Helper()
-	devs, err := sim.ParseDevices(referenceSet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seg := sim.NewSegment(devs)
-	a, b := link.NewPipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = seg.Serve(ctx, b); close(done) }()
-	m, err := master.New(a, &master.Config{Timeout: time.Second, CycleTimeout: time.Second, SIITimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Close(); cancel(); _ = b.Close(); <-done })
-	if err := m.BringUp(ctx); err != nil {
-		t.Fatal(err)
-	}
+	m, seg := simbus.Start(t, referenceSet, master.Config{})
 	mem, err := shm.New(shm.DefaultLayout())
 	if err != nil {
 		t.Fatal(err)
