@@ -97,12 +97,17 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // demand. It is used from the master's goroutine only.
 type faultyLink struct {
 	link.Link
-	dropSends int    // swallow this many sends: the frame never reaches the segment
-	holdNext  bool   // keep the next answer back and report a timeout instead
-	held      []byte // an answer kept back, delivered before the next one (late, stale)
+	dropSends int      // swallow this many sends: the frame never reaches the segment
+	holdNext  bool     // keep the next answer back and report a timeout instead
+	held      []byte   // an answer kept back, delivered before the next one (late, stale)
+	record    bool     // keep a copy of every frame sent in sent
+	sent      [][]byte // frames sent while record was on
 }
 
 func (f *faultyLink) Send(frame []byte) error {
+	if f.record {
+		f.sent = append(f.sent, append([]byte(nil), frame...))
+	}
 	if f.dropSends > 0 {
 		f.dropSends--
 		return nil

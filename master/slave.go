@@ -21,6 +21,10 @@ const NoParent = -1
 // Outputs) and do not change afterwards; read them freely. The AL state
 // changes and is read with State, which is safe from any goroutine.
 type Slave struct {
+	// mbxCounter is the counter of the last mailbox request sent to the
+	// slave (1..7; 0 before the first), carried from one transfer to the next.
+	mbxCounter uint8
+
 	// Position is the ring position, 0 for the slave next to the master.
 	Position int
 	// StationAddress is the configured station address the master gave it.

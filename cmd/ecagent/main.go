@@ -10,6 +10,7 @@
 //	sim      serve a simulated segment on a network interface
 //	bench    run the cycle for N cycles and report jitter, latency and load
 //	rtcheck  check this host's real-time tuning and say how to fix it
+//	sdo      read or write a CoE object of a slave (SDO upload/download)
 //	version  print the version and build information
 //
 // Exit codes: 0 success, 1 runtime failure (link, bus, I/O), 2 usage or
@@ -61,6 +62,7 @@ func commands() []command {
 	return []command{
 		{name: "run", summary: "bring the bus to OP and run the cycle (the agent)", run: runCommand},
 		{name: "scan", summary: "list the slaves of a segment, like `ethercat slaves`", run: scanCommand},
+		{name: "sdo", summary: "read or write a CoE object (SDO) of a slave", run: sdoCommand},
 		{name: "sim", summary: "serve a simulated EtherCAT segment on a network interface", run: simCommand},
 		{name: "bench", summary: "run the cycle for N cycles and report jitter, latency and load", run: benchCommand},
 		{name: "rtcheck", summary: "check this host's real-time tuning and say how to fix it", run: rtcheckCommand},

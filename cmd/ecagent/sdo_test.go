@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"strings"
+	"testing"
+)
+
+func TestSDOCommandOnSimulatedSegment(t *testing.T) {
+	ctx := context.Background()
+	devices := "EK1100,EL4132,EL3004"
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // must appear in stdout
+		stderr string // must appear in stderr
+	}{
+		{"vendor id", []string{"read", "--slave", "1", "0x1018:1"}, exitOK, "0x1018:01 = 0x00000002 (2)", ""},
+		{"product code as i32", []string{"read", "--slave", "1", "--type", "i32", "0x1018:02"}, exitOK, "= 0x10243052 (270807122)", ""},
+		{"device name", []string{"read", "--slave", "2", "0x1008:0"}, exitOK, `"EL3004 4K. Ana. Eingang -10-+10V"`, ""},
+		{"write code word", []string{"write", "--slave", "2", "--type", "u32", "0xF008:0", "0x12345678"}, exitOK, "written: 0x12345678 (305419896)", ""},
+		{"negative value", []string{"write", "--slave", "2", "--type", "i32", "0xF008:0", "--", "-2"}, exitOK, "written: 0xfffffffe (-2)", ""},
+		{"nonexistent object", []string{"read", "--slave", "1", "0x5555:0"}, exitFailure, "",
+			"0x06020000 (object does not exist in the object dictionary)"},
+		{"wrong length", []string{"write", "--slave", "1", "--type", "u16", "0xF008:0", "7"}, exitFailure, "", "0x06070013"},
+		{"slave without mailbox", []string{"read", "--slave", "0", "0x1000:0"}, exitFailure, "", "no CoE mailbox"},
+		{"slave out of range", []string{"read", "--slave", "7", "0x1000:0"}, exitUsage, "", "the segment has 3 slaves"},
+		{"no slave", []string{"read", "0x1000:0"}, exitUsage, "", "--slave is required"},
+		{"write without type", []string{"write", "--slave", "1", "0xF008:0", "1"}, exitUsage, "", "--type is required"},
+		{"bad object", []string{"read", "--slave", "1", "0x1018"}, exitUsage, "", "want INDEX:SUB"},
+		{"value out of range", []string{"write", "--slave", "1", "--type", "u8", "0xF008:0", "256"}, exitUsage, "", `value "256" as u8`},
+		{"bad operation", []string{"frob", "--slave", "1", "0x1018:1"}, exitUsage, "", "neither read nor write"},
+	}
+	for _, c := range cases {
+		args := append([]string{"sdo", "--devices", devices}, c.args...)
+		code, out, errOut := runCLI(t, ctx, nil, args...)
+		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
+			t.Errorf("%s: ecagent %s: exit %d (want %d)\nstdout: %s\nstderr: %s", c.name, strings.Join(args, " "), code, c.code, out, errOut)
+		}
+	}
+}
+
+func TestParseSDOValue(t *testing.T) {
+	cases := []struct {
+		in, typ string
+		want    string // hex, "" for an error
+	}{
+		{"255", "u8", "ff"},
+		{"0x1234", "u16", "3412"},
+		{"4294967295", "u32", "ffffffff"},
+		{"-1", "i16", "ffff"},
+		{"-128", "i8", "80"},
+		{"0x01:02 ff", "bytes", "0102ff"},
+		{"256", "u8", ""},
+		{"-129", "i8", ""},
+		{"0xzz", "bytes", ""},
+		{"", "bytes", ""},
+	}
+	for _, c := range cases {
+		typ, err := lookupSDOType(c.typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := parseSDOValue(c.in, typ)
+		switch {
+		case c.want == "" && err == nil:
+			t.Errorf("parseSDOValue(%q, %s) = % x, want an error", c.in, c.typ, got)
+		case c.want != "" && (err != nil || hex.EncodeToString(got) != c.want):
+			t.Errorf("parseSDOValue(%q, %s) = % x, %v; want %s", c.in, c.typ, got, err, c.want)
+		}
+	}
+}
