@@ -6,10 +6,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/ecagent/ecagent/agent"
-	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/sim"
 )
 
 func scanCommand(ctx context.Context, e *env, args []string) error {
@@ -18,35 +15,16 @@ func scanCommand(ctx context.Context, e *env, args []string) error {
 			"print a table: position, station address, AL state, identity, name, process\n"+
 			"data size and DC support. Without --iface it scans the built-in simulated\n"+
 			"segment (--devices). The slaves are left in INIT or the state they were in.")
-	def := config.Default()
-	iface := fs.String("iface", "", "network `interface` of the segment (empty: built-in simulated segment)")
-	devices := fs.StringSlice("devices", def.Bus.Devices, "simulated devices when --iface is empty: model names or SII image paths")
+	bus := addBusFlags(fs)
 	expected := fs.Int("expected-slaves", 0, "fail (exit 3) unless exactly this many slaves answer; 0 accepts any")
-	timeout := fs.Duration("timeout", def.Bus.Timeout, "how long one frame waits for its answer")
-	level := fs.String("log.level", "warn", "log level: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg := def
-	cfg.Bus.Interface, cfg.Bus.Devices, cfg.Bus.ExpectedSlaves, cfg.Bus.Timeout = *iface, *devices, *expected, *timeout
-	cfg.Log.Level = *level
-	if err := cfg.ValidateWithModels(sim.Models()); err != nil {
-		return usageError{err}
-	}
-	log := newLogger(e.stderr, cfg.Log.SlogLevel(), "text")
-	seg, err := agent.OpenSegment(cfg, log)
+	_, slaves, closeBus, err := bus.scanBus(ctx, e, *expected)
 	if err != nil {
-		return fmt.Errorf("scan: %w", err)
+		return wrapUnlessUsage("scan", err)
 	}
-	defer seg.Close()
-	m, err := master.New(seg.Link, agent.MasterConfig(cfg, log))
-	if err != nil {
-		return fmt.Errorf("scan: %w", err)
-	}
-	slaves, err := m.Scan(ctx)
-	if err != nil {
-		return fmt.Errorf("scan: %w", err)
-	}
+	defer closeBus()
 	printSlaves(e.stdout, slaves)
 	return nil
 }

@@ -11,11 +11,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/ecagent/ecagent/agent"
-	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/sim"
 	"github.com/spf13/pflag"
 )
 
@@ -55,13 +51,9 @@ func sdoCommand(ctx context.Context, e *env, args []string) error {
 			"digits (optionally 0x-prefixed, with : or space separators) for bytes; put a\n"+
 			"negative VALUE after -- . Reads print the value in hex and decimal. Without\n"+
 			"--iface the built-in simulated segment (--devices) answers.")
-	def := config.Default()
-	iface := fs.String("iface", "", "network `interface` of the segment (empty: built-in simulated segment)")
-	devices := fs.StringSlice("devices", def.Bus.Devices, "simulated devices when --iface is empty: model names or SII image paths")
+	bus := addBusFlags(fs)
 	slave := fs.Int("slave", -1, "ring `position` of the slave (required)")
 	typ := fs.String("type", "", "value type: u8, u16, u32, i8, i16, i32 or bytes (required for write; read: unsigned by length)")
-	timeout := fs.Duration("timeout", def.Bus.Timeout, "how long one frame waits for its answer")
-	level := fs.String("log.level", "warn", "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
@@ -72,26 +64,11 @@ func sdoCommand(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	cfg := def
-	cfg.Bus.Interface, cfg.Bus.Devices, cfg.Bus.Timeout = *iface, *devices, *timeout
-	cfg.Log.Level = *level
-	if err := cfg.ValidateWithModels(sim.Models()); err != nil {
-		return usageError{err}
-	}
-	log := newLogger(e.stderr, cfg.Log.SlogLevel(), "text")
-	seg, err := agent.OpenSegment(cfg, log)
+	m, slaves, closeBus, err := bus.scanBus(ctx, e, 0)
 	if err != nil {
-		return fmt.Errorf("sdo: %w", err)
+		return wrapUnlessUsage("sdo", err)
 	}
-	defer seg.Close()
-	m, err := master.New(seg.Link, agent.MasterConfig(cfg, log))
-	if err != nil {
-		return fmt.Errorf("sdo: %w", err)
-	}
-	slaves, err := m.Scan(ctx)
-	if err != nil {
-		return fmt.Errorf("sdo: %w", err)
-	}
+	defer closeBus()
 	if req.slave >= len(slaves) {
 		return usageError{fmt.Errorf("--slave %d: the segment has %d slaves", req.slave, len(slaves))}
 	}
