@@ -11,8 +11,9 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/ecagent/ecagent/master/esc"
 	"github.com/spf13/pflag"
+
+	"github.com/ecagent/ecagent/master/esc"
 )
 
 // sdoType is how a value given or printed by `ecagent sdo` is laid out.
