@@ -38,6 +38,7 @@ type Device struct {
 	nwin   int
 	mbx    *mailbox
 	pd     processData
+	app    application // the device's own application (a drive), or nil
 
 	downPort int  // the port that leads to the next device
 	hasNext  bool // a device follows on downPort
@@ -53,6 +54,8 @@ type deviceSpec struct {
 	mailboxDelay int   // frames it takes to answer a mailbox request
 	objects      func(*objectDictionary)
 	analog       analogRange
+	// app, if set, builds the device's application (see application).
+	app func(*Device) application
 }
 
 // Defaults applied when a segment option does not say otherwise.
@@ -101,6 +104,9 @@ func newDevice(image []byte, spec deviceSpec) (*Device, error) {
 	}
 	d.pd = newProcessData(spec.analog)
 	d.layoutProcessData()
+	if spec.app != nil {
+		d.app = spec.app(d)
+	}
 	d.stateChanged()
 	d.updateDLStatus()
 	return d, nil

@@ -153,13 +153,16 @@ func (s *Segment) Process(frame []byte) bool {
 		return false
 	}
 	s.frame++
+	now := s.now()
 	if logical {
 		for _, d := range s.devices {
 			d.cycleInputs()
+			if d.app != nil {
+				d.app.processData(now)
+			}
 		}
 	}
 	visited, lost := s.route()
-	now := s.now()
 	var back int64
 	if visited > 0 {
 		back = now + int64(visited-1)*forwardHop + turnDelay
