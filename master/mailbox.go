@@ -283,8 +283,10 @@ func (b *mailbox) receive(ctx context.Context, deadline time.Time) (coe.Message,
 	return msg, nil
 }
 
-// logEmergency reports an emergency message the slave sent.
+// logEmergency reports an emergency message the slave sent: counted,
+// queued for Master.Emergencies and logged.
 func (b *mailbox) logEmergency(e coe.Emergency) {
+	b.m.noteEmergency(b.s, e)
 	b.m.log.Warn("CoE emergency", "slave", b.s.String(), "error_code", fmt.Sprintf("%#04x", e.ErrorCode),
 		"error_register", fmt.Sprintf("%#02x", e.ErrorRegister), "data", fmt.Sprintf("% x", e.Data[:]))
 }

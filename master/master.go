@@ -25,6 +25,8 @@ type Master struct {
 	link     link.Link
 	bus      *Bus
 	counters counters
+	// emergencies holds CoE emergency messages until Emergencies.
+	emergencies emergencyQueue
 
 	slaves []*Slave
 	image  *ProcessImage

@@ -24,6 +24,11 @@ type Stats struct {
 	InvalidFrames uint64
 	// Retries counts bring-up frames sent again after going unanswered.
 	Retries uint64
+	// Emergencies counts CoE emergency messages received from slaves;
+	// EmergenciesDropped those of them lost because Emergencies was not
+	// called often enough to keep the queue from overflowing.
+	Emergencies        uint64
+	EmergenciesDropped uint64
 }
 
 // counters are the live, atomically updated figures behind Stats, so that
@@ -35,6 +40,9 @@ type counters struct {
 	stale     atomic.Uint64
 	invalid   atomic.Uint64
 	retries   atomic.Uint64
+
+	emergencies        atomic.Uint64
+	emergenciesDropped atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -45,5 +53,8 @@ func (c *counters) snapshot() Stats {
 		StaleFrames:   c.stale.Load(),
 		InvalidFrames: c.invalid.Load(),
 		Retries:       c.retries.Load(),
+
+		Emergencies:        c.emergencies.Load(),
+		EmergenciesDropped: c.emergenciesDropped.Load(),
 	}
 }
