@@ -272,7 +272,7 @@ func TestCounters(t *testing.T) {
 	c := r.Consumer()
 	samples := []struct {
 		flags   shm.SampleFlags
-		skipped uint32
+		skipped uint16
 		dcDiff  int32
 	}{
 		{0, 0, 0},

@@ -23,7 +23,7 @@ type cycleSpec struct {
 	rtt      int64  // recv − send, µs
 	wkc      uint16
 	flags    shm.SampleFlags
-	skipped  uint32
+	skipped  uint16
 	deadline int64 // absolute ns; 0: t0 + cycle·target
 }
 

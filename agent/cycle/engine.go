@@ -150,7 +150,7 @@ func (e *Engine) step(deadline int64, skipped uint32) int64 {
 		End:         end,
 		WKC:         res.WKC,
 		ExpectedWKC: res.ExpectedWKC,
-		Skipped:     skipped,
+		Skipped:     uint16(min(skipped, 0xFFFF)),
 	}
 	if res.FrameLost() {
 		s.Flags |= shm.SampleLostFrame

@@ -55,6 +55,9 @@ const (
 	CommandRequestState
 	// CommandAcknowledgeError acknowledges the slave's AL error.
 	CommandAcknowledgeError
+	// CommandResetDriveFault asks the CiA 402 drive helper of the slave to
+	// reset the drive's fault (a rising edge of controlword bit 7).
+	CommandResetDriveFault
 )
 
 // String names k.
@@ -68,6 +71,8 @@ func (k CommandKind) String() string {
 		return "request-state"
 	case CommandAcknowledgeError:
 		return "acknowledge-error"
+	case CommandResetDriveFault:
+		return "reset-drive-fault"
 	}
 	return "CommandKind(" + strconv.Itoa(int(k)) + ")"
 }

@@ -66,7 +66,38 @@ const (
 	EventCycleStarted
 	// EventNote: free text in Text.
 	EventNote
+	// EventEmergency: the slave sent a CoE emergency message; Value holds
+	// it as EmergencyValue packs it (error code, error register, data).
+	EventEmergency
+	// EventDriveState: the CiA 402 drive at Slave changed state; Value is
+	// the new state's number (see package master/cia402), Text its name.
+	EventDriveState
+	// EventDriveFault: the drive at Slave went to fault; Value is its
+	// error code (object 0x603F), Text the state name.
+	EventDriveFault
+	// EventDriveFaultCleared: the drive at Slave left the fault state
+	// after a fault reset.
+	EventDriveFaultCleared
 )
+
+// EmergencyValue packs a CoE emergency message into an Event.Value: the
+// error code in bits 0–15, the error register in bits 16–23 and the five
+// manufacturer-specific bytes in bits 24–63.
+func EmergencyValue(code uint16, register uint8, data [5]byte) uint64 {
+	v := uint64(code) | uint64(register)<<16
+	for i, b := range data {
+		v |= uint64(b) << (24 + 8*i)
+	}
+	return v
+}
+
+// Emergency unpacks an EventEmergency's Value (see EmergencyValue).
+func (e *Event) Emergency() (code uint16, register uint8, data [5]byte) {
+	for i := range data {
+		data[i] = byte(e.Value >> (24 + 8*i))
+	}
+	return uint16(e.Value), uint8(e.Value >> 16), data
+}
 
 // String names k.
 func (k EventKind) String() string {
@@ -89,6 +120,14 @@ func (k EventKind) String() string {
 		return "cycle-started"
 	case EventNote:
 		return "note"
+	case EventEmergency:
+		return "emergency"
+	case EventDriveState:
+		return "drive-state"
+	case EventDriveFault:
+		return "drive-fault"
+	case EventDriveFaultCleared:
+		return "drive-fault-cleared"
 	}
 	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }

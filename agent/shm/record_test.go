@@ -33,6 +33,7 @@ func TestKindStrings(t *testing.T) {
 		{CommandSetOutputs.String(), "set-outputs"},
 		{CommandRequestState.String(), "request-state"},
 		{CommandAcknowledgeError.String(), "acknowledge-error"},
+		{CommandResetDriveFault.String(), "reset-drive-fault"},
 		{CommandKind(99).String(), "CommandKind(99)"},
 		{EventInvalid.String(), "invalid"},
 		{EventStateChange.String(), "state-change"},
@@ -43,11 +44,34 @@ func TestKindStrings(t *testing.T) {
 		{EventCommandRejected.String(), "command-rejected"},
 		{EventCycleStarted.String(), "cycle-started"},
 		{EventNote.String(), "note"},
+		{EventEmergency.String(), "emergency"},
+		{EventDriveState.String(), "drive-state"},
+		{EventDriveFault.String(), "drive-fault"},
+		{EventDriveFaultCleared.String(), "drive-fault-cleared"},
 		{EventKind(77).String(), "EventKind(77)"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
 			t.Errorf("String() = %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+func TestEmergencyValueRoundTrip(t *testing.T) {
+	tests := []struct {
+		code uint16
+		reg  uint8
+		data [5]byte
+	}{
+		{0, 0, [5]byte{}},
+		{0x8611, 0x81, [5]byte{1, 2, 3, 4, 5}},
+		{0xFFFF, 0xFF, [5]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF}},
+	}
+	for _, tt := range tests {
+		e := Event{Kind: EventEmergency, Value: EmergencyValue(tt.code, tt.reg, tt.data)}
+		code, reg, data := e.Emergency()
+		if code != tt.code || reg != tt.reg || data != tt.data {
+			t.Errorf("round trip of %#04x %#02x % x gave %#04x %#02x % x", tt.code, tt.reg, tt.data[:], code, reg, data[:])
 		}
 	}
 }

@@ -44,13 +44,20 @@ type Sample struct {
 	ExpectedWKC uint16
 	// Flags holds what went wrong or what is valid in this cycle.
 	Flags SampleFlags
-	_     uint16
 	// Skipped is the number of deadlines skipped before this cycle
-	// because the previous one overran them.
-	Skipped uint32
-	// DCDiff is the distributed-clock system time difference in
-	// nanoseconds; meaningful only when Flags has SampleDCValid.
+	// because the previous one overran them (saturating at 65535).
+	Skipped uint16
+	// DCDiff is the distributed-clock system time difference of one
+	// slave (register 0x092C, read in turn from each clock) in
+	// nanoseconds, positive when the slave's copy is ahead of the
+	// reference; meaningful only when Flags has SampleDCValid.
 	DCDiff int32
+	// CtlErr is the error of the controller that keeps the master's cycle
+	// on the distributed-clock reference time, in nanoseconds: when the
+	// cyclic frame passed the reference clock, relative to when it
+	// should have (positive: late); meaningful only when Flags has
+	// SampleCtlValid.
+	CtlErr int32
 }
 
 // SampleFlags is a set of per-cycle conditions.
@@ -68,10 +75,13 @@ const (
 	SampleSkipped
 	// SampleDCValid: DCDiff holds a measured value.
 	SampleDCValid
+	// SampleCtlValid: CtlErr holds a measured value (distributed clocks
+	// are configured and the reference time was read this cycle).
+	SampleCtlValid
 )
 
 // sampleFlagNames names the flags in bit order for String.
-var sampleFlagNames = [...]string{"lost-frame", "wkc-mismatch", "overrun", "skipped", "dc-valid"}
+var sampleFlagNames = [...]string{"lost-frame", "wkc-mismatch", "overrun", "skipped", "dc-valid", "ctl-valid"}
 
 // Has reports whether f contains every flag of g.
 func (f SampleFlags) Has(g SampleFlags) bool { return f&g == g }
