@@ -1,8 +1,9 @@
 // Package coe encodes and decodes EtherCAT mailbox messages and the CANopen
 // over EtherCAT (CoE) services carried in them (ETG.1000.6): the mailbox
 // header, the CoE header, SDO requests and responses (expedited, normal and
-// segmented transfers, complete access), SDO abort codes and emergency
-// messages. It only deals with bytes; moving them through a slave's
+// segmented transfers, complete access), SDO abort codes, emergency
+// messages and the SDO information service (OD list, object and entry
+// descriptions, in fragments when long). It only deals with bytes; moving them through a slave's
 // mailbox SyncManagers is the master's job.
 package coe
 

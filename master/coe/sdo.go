@@ -262,20 +262,23 @@ func EncodeMessage(b []byte, counter uint8, request bool, s *SDO) (int, error) {
 
 // Message is a decoded mailbox message. Which parts are set depends on
 // Mailbox.Type and CoE.Service: SDO for SDO requests and responses,
-// Emergency for emergencies, MailboxError for a mailbox error reply.
+// Emergency for emergencies, Info and InfoData for SDO information
+// messages, MailboxError for a mailbox error reply.
 type Message struct {
 	Mailbox      MailboxHeader
 	Data         []byte // the mailbox data after the header, Mailbox.Length bytes
 	CoE          Header
 	SDO          SDO
 	Emergency    Emergency
+	Info         InfoHeader
+	InfoData     []byte // SDO information data after its header
 	MailboxError uint16
 }
 
 // Decode reads a mailbox message from b (a mailbox SyncManager's area or a
 // captured datagram's data; bytes after the announced length are
-// ignored). Parts it does not know (other protocols, SDO information,
-// PDO services) are left in Data. It never panics on malformed input.
+// ignored). Parts it does not know (other protocols, PDO services) are
+// left in Data. It never panics on malformed input.
 func Decode(b []byte) (Message, error) {
 	h, err := DecodeMailboxHeader(b)
 	if err != nil {
@@ -305,6 +308,11 @@ func Decode(b []byte) (Message, error) {
 			if m.Emergency, err = DecodeEmergency(body); err != nil {
 				return Message{}, err
 			}
+		case ServiceSDOInfo:
+			if m.Info, err = DecodeInfoHeader(body); err != nil {
+				return Message{}, err
+			}
+			m.InfoData = body[InfoHeaderLen:]
 		}
 	}
 	return m, nil
