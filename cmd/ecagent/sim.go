@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -23,7 +25,12 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 		"Serve a simulated EtherCAT segment on a network interface: every EtherCAT frame\n"+
 			"that arrives on IF travels through the simulated devices and is sent back, as a\n"+
 			"real segment would answer. Point any master at the other end of a veth pair.\n"+
-			"Built-in models: "+strings.Join(sim.Models(), ", ")+".")
+			"Built-in models: "+strings.Join(sim.Models(), ", ")+".\n\n"+
+			"Distributed clocks: each device with DC runs its own local clock, exactly at the\n"+
+			"host's rate unless --drift gives it a drift in ppm (like a real quartz, within\n"+
+			"about ±100 ppm); the ESC's control loop then slews it towards the reference when\n"+
+			"the master sends the system time (FRMW 0x0910). --hop-delay sets how long a frame\n"+
+			"takes from one device to the next, which the master measures as propagation delay.")
 	iface := fs.String("iface", "", "network `interface` to serve on (needs CAP_NET_RAW); this or --link-fd")
 	linkFD := fs.Int("link-fd", -1, "serve on this inherited socket-pair file descriptor instead of an interface (used by ecagent run)")
 	devices := fs.StringSlice("devices", config.ReferenceDevices(),
@@ -36,6 +43,9 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 	delay := fs.Duration("delay", 0, "hold back answers by this long (fault injection: later than the master's cycle they count as lost frames); 0 disables")
 	delayEvery := fs.Int("delay-every", 1, "with --delay: delay every Nth answer only")
 	delayOnSignal := fs.Bool("delay-on-signal", false, "with --delay: start without delays and switch them on and off with SIGUSR1")
+	drift := fs.String("drift", "", "drift of each device's local clock in ppm, comma-separated in ring order, e.g. 100,-100; the `LIST` repeats when shorter than the line (at most ±"+
+		strconv.FormatFloat(sim.MaxClockDrift, 'g', -1, 64)+" ppm); empty: clocks run at the host's rate")
+	hopDelay := fs.Int("hop-delay", 140, "`NS` a frame takes from one device to the next; beyond 140 it is cable delay, which the way back meets too")
 	level := fs.String("log.level", "info", "log level: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -55,6 +65,17 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 		return usageError{fmt.Errorf("sim: --sii-busy-frames %d: must be 0 or more", *busy)}
 	}
 	opts := []sim.Option{sim.WithInputPattern(p), sim.WithSIIBusyFrames(*busy)}
+	if *drift != "" {
+		ppm, err := parseDrift(*drift)
+		if err != nil {
+			return usageError{err}
+		}
+		opts = append(opts, sim.WithClockDrift(ppm...))
+	}
+	if *hopDelay < 0 {
+		return usageError{fmt.Errorf("sim: --hop-delay %d: must be 0 or more", *hopDelay)}
+	}
+	opts = append(opts, sim.WithHopDelay(*hopDelay))
 	if *presetAddr != 0 {
 		st, ok := esc.ParseALState(strings.ToUpper(*presetState))
 		if !ok || (st != esc.StateInit && st != esc.StatePreOp) {
@@ -115,4 +136,23 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("sim: %w", err)
 	}
 	return nil
+}
+
+// parseDrift parses the --drift list: one drift in ppm per device,
+// comma-separated.
+func parseDrift(list string) ([]float64, error) {
+	fields := strings.Split(list, ",")
+	ppm := make([]float64, 0, len(fields))
+	for _, f := range fields {
+		f = strings.TrimSpace(f)
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("sim: --drift %q: %q is not a drift in ppm", list, f)
+		}
+		if math.Abs(v) > sim.MaxClockDrift {
+			return nil, fmt.Errorf("sim: --drift %q: %q is beyond ±%g ppm", list, f, sim.MaxClockDrift)
+		}
+		ppm = append(ppm, v)
+	}
+	return ppm, nil
 }

@@ -191,6 +191,9 @@ func (d *Device) refreshRegisters(lo, hi int, f *frameContext) {
 	if d.hasDC && lo <= int(esc.RegDCSystemTime)+7 && hi >= int(esc.RegDCSystemTime) {
 		d.clock.refreshSystemTime(d.mem.b[:], f.arrival)
 	}
+	if d.hasDC {
+		d.refreshSync(lo, hi, f.arrival)
+	}
 }
 
 // overlaps reports whether [lo, hi] and [a, b] intersect.
@@ -227,5 +230,14 @@ func (d *Device) registersWritten(lo, hi int, f *frameContext) {
 		from := max(lo, int(esc.RegDCSystemTime))
 		to := min(hi, int(esc.RegDCSystemTime)+7)
 		d.clock.systemTimeWritten(regs, regs[from:to+1], from-int(esc.RegDCSystemTime), f.arrival)
+	}
+	if d.hasDC && overlaps(lo, hi, int(esc.RegDCSpeedStart), int(esc.RegDCSpeedStart)+1) {
+		d.clock.speedStartWritten(regs, f.arrival)
+	}
+	if d.hasDC && overlaps(lo, hi, int(esc.RegDCFilterDepth), int(esc.RegDCFilterDepth)) {
+		d.clock.filterDepthWritten(regs)
+	}
+	if d.hasDC {
+		d.syncRegistersWritten(lo, hi, f.arrival)
 	}
 }

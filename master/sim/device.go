@@ -33,12 +33,14 @@ type Device struct {
 	eeprom eepromInterface
 	esm    stateMachine
 	clock  clock
+	sync   syncUnit // the cyclic unit (SYNC0/SYNC1), on devices with DC
 	sms    [16]syncManager
 	win    [16]fmmuWindow
 	nwin   int
 	mbx    *mailbox
 	pd     processData
 	app    application // the device's own application (a drive), or nil
+	seg    *Segment    // the segment the device is in, or nil
 
 	downPort int  // the port that leads to the next device
 	hasNext  bool // a device follows on downPort

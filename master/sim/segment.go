@@ -20,6 +20,7 @@ type Segment struct {
 	start   time.Time
 	now     func() int64 // segment time in ns; tests may replace it
 	frame   uint64       // frames processed
+	hops    hops         // propagation model
 	stats   Stats
 	states  []esc.ALStatus // last states reported to the logger
 	codes   []esc.ALStatusCode
@@ -45,6 +46,8 @@ type options struct {
 	recvTimeout   time.Duration
 	preset        *preset
 	delay         *ResponseDelay
+	hopDelay      int       // forward hop, ns
+	drift         []float64 // ppm per device, repeating
 }
 
 type preset struct {
@@ -81,17 +84,39 @@ func WithInputPattern(p Pattern) Option { return func(o *options) { o.pattern = 
 // level, and its start and end.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
+// WithClockDrift gives the devices' local clocks a drift, in ppm, in
+// line order: the first value for the first device, and so on; when there
+// are fewer values than devices the list repeats (one value gives every
+// device the same drift). Values are clamped to ±MaxClockDrift. Without
+// it the clocks run at exactly the simulator's rate.
+func WithClockDrift(ppm ...float64) Option {
+	p := append([]float64(nil), ppm...)
+	return func(o *options) { o.drift = p }
+}
+
+// WithHopDelay sets the time, in ns, a frame takes from one device to the
+// next (default 140 ns, what real E-bus terminals show). The difference
+// to the default is link delay that the frame also meets on its way back
+// (the return hop, 20 ns by default, never goes below zero), so the
+// delays masters measure grow by about ns − 140 per device.
+func WithHopDelay(ns int) Option { return func(o *options) { o.hopDelay = max(ns, 0) } }
+
 // NewSegment connects devices in a line, in order, and returns the segment.
 // The devices become part of it (a device must not be in two segments).
 func NewSegment(devices []*Device, opts ...Option) *Segment {
-	o := options{siiBusyFrames: defaultSIIBusyFrames, esmDelay: -1, mailboxDelay: -1, recvTimeout: 100 * time.Millisecond}
+	o := options{siiBusyFrames: defaultSIIBusyFrames, esmDelay: -1, mailboxDelay: -1, recvTimeout: 100 * time.Millisecond,
+		hopDelay: forwardHop}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Segment{devices: append([]*Device(nil), devices...), opts: o, start: time.Now()}
+	s := &Segment{devices: append([]*Device(nil), devices...), opts: o, start: time.Now(), hops: hopsFor(o.hopDelay)}
 	s.now = func() int64 { return int64(time.Since(s.start)) }
 	for i, d := range s.devices {
 		d.mu = &s.mu
+		d.seg = s
+		if len(o.drift) > 0 {
+			d.clock.setDrift(ppbOf(o.drift[i%len(o.drift)]), 0)
+		}
 		d.hasNext = i < len(s.devices)-1
 		d.eeprom.busyFrames = o.siiBusyFrames
 		if o.esmDelay >= 0 {
@@ -165,16 +190,16 @@ func (s *Segment) Process(frame []byte) bool {
 	visited, lost := s.route()
 	var back int64
 	if visited > 0 {
-		back = now + int64(visited-1)*forwardHop + turnDelay
+		back = now + int64(visited-1)*s.hops.forward + s.hops.turn
 	}
 	// Times at which the frame comes back into each device's downstream
 	// port, from the last device towards the first.
 	for k := visited - 1; k >= 0; k-- {
 		d := s.devices[k]
-		fc := frameContext{number: s.frame, arrival: now + int64(k)*forwardHop}
+		fc := frameContext{number: s.frame, arrival: now + int64(k)*s.hops.forward}
 		if k < visited-1 {
-			fc.back, fc.hasBack = back+returnHop, true
-			back = fc.back + passDelay
+			fc.back, fc.hasBack = back+s.hops.back, true
+			back = fc.back + s.hops.pass
 		}
 		d.ctx = fc
 	}
