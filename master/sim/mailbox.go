@@ -2,6 +2,8 @@ package sim
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 
 	"github.com/ecagent/ecagent/master/esc"
 )
@@ -21,6 +23,7 @@ const (
 
 // CoE services.
 const (
+	coeEmergency   = 1
 	coeSDORequest  = 2
 	coeSDOResponse = 3
 	coeSDOInfo     = 8
@@ -30,6 +33,7 @@ const (
 const (
 	abortToggle         = 0x05030000
 	abortCommand        = 0x05040001
+	abortOutOfMemory    = 0x05040005
 	abortUnsupported    = 0x06010000
 	abortReadOnly       = 0x06010002
 	abortNoObject       = 0x06020000
@@ -45,35 +49,75 @@ const (
 	segmentResponseBase = mailboxHeaderLen + coeHeaderLen + 1
 )
 
+// replyQueueLen is how many messages the application controller keeps
+// ready behind the one in the send SyncManager: an emergency and the SDO
+// reply it interrupted, or a few SDO information fragments.
+const replyQueueLen = 4
+
+// message is one mailbox message, header included.
+type message struct {
+	b [maxMailboxBytes]byte
+	n int
+}
+
 // mailbox is the application controller's side of the mailbox: it takes a
 // request out of the receive SyncManager a few frames after the master
-// wrote it, answers CoE SDO requests from the object dictionary and puts
-// the reply into the send SyncManager when that is empty.
+// wrote it, answers CoE SDO and SDO information requests from the object
+// dictionary and puts its messages, in order, into the send SyncManager
+// whenever that is empty. It keeps the last message it put there and
+// offers it again when the master toggles the repeat request.
 type mailbox struct {
-	d            *Device
-	od           *objectDictionary
-	delay        int
-	outSM, inSM  int
-	pending      bool
-	armed        bool
-	left         int
-	ready        bool
-	resp         [maxMailboxBytes]byte
-	respLen      int
-	counter      uint8
-	scratch      [maxMailboxBytes]byte
+	d           *Device
+	od          *objectDictionary
+	delay       int
+	outSM, inSM int
+	pending     bool
+	armed       bool
+	left        int
+	resp        [maxMailboxBytes]byte // the reply being built
+	counter     uint8
+	scratch     [maxMailboxBytes]byte
+
+	queue  [replyQueueLen]message // ready messages, oldest at head
+	head   int
+	queued int
+	last   message // the last message put into the send SyncManager
+	// dropped counts emergencies lost because the queue was full.
+	dropped int
+
 	upload       []byte // rest of a segmented upload, aliasing uploadBuf
 	uploadBuf    [maxMailboxBytes * 4]byte
 	uploadToggle bool
+
+	download downloadState
+	info     infoState
+}
+
+// downloadState is a segmented download in progress.
+type downloadState struct {
+	active   bool
+	index    uint16
+	sub      uint8
+	complete bool
+	toggle   bool
+	size     int
+	data     []byte // received so far, aliasing buf
+	buf      [maxMailboxBytes * 4]byte
 }
 
 func newMailbox(d *Device, od *objectDictionary, delay int) *mailbox {
 	return &mailbox{d: d, od: od, delay: max(delay, 0), outSM: 0, inSM: 1}
 }
 
-// reset forgets everything in progress (the device went to INIT).
+// reset forgets everything in progress (the device went to INIT): queued
+// messages, transfers, the repeat handshake.
 func (m *mailbox) reset() {
-	m.pending, m.armed, m.ready, m.upload, m.counter = false, false, false, nil, 0
+	m.pending, m.armed, m.upload, m.counter = false, false, nil, 0
+	m.head, m.queued, m.last.n = 0, 0, 0
+	m.download.active, m.info.rest = false, nil
+	if m.inSM < m.d.nsm {
+		m.d.mem.b[int(esc.RegSyncManager(m.inSM))+smPDIControlOffset] &^= smRepeatBit
+	}
 }
 
 // received is called when the master has filled SyncManager sm.
@@ -99,27 +143,132 @@ func (m *mailbox) tick(uint64) {
 			m.serve()
 		}
 	}
+	m.checkRepeat()
 	m.deliver()
 }
 
-// deliver puts a ready reply into the send SyncManager when it is empty.
+// Repeat handshake bits: the master's repeat request in the send
+// SyncManager's activate register (0x0806+8n), the application's
+// acknowledge in its PDI control register (0x0807+8n).
+const (
+	smActivateOffset   = 6
+	smPDIControlOffset = 7
+	smRepeatBit        = 0x02
+)
+
+// checkRepeat answers a toggled repeat request: the last message goes back
+// into the send SyncManager (unless it still holds it, the master's read
+// never having reached the device) and the acknowledge follows the
+// request.
+func (m *mailbox) checkRepeat() {
+	if m.inSM >= m.d.nsm {
+		return
+	}
+	base := int(esc.RegSyncManager(m.inSM))
+	req := m.d.mem.b[base+smActivateOffset] & smRepeatBit
+	if m.d.mem.b[base+smPDIControlOffset]&smRepeatBit == req {
+		return
+	}
+	s := &m.d.sms[m.inSM]
+	if !s.on || s.pdiOff || !s.mailbox || s.ecatWrite {
+		return
+	}
+	if !s.full && m.last.n > 0 {
+		m.offer(&m.last)
+	}
+	m.d.mem.b[base+smPDIControlOffset] = m.d.mem.b[base+smPDIControlOffset]&^smRepeatBit | req
+}
+
+// deliver puts the oldest ready message into the send SyncManager when it
+// is empty, after topping the queue up with SDO information fragments.
 func (m *mailbox) deliver() {
-	if !m.ready || m.inSM >= m.d.nsm {
+	m.fillInfo()
+	if m.queued == 0 || m.inSM >= m.d.nsm {
 		return
 	}
 	s := &m.d.sms[m.inSM]
 	if !s.on || s.pdiOff || s.full || !s.mailbox || s.ecatWrite {
 		return
 	}
+	q := &m.queue[m.head]
+	m.head, m.queued = (m.head+1)%replyQueueLen, m.queued-1
+	m.last.n = copy(m.last.b[:], q.b[:q.n])
+	m.offer(&m.last)
+}
+
+// offer writes msg into the (empty) send SyncManager and marks it full.
+func (m *mailbox) offer(msg *message) {
+	s := &m.d.sms[m.inSM]
 	area := m.d.mem.b[s.start:s.end]
-	n := copy(area, m.resp[:m.respLen])
+	n := copy(area, msg.b[:msg.n])
 	clear(area[n:])
-	s.full, m.ready = true, false
+	s.full = true
 	m.d.setSMStatus(m.inSM, smStatusFull|smStatusWriteEvent)
 }
 
-// serve takes the request out of the receive SyncManager and prepares the
-// reply.
+// queueFree reports how many more messages the queue takes.
+func (m *mailbox) queueFree() int { return replyQueueLen - m.queued }
+
+// enqueue puts a finished message (header included, n bytes of src) at
+// the end of the queue; it reports false when the queue is full.
+func (m *mailbox) enqueue(src []byte) bool {
+	if m.queued == replyQueueLen {
+		return false
+	}
+	q := &m.queue[(m.head+m.queued)%replyQueueLen]
+	q.n = copy(q.b[:], src)
+	m.queued++
+	return true
+}
+
+// emergency queues a CoE emergency message behind the messages already
+// waiting (an SDO reply that is not read yet stays in front of it). It is
+// dropped, and counted in m.dropped, when the queue is full.
+func (m *mailbox) emergency(code uint16, reg uint8, data [5]byte) {
+	var b [mailboxHeaderLen + coeHeaderLen + 8]byte
+	m.counter = m.counter%7 + 1
+	binary.LittleEndian.PutUint16(b[0:], coeHeaderLen+8)
+	b[5] = mbxTypeCoE | m.counter<<4
+	binary.LittleEndian.PutUint16(b[mailboxHeaderLen:], coeEmergency<<12)
+	e := b[mailboxHeaderLen+coeHeaderLen:]
+	binary.LittleEndian.PutUint16(e, code)
+	e[2] = reg
+	copy(e[3:], data[:])
+	if !m.enqueue(b[:]) {
+		m.dropped++
+	}
+}
+
+// ErrNoCoE is returned by SendEmergency for a device without a CoE
+// mailbox.
+var ErrNoCoE = errors.New("sim: device has no CoE mailbox")
+
+// ErrMailboxQueueFull is returned by SendEmergency when the device's
+// messages for the master are piling up unread.
+var ErrMailboxQueueFull = errors.New("sim: mailbox send queue full")
+
+// SendEmergency makes the device send a CoE emergency message (CiA 301
+// error code, error register, five manufacturer specific bytes): it goes
+// into the send mailbox behind the messages already waiting there, as a
+// device's application would queue it.
+func (d *Device) SendEmergency(code uint16, reg uint8, data [5]byte) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.mbx == nil {
+		return fmt.Errorf("sim: %s: emergency %#04x: %w", d.name, code, ErrNoCoE)
+	}
+	if d.mbx.queueFree() == 0 {
+		return fmt.Errorf("sim: %s: emergency %#04x: %w", d.name, code, ErrMailboxQueueFull)
+	}
+	d.mbx.emergency(code, reg, data)
+	d.mbx.deliver()
+	return nil
+}
+
+// serve takes the request out of the receive SyncManager and queues the
+// reply. While the queue is full (messages the master does not read) the
+// request stays in the receive SyncManager, which keeps it closed to the
+// master's next write, and serve tries again on the next frame.
 func (m *mailbox) serve() {
 	if m.outSM >= m.d.nsm {
 		return
@@ -128,8 +277,13 @@ func (m *mailbox) serve() {
 	if !s.full {
 		return
 	}
+	if m.queueFree() == 0 {
+		m.pending, m.left = true, 0
+		return
+	}
 	req := m.d.mem.b[s.start:s.end]
 	s.full = false
+	m.info.rest = nil // a new request ends an SDO information response
 	m.d.setSMStatus(m.outSM, smStatusReadEvent)
 	if m.replyCapacity() < coeHeaderLen+sdoHeaderLen+4 {
 		return // no room for any reply: the application ignores the mailbox
@@ -168,7 +322,9 @@ func (m *mailbox) reply(typ uint8, n int) {
 	binary.LittleEndian.PutUint16(m.resp[0:], uint16(n))
 	m.resp[2], m.resp[3], m.resp[4] = 0, 0, 0
 	m.resp[5] = typ | m.counter<<4
-	m.respLen, m.ready = mailboxHeaderLen+n, true
+	if !m.enqueue(m.resp[:mailboxHeaderLen+n]) {
+		m.dropped++
+	}
 }
 
 func (m *mailbox) mailboxError(code uint16) {
@@ -191,12 +347,7 @@ func (m *mailbox) coe(body []byte) {
 		}
 		m.sdo(body[coeHeaderLen:])
 	case coeSDOInfo:
-		// SDO information is not provided: answer with an SDO info error.
-		out := m.resp[mailboxHeaderLen:]
-		binary.LittleEndian.PutUint16(out, coeSDOInfo<<12)
-		out[2], out[3], out[4], out[5] = 0x07, 0, 0, 0
-		binary.LittleEndian.PutUint32(out[6:], abortUnsupported)
-		m.reply(mbxTypeCoE, 10)
+		m.sdoInfo(body[coeHeaderLen:])
 	default:
 		m.mailboxError(mbxErrServiceNotSupported)
 	}
@@ -291,6 +442,7 @@ func (m *mailbox) sdo(req []byte) {
 		}
 		m.reply(mbxTypeCoE, coeHeaderLen+1+size)
 	case 1: // initiate download
+		m.download.active = false
 		var data []byte
 		switch {
 		case cmd&0x02 != 0: // expedited
@@ -301,29 +453,95 @@ func (m *mailbox) sdo(req []byte) {
 			data = req[4 : 4+size]
 		default:
 			size := int(binary.LittleEndian.Uint32(req[4:]))
-			if sdoHeaderLen+size > len(req) {
-				m.abort(index, sub, abortUnsupported) // segmented download
+			data = req[sdoHeaderLen:]
+			if size > len(data) {
+				m.startDownload(index, sub, complete, size, data, req)
 				return
 			}
-			data = req[sdoHeaderLen : sdoHeaderLen+size]
+			data = data[:size]
 		}
 		if code := m.write(index, sub, data, complete); code != 0 {
 			m.abort(index, sub, code)
 			return
 		}
-		h := m.sdoReply()
-		h[0] = 0x60
-		binary.LittleEndian.PutUint16(h[1:], index)
-		h[3] = sub
-		// The real EL3004 answers in the request's buffer: the data bytes
-		// of the request stay in the response.
-		copy(h[4:], req[4:8])
-		m.reply(mbxTypeCoE, coeHeaderLen+sdoHeaderLen)
+		m.downloadReply(index, sub, req)
+	case 0: // download segment
+		m.downloadSegment(cmd, req)
 	case 4: // abort from the master
-		m.upload = nil
+		m.upload, m.download.active = nil, false
 	default:
 		m.abort(index, sub, abortCommand)
 	}
+}
+
+// downloadReply answers a successful initiate download request.
+func (m *mailbox) downloadReply(index uint16, sub uint8, req []byte) {
+	h := m.sdoReply()
+	h[0] = 0x60
+	binary.LittleEndian.PutUint16(h[1:], index)
+	h[3] = sub
+	// The real EL3004 answers in the request's buffer: the data bytes
+	// of the request stay in the response.
+	copy(h[4:], req[4:8])
+	m.reply(mbxTypeCoE, coeHeaderLen+sdoHeaderLen)
+}
+
+// startDownload begins a segmented download: the initiate request
+// announced size bytes and carried the first part, data.
+func (m *mailbox) startDownload(index uint16, sub uint8, complete bool, size int, data, req []byte) {
+	switch {
+	case m.od.find(index) == nil:
+		m.abort(index, sub, abortNoObject)
+		return
+	case size > len(m.download.buf):
+		m.abort(index, sub, abortOutOfMemory)
+		return
+	}
+	dl := &m.download
+	dl.active, dl.index, dl.sub, dl.complete, dl.toggle, dl.size = true, index, sub, complete, false, size
+	dl.data = append(dl.buf[:0], data...)
+	m.downloadReply(index, sub, req)
+}
+
+// downloadSegment serves a download segment request: the toggle must
+// alternate, starting with 0; the last segment writes the object.
+func (m *mailbox) downloadSegment(cmd byte, req []byte) {
+	dl := &m.download
+	if !dl.active {
+		m.abort(0, 0, abortCommand)
+		return
+	}
+	if toggle := cmd&0x10 != 0; toggle != dl.toggle {
+		dl.active = false
+		m.abort(dl.index, dl.sub, abortToggle)
+		return
+	}
+	data := req[1:]
+	if len(data) <= 7 {
+		n := 7 - int(cmd>>1&0x07)
+		data = data[:min(n, len(data))]
+	}
+	if len(dl.data)+len(data) > dl.size {
+		dl.active = false
+		m.abort(dl.index, dl.sub, abortLengthHigh)
+		return
+	}
+	dl.data = append(dl.data, data...)
+	if cmd&0x01 != 0 { // last segment
+		dl.active = false
+		code := uint32(abortLengthLow)
+		if len(dl.data) == dl.size {
+			code = m.write(dl.index, dl.sub, dl.data, dl.complete)
+		}
+		if code != 0 {
+			m.abort(dl.index, dl.sub, code)
+			return
+		}
+	}
+	h := m.sdoReply()
+	h[0] = 0x20 | cmd&0x10
+	m.reply(mbxTypeCoE, coeHeaderLen+sdoHeaderLen)
+	dl.toggle = !dl.toggle
 }
 
 // value returns the current value of entry e of object index appended to
@@ -382,16 +600,13 @@ func (m *mailbox) write(index uint16, sub uint8, data []byte, complete bool) uin
 		return abortNoObject
 	}
 	if complete {
-		return abortUnsupported
+		return m.writeComplete(o, sub, data)
 	}
 	e := o.entry(sub)
+	if code := m.writable(e); code != 0 {
+		return code
+	}
 	switch {
-	case e == nil:
-		return abortNoSubIndex
-	case e.process || e.access == readOnly:
-		return abortReadOnly
-	case e.access == writablePreOp && m.d.esm.state != esc.StatePreOp:
-		return abortDeviceState
 	case e.dataType == typeVisibleString:
 		e.value = append(e.value[:0], data...)
 		return 0
@@ -402,9 +617,80 @@ func (m *mailbox) write(index uint16, sub uint8, data []byte, complete bool) uin
 	case sub == 0 && o.code != codeVar && int(data[0]) >= len(o.entries):
 		return abortValueRange
 	}
+	if code := m.d.pdoWriteAbort(m.od, index, sub, data); code != 0 {
+		return code
+	}
 	copy(e.value, data)
+	m.written(index)
+	return 0
+}
+
+// written follows a successful write of object index.
+func (m *mailbox) written(index uint16) {
 	if index >= 0x1600 && index <= 0x1C2F { // PDO mapping or assignment
 		m.d.layoutProcessData()
 	}
+}
+
+// writable returns the abort code for writing entry e now, or 0.
+func (m *mailbox) writable(e *entry) uint32 {
+	switch {
+	case e == nil:
+		return abortNoSubIndex
+	case e.process || e.access == readOnly:
+		return abortReadOnly
+	case e.access == writablePreOp && m.d.esm.state != esc.StatePreOp:
+		return abortDeviceState
+	}
+	return 0
+}
+
+// writeComplete stores a complete access download into o: from sub-index
+// 0 (its value travels as 16 bits, then sub-indexes 1..value) or from
+// sub-index 1 (sub-indexes 1..current count). Every entry must be
+// writable and the data exactly as long as their values; nothing changes
+// otherwise.
+func (m *mailbox) writeComplete(o *object, sub uint8, data []byte) uint32 {
+	if sub > 1 || o.code == codeVar || len(o.entries) == 0 {
+		return abortUnsupported
+	}
+	n := int(o.entries[0].value[0])
+	if sub == 0 {
+		if len(data) < 2 {
+			return abortLengthLow
+		}
+		if code := m.writable(&o.entries[0]); code != 0 {
+			return code
+		}
+		n, data = int(data[0]), data[2:]
+	}
+	need := 0
+	for k := 1; k <= n; k++ {
+		e := o.entry(uint8(k))
+		if e == nil {
+			return abortValueRange
+		}
+		if code := m.writable(e); code != 0 {
+			return code
+		}
+		need += len(e.value)
+	}
+	switch {
+	case len(data) > need:
+		return abortLengthHigh
+	case len(data) < need:
+		return abortLengthLow
+	}
+	if code := m.d.pdoCompleteWriteAbort(m.od, o.index, n, data); code != 0 {
+		return code
+	}
+	if sub == 0 {
+		o.entries[0].value[0] = uint8(n)
+	}
+	for k := 1; k <= n; k++ {
+		e := o.entry(uint8(k))
+		data = data[copy(e.value, data):]
+	}
+	m.written(o.index)
 	return 0
 }
