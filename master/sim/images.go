@@ -358,3 +358,116 @@ func analogOutObjects(deviceType uint32) func(*objectDictionary) {
 		od.addVar(0xF008, "Code word", typeUint32, u32(0), writableAlways)
 	}
 }
+
+// akd is the Kollmorgen AKD servo drive (CoE, CiA 402), laid out like the
+// real AKD's EEPROM (shared/testdata/real-hw/sii/akd.bin): identity,
+// 1 KiB mailboxes at 0x1800/0x1C00, process data SyncManagers at 0x1100
+// and 0x1140 sized by the master, the General, FMMU, SyncManager and DC
+// categories and the vendor categories with the part number. The PDOs
+// are ours where the drive's default mapping needs it: the flexible 0x1600
+// and 0x1A00 carry the CiA 402 default mapping of the simulated drive and
+// are assigned; 0x1601–0x1603 and 0x1A01–0x1A03 are empty; the fixed
+// 0x1701, 0x1702, 0x1724, 0x1B01, 0x1B24 and 0x1B26 are the real AKD's
+// (they make their objects mappable into the flexible PDOs too).
+func akd() *sii.Device {
+	h := sii.Header{PDIControl: 0x0009, PDIConfig: 0x0800,
+		Identity:   sii.Identity{VendorID: kollmorgen, ProductCode: akdProduct, RevisionNumber: 2},
+		EEPROMSize: 15, Version: 1}
+	h.BootstrapMailbox = sii.Mailbox{ReceiveOffset: 0x1800, ReceiveSize: 0x400, SendOffset: 0x1C00, SendSize: 0x400}
+	h.StandardMailbox = h.BootstrapMailbox
+	h.MailboxProtocols = sii.ProtocolEoE | sii.ProtocolCoE | sii.ProtocolFoE
+	// String indexes.
+	const (
+		sDcSync = 6 + iota
+		sDcOff
+		sInputs
+		sOutputs
+		sStatusword
+		sControlword
+		sModes
+		sModesDisplay
+		sTargetPosition
+		sTargetVelocity
+		sTargetTorque
+		sPosition
+		sPositionInternal
+		sVelocity
+		sTorque
+		sErrorCode
+		sSetPoint
+		sTorqueOffset
+		sDigitalInputs
+		sAnalogIn
+		sFollowingError
+	)
+	ss := []string{"AKD", "Drive", "Drives", "AKD EtherCAT Drive (CoE)", "DRIVE", "DcSync", "DcOff",
+		"Inputs", "Outputs", "Statusword", "Controlword", "Modes of operation", "Modes of operation display",
+		"Target position", "Target velocity", "Target torque", "Position actual value",
+		"Position actual internal value", "Velocity actual value", "Torque actual value", "Error code",
+		"1st set-point", "Torque offset", "Digital inputs", "AIN.VALUE", "Following error actual value"}
+	rx := func(index uint16, sm uint8, flags sii.PDOFlags, es ...sii.PDOEntry) sii.PDO {
+		return sii.PDO{Index: index, SyncManager: sm, NameIndex: sOutputs, Flags: flags, Entries: es}
+	}
+	tx := func(index uint16, sm uint8, flags sii.PDOFlags, es ...sii.PDOEntry) sii.PDO {
+		return sii.PDO{Index: index, SyncManager: sm, NameIndex: sInputs, Flags: flags, Entries: es}
+	}
+	e := func(index uint16, sub, name, dataType, bits uint8) sii.PDOEntry {
+		return sii.PDOEntry{Index: index, SubIndex: sub, NameIndex: name, DataType: dataType, BitLength: bits}
+	}
+	const none = sii.NoSyncManager
+	controlword := e(objControlword, 0, sControlword, typeUint16, 16)
+	statusword := e(objStatusword, 0, sStatusword, typeUint16, 16)
+	d := &sii.Device{
+		Header:  h,
+		Strings: ss,
+		General: &sii.General{GroupIndex: 2, ImageIndex: 5, OrderIndex: 1, NameIndex: 4, Reserved04: 0x01,
+			CoEDetails: sii.CoESDO | sii.CoEPDOAssign | sii.CoEPDOConfig, FoEDetails: 1, EoEDetails: 3,
+			DS402Channels: 1, Flags: sii.GeneralEnableSafeOp | sii.GeneralMailboxDataLinkLayer,
+			Reserved0E: [2]byte{3, 0}, PhysicalPorts: 0x0011},
+		FMMUs: []sii.FMMUUsage{sii.FMMUOutputs, sii.FMMUInputs, sii.FMMUSyncManagerStatus},
+		SyncManagers: []sii.SyncManager{
+			{StartAddress: 0x1800, Length: 0x400, Control: 0x26, Enable: 1, Type: sii.SMMailboxOut},
+			{StartAddress: 0x1C00, Length: 0x400, Control: 0x22, Enable: 1, Type: sii.SMMailboxIn},
+			{StartAddress: 0x1100, Control: 0x24, Enable: 1, Type: sii.SMProcessDataOut},
+			{StartAddress: 0x1140, Control: 0x20, Enable: 1, Type: sii.SMProcessDataIn},
+		},
+		RxPDOs: []sii.PDO{
+			rx(0x1600, 2, 0, controlword, e(objModesOfOperation, 0, sModes, typeInt8, 8), sii.PDOEntry{BitLength: 8},
+				e(objTargetPosition, 0, sTargetPosition, typeInt32, 32), e(objTargetVelocity, 0, sTargetVelocity, typeInt32, 32),
+				e(objTargetTorque, 0, sTargetTorque, typeInt16, 16)),
+			rx(0x1601, none, 0), rx(0x1602, none, 0), rx(0x1603, none, 0),
+			rx(0x1701, none, sii.PDOFixedContent, e(objInterpolationData, 1, sSetPoint, typeInt32, 32), controlword),
+			rx(0x1702, none, sii.PDOFixedContent, e(objTargetVelocity, 0, sTargetVelocity, typeInt32, 32), controlword),
+			rx(0x1724, none, sii.PDOFixedContent, e(objTargetPosition, 0, sTargetPosition, typeInt32, 32), controlword,
+				e(objTorqueOffset, 0, sTorqueOffset, typeInt16, 16)),
+		},
+		TxPDOs: []sii.PDO{
+			tx(0x1A00, 3, 0, statusword, e(objModesDisplay, 0, sModesDisplay, typeInt8, 8), sii.PDOEntry{BitLength: 8},
+				e(objPositionActual, 0, sPosition, typeInt32, 32), e(objVelocityActual, 0, sVelocity, typeInt32, 32),
+				e(objTorqueActual, 0, sTorque, typeInt16, 16), e(objErrorCode, 0, sErrorCode, typeUint16, 16)),
+			tx(0x1A01, none, 0), tx(0x1A02, none, 0), tx(0x1A03, none, 0),
+			tx(0x1B01, none, sii.PDOFixedContent, e(objPositionInternal, 0, sPositionInternal, typeInt32, 32), statusword),
+			tx(0x1B24, none, sii.PDOFixedContent, e(objPositionActual, 0, sPosition, typeInt32, 32), statusword),
+			tx(0x1B26, none, sii.PDOFixedContent, statusword, e(objPositionActual, 0, sPosition, typeInt32, 32),
+				e(objTorqueActual, 0, sTorque, typeInt16, 16), e(objDigitalInputs, 0, sDigitalInputs, typeUint32, 32),
+				e(0x3470, 4, sAnalogIn, typeInt16, 16), e(objFollowingErrorValue, 0, sFollowingError, typeInt32, 32)),
+		},
+		DC: []sii.DCSync{
+			{AssignActivate: 0x0300, Sync0CycleFactor: 1, NameIndex: sDcSync},
+			{Sync0CycleFactor: 1, NameIndex: sDcOff},
+		},
+	}
+	d.Categories = []sii.Category{
+		{Type: 0x0800, Raw: []byte("AKD-P00606-NBCC-E000")},
+		{Type: 0x0801, Raw: []byte("01-20-00-003")},
+		{Type: sii.CategoryStrings, Count: len(d.Strings)},
+		{Type: sii.CategoryGeneral, Count: 32},
+		{Type: sii.CategoryFMMU, Count: len(d.FMMUs)},
+		{Type: sii.CategorySyncManager, Count: len(d.SyncManagers)},
+		{Type: categorySyncUnit, Raw: []byte{0xF0, 0xFF}},
+		{Type: sii.CategoryTxPDO, Count: len(d.TxPDOs)},
+		{Type: sii.CategoryRxPDO, Count: len(d.RxPDOs)},
+		{Type: sii.CategoryDC, Count: len(d.DC)},
+	}
+	return d
+}

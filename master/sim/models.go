@@ -49,6 +49,9 @@ func builtinModels() []model {
 			func() *sii.Device { return analogOut("EL4008", 8, 0x0FA83052) }},
 		{mcu("EL4132", chipET1200, analogOutObjects(0x01411389), analogRange{}), 0x10243052,
 			func() *sii.Device { return analogOut("EL4132", 2, 0x10243052) }},
+		// A Kollmorgen AKD servo drive (CiA 402, see drive.go): its
+		// vendor is not Beckhoff, specForImage knows it by identity.
+		{akdSpec(), akdProduct, akd},
 	}
 }
 
@@ -112,6 +115,9 @@ func DeviceFromSII(img []byte, fallback string) (*Device, error) {
 // its SII.
 func specForImage(desc *sii.Device) deviceSpec {
 	id := desc.Header.Identity
+	if id.VendorID == kollmorgen && id.ProductCode == akdProduct {
+		return akdSpec() // any AKD image gets the drive behaviour
+	}
 	for _, m := range builtinModels() {
 		if id.VendorID == beckhoff && id.ProductCode == m.product {
 			return m.spec

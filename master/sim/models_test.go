@@ -34,7 +34,11 @@ func TestModelsReadThroughTheEEPROMInterface(t *testing.T) {
 				t.Errorf("Validate: %v", err)
 			}
 			id := desc.Header.Identity
-			if id.VendorID != 2 || desc.OrderCode() != name || desc.Name() == "" {
+			wantVendor := uint32(beckhoff)
+			if name == "AKD" {
+				wantVendor = kollmorgen
+			}
+			if id.VendorID != wantVendor || desc.OrderCode() != name || desc.Name() == "" {
 				t.Errorf("identity %+v order %q name %q", id, desc.OrderCode(), desc.Name())
 			}
 			if d.Name() != name {

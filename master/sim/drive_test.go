@@ -1,0 +1,815 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/master/sii"
+	"github.com/ecagent/ecagent/master/wire"
+)
+
+// Process image of the AKD's default mapping (0x1600 and 0x1A00), as the
+// rig maps it: outputs at logical 0x0000, inputs at 0x0100.
+const (
+	akdOutLen = 14 // controlword, mode, pad, target position, velocity, torque
+	akdInLen  = 16 // statusword, mode display, pad, position, velocity, torque, error code
+	rigInAddr = 0x100
+)
+
+// driveRig is a master's view of one drive: it brings the device to OP and
+// exchanges its process data in frames, on a segment clock it advances.
+type driveRig struct {
+	t   testing.TB
+	seg *Segment
+	dev *Device
+	now int64
+	out []byte
+	in  []byte
+}
+
+// newDriveRig brings the device spec (an AKD) to OP with the SyncManager
+// lengths out and in (the process data of its default PDO assignment).
+func newDriveRig(t testing.TB, spec string, out, in int) *driveRig {
+	t.Helper()
+	return newDriveRigWith(t, spec, out, in, nil)
+}
+
+// newDriveRigWith is newDriveRig with preop, if not nil, run in PREOP (to
+// change the PDO assignment, for instance).
+func newDriveRigWith(t testing.TB, spec string, out, in int, preop func(seg *Segment)) *driveRig {
+	t.Helper()
+	seg := newSeg(t, []string{spec}, WithStateChangeDelay(1), WithMailboxDelay(1))
+	r := &driveRig{t: t, seg: seg, dev: seg.Devices()[0], out: make([]byte, out), in: make([]byte, in)}
+	seg.now = func() int64 { return r.now }
+	address(t, seg)
+	configSM(t, seg, 0x1001, 0, 0x1800, 0x400, 0x26)
+	configSM(t, seg, 0x1001, 1, 0x1C00, 0x400, 0x22)
+	if st, code := request(t, seg, 0x1001, 0x02); st != 0x02 {
+		t.Fatalf("PREOP: %#04x %v", st, code)
+	}
+	if preop != nil {
+		preop(seg)
+	}
+	configSM(t, seg, 0x1001, 2, 0x1100, uint16(out), 0x24)
+	configSM(t, seg, 0x1001, 3, 0x1140, uint16(in), 0x20)
+	configFMMU(t, seg, 0x1001, 0, esc.ForBits(0, out*8, 0x1100, 0, esc.FMMUWrite))
+	configFMMU(t, seg, 0x1001, 1, esc.ForBits(rigInAddr*8, in*8, 0x1140, 0, esc.FMMURead))
+	r.toState(0x04)
+	r.toState(0x08)
+	return r
+}
+
+// toState requests an AL state and checks the device gets there.
+func (r *driveRig) toState(st uint16) {
+	r.t.Helper()
+	if got, code := request(r.t, r.seg, 0x1001, st); got != st {
+		r.t.Fatalf("AL state %#x: got %#04x %v", st, got, code)
+	}
+}
+
+// cycle advances the clock by dt and exchanges the process data once.
+func (r *driveRig) cycle(dt time.Duration) {
+	r.t.Helper()
+	r.now += int64(dt)
+	f := frameOf(r.t, logical(wire.LWR, 0, r.out), logical(wire.LRD, rigInAddr, make([]byte, len(r.in))))
+	if !r.seg.Process(f) {
+		r.t.Fatal("cyclic frame not processed")
+	}
+	d := datagrams(f)
+	if d[0].WKC != 1 || d[1].WKC != 1 {
+		r.t.Fatalf("cyclic WKC %d/%d, want 1/1", d[0].WKC, d[1].WKC)
+	}
+	copy(r.in, d[1].Data)
+}
+
+// settle sends one more frame at the same time: the drive takes the
+// outputs of a frame when the next one passes (one cycle of latency, as on
+// a real drive), so the inputs of this one show the reaction.
+func (r *driveRig) settle() {
+	r.t.Helper()
+	r.cycle(0)
+}
+
+// run cycles every ms for dur.
+func (r *driveRig) run(dur time.Duration) {
+	r.t.Helper()
+	for range dur / time.Millisecond {
+		r.cycle(time.Millisecond)
+	}
+}
+
+func (r *driveRig) setControl(cw uint16) { binary.LittleEndian.PutUint16(r.out[0:], cw) }
+func (r *driveRig) setMode(m int8)       { r.out[2] = byte(m) }
+func (r *driveRig) setTargetPosition(p int32) {
+	binary.LittleEndian.PutUint32(r.out[4:], uint32(p))
+}
+func (r *driveRig) setTargetVelocity(v int32) {
+	binary.LittleEndian.PutUint32(r.out[8:], uint32(v))
+}
+func (r *driveRig) setTargetTorque(tq int16) {
+	binary.LittleEndian.PutUint16(r.out[12:], uint16(tq))
+}
+func (r *driveRig) statusword() uint16   { return binary.LittleEndian.Uint16(r.in[0:]) }
+func (r *driveRig) modeDisplay() int8    { return int8(r.in[2]) }
+func (r *driveRig) position() int32      { return int32(binary.LittleEndian.Uint32(r.in[4:])) }
+func (r *driveRig) velocity() int32      { return int32(binary.LittleEndian.Uint32(r.in[8:])) }
+func (r *driveRig) torque() int16        { return int16(binary.LittleEndian.Uint16(r.in[12:])) }
+func (r *driveRig) errorCode() uint16    { return binary.LittleEndian.Uint16(r.in[14:]) }
+func (r *driveRig) state() DriveState    { return r.dev.DriveState() }
+func rpm(v float64) int32                { return int32(math.Round(v / 60 * countsPerRev)) }
+func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
+
+// enable walks the drive to operation enabled in mode m: shutdown,
+// switch on, enable operation, one cycle each.
+func (r *driveRig) enable(m int8) {
+	r.t.Helper()
+	r.setMode(m)
+	for _, cw := range []uint16{0x06, 0x07, 0x0F} {
+		r.setControl(cw)
+		r.cycle(time.Millisecond)
+	}
+	r.settle()
+	if s := r.state(); s != DriveOperationEnabled {
+		r.t.Fatalf("after 0x06, 0x07, 0x0F: %v (statusword %#04x)", s, r.statusword())
+	}
+}
+
+// CiA 402 state encodings of the statusword: mask and value.
+var statuswordPattern = map[DriveState][2]uint16{
+	DriveNotReadyToSwitchOn:  {0x4F, 0x00},
+	DriveSwitchOnDisabled:    {0x4F, 0x40},
+	DriveReadyToSwitchOn:     {0x6F, 0x21},
+	DriveSwitchedOn:          {0x6F, 0x23},
+	DriveOperationEnabled:    {0x6F, 0x27},
+	DriveQuickStopActive:     {0x6F, 0x07},
+	DriveFaultReactionActive: {0x4F, 0x0F},
+	DriveFault:               {0x4F, 0x08},
+}
+
+func TestDriveStatuswordEncodesEachState(t *testing.T) {
+	for s, p := range statuswordPattern {
+		if sw := stateBits(s); sw&p[0] != p[1] {
+			t.Errorf("%v: statusword %#04x, want %#04x under mask %#04x", s, sw, p[1], p[0])
+		}
+		for other, q := range statuswordPattern {
+			if other != s && stateBits(s)&q[0] == q[1] {
+				t.Errorf("%v's statusword %#04x also reads as %v", s, stateBits(s), other)
+			}
+		}
+	}
+}
+
+func TestDriveStateMachineTable(t *testing.T) {
+	const (
+		shutdown   = 0x06
+		switchOn   = 0x07
+		enableOp   = 0x0F
+		disableOp  = 0x07
+		disableV   = 0x00
+		quickStop  = 0x02
+		faultReset = 0x80
+	)
+	tests := []struct {
+		from     DriveState
+		cw       uint16
+		edge     bool
+		canReset bool
+		want     DriveState
+	}{
+		{DriveSwitchOnDisabled, shutdown, false, true, DriveReadyToSwitchOn},  // 2
+		{DriveSwitchOnDisabled, switchOn, false, true, DriveSwitchOnDisabled}, // no transition
+		{DriveSwitchOnDisabled, enableOp, false, true, DriveSwitchOnDisabled}, // no transition
+		{DriveReadyToSwitchOn, switchOn, false, true, DriveSwitchedOn},        // 3
+		{DriveReadyToSwitchOn, enableOp, false, true, DriveOperationEnabled},  // 3+4
+		{DriveReadyToSwitchOn, disableV, false, true, DriveSwitchOnDisabled},  // 7
+		{DriveReadyToSwitchOn, quickStop, false, true, DriveSwitchOnDisabled}, // 7
+		{DriveSwitchedOn, enableOp, false, true, DriveOperationEnabled},       // 4
+		{DriveSwitchedOn, shutdown, false, true, DriveReadyToSwitchOn},        // 6
+		{DriveSwitchedOn, disableV, false, true, DriveSwitchOnDisabled},       // 10
+		{DriveSwitchedOn, quickStop, false, true, DriveSwitchOnDisabled},      // 10
+		{DriveOperationEnabled, disableOp, false, true, DriveSwitchedOn},      // 5
+		{DriveOperationEnabled, shutdown, false, true, DriveReadyToSwitchOn},  // 8
+		{DriveOperationEnabled, disableV, false, true, DriveSwitchOnDisabled}, // 9
+		{DriveOperationEnabled, quickStop, false, true, DriveQuickStopActive}, // 11
+		{DriveOperationEnabled, enableOp, false, true, DriveOperationEnabled}, // stays
+		{DriveQuickStopActive, disableV, false, true, DriveSwitchOnDisabled},  // 12
+		{DriveQuickStopActive, enableOp, false, true, DriveQuickStopActive},   // option code 2: no 16
+		{DriveFault, faultReset, true, true, DriveSwitchOnDisabled},           // 15
+		{DriveFault, faultReset, false, true, DriveFault},                     // level, not edge
+		{DriveFault, faultReset, true, false, DriveFault},                     // cause persists
+		{DriveFault, enableOp, false, true, DriveFault},                       // nothing else leaves fault
+		{DriveFaultReactionActive, faultReset, true, true, DriveFaultReactionActive},
+		{DriveNotReadyToSwitchOn, shutdown, false, true, DriveNotReadyToSwitchOn},
+		{DriveOperationEnabled, faultReset | enableOp, false, true, DriveOperationEnabled},
+	}
+	for _, tt := range tests {
+		if got := nextDriveState(tt.from, tt.cw, tt.edge, tt.canReset); got != tt.want {
+			t.Errorf("%v + %#04x (edge %v, cause gone %v) = %v, want %v", tt.from, tt.cw, tt.edge, tt.canReset, got, tt.want)
+		}
+	}
+}
+
+func TestDriveEnablesThroughFrames(t *testing.T) {
+	r := newDriveRig(t, "AKD", akdOutLen, akdInLen)
+	r.cycle(time.Millisecond)
+	if sw := r.statusword(); sw != 0x0250 {
+		t.Errorf("statusword after reaching OP %#04x, want 0x0250 (switch on disabled, voltage, remote)", sw)
+	}
+	if m := r.modeDisplay(); m != ModeCSP {
+		t.Errorf("mode display %d, want CSP (8) by default", m)
+	}
+	r.setMode(ModeCSV)
+	steps := []struct {
+		cw   uint16
+		want DriveState
+		sw   uint16
+	}{
+		{0x06, DriveReadyToSwitchOn, 0x0231},
+		{0x07, DriveSwitchedOn, 0x0233},
+		{0x0F, DriveOperationEnabled, 0x1637}, // follows the command, target reached (at rest)
+		{0x07, DriveSwitchedOn, 0x0233},
+		{0x0F, DriveOperationEnabled, 0x1637},
+	}
+	for _, s := range steps {
+		r.setControl(s.cw)
+		r.cycle(time.Millisecond)
+		r.settle()
+		if got := r.state(); got != s.want || r.statusword() != s.sw {
+			t.Errorf("controlword %#04x: %v, statusword %#04x; want %v, %#04x", s.cw, got, r.statusword(), s.want, s.sw)
+		}
+	}
+	// Quick stop while turning: the drive ramps down on 0x6085, then
+	// switches on disabled (quick stop option code 2).
+	for v := int32(1); v <= 10; v++ {
+		r.setTargetVelocity(rpm(60 * float64(v)))
+		r.cycle(time.Millisecond)
+	}
+	r.setControl(0x02)
+	r.cycle(time.Millisecond)
+	r.settle()
+	if got, sw := r.state(), r.statusword(); got != DriveQuickStopActive || sw&0x6F != 0x07 || r.velocity() <= 0 {
+		t.Errorf("quick stop at speed: %v, statusword %#04x, velocity %d", got, sw, r.velocity())
+	}
+	r.run(100 * time.Millisecond)
+	if got := r.state(); got != DriveSwitchOnDisabled || abs32(r.velocity()) > int64(rpm(1)) {
+		t.Errorf("after the quick stop: %v, velocity %d", got, r.velocity())
+	}
+	if m := r.modeDisplay(); m != ModeCSV {
+		t.Errorf("mode display %d, want 9", m)
+	}
+	// Unsupported modes leave the display as it was.
+	r.setMode(1)
+	r.cycle(time.Millisecond)
+	if m := r.modeDisplay(); m != ModeCSV {
+		t.Errorf("mode display after 0x6060 = 1: %d, want 9", m)
+	}
+}
+
+func TestDriveIgnoresOutputsBelowOP(t *testing.T) {
+	r := newDriveRig(t, "AKD", akdOutLen, akdInLen)
+	r.toState(0x04)
+	r.setControl(0x0F)
+	for _, cw := range []uint16{0x06, 0x07, 0x0F} {
+		r.setControl(cw)
+		r.cycle(time.Millisecond)
+	}
+	if s := r.state(); s != DriveSwitchOnDisabled {
+		t.Errorf("controlwords in SAFEOP: %v, want switch on disabled", s)
+	}
+	if r.statusword()&swRemote != 0 {
+		t.Errorf("statusword %#04x: remote set in SAFEOP", r.statusword())
+	}
+}
+
+func TestDriveCSVFollowsTarget(t *testing.T) {
+	r := newDriveRig(t, "AKD", akdOutLen, akdInLen)
+	r.enable(ModeCSV)
+	// Ramp to 1500 rpm in 20 ms (1.25 rev/s per cycle, within 0x60C5).
+	target := rpm(1500)
+	for i := int32(1); i <= 20; i++ {
+		r.setTargetVelocity(target / 20 * i)
+		r.cycle(time.Millisecond)
+	}
+	r.setTargetVelocity(target)
+	r.run(30 * time.Millisecond)
+	if v := float64(r.velocity()); !within(v, float64(target), 0.01*float64(target)) {
+		t.Errorf("velocity %v counts/s 30 ms after the ramp, want %v ± 1 %%", v, target)
+	}
+	if r.statusword()&swTargetReached == 0 {
+		t.Errorf("statusword %#04x without target reached", r.statusword())
+	}
+	if r.torque() <= 0 {
+		t.Errorf("torque %d ‰ at constant speed, want > 0 (friction)", r.torque())
+	}
+	p1 := r.position()
+	r.run(10 * time.Millisecond)
+	if d, want := float64(r.position()-p1), float64(target)/100; !within(d, want, 0.02*want) {
+		t.Errorf("position moved %v counts in 10 ms, want %v", d, want)
+	}
+	if st, ok := r.dev.Drive(); !ok || st.Velocity != r.velocity() || st.Position != r.position() {
+		t.Errorf("Drive() = %+v, %v; inputs say velocity %d position %d", st, ok, r.velocity(), r.position())
+	}
+}
+
+func TestDriveCSTTorqueAccelerates(t *testing.T) {
+	for _, tq := range []int16{300, -300} {
+		r := newDriveRig(t, "AKD", akdOutLen, akdInLen)
+		r.enable(ModeCST)
+		r.setTargetTorque(tq)
+		r.run(5 * time.Millisecond)
+		v1 := r.velocity()
+		r.run(5 * time.Millisecond)
+		v2 := r.velocity()
+		if r.torque() != tq {
+			t.Errorf("torque %d: actual %d ‰", tq, r.torque())
+		}
+		sign := int32(1)
+		if tq < 0 {
+			sign = -1
+		}
+		if v1*sign <= 0 || (v2-v1)*sign <= 0 {
+			t.Errorf("torque %d ‰: velocity %d then %d, want it growing in the torque's direction", tq, v1, v2)
+		}
+		// Expected: a = T/J, 0.3 N·m / 2e-4 kg·m² = 1500 rad/s², for
+		// 9 ms: the drive takes the torque one cycle after the master
+		// sent it.
+		want := 1500.0 * 0.009 * countsPerRad * float64(sign)
+		if !within(float64(v2), want, 0.05*math.Abs(want)) {
+			t.Errorf("torque %d ‰: velocity after 10 ms %d, want about %.0f", tq, v2, want)
+		}
+	}
+}
+
+func TestDriveCSPTracksPosition(t *testing.T) {
+	r := newDriveRig(t, "AKD", akdOutLen, akdInLen)
+	r.enable(ModeCSP)
+	// Move 2 revolutions at 2 rev/s with a 50 ms acceleration ramp.
+	var pos, v float64
+	vmax := 2.0 * countsPerRev
+	acc := vmax / 0.05
+	worst := int32(0)
+	for pos < 2*countsPerRev {
+		v = math.Min(vmax, v+acc*0.001)
+		pos = math.Min(2*countsPerRev, pos+v*0.001)
+		r.setTargetPosition(int32(pos))
+		r.cycle(time.Millisecond)
+		st, _ := r.dev.Drive()
+		worst = max(worst, st.FollowingError, -st.FollowingError)
+		if r.state() != DriveOperationEnabled {
+			t.Fatalf("faulted while tracking: %v, error %#04x", r.state(), r.errorCode())
+		}
+	}
+	if worst > defaultFollowingWindow/8 {
+		t.Errorf("following error up to %d counts while moving, want below %d", worst, defaultFollowingWindow/8)
+	}
+	r.run(50 * time.Millisecond)
+	if d := r.position() - 2*countsPerRev; d < -64 || d > 64 {
+		t.Errorf("position %d at rest, target %d", r.position(), 2*countsPerRev)
+	}
+	if r.statusword()&swTargetReached == 0 {
+		t.Errorf("statusword %#04x at rest without target reached", r.statusword())
+	}
+}
+
+// emergencyIn reads the send mailbox and returns the error code of the
+// CoE emergency in it, and whether there was one.
+func emergencyIn(t *testing.T, r *driveRig) (uint16, bool) {
+	t.Helper()
+	for range 4 {
+		d := one(t, r.seg, phys(wire.FPRD, 0x1001, 0x1C00, make([]byte, 0x400)))
+		if d.WKC == 0 {
+			r.cycle(0)
+			continue
+		}
+		if d.Data[5]&0x0F == mbxTypeCoE && binary.LittleEndian.Uint16(d.Data[6:])>>12 == 1 {
+			return binary.LittleEndian.Uint16(d.Data[8:]), true
+		}
+	}
+	return 0, false
+}
+
+func TestDriveFaultsAndReset(t *testing.T) {
+	tests := []struct {
+		name  string
+		mode  int8
+		jump  func(r *driveRig)
+		code  uint16
+		clear func(r *driveRig) // makes the cause go away before the reset
+	}{
+		{"CSP target jump", ModeCSP, func(r *driveRig) { r.setTargetPosition(countsPerRev) }, ErrorCodeFollowing,
+			func(r *driveRig) { r.setTargetPosition(r.position()) }},
+		{"CSV target beyond max motor speed", ModeCSV, func(r *driveRig) { r.setTargetVelocity(rpm(7000)) }, ErrorCodeVelocity,
+			func(r *driveRig) { r.setTargetVelocity(0) }},
+		{"CSV target step", ModeCSV, func(r *driveRig) { r.setTargetVelocity(rpm(3000)) }, ErrorCodeVelocity,
+			func(r *driveRig) { r.setTargetVelocity(0) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newDriveRig(t, "AKD", akdOutLen, akdInLen)
+			r.enable(tt.mode)
+			r.run(2 * time.Millisecond)
+			tt.jump(r)
+			r.cycle(time.Millisecond)
+			r.settle()
+			if s := r.state(); s != DriveFaultReactionActive && s != DriveFault {
+				t.Fatalf("after the jump: %v", s)
+			}
+			if r.statusword()&swFault == 0 || r.errorCode() != tt.code {
+				t.Errorf("statusword %#04x, 0x603F %#04x; want the fault bit and %#04x", r.statusword(), r.errorCode(), tt.code)
+			}
+			r.run(20 * time.Millisecond)
+			if s := r.state(); s != DriveFault {
+				t.Errorf("after the fault reaction: %v", s)
+			}
+			if sw := r.statusword(); sw&0x4F != 0x08 {
+				t.Errorf("statusword in fault %#04x", sw)
+			}
+			if code, ok := emergencyIn(t, r); !ok || code != tt.code {
+				t.Errorf("emergency %#04x (%v), want %#04x", code, ok, tt.code)
+			}
+			// The reset acts on the rising edge of bit 7, once the
+			// cause is gone.
+			tt.clear(r)
+			r.setControl(0x80)
+			r.cycle(time.Millisecond)
+			r.settle()
+			if s := r.state(); s != DriveSwitchOnDisabled || r.errorCode() != 0 {
+				t.Errorf("after the fault reset: %v, 0x603F %#04x", s, r.errorCode())
+			}
+			r.enable(tt.mode)
+		})
+	}
+}
+
+func TestDriveFaultResetNeedsCauseGone(t *testing.T) {
+	r := newDriveRig(t, "AKD", akdOutLen, akdInLen)
+	r.enable(ModeCSV)
+	r.setTargetVelocity(rpm(7000))
+	r.run(20 * time.Millisecond)
+	r.setControl(0x80)
+	r.cycle(time.Millisecond)
+	r.settle()
+	if s := r.state(); s != DriveFault {
+		t.Fatalf("reset with the target still beyond 0x6080: %v, want fault", s)
+	}
+	// Bit 7 held high is no new edge.
+	r.setTargetVelocity(0)
+	r.cycle(time.Millisecond)
+	r.settle()
+	if s := r.state(); s != DriveFault {
+		t.Errorf("bit 7 held: %v, want fault", s)
+	}
+	r.setControl(0x00)
+	r.cycle(time.Millisecond)
+	r.settle()
+	r.setControl(0x80)
+	r.cycle(time.Millisecond)
+	r.settle()
+	if s := r.state(); s != DriveSwitchOnDisabled {
+		t.Errorf("new edge with the cause gone: %v", s)
+	}
+}
+
+func TestDriveLeavingOPFaults(t *testing.T) {
+	r := newDriveRig(t, "AKD", akdOutLen, akdInLen)
+	r.enable(ModeCSV)
+	r.toState(0x04)
+	r.run(20 * time.Millisecond)
+	if s := r.state(); s != DriveFault || r.errorCode() != ErrorCodeCommunication {
+		t.Errorf("after leaving OP enabled: %v, 0x603F %#04x; want fault 0x8700", s, r.errorCode())
+	}
+	// Back in OP the master resets the fault.
+	r.toState(0x08)
+	r.setControl(0x80)
+	r.cycle(time.Millisecond)
+	r.settle()
+	if s := r.state(); s != DriveSwitchOnDisabled {
+		t.Errorf("after the reset in OP: %v", s)
+	}
+}
+
+func TestInjectDriveFault(t *testing.T) {
+	el, err := NewDevice("EL3004")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := el.InjectDriveFault(0x5530); !errors.Is(err, ErrNotADrive) {
+		t.Errorf("InjectDriveFault on an EL3004: %v", err)
+	}
+	if s := el.DriveState(); s != 0 || s.String() != "not a drive" {
+		t.Errorf("DriveState of an EL3004: %v", s)
+	}
+	r := newDriveRig(t, "AKD", akdOutLen, akdInLen)
+	r.enable(ModeCSV)
+	if err := r.dev.InjectDriveFault(0x4310); err != nil {
+		t.Fatal(err)
+	}
+	r.run(5 * time.Millisecond)
+	if r.state() != DriveFault || r.errorCode() != 0x4310 || r.statusword()&swFault == 0 {
+		t.Errorf("injected 0x4310: %v, 0x603F %#04x, statusword %#04x", r.state(), r.errorCode(), r.statusword())
+	}
+	r.setControl(0x80)
+	r.cycle(time.Millisecond)
+	r.settle()
+	if r.state() != DriveSwitchOnDisabled {
+		t.Errorf("after the reset: %v", r.state())
+	}
+}
+
+// akdSDO sends an SDO request (command byte, index, sub-index, 4 data
+// bytes) through the AKD's 1 KiB mailbox and returns the reply's SDO part
+// (command byte onwards).
+func akdSDO(t *testing.T, seg *Segment, req []byte) []byte {
+	t.Helper()
+	msg := make([]byte, 0x400)
+	binary.LittleEndian.PutUint16(msg, uint16(2+len(req)))
+	msg[5] = mbxTypeCoE | 1<<4
+	binary.LittleEndian.PutUint16(msg[6:], coeSDORequest<<12)
+	copy(msg[8:], req)
+	if d := one(t, seg, phys(wire.FPWR, 0x1001, 0x1800, msg)); d.WKC != 1 {
+		t.Fatalf("mailbox write: WKC %d", d.WKC)
+	}
+	for range 10 {
+		d := one(t, seg, phys(wire.FPRD, 0x1001, 0x1C00, make([]byte, 0x400)))
+		if d.WKC != 1 {
+			continue
+		}
+		if binary.LittleEndian.Uint16(d.Data[6:])>>12 != coeSDOResponse {
+			continue // an emergency
+		}
+		return d.Data[8:16]
+	}
+	t.Fatal("no SDO reply")
+	return nil
+}
+
+// akdSDOUpload reads index:sub (expedited) through the AKD's mailbox.
+func akdSDOUpload(t *testing.T, r *driveRig, index uint16, sub uint8) []byte {
+	t.Helper()
+	rep := akdSDO(t, r.seg, []byte{0x40, byte(index), byte(index >> 8), sub, 0, 0, 0, 0})
+	if rep[0]&0xE0 != 0x40 || rep[0]&0x02 == 0 {
+		t.Fatalf("upload %#04x:%d: reply % x", index, sub, rep)
+	}
+	return append([]byte(nil), rep[4:8-int(rep[0]>>2&3)]...)
+}
+
+// akdSDODownload writes data (1, 2 or 4 bytes, expedited) to index:sub.
+func akdSDODownload(t *testing.T, seg *Segment, index uint16, sub uint8, data []byte) {
+	t.Helper()
+	req := []byte{0x23 | byte(4-len(data))<<2, byte(index), byte(index >> 8), sub, 0, 0, 0, 0}
+	copy(req[4:], data)
+	if rep := akdSDO(t, seg, req); rep[0] != 0x60 {
+		t.Fatalf("download %#04x:%d = % x: reply % x", index, sub, data, rep)
+	}
+}
+
+func TestDriveSDOReadsLiveValues(t *testing.T) {
+	r := newDriveRig(t, "AKD", akdOutLen, akdInLen)
+	r.enable(ModeCSV)
+	r.setTargetVelocity(rpm(100))
+	r.run(20 * time.Millisecond)
+	// The SDO transfer takes cycles: compare with the inputs of the
+	// cycle the reply was served in (statusword and mode stay the same).
+	if sw := akdSDOUpload(t, r, objStatusword, 0); binary.LittleEndian.Uint16(sw) != r.statusword() || r.statusword()&0x6F != 0x27 {
+		t.Errorf("SDO 0x6041 = % x, inputs %#04x", sw, r.statusword())
+	}
+	if m := akdSDOUpload(t, r, objModesDisplay, 0); !bytes.Equal(m, []byte{byte(ModeCSV)}) {
+		t.Errorf("SDO 0x6061 = % x, want 09", m)
+	}
+	if dt := akdSDOUpload(t, r, 0x1000, 0); binary.LittleEndian.Uint32(dt) != deviceTypeServo {
+		t.Errorf("SDO 0x1000 = % x", dt)
+	}
+	if sm := akdSDOUpload(t, r, objSupportedModes, 0); binary.LittleEndian.Uint32(sm) != 0x380 {
+		t.Errorf("SDO 0x6502 = % x, want CSP, CSV, CST", sm)
+	}
+	if v := akdSDOUpload(t, r, objVelocityActual, 0); int32(binary.LittleEndian.Uint32(v)) <= 0 {
+		t.Errorf("SDO 0x606C = % x, want the motor's positive velocity", v)
+	}
+}
+
+func TestDriveProcessDoesNotAllocate(t *testing.T) {
+	r := newDriveRig(t, "AKD", akdOutLen, akdInLen)
+	r.enable(ModeCSV)
+	r.setTargetVelocity(rpm(100))
+	f := frameOf(t, logical(wire.LWR, 0, r.out), logical(wire.LRD, rigInAddr, make([]byte, akdInLen)))
+	allocs := testing.AllocsPerRun(200, func() {
+		r.now += int64(time.Millisecond)
+		r.seg.Process(f)
+	})
+	if allocs != 0 {
+		t.Errorf("Process with a drive allocates %v times per frame", allocs)
+	}
+	if r.state() != DriveOperationEnabled || r.dev.DriveState() != DriveOperationEnabled {
+		t.Errorf("drive left operation enabled: %v", r.state())
+	}
+}
+
+func BenchmarkDriveProcess(b *testing.B) {
+	r := newDriveRig(b, "AKD", akdOutLen, akdInLen)
+	r.enable(ModeCSP)
+	f := frameOf(b, logical(wire.LWR, 0, r.out), logical(wire.LRD, rigInAddr, make([]byte, akdInLen)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.now += int64(time.Millisecond)
+		r.seg.Process(f)
+	}
+}
+
+func TestAKDImageFollowsTheRealOne(t *testing.T) {
+	real, err := os.ReadFile(filepath.Join(realHW, "sii", "akd.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := sii.Parse(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDevice("AKD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := sii.Parse(d.SII())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := got.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	gh, wh := got.Header, want.Header
+	gh.Identity.SerialNumber, wh.Identity.SerialNumber = 0, 0
+	gh.Checksum, wh.Checksum = 0, 0
+	if gh != wh {
+		t.Errorf("header\n got %+v\nwant %+v", gh, wh)
+	}
+	if got.OrderCode() != want.OrderCode() || got.Name() != want.Name() {
+		t.Errorf("order %q name %q, want %q %q", got.OrderCode(), got.Name(), want.OrderCode(), want.Name())
+	}
+	if *got.General != *want.General {
+		t.Errorf("General\n got %+v\nwant %+v", *got.General, *want.General)
+	}
+	for i, sm := range want.SyncManagers {
+		if got.SyncManagers[i] != sm {
+			t.Errorf("SM%d %+v, want %+v", i, got.SyncManagers[i], sm)
+		}
+	}
+	if !equalSlices(got.FMMUs, want.FMMUs) || !equalSlices(got.DC, want.DC) {
+		t.Errorf("FMMUs %v DC %+v, want %v %+v", got.FMMUs, got.DC, want.FMMUs, want.DC)
+	}
+	if !d.hasDC {
+		t.Error("the built-in AKD has no DC unit")
+	}
+}
+
+func equalSlices[T comparable](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// The real AKD image runs as a drive too, with its own default PDO
+// assignment: 0x1701 (interpolation data 0x60C1:1, controlword) and
+// 0x1B01 (position actual internal value, statusword); without 0x6060 in
+// the outputs it runs in CSP.
+func TestRealAKDImageIsADrive(t *testing.T) {
+	path := filepath.Join(realHW, "sii", "akd.bin")
+	d, err := NewDevice(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Name() != "AKD" || !d.hasDC || d.DriveState() != DriveSwitchOnDisabled {
+		t.Fatalf("%q DC %v state %v", d.Name(), d.hasDC, d.DriveState())
+	}
+	r := newDriveRig(t, path, 6, 6)
+	target := int32(countsPerRev / 100)
+	// 0x1701: set-point first, controlword after it.
+	put := func(cw uint16) {
+		binary.LittleEndian.PutUint32(r.out[0:], uint32(target))
+		binary.LittleEndian.PutUint16(r.out[4:], cw)
+	}
+	for _, cw := range []uint16{0x06, 0x07, 0x0F} {
+		put(cw)
+		r.cycle(time.Millisecond)
+	}
+	r.run(100 * time.Millisecond)
+	sw := binary.LittleEndian.Uint16(r.in[4:])
+	pos := int32(binary.LittleEndian.Uint32(r.in[0:]))
+	if sw&0x6F != 0x27 || pos < target-20 || pos > target+20 {
+		t.Errorf("statusword %#04x position %d, want operation enabled at %d", sw, pos, target)
+	}
+}
+
+// While SYNC0 runs the drive's loops follow its pulses, not the frames: a
+// master sending frames every 0.5 ms to a drive on a 2 ms SYNC0 sees the
+// motor move once per pulse, by a whole SYNC0 cycle.
+func TestDriveRunsOnSync0(t *testing.T) {
+	const ms = 1_000_000
+	r := newDriveRig(t, "AKD", akdOutLen, akdInLen)
+	r.enable(ModeCST)
+	r.setTargetTorque(300)
+	r.settle()
+	sys := binary.LittleEndian.Uint64(one(t, r.seg, phys(wire.FPRD, 0x1001, 0x0910, make([]byte, 8))).Data)
+	syncSetup(t, r.seg, 0x1001, sys+ms, 2*ms, 0, 0x03)
+	// 0.3 N·m on 2e-4 kg·m² for one 2 ms cycle, in counts/s.
+	perPulse := 1500.0 * 0.002 * countsPerRad
+	// Before the first pulse, and at it, the frames set the time base.
+	for r.dev.Sync0Pulses() == 0 {
+		r.cycle(500 * time.Microsecond)
+	}
+	first := r.dev.Sync0Pulses()
+	changes := 0
+	prev := r.velocity()
+	for range 40 {
+		r.cycle(500 * time.Microsecond)
+		v := r.velocity()
+		if v == prev {
+			continue
+		}
+		changes++
+		if !within(float64(v-prev), perPulse, 0.02*perPulse) {
+			t.Errorf("velocity step %d counts/s at a pulse, want %.0f (one SYNC0 cycle)", v-prev, perPulse)
+		}
+		prev = v
+	}
+	if p := r.dev.Sync0Pulses() - first; changes != int(p) || p < 9 {
+		t.Errorf("velocity changed %d times in 40 frames (20 ms), over %d SYNC0 pulses", changes, p)
+	}
+}
+
+// The drive takes its objects wherever the PDO assignment puts them: here
+// the real AKD's fixed 0x1724 (target position, controlword, torque
+// offset) and 0x1B26 (statusword, position, torque, digital inputs,
+// analog input, following error), assigned over SDO in PREOP.
+func TestDriveFollowsTheAssignedPDOs(t *testing.T) {
+	r := newDriveRigWith(t, "AKD", 8, 18, func(seg *Segment) {
+		for _, a := range []struct{ sm, pdo uint16 }{{0x1C12, 0x1724}, {0x1C13, 0x1B26}} {
+			akdSDODownload(t, seg, a.sm, 0, []byte{0})
+			akdSDODownload(t, seg, a.sm, 1, binary.LittleEndian.AppendUint16(nil, a.pdo))
+			akdSDODownload(t, seg, a.sm, 0, []byte{1})
+		}
+	})
+	if o, i := r.dev.OutputSize(), r.dev.InputSize(); o != 8 || i != 18 {
+		t.Fatalf("process data %d/%d bytes, want 8/18", o, i)
+	}
+	put := func(target int32, cw uint16) {
+		binary.LittleEndian.PutUint32(r.out[0:], uint32(target))
+		binary.LittleEndian.PutUint16(r.out[4:], cw)
+	}
+	for _, cw := range []uint16{0x06, 0x07, 0x0F} {
+		put(0, cw)
+		r.cycle(time.Millisecond)
+	}
+	// Move at 1 rev/s: the following error in 0x60F4 is what Drive
+	// reports and stays small.
+	for i := range int32(100) {
+		put(i*countsPerRev/1000, 0x0F)
+		r.cycle(time.Millisecond)
+		sw := binary.LittleEndian.Uint16(r.in[0:])
+		fe := int32(binary.LittleEndian.Uint32(r.in[14:]))
+		st, _ := r.dev.Drive()
+		if sw&0x6F != 0x27 || fe != st.FollowingError || fe > countsPerRev/100 || fe < -countsPerRev/100 {
+			t.Fatalf("cycle %d: statusword %#04x, 0x60F4 %d (Drive: %d)", i, sw, fe, st.FollowingError)
+		}
+	}
+	if pos := int32(binary.LittleEndian.Uint32(r.in[2:])); pos < 99*countsPerRev/1000-countsPerRev/100 {
+		t.Errorf("position %d after 100 ms at 1 rev/s", pos)
+	}
+}
+
+// The following error window is a parameter: written over SDO in OP, it
+// takes effect in the next cycle; 0xFFFFFFFF switches the check off.
+func TestDriveFollowingWindowParameter(t *testing.T) {
+	for _, tt := range []struct {
+		window uint32 // 0: the default
+		step   int32
+		fault  bool
+	}{{0, 1000, false}, {100, 1000, true}, {0, countsPerRev, true}, {math.MaxUint32, countsPerRev, false}} {
+		r := newDriveRig(t, "AKD", akdOutLen, akdInLen)
+		r.enable(ModeCSP)
+		if tt.window != 0 {
+			akdSDODownload(t, r.seg, objFollowingWindow, 0, binary.LittleEndian.AppendUint32(nil, tt.window))
+			if got := akdSDOUpload(t, r, objFollowingWindow, 0); binary.LittleEndian.Uint32(got) != tt.window {
+				t.Errorf("0x6065 reads % x after writing %d", got, tt.window)
+			}
+		}
+		r.setTargetPosition(tt.step)
+		r.cycle(time.Millisecond)
+		r.settle()
+		if got := r.state() == DriveFaultReactionActive || r.state() == DriveFault; got != tt.fault {
+			t.Errorf("window %d, step of %d counts: %v (0x603F %#04x), want fault %v",
+				tt.window, tt.step, r.state(), r.errorCode(), tt.fault)
+		}
+	}
+}
