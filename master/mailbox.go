@@ -53,29 +53,64 @@ func (m *Master) SDOUploadComplete(ctx context.Context, s *Slave, index uint16, 
 }
 
 // SDODownload writes data to object index:sub of the slave's CoE object
-// dictionary, expedited up to 4 bytes and normal beyond. Data that does not
-// fit into one mailbox message (it would need a segmented download) is
-// refused. A slave that refuses gives a *coe.AbortError.
+// dictionary: expedited up to 4 bytes, normal when the data fits into one
+// mailbox message, segmented beyond (the first part travels with the
+// initiate request, the rest in download segments with alternating
+// toggle). A slave that refuses gives a *coe.AbortError.
 func (m *Master) SDODownload(ctx context.Context, s *Slave, index uint16, sub uint8, data []byte) error {
+	return m.sdoDownload(ctx, s, index, sub, data, false)
+}
+
+// SDODownloadComplete writes all sub-indexes of object index at once
+// (complete access), starting with sub 0 or 1. With sub 0, data begins
+// with sub-index 0 as 16 bits, as SDOUploadComplete returns it.
+func (m *Master) SDODownloadComplete(ctx context.Context, s *Slave, index uint16, sub uint8, data []byte) error {
+	return m.sdoDownload(ctx, s, index, sub, data, true)
+}
+
+func (m *Master) sdoDownload(ctx context.Context, s *Slave, index uint16, sub uint8, data []byte, complete bool) error {
 	mbx, err := m.openMailbox(s)
 	if err != nil {
 		return err
 	}
-	req := coe.SDO{Specifier: coe.RequestInitiateDownload, Index: index, SubIndex: sub,
-		SizeIndicated: true, Size: uint32(len(data)), Data: data}
-	if len(data) > 0 && len(data) <= 4 {
-		req.Expedited = true
+	fail := func(err error) error {
+		return fmt.Errorf("master: %v: SDO download %#04x:%02x: %w", s, index, sub, err)
 	}
-	if n, _ := req.Len(true); n+coe.MailboxHeaderLen+coe.HeaderLen > len(mbx.out) {
-		return fmt.Errorf("master: %v: SDO download %#04x:%02x of %d bytes: larger than the %d-byte mailbox (segmented download not supported)",
-			s, index, sub, len(data), len(mbx.out))
+	req := coe.SDO{Specifier: coe.RequestInitiateDownload, Index: index, SubIndex: sub, Complete: complete,
+		SizeIndicated: true, Size: uint32(len(data)), Data: data}
+	room := len(mbx.out) - coe.MailboxHeaderLen - coe.HeaderLen - coe.SDOHeaderLen
+	switch {
+	case len(data) > 0 && len(data) <= 4 && !complete:
+		req.Expedited = true
+	case len(data) > room:
+		req.Data = data[:room]
 	}
 	resp, err := mbx.transfer(ctx, &req)
 	if err != nil {
-		return fmt.Errorf("master: %v: SDO download %#04x:%02x: %w", s, index, sub, err)
+		return fail(err)
 	}
 	if resp.Specifier != coe.ResponseInitiateDownload || resp.Index != index || resp.SubIndex != sub {
-		return fmt.Errorf("master: %v: SDO download %#04x:%02x: %w: %+v", s, index, sub, ErrUnexpectedResponse, resp)
+		return fail(fmt.Errorf("%w: %+v", ErrUnexpectedResponse, resp))
+	}
+	rest := data[len(req.Data):]
+	if req.Expedited {
+		rest = nil
+	}
+	segment := len(mbx.out) - coe.MailboxHeaderLen - coe.HeaderLen - 1
+	toggle := false
+	for len(rest) > 0 {
+		n := min(len(rest), segment)
+		seg := coe.SDO{Specifier: coe.RequestDownloadSegment, Toggle: toggle, Last: n == len(rest), Data: rest[:n]}
+		resp, err := mbx.transfer(ctx, &seg)
+		if err != nil {
+			return fail(err)
+		}
+		if resp.Specifier != coe.ResponseDownloadSegment || resp.Toggle != toggle {
+			mbx.abort(ctx, index, sub, coe.AbortToggle)
+			return fail(fmt.Errorf("%w: segment %+v, want toggle %v", ErrUnexpectedResponse, resp, toggle))
+		}
+		rest = rest[n:]
+		toggle = !toggle
 	}
 	return nil
 }
@@ -132,6 +167,17 @@ func (m *Master) sdoUpload(ctx context.Context, s *Slave, index uint16, sub uint
 // The counter runs 1..7 and on from one transfer to the next (kept in the
 // Slave): a slave may drop a request that repeats the previous counter as
 // a duplicate.
+//
+// The exchange follows ETG.1000.4/.6: a request is written whole into the
+// receive mailbox (SyncManager 0; working counter 0 means the slave has
+// not taken the previous one yet, so it is written again); the answer is
+// awaited by polling the send mailbox's status register (0x080D, bit 3
+// "mailbox full") rather than the event registers, so no AL event mask
+// setup is needed, and then read whole from SyncManager 1, which empties
+// it. A read whose answer frame is lost after the slave handed the buffer
+// over is recovered with the repeat handshake (see repeat). Messages the
+// slave sends on its own (emergencies) may come before the answer; they
+// are reported and the wait goes on.
 type mailbox struct {
 	m       *Master
 	s       *Slave
@@ -157,37 +203,59 @@ func (m *Master) openMailbox(s *Slave) (*mailbox, error) {
 // abort from the slave becomes a *coe.AbortError, a mailbox error reply a
 // *coe.MailboxError; emergencies that arrive meanwhile are logged.
 func (b *mailbox) transfer(ctx context.Context, req *coe.SDO) (coe.SDO, error) {
+	deadline, err := b.request(ctx, func(out []byte, counter uint8) (int, error) {
+		return coe.EncodeMessage(out, counter, true, req)
+	})
+	if err != nil {
+		return coe.SDO{}, err
+	}
+	msg, err := b.await(ctx, deadline, coe.ServiceSDOResponse)
+	if err != nil {
+		return coe.SDO{}, err
+	}
+	if msg.SDO.Specifier == coe.SpecifierAbort {
+		return coe.SDO{}, &coe.AbortError{Index: msg.SDO.Index, SubIndex: msg.SDO.SubIndex, Code: msg.SDO.Abort}
+	}
+	return msg.SDO, nil
+}
+
+// request drops a stale message, encodes a request with the next counter
+// into b.out and sends it. It returns the deadline for the answer.
+func (b *mailbox) request(ctx context.Context, encode func(out []byte, counter uint8) (int, error)) (time.Time, error) {
 	deadline := time.Now().Add(b.m.cfg.StateTimeout)
 	if err := b.flush(ctx); err != nil {
-		return coe.SDO{}, err
+		return deadline, err
 	}
 	b.counter = coe.NextCounter(b.counter)
 	b.s.mbxCounter = b.counter
 	clear(b.out)
-	if _, err := coe.EncodeMessage(b.out, b.counter, true, req); err != nil {
-		return coe.SDO{}, err
+	if _, err := encode(b.out, b.counter); err != nil {
+		return deadline, err
 	}
-	if err := b.send(ctx, deadline); err != nil {
-		return coe.SDO{}, err
-	}
+	return deadline, b.send(ctx, deadline)
+}
+
+// await receives mailbox messages until one of the given CoE service
+// arrives and returns it (its data aliases b.in until the next receive).
+// A mailbox error reply ends the wait with a *coe.MailboxError;
+// emergencies are logged, other messages dropped with a warning.
+func (b *mailbox) await(ctx context.Context, deadline time.Time, service coe.Service) (coe.Message, error) {
 	for {
 		msg, err := b.receive(ctx, deadline)
 		if err != nil {
-			return coe.SDO{}, err
+			return coe.Message{}, err
 		}
 		switch {
 		case msg.Mailbox.Type == coe.TypeError:
-			return coe.SDO{}, &coe.MailboxError{Code: msg.MailboxError}
+			return coe.Message{}, &coe.MailboxError{Code: msg.MailboxError}
 		case msg.Mailbox.Type != coe.TypeCoE:
 			b.m.log.Warn("mailbox: ignoring a message of another protocol", "slave", b.s.String(), "type", msg.Mailbox.Type.String())
 		case msg.CoE.Service == coe.ServiceEmergency:
 			b.logEmergency(msg.Emergency)
-		case msg.CoE.Service != coe.ServiceSDOResponse:
+		case msg.CoE.Service != service:
 			b.m.log.Warn("mailbox: ignoring a CoE message", "slave", b.s.String(), "service", msg.CoE.Service.String())
-		case msg.SDO.Specifier == coe.SpecifierAbort:
-			return coe.SDO{}, &coe.AbortError{Index: msg.SDO.Index, SubIndex: msg.SDO.SubIndex, Code: msg.SDO.Abort}
 		default:
-			return msg.SDO, nil
+			return msg, nil
 		}
 	}
 }
@@ -256,31 +324,98 @@ func (b *mailbox) send(ctx context.Context, deadline time.Time) error {
 	}
 }
 
-// receive waits until the send mailbox is full, reads and decodes it.
+// maxRepeats bounds the repeat requests for one mailbox answer.
+const maxRepeats = 3
+
+// receive waits until the send mailbox is full, reads and decodes it. When
+// the read of a full mailbox fails (the answer frame was lost after the
+// slave had handed the buffer over, so a retry finds it empty), it asks
+// the slave to put the message back with a repeat request.
 func (b *mailbox) receive(ctx context.Context, deadline time.Time) (coe.Message, error) {
-	for {
-		full, err := b.full(ctx)
-		if err != nil {
+	for repeats := 0; ; repeats++ {
+		if err := b.waitFull(ctx, deadline); err != nil {
 			return coe.Message{}, err
 		}
-		if full {
+		err := b.m.bus.FPRD(ctx, b.s.StationAddress, b.s.Mailbox.SendOffset, b.in)
+		if err == nil {
 			break
 		}
-		if time.Now().After(deadline) {
-			return coe.Message{}, fmt.Errorf("no answer in %v: %w", b.m.cfg.StateTimeout, ErrMailboxTimeout)
+		var wkc *WKCError
+		lost := errors.Is(err, ErrNoResponse) || errors.As(err, &wkc) && wkc.Got == 0
+		if !lost || repeats >= maxRepeats || ctx.Err() != nil {
+			return coe.Message{}, fmt.Errorf("read mailbox answer: %w", err)
 		}
-		if err := ctx.Err(); err != nil {
-			return coe.Message{}, err
+		b.m.log.Warn("mailbox: answer lost, repeat request", "slave", b.s.String(), "err", err)
+		if rerr := b.repeat(ctx, deadline); rerr != nil {
+			return coe.Message{}, fmt.Errorf("read mailbox answer: %w (repeat request: %w)", err, rerr)
 		}
-	}
-	if err := b.m.bus.FPRD(ctx, b.s.StationAddress, b.s.Mailbox.SendOffset, b.in); err != nil {
-		return coe.Message{}, fmt.Errorf("read mailbox answer: %w", err)
 	}
 	msg, err := coe.Decode(b.in)
 	if err != nil {
 		return coe.Message{}, fmt.Errorf("decode mailbox answer: %w", err)
 	}
 	return msg, nil
+}
+
+// waitFull polls the send mailbox's status until it holds a message
+// (bit 3 of 0x080D, "mailbox full").
+func (b *mailbox) waitFull(ctx context.Context, deadline time.Time) error {
+	for {
+		full, err := b.full(ctx)
+		if err != nil {
+			return err
+		}
+		if full {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no answer in %v: %w", b.m.cfg.StateTimeout, ErrMailboxTimeout)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// Registers of the send mailbox (SyncManager 1) for the repeat
+// handshake: the master toggles the repeat request bit of the activate
+// register (0x0806+8·n, bit 1); the slave's application puts its last
+// message back into the buffer and toggles the repeat acknowledge bit of
+// the PDI control register (0x0807+8·n, bit 1) to match.
+const (
+	smActivateOffset   = 6
+	smPDIControlOffset = 7
+	smRepeatAck        = 0x02
+)
+
+// repeat runs the repeat handshake on the send mailbox and returns once
+// the slave has acknowledged it.
+func (b *mailbox) repeat(ctx context.Context, deadline time.Time) error {
+	base := uint16(esc.RegSyncManager(1))
+	var act [1]byte
+	if err := b.m.bus.FPRD(ctx, b.s.StationAddress, base+smActivateOffset, act[:]); err != nil {
+		return fmt.Errorf("read SyncManager 1 activate: %w", err)
+	}
+	act[0] ^= esc.SMActivateRepeat
+	want := act[0] & esc.SMActivateRepeat
+	if err := b.m.bus.FPWR(ctx, b.s.StationAddress, base+smActivateOffset, act[:]); err != nil {
+		return fmt.Errorf("toggle repeat request: %w", err)
+	}
+	for {
+		var pdi [1]byte
+		if err := b.m.bus.FPRD(ctx, b.s.StationAddress, base+smPDIControlOffset, pdi[:]); err != nil {
+			return fmt.Errorf("read repeat acknowledge: %w", err)
+		}
+		if pdi[0]&smRepeatAck == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("repeat not acknowledged in %v: %w", b.m.cfg.StateTimeout, ErrMailboxTimeout)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
 }
 
 // logEmergency reports an emergency message the slave sent: counted,

@@ -126,8 +126,40 @@ func TestSDOOverSimulatedSegment(t *testing.T) {
 	if _, err := m.SDOUpload(canceled, el4132, 0x1018, 1); !errors.Is(err, context.Canceled) {
 		t.Errorf("upload with a canceled context: %v", err)
 	}
-	if err := m.SDODownload(ctx, el4132, 0xF008, 0, make([]byte, 200)); err == nil || !strings.Contains(err.Error(), "segmented download not supported") {
-		t.Errorf("download of 200 bytes into a 128-byte mailbox: %v", err)
+	// 400 bytes take a segmented download (112 bytes, then segments of
+	// 119); the slave checks the length once it has them all.
+	var ae *coe.AbortError
+	if err := m.SDODownload(ctx, el4132, 0xF008, 0, make([]byte, 400)); !errors.As(err, &ae) || ae.Code != coe.AbortLengthHigh {
+		t.Errorf("segmented download of 400 bytes into a 4-byte object: %v, want abort %v", err, coe.AbortLengthHigh)
+	}
+
+	// Segmented download through the 24-byte mailbox (8 bytes in the
+	// initiate request, 15 per segment): the complete RxPDO assignment,
+	// sub-index 0 as 16 bits and eight entries, 18 bytes.
+	if err := m.RequestSlaveState(ctx, small, esc.StatePreOp); err != nil {
+		t.Fatal(err)
+	}
+	assign := []byte{8, 0}
+	for k := range 8 {
+		assign = append(assign, byte(k%2), 0x16) // 0x1600, 0x1601, 0x1600, …
+	}
+	if err := m.SDODownloadComplete(ctx, small, 0x1C12, 0, assign); err != nil {
+		t.Fatalf("segmented complete download of 0x1C12: %v", err)
+	}
+	if got, err := m.SDOUploadComplete(ctx, small, 0x1C12, 0); err != nil || !bytes.Equal(got, assign) {
+		t.Errorf("0x1C12 after the complete download reads % x, %v; want % x", got, err, assign)
+	}
+	if got, err := m.SDOUpload(ctx, small, 0x1C12, 7); err != nil || !bytes.Equal(got, []byte{0x00, 0x16}) {
+		t.Errorf("0x1C12:7 after the complete download reads % x, %v; want 00 16", got, err)
+	}
+	if err := m.SDODownloadComplete(ctx, small, 0x1C12, 0, []byte{2, 0, 0x00, 0x16, 0x01, 0x16}); err != nil {
+		t.Errorf("complete download of the original assignment: %v", err)
+	}
+	if err := m.SDODownloadComplete(ctx, small, 0x1018, 0, make([]byte, 18)); !errors.As(err, &ae) || ae.Code != coe.AbortReadOnly {
+		t.Errorf("segmented complete download into the identity: %v, want abort %v", err, coe.AbortReadOnly)
+	}
+	if got, err := m.SDOUpload(ctx, small, 0x1018, 1); err != nil || !bytes.Equal(got, []byte{2, 0, 0, 0}) {
+		t.Errorf("upload after the aborted segmented download = % x, %v", got, err)
 	}
 	if err := m.RequestSlaveState(ctx, small, esc.StateInit); err != nil {
 		t.Fatal(err)
