@@ -12,13 +12,17 @@ import (
 // BringUp takes the segment from whatever state it is in to OP:
 //
 //	Scan → PREOP (mailboxes configured) → map the process image →
-//	SAFEOP (process-data SyncManagers and FMMUs configured) →
+//	with Config.DC: distributed clocks (ConfigureDCWith) and SYNC signals
+//	(ConfigureSync) → SAFEOP (process-data SyncManagers and FMMUs configured) →
 //	Config.SafeOpFrames cyclic frames, so that inputs are valid and outputs
 //	safe → OP (cyclic frames keep running while the slaves switch) →
 //	one cycle to check the working counter.
 //
 // It logs one line per step. On success the cycle engine calls Exchange;
-// on error the slaves are left where they stopped.
+// on error the slaves are left where they stopped. The cyclic frames poll
+// the slaves' mailboxes for CoE emergencies and, with Config.DC, carry the
+// drift compensation (see Cyclic). A segment without a clock with a system
+// time fails with Config.DC set (an error matching dc.ErrNoReference).
 func (m *Master) BringUp(ctx context.Context) error {
 	start := time.Now()
 	slaves, err := m.Scan(ctx)
@@ -32,8 +36,17 @@ func (m *Master) BringUp(ctx context.Context) error {
 	}
 	m.log.Info("bring-up: PREOP")
 
+	if err := m.readPDOConfiguration(ctx); err != nil {
+		return fmt.Errorf("master: bring-up: %w", err)
+	}
+
 	if _, err := m.MapProcessImage(); err != nil {
 		return fmt.Errorf("master: bring-up: %w", err)
+	}
+	if m.cfg.DC != nil {
+		if err := m.setUpDC(ctx, m.cfg.DC); err != nil {
+			return fmt.Errorf("master: bring-up: distributed clocks: %w", err)
+		}
 	}
 	if err := m.RequestState(ctx, esc.StateSafeOp); err != nil {
 		return fmt.Errorf("master: bring-up to SAFEOP: %w", err)

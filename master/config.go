@@ -74,6 +74,38 @@ type Config struct {
 	// Logger receives one line per bring-up step and warnings. Default
 	// slog.Default().
 	Logger *slog.Logger
+
+	// DC turns distributed clocks on: BringUp then configures the clocks
+	// and their SYNC signals between PREOP and SAFEOP, and the cyclic
+	// frames carry the continuous drift compensation. Nil leaves DC off.
+	DC *DCConfig
+
+	// PDO replaces the PDO assignment (and optionally the mappings) of
+	// the slaves it names, written over CoE in PREOP before the image is
+	// mapped. Slaves it does not name keep the assignment they report.
+	PDO []SlavePDOConfig
+}
+
+// SlavePDOConfig replaces a slave's PDO assignment (and optionally
+// mappings) before the image is mapped.
+type SlavePDOConfig struct {
+	Position int         // ring position
+	RxPDOs   []PDOConfig // assigned to the output SM (0x1C12), in order; nil keeps the slave's
+	TxPDOs   []PDOConfig // assigned to the input SM (0x1C13); nil keeps
+}
+
+// PDOConfig is one PDO of a SlavePDOConfig's assignment.
+type PDOConfig struct {
+	Index   uint16           // e.g. 0x1601
+	Entries []PDOEntryConfig // nil: keep the PDO's existing mapping; else write it (0x16xx/0x1Axx)
+}
+
+// PDOEntryConfig is one object entry a PDOConfig maps; Index 0 is a gap
+// of Bits bits.
+type PDOEntryConfig struct {
+	Index    uint16
+	SubIndex uint8
+	Bits     int
 }
 
 // withDefaults returns a copy of c with zero fields filled in, or an error
@@ -129,6 +161,16 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.SafeOpFrames < 0 {
 		return Config{}, fmt.Errorf("master: config SafeOpFrames is %d, want 0 (default) or more", out.SafeOpFrames)
+	}
+	if out.DC != nil {
+		dc := *out.DC // a copy: the caller's value may change afterwards
+		if dc.StartDelay == 0 {
+			dc.StartDelay = DefaultSyncStartDelay
+		}
+		if err := dc.syncOptions().validate(); err != nil {
+			return Config{}, fmt.Errorf("master: config DC: %w", err)
+		}
+		out.DC = &dc
 	}
 	return out, nil
 }

@@ -1,10 +1,12 @@
 package master
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/ecagent/ecagent/master/coe"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/wire"
@@ -40,6 +42,32 @@ type CycleResult struct {
 	// Config.Clock in nanoseconds.
 	SendTime int64
 	RecvTime int64
+
+	// DCTime is the reference clock's system time (ns since 2000-01-01)
+	// as the drift compensation datagram (FRMW 0x0910) read it when the
+	// frame passed the reference; DCValid tells whether it did (DC
+	// configured, frame back, reference answered). DCWKC is that
+	// datagram's working counter, DCExpectedWKC the number of clocks with
+	// a system time it should reach (the reference reads, every other
+	// clock writes). A difference is counted in Stats.DCWKCErrors and
+	// does not set Err; DCWKC is not part of WKC.
+	DCTime        uint64
+	DCValid       bool
+	DCWKC         uint16
+	DCExpectedWKC uint16
+	// DCDiff is the system time difference (0x092C) of the clock at ring
+	// position DCDiffPosition, read this cycle (one clock per cycle, round
+	// robin over the clocks with a system time, the reference included,
+	// whose register the drift compensation does not update). It is the
+	// ESC's filtered mean of local copy minus received system time in ns:
+	// positive when the slave's clock is ahead of the reference (0x092C
+	// bit 31 clear), negative when behind (bit 31 set). DCDiffValid tells
+	// whether the read succeeded; DCDiffPosition is set whenever DC is
+	// configured.
+	DCDiff         int32
+	DCDiffPosition int
+	DCDiffValid    bool
+
 	// Err is nil for a complete cycle with the expected working counter;
 	// otherwise the link's error, ErrFrameLost or ErrWKCMismatch, in that
 	// order of precedence. The AL status fields do not set it.
@@ -76,16 +104,22 @@ type cyclicFrame struct {
 	chunk   chunk
 	lrw     bool // carries an LRW datagram over chunk
 	status  bool // carries the BRD of AL status (after the LRW, if any)
+	aux     bool // carries the DC and mailbox datagrams (last)
+	first   wire.Command
 	index   uint8
 	done    bool
 }
 
-// first returns the command of the frame's first datagram.
-func (f *cyclicFrame) first() wire.Command {
+// baseLen is the size of the frame without the auxiliary datagrams.
+func (f *cyclicFrame) baseLen() int {
+	n := wire.EthernetHeaderLen + wire.HeaderLen
 	if f.lrw {
-		return wire.LRW
+		n += wire.DatagramOverhead + f.chunk.to - f.chunk.from
 	}
-	return wire.BRD
+	if f.status {
+		n += statusDatagramLen
+	}
+	return n
 }
 
 // Cyclic is the process-data exchange: a fixed set of frames, each with one
@@ -93,7 +127,26 @@ func (f *cyclicFrame) first() wire.Command {
 // status of all slaves, built once when the image is mapped. The cycle
 // engine calls Exchange (or ExchangeUntil) every cycle from one goroutine;
 // neither allocates. Nothing else may use the master's link meanwhile.
+//
+// After BringUp (or ConfigureDCWith on a mapped image) the first frame
+// also carries auxiliary datagrams, in this order:
+//
+//   - with distributed clocks: an FRMW of the reference clock's system time
+//     (0x0910, 8 bytes), the continuous drift compensation, and an FPRD of
+//     one clock's system time difference (0x092C), round robin;
+//   - with slaves that have a mailbox: an FPRD of the whole send mailbox of
+//     the slave found full in the previous cycle, which empties it, and an
+//     FPRD of one slave's SM1 status byte (0x080D), round robin.
+//
+// A CoE emergency read out of a mailbox is queued for Master.Emergencies;
+// any other message is dropped and counted (Stats.MailboxDiscarded). So the
+// SDO client (which is acyclic) must not be used while the cycle runs:
+// its replies would be taken by the polling. A message whose read-out
+// frame is lost is lost with it (the slave has released it). When the
+// auxiliary datagrams do not fit beside the first LRW they travel in an
+// extra frame of their own at the end of the cycle.
 type Cyclic struct {
+	m        *Master // set by attach: slaves' mailboxes, emergency queue
 	link     link.Link
 	bus      *Bus // for the shared datagram index counter and source address
 	image    *ProcessImage
@@ -104,6 +157,11 @@ type Cyclic struct {
 	counters *counters
 	cycle    uint64
 	expected uint16
+	base     int // frames without the auxiliary-only one
+	auxFrame int // index of the frame carrying the auxiliary datagrams, -1 when none
+	auxBack  bool
+	dc       cyclicDC
+	mbx      mailboxPoll
 	// timeoutErr is the link's timeout error value as last seen. Links
 	// return one pre-allocated value, so after the first timeout a plain
 	// comparison recognises it: errors.Is walks type assertions whose
@@ -132,15 +190,9 @@ func newCyclic(bus *Bus, image *ProcessImage, l layout, timeout time.Duration, c
 	cy.frames[0].status = true
 	for i := range cy.frames {
 		f := &cy.frames[i]
-		n := wire.EthernetHeaderLen + wire.HeaderLen
-		if f.lrw {
-			n += wire.DatagramOverhead + f.chunk.to - f.chunk.from
-		}
-		if f.status {
-			n += statusDatagramLen
-		}
-		f.buf = make([]byte, n)
+		f.buf = make([]byte, f.baseLen())
 	}
+	cy.base, cy.auxFrame = len(cy.frames), -1
 	return cy
 }
 
@@ -174,6 +226,9 @@ func (c *Cyclic) ExchangeUntil(deadline time.Time) CycleResult {
 	if r.Lost == 0 && r.WKC != r.ExpectedWKC {
 		c.counters.wkcErrors.Add(1)
 	}
+	if c.dc.on && c.auxBack && r.DCWKC != r.DCExpectedWKC {
+		c.counters.dcWKCErrors.Add(1)
+	}
 	return r
 }
 
@@ -181,6 +236,9 @@ func (c *Cyclic) ExchangeUntil(deadline time.Time) CycleResult {
 // the frames bring-up sends while slaves change state.
 func (c *Cyclic) exchange(deadline time.Time) CycleResult {
 	r := CycleResult{ExpectedWKC: c.expected, Frames: len(c.frames)}
+	if c.dc.on {
+		r.DCExpectedWKC = c.dc.want
+	}
 	c.build()
 	r.SendTime = c.clock()
 	pending := 0
@@ -239,9 +297,10 @@ func (c *Cyclic) isTimeout(err error) bool {
 }
 
 // build writes this cycle's frames: fresh indexes, the output image, an
-// empty AL status read.
+// empty AL status read, the auxiliary datagrams.
 func (c *Cyclic) build() {
 	out := c.image.Outputs()
+	c.auxBack = false
 	for i := range c.frames {
 		f := &c.frames[i]
 		f.index = c.bus.nextIndex()
@@ -255,6 +314,17 @@ func (c *Cyclic) build() {
 		}
 		if f.status {
 			_, _ = f.builder.Append(wire.BRD, f.index, wire.PhysicalAddress(0, uint16(esc.RegALStatus)), esc.ALStatusLen)
+		}
+		if f.aux {
+			c.buildAux(f)
+		}
+		switch {
+		case f.lrw:
+			f.first = wire.LRW
+		case f.status:
+			f.first = wire.BRD
+		default:
+			f.first = c.auxFirst()
 		}
 	}
 }
@@ -283,19 +353,25 @@ func (c *Cyclic) take(frame []byte, r *CycleResult) int {
 		return answerStale
 	}
 	f.done = true
+	more := true // d holds a datagram not yet looked at
 	if f.lrw {
 		r.WKC += d.WKC
 		if f.chunk.to > c.image.outBytes {
 			from := max(f.chunk.from, c.image.outBytes)
 			copy(c.image.buf[from:f.chunk.to], d.Data[from-f.chunk.from:])
 		}
-		if f.status && !it.Next(&d) {
-			return answerTaken
-		}
+		more = it.Next(&d)
 	}
-	if f.status && d.Command == wire.BRD && len(d.Data) == esc.ALStatusLen {
-		st := esc.DecodeALStatus(d.Data)
-		r.Responding, r.ALStates, r.ALError = d.WKC, uint8(st.State), st.Error
+	if f.status && more {
+		if d.Command == wire.BRD && len(d.Data) == esc.ALStatusLen {
+			st := esc.DecodeALStatus(d.Data)
+			r.Responding, r.ALStates, r.ALError = d.WKC, uint8(st.State), st.Error
+		}
+		more = it.Next(&d)
+	}
+	if f.aux && more {
+		c.auxBack = true
+		c.takeAux(&it, &d, r)
 	}
 	return answerTaken
 }
@@ -305,7 +381,7 @@ func (c *Cyclic) take(frame []byte, r *CycleResult) int {
 func (c *Cyclic) match(d *wire.Datagram) *cyclicFrame {
 	for i := range c.frames {
 		f := &c.frames[i]
-		if f.done || d.Index != f.index || d.Command != f.first() {
+		if f.done || d.Index != f.index || d.Command != f.first {
 			continue
 		}
 		if f.lrw && (len(d.Data) != f.chunk.to-f.chunk.from || d.Address != uint32(logicalBase+f.chunk.from)) {
@@ -319,4 +395,226 @@ func (c *Cyclic) match(d *wire.Datagram) *cyclicFrame {
 // String describes the exchange, e.g. "1 frame(s), 6 bytes, expected WKC 8".
 func (c *Cyclic) String() string {
 	return fmt.Sprintf("%d frame(s), %d bytes, expected WKC %d", len(c.frames), len(c.image.buf), c.expected)
+}
+
+// Sizes of the auxiliary datagrams on the wire.
+const (
+	dcTimeDatagramLen    = wire.DatagramOverhead + 8 // FRMW 0x0910
+	dcDiffDatagramLen    = wire.DatagramOverhead + 4 // FPRD 0x092C
+	mbxStatusDatagramLen = wire.DatagramOverhead + 1 // FPRD of SM1's status byte
+)
+
+// regSendMailboxStatus is the status byte of SyncManager 1, the send
+// mailbox (slave to master).
+const regSendMailboxStatus = uint16(esc.RegSyncManager0) + esc.SyncManagerLen + smStatusOffset
+
+// cyclicDC is the distributed-clock part of the cyclic exchange.
+type cyclicDC struct {
+	on      bool
+	time    uint32   // FRMW address: the reference's 0x0910
+	clocks  []dcPeer // slaves with a system time, in ring order
+	want    uint16   // working counter of the FRMW
+	next    int      // clock whose 0x092C the next cycle reads
+	current int      // clock read this cycle
+}
+
+// dcPeer is a clock the cyclic exchange reads 0x092C of.
+type dcPeer struct {
+	diff     uint32 // FPRD address of its 0x092C
+	position int
+}
+
+// mailboxPoll is the mailbox part of the cyclic exchange: it looks at one
+// slave's send mailbox status per cycle and reads a full mailbox out in
+// the next cycle.
+type mailboxPoll struct {
+	slaves  []*Slave
+	next    int // slave whose status the next cycle reads
+	polled  int // slave whose status this cycle reads
+	pending int // slave found full, to read out next cycle; -1 none
+	reading int // slave whose mailbox this cycle reads out; -1 none
+	maxSize int // largest send mailbox among slaves
+}
+
+// attach connects the exchange to its master, for the slaves' mailboxes
+// and the emergency queue, and lays out the auxiliary datagrams. BringUp
+// and ConfigureDCWith call it; outside the cycle only.
+func (c *Cyclic) attach(m *Master) {
+	c.m = m
+	c.mbx = mailboxPoll{pending: -1, reading: -1}
+	room := wire.MaxPayloadLen - dcTimeDatagramLen - dcDiffDatagramLen - mbxStatusDatagramLen - wire.DatagramOverhead
+	for _, s := range m.slaves {
+		size := int(s.Mailbox.SendSize)
+		if !s.HasMailbox || size < coe.MailboxHeaderLen {
+			continue
+		}
+		if size > room {
+			m.log.Warn("cyclic mailbox polling leaves out a slave whose send mailbox does not fit a frame",
+				"slave", s.String(), "size", size)
+			continue
+		}
+		c.mbx.slaves = append(c.mbx.slaves, s)
+		c.mbx.maxSize = max(c.mbx.maxSize, size)
+	}
+	c.layoutAux()
+}
+
+// enableDC makes the exchange carry the drift compensation for setup; a
+// setup without clocks leaves it off.
+func (c *Cyclic) enableDC(setup DCSetup) {
+	if setup.Reference == nil || len(setup.Clocks) == 0 {
+		return
+	}
+	c.dc = cyclicDC{on: true, want: uint16(len(setup.Clocks)),
+		time: wire.PhysicalAddress(setup.Reference.StationAddress, uint16(esc.RegDCSystemTime))}
+	for _, cl := range setup.Clocks {
+		c.dc.clocks = append(c.dc.clocks, dcPeer{position: cl.Slave.Position,
+			diff: wire.PhysicalAddress(cl.Slave.StationAddress, uint16(esc.RegDCSystemDiff))})
+	}
+	c.layoutAux()
+}
+
+// auxLen is the most bytes the auxiliary datagrams take in a frame.
+func (c *Cyclic) auxLen() int {
+	n := 0
+	if c.dc.on {
+		n += dcTimeDatagramLen + dcDiffDatagramLen
+	}
+	if len(c.mbx.slaves) > 0 {
+		n += mbxStatusDatagramLen + wire.DatagramOverhead + c.mbx.maxSize
+	}
+	return n
+}
+
+// layoutAux puts the auxiliary datagrams into the first frame when they
+// fit beside what it carries, else into an extra frame, and sizes the
+// frame buffers for the largest cycle.
+func (c *Cyclic) layoutAux() {
+	c.frames = c.frames[:c.base]
+	c.auxFrame = -1
+	f0 := &c.frames[0]
+	if f0.aux {
+		f0.aux = false
+		f0.buf = make([]byte, f0.baseLen())
+	}
+	n := c.auxLen()
+	switch {
+	case n == 0:
+		return
+	case f0.baseLen()+n <= wire.MaxFrameLen:
+		f0.aux = true
+		f0.buf = make([]byte, f0.baseLen()+n)
+		c.auxFrame = 0
+	default:
+		c.frames = append(c.frames, cyclicFrame{aux: true, buf: make([]byte, wire.EthernetHeaderLen+wire.HeaderLen+n)})
+		c.auxFrame = len(c.frames) - 1
+	}
+}
+
+// auxFirst returns the command of the first auxiliary datagram.
+func (c *Cyclic) auxFirst() wire.Command {
+	if c.dc.on {
+		return wire.FRMW
+	}
+	return wire.FPRD
+}
+
+// buildAux appends this cycle's auxiliary datagrams to f.
+func (c *Cyclic) buildAux(f *cyclicFrame) {
+	if c.dc.on {
+		_, _ = f.builder.Append(wire.FRMW, f.index, c.dc.time, 8)
+		c.dc.current = c.dc.next
+		c.dc.next = (c.dc.next + 1) % len(c.dc.clocks)
+		_, _ = f.builder.Append(wire.FPRD, f.index, c.dc.clocks[c.dc.current].diff, 4)
+	}
+	p := &c.mbx
+	if len(p.slaves) == 0 {
+		return
+	}
+	// The read-out goes before the status poll, so a poll of the same
+	// slave sees the mailbox emptied (or refilled) rather than the message
+	// being read.
+	p.reading, p.pending = p.pending, -1
+	if p.reading >= 0 {
+		s := p.slaves[p.reading]
+		_, _ = f.builder.Append(wire.FPRD, f.index, wire.PhysicalAddress(s.StationAddress, s.Mailbox.SendOffset), int(s.Mailbox.SendSize))
+	}
+	p.polled = p.next
+	p.next = (p.next + 1) % len(p.slaves)
+	_, _ = f.builder.Append(wire.FPRD, f.index, wire.PhysicalAddress(p.slaves[p.polled].StationAddress, regSendMailboxStatus), 1)
+}
+
+// takeAux reads the answers to the auxiliary datagrams, d being the first
+// of them. Answers that do not look like what was sent are ignored.
+func (c *Cyclic) takeAux(it *wire.DatagramIter, d *wire.Datagram, r *CycleResult) {
+	if c.dc.on {
+		if d.Command == wire.FRMW && len(d.Data) == 8 {
+			r.DCWKC = d.WKC
+			r.DCTime = binary.LittleEndian.Uint64(d.Data)
+			r.DCValid = d.WKC > 0 && r.DCTime != 0
+		}
+		if !it.Next(d) {
+			return
+		}
+		peer := c.dc.clocks[c.dc.current]
+		r.DCDiffPosition = peer.position
+		if d.Command == wire.FPRD && d.Address == peer.diff && len(d.Data) == 4 && d.WKC == 1 {
+			r.DCDiff, r.DCDiffValid = decodeSystemTimeDiff(binary.LittleEndian.Uint32(d.Data)), true
+		}
+		if !it.Next(d) {
+			return
+		}
+	}
+	p := &c.mbx
+	if len(p.slaves) == 0 {
+		return
+	}
+	if p.reading >= 0 {
+		s := p.slaves[p.reading]
+		if d.Command == wire.FPRD && d.ADP() == s.StationAddress && len(d.Data) == int(s.Mailbox.SendSize) && d.WKC == 1 {
+			c.takeMailbox(s, d.Data)
+		}
+		if !it.Next(d) {
+			return
+		}
+	}
+	s := p.slaves[p.polled]
+	if d.Command == wire.FPRD && d.Address == wire.PhysicalAddress(s.StationAddress, regSendMailboxStatus) &&
+		len(d.Data) == 1 && d.WKC == 1 && d.Data[0]&smStatusMailboxFull != 0 && p.pending < 0 {
+		p.pending = p.polled
+	}
+}
+
+// takeMailbox handles a message read out of slave s's send mailbox: a CoE
+// emergency is queued, anything else counted and dropped. It checks every
+// length first, so the decoders never take their (allocating) error path.
+func (c *Cyclic) takeMailbox(s *Slave, b []byte) {
+	h, err := coe.DecodeMailboxHeader(b)
+	body := coe.MailboxHeaderLen + int(h.Length)
+	if err != nil || body > len(b) || h.Type != coe.TypeCoE || int(h.Length) < coe.HeaderLen+coe.EmergencyLen {
+		c.counters.mailboxDiscarded.Add(1)
+		return
+	}
+	ch, err := coe.DecodeHeader(b[coe.MailboxHeaderLen:body])
+	if err != nil || ch.Service != coe.ServiceEmergency {
+		c.counters.mailboxDiscarded.Add(1)
+		return
+	}
+	e, err := coe.DecodeEmergency(b[coe.MailboxHeaderLen+coe.HeaderLen : body])
+	if err != nil {
+		c.counters.mailboxDiscarded.Add(1)
+		return
+	}
+	c.m.noteEmergency(s, e)
+}
+
+// decodeSystemTimeDiff turns register 0x092C into signed nanoseconds,
+// positive when the local copy of the system time is ahead of (greater
+// than or equal to) the received one: bit 31 set means it is smaller.
+func decodeSystemTimeDiff(v uint32) int32 {
+	mag := int32(v & 0x7FFFFFFF)
+	if v&0x80000000 != 0 {
+		return -mag
+	}
+	return mag
 }

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/master/coe"
 	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/master/sii"
 	"github.com/ecagent/ecagent/master/wire"
 )
 
@@ -166,4 +168,167 @@ func BenchmarkExchangeLoop(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(failed)/float64(n), "failed/op")
+}
+
+func TestDecodeSystemTimeDiff(t *testing.T) {
+	tests := []struct {
+		reg  uint32
+		want int32
+	}{
+		{0x00000000, 0},
+		{0x00000005, 5},           // local copy greater: the slave is ahead
+		{0x80000005, -5},          // bit 31: local copy smaller, behind
+		{0x7FFFFFFF, 0x7FFFFFFF},  // largest lead
+		{0xFFFFFFFF, -0x7FFFFFFF}, // largest lag
+		{0x80000000, 0},           // "smaller" by nothing
+	}
+	for _, tt := range tests {
+		if got := decodeSystemTimeDiff(tt.reg); got != tt.want {
+			t.Errorf("decodeSystemTimeDiff(%#08x) = %d, want %d", tt.reg, got, tt.want)
+		}
+	}
+}
+
+// TestCyclicDCResult checks the DC fields of CycleResult over a few cycles
+// against what the segment answered.
+func TestCyclicDCResult(t *testing.T) {
+	tests := []struct {
+		name      string
+		dcWKC     uint16 // what the segment answers to the FRMW
+		wkcErrors uint64
+	}{
+		{name: "every clock takes part", dcWKC: 3},
+		{name: "a clock is missing", dcWKC: 2, wkcErrors: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			slaves, setup := auxSlaves()
+			for _, s := range slaves {
+				s.HasMailbox = false // DC datagrams only
+			}
+			b := newAuxBench(t, slaves, &setup, maxLRWData)
+			b.seg.dcWKC = tt.dcWKC
+			b.seg.diff[0x1004] = 0x80000007 // position 3: 7 ns behind
+			b.seg.diff[0x1006] = 12         // position 5: 12 ns ahead
+			b.seg.diff[0x1001] = 0          // the reference
+			wantPos := []int{0, 3, 5, 0}
+			wantDiff := map[int]int32{0: 0, 3: -7, 5: 12}
+			var prev uint64
+			for i, pos := range wantPos {
+				r := b.cy.Exchange()
+				if r.Err != nil {
+					t.Fatalf("cycle %d: %v (a DC working counter must not fail the cycle)", i+1, r.Err)
+				}
+				if r.Frames != 1 || r.WKC != r.ExpectedWKC {
+					t.Errorf("cycle %d: %d frames, WKC %d/%d", i+1, r.Frames, r.WKC, r.ExpectedWKC)
+				}
+				if !r.DCValid || r.DCWKC != tt.dcWKC || r.DCExpectedWKC != 3 {
+					t.Errorf("cycle %d: DC valid %v WKC %d/%d, want valid %d/3", i+1, r.DCValid, r.DCWKC, r.DCExpectedWKC, tt.dcWKC)
+				}
+				if i > 0 && r.DCTime-prev != b.seg.tick {
+					t.Errorf("cycle %d: DC time advanced by %d, want %d", i+1, r.DCTime-prev, b.seg.tick)
+				}
+				prev = r.DCTime
+				if !r.DCDiffValid || r.DCDiffPosition != pos || r.DCDiff != wantDiff[pos] {
+					t.Errorf("cycle %d: DC diff valid %v position %d value %d, want position %d value %d",
+						i+1, r.DCDiffValid, r.DCDiffPosition, r.DCDiff, pos, wantDiff[pos])
+				}
+			}
+			if st := b.m.Stats(); st.DCWKCErrors != tt.wkcErrors || st.WKCErrors != 0 {
+				t.Errorf("stats %+v, want %d DC WKC errors and no WKC error", st, tt.wkcErrors)
+			}
+		})
+	}
+}
+
+// TestCyclicWithoutAux checks that an exchange without DC and mailboxes
+// sends what it always did: the LRW and the AL status read.
+func TestCyclicWithoutAux(t *testing.T) {
+	slaves, _ := auxSlaves()
+	for _, s := range slaves {
+		s.HasMailbox = false
+	}
+	b := newAuxBench(t, slaves, nil, maxLRWData)
+	r := b.cy.Exchange()
+	if r.Err != nil || r.DCValid || r.DCDiffValid || r.DCExpectedWKC != 0 {
+		t.Fatalf("result %+v", r)
+	}
+	var f wire.Frame
+	if err := f.Decode(b.cy.frames[0].builder.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	it := f.Datagrams()
+	var d wire.Datagram
+	n := 0
+	for it.Next(&d) {
+		n++
+	}
+	if n != 2 || len(b.cy.frames[0].buf) != b.cy.frames[0].baseLen() {
+		t.Errorf("%d datagrams in a %d-byte buffer, want 2 in %d", n, len(b.cy.frames[0].buf), b.cy.frames[0].baseLen())
+	}
+}
+
+// TestCyclicAuxFrameOfItsOwn checks that auxiliary datagrams that do not
+// fit beside a large LRW travel in an extra frame, and that duplicated
+// (late) answers are still recognised as stale.
+func TestCyclicAuxFrameOfItsOwn(t *testing.T) {
+	slaves, setup := auxSlaves()
+	big := model("Big", fmmuOut, ProcessDataSM{Type: sii.SMProcessDataOut, Start: 0x1000, Bits: 8 * 1400})
+	big.Position, big.StationAddress = len(slaves), firstStationAddress+uint16(len(slaves))
+	slaves = append(slaves, big)
+	b := newAuxBench(t, slaves, &setup, maxLRWData)
+	if b.cy.Frames() != 2 || b.cy.auxFrame != 1 || b.cy.frames[0].aux {
+		t.Fatalf("%d frames, auxiliary datagrams in frame %d, want an extra second frame", b.cy.Frames(), b.cy.auxFrame)
+	}
+	b.put(slaves[5].StationAddress, emergencyMessage(coe.Emergency{ErrorCode: 0x3210}), false)
+	b.seg.dupFrame = true
+	var prev uint64
+	for i := range 6 {
+		r := b.cy.Exchange()
+		if r.Err != nil || r.Frames != 2 || !r.DCValid || !r.DCDiffValid {
+			t.Fatalf("cycle %d: %+v", i+1, r)
+		}
+		if i > 0 && r.DCTime <= prev {
+			t.Errorf("cycle %d: DC time %d after %d: an old answer was taken", i+1, r.DCTime, prev)
+		}
+		prev = r.DCTime
+	}
+	st := b.m.Stats()
+	if st.StaleFrames < 5 {
+		t.Errorf("%d stale frames after 6 cycles answered twice each, want at least 5", st.StaleFrames)
+	}
+	if got := b.m.Emergencies(nil); len(got) != 1 || got[0].Emergency.ErrorCode != 0x3210 {
+		t.Errorf("emergencies %+v, want the 0x3210 one", got)
+	}
+}
+
+func TestSyncStart(t *testing.T) {
+	const ms = time.Millisecond
+	tests := []struct {
+		name                string
+		now                 uint64
+		cycle, shift, delay time.Duration
+		want                uint64
+	}{
+		{"on the grid: the next point", 0, ms, 0, 100 * ms, uint64(101 * ms)},
+		{"between points", uint64(400 * time.Microsecond), ms, 0, 100 * ms, uint64(101 * ms)},
+		{"shifted later", 0, ms, 250 * time.Microsecond, 100 * ms, uint64(100*ms + 250*time.Microsecond)},
+		{"shifted earlier", 0, ms, -250 * time.Microsecond, 100 * ms, uint64(100*ms + 750*time.Microsecond)},
+		{"shift beyond the delay", 0, ms, 900 * time.Microsecond, 100 * time.Microsecond, uint64(900 * time.Microsecond)},
+		{"a real system time", 838_000_000_123_456_789, ms, 0, 100 * ms, 838_000_000_224_000_000},
+		{"odd cycle", 1_000, 333 * time.Microsecond, 10 * time.Microsecond, ms, 3*333_000 + 10_000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := syncStart(tt.now, tt.cycle, tt.shift, tt.delay)
+			if got != tt.want {
+				t.Errorf("syncStart(%d, %v, %v, %v) = %d, want %d", tt.now, tt.cycle, tt.shift, tt.delay, got, tt.want)
+			}
+			// Whatever the inputs: after now+delay, within a cycle of it, on the grid.
+			after := int64(got) - int64(tt.now+uint64(tt.delay))
+			if after <= 0 || after > int64(tt.cycle) || (int64(got)-int64(tt.shift))%int64(tt.cycle) != 0 {
+				t.Errorf("start %d is %d ns after now+delay, off grid by %d", got, after, (int64(got)-int64(tt.shift))%int64(tt.cycle))
+			}
+		})
+	}
 }

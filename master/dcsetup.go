@@ -66,6 +66,10 @@ func (m *Master) ConfigureDC(ctx context.Context) error {
 // A segment without any clock with a system time gives an error matching
 // dc.ErrNoReference.
 //
+// When the process image is mapped, the cyclic exchange carries the
+// drift compensation from then on (see Cyclic); a later mapping (a new
+// Scan, MapProcessImage) forgets it, so map first — BringUp does.
+//
 // Like every Bus operation it must not run while the cyclic exchange runs
 // in another goroutine.
 func (m *Master) ConfigureDCWith(ctx context.Context, opts DCOptions) (DCSetup, error) {
@@ -124,6 +128,9 @@ func (m *Master) ConfigureDCWith(ctx context.Context, opts DCOptions) (DCSetup, 
 		if _, err := m.bus.transactWant(ctx, wire.FRMW, address, sys[:], len(setup.Clocks)); err != nil {
 			return DCSetup{}, fmt.Errorf("master: DC drift compensation frame %d of %d: %w", n+1, frames, err)
 		}
+	}
+	if m.cyclic != nil {
+		m.cyclic.enableDC(setup)
 	}
 	m.log.Info("distributed clocks configured", "reference", ref.String(), "clocks", len(setup.Clocks),
 		"drift_frames", max(frames, 0))

@@ -29,15 +29,16 @@ var dcSegment = []string{"EK1100", "EL2004", filepath.Join(realSII, "el2889.bin"
 // far below the lag the test checks it starts from.
 const dcDiffBound = 10
 
-// systemTimeDiff decodes 0x092C: bit 31 set when the local copy is smaller,
-// the magnitude in the low 31 bits.
+// systemTimeDiff decodes 0x092C into local copy minus received system
+// time: bit 31 set when the local copy is smaller, the magnitude in the
+// low 31 bits.
 func systemTimeDiff(b []byte) int64 {
 	v := binary.LittleEndian.Uint32(b)
 	mag := int64(v & (1<<31 - 1))
 	if v&(1<<31) != 0 {
-		return mag
+		return -mag
 	}
-	return -mag
+	return mag
 }
 
 func TestConfigureDC(t *testing.T) {

@@ -30,8 +30,9 @@ type fmmuSetting struct {
 // FMMU can map: physically adjacent, every one but the last a whole number
 // of bytes, so their bits follow each other in logical and physical space.
 type smRun struct {
-	start uint16 // physical start of the first SyncManager
-	bits  int
+	start uint16          // physical start of the first SyncManager
+	bits  int             // bits of its SyncManagers together
+	sms   []ProcessDataSM // its SyncManagers, in physical order
 }
 
 // runs groups a slave's process-data SyncManagers of type typ into FMMU runs.
@@ -44,8 +45,9 @@ func runs(sms []ProcessDataSM, typ sii.SyncManagerType) []smRun {
 		}
 		if n := len(out); n > 0 && out[n-1].bits%8 == 0 && sm.Start == end {
 			out[n-1].bits += sm.Bits
+			out[n-1].sms = append(out[n-1].sms, sm)
 		} else {
-			out = append(out, smRun{start: sm.Start, bits: sm.Bits})
+			out = append(out, smRun{start: sm.Start, bits: sm.Bits, sms: []ProcessDataSM{sm}})
 		}
 		end = sm.Start + uint16(sm.Bytes())
 	}
@@ -67,7 +69,8 @@ type chunk struct {
 }
 
 // mapProcessData lays out the process image and sets each slave's Inputs,
-// Outputs and FMMU settings.
+// Outputs and FMMU settings, and the offsets of its PDO entries (a slave
+// whose PDO assignment was not read gets the SII's).
 //
 // The image is one run of logical addresses from logicalBase: first the
 // outputs of all slaves in ring order, then, starting on a fresh byte, their
@@ -86,6 +89,10 @@ func mapProcessData(slaves []*Slave, maxData int) (layout, error) {
 	for _, s := range slaves {
 		s.fmmus = s.fmmus[:0]
 		s.Inputs, s.Outputs = BitRange{}, BitRange{}
+		if s.PDOSource == "" {
+			s.assignPDOs(siiPDOs(s))
+			s.PDOSource = PDOSourceSII
+		}
 	}
 	used := make([]map[int]bool, len(slaves))
 	for i := range used {
@@ -112,6 +119,7 @@ func mapProcessData(slaves []*Slave, maxData int) (layout, error) {
 			continue
 		}
 		s.Outputs = place(&next, s, rs)
+		setPDOOffsets(s, rs, s.RxPDOs)
 		if err := s.addFMMUs(rs, s.Outputs.Offset+8*logicalBase, esc.FMMUWrite, sii.FMMUOutputs, used[i]); err != nil {
 			return layout{}, err
 		}
@@ -124,6 +132,7 @@ func mapProcessData(slaves []*Slave, maxData int) (layout, error) {
 			continue
 		}
 		s.Inputs = place(&next, s, rs)
+		setPDOOffsets(s, rs, s.TxPDOs)
 		if err := s.addFMMUs(rs, 8*(logicalBase+l.outBytes)+s.Inputs.Offset, esc.FMMURead, sii.FMMUInputs, used[i]); err != nil {
 			return layout{}, err
 		}

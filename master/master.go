@@ -28,6 +28,11 @@ type Master struct {
 	// emergencies holds CoE emergency messages until Emergencies.
 	emergencies emergencyQueue
 
+	// dc and sync are what BringUp's distributed-clock step set up.
+	dc     DCSetup
+	sync   SyncSetup
+	dcDone bool
+
 	slaves []*Slave
 	image  *ProcessImage
 	cyclic *Cyclic
@@ -63,6 +68,10 @@ func (m *Master) Image() *ProcessImage { return m.image }
 
 // Cyclic returns the cyclic exchange, or nil before the image is mapped.
 func (m *Master) Cyclic() *Cyclic { return m.cyclic }
+
+// DC returns the distributed-clock and SYNC settings BringUp made, and
+// false when it made none (Config.DC nil, or BringUp not run).
+func (m *Master) DC() (DCSetup, SyncSetup, bool) { return m.dc, m.sync, m.dcDone }
 
 // Stats returns the master's counters. It is safe to call from any
 // goroutine, also while the cycle runs.
@@ -101,6 +110,7 @@ func (m *Master) MapProcessImage() (*ProcessImage, error) {
 	}
 	m.image = newProcessImage(l.outBytes, l.inBytes)
 	m.cyclic = newCyclic(m.bus, m.image, l, m.cfg.CycleTimeout, m.cfg.Clock, &m.counters)
+	m.cyclic.attach(m)
 	m.log.Info("process image mapped", "output_bytes", l.outBytes, "input_bytes", l.inBytes,
 		"frames", len(l.chunks), "expected_wkc", m.cyclic.ExpectedWKC())
 	return m.image, nil

@@ -65,7 +65,9 @@ type Slave struct {
 	Protocols sii.MailboxProtocols
 
 	// SyncManagers describes the process-data SyncManagers from the SII,
-	// each with the bits of the PDOs assigned to it by default.
+	// each with the bits of the PDOs assigned to it: by default (the SII)
+	// after Scan, as the slave reports or the configuration sets them
+	// (see PDOSource) once the PDO assignment has been read in PREOP.
 	SyncManagers []ProcessDataSM
 	// InputBits and OutputBits are the totals over SyncManagers.
 	InputBits  int
@@ -76,6 +78,14 @@ type Slave struct {
 	// the image is mapped (BringUp, or the first request for SAFEOP).
 	Inputs  BitRange
 	Outputs BitRange
+
+	// RxPDOs (outputs) and TxPDOs (inputs) are the PDOs assigned to the
+	// process-data SyncManagers, in image order, each entry with its bit
+	// offset in Outputs or Inputs; set when the image is mapped.
+	RxPDOs, TxPDOs []PDO
+	// PDOSource tells where the assignment came from: PDOSourceSII,
+	// PDOSourceCoE or PDOSourceConfig ("sii", "coe", "config").
+	PDOSource string
 
 	// SII is the parsed SII EEPROM image.
 	SII *sii.Device

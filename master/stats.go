@@ -2,10 +2,11 @@ package master
 
 import "sync/atomic"
 
-// Stats counts what the master has seen since New. Cycles, LostFrames and
-// WKCErrors count the application's Exchange calls only: the frames that
-// bring-up exchanges to keep outputs valid during state changes are not
-// counted there. StaleFrames, InvalidFrames and Retries count every frame.
+// Stats counts what the master has seen since New. Cycles, LostFrames,
+// WKCErrors and DCWKCErrors count the application's Exchange calls only:
+// the frames that bring-up exchanges to keep outputs valid during state
+// changes are not counted there. StaleFrames, InvalidFrames, Retries,
+// Emergencies and MailboxDiscarded count every frame.
 type Stats struct {
 	// Cycles counts Exchange calls.
 	Cycles uint64
@@ -29,6 +30,15 @@ type Stats struct {
 	// called often enough to keep the queue from overflowing.
 	Emergencies        uint64
 	EmergenciesDropped uint64
+	// DCWKCErrors counts Exchange calls whose frame with the cyclic drift
+	// compensation (FRMW of the reference's system time) came back with a
+	// working counter other than the number of clocks with a system time.
+	// Such a cycle is not failed for it (CycleResult.Err stays nil).
+	DCWKCErrors uint64
+	// MailboxDiscarded counts messages the cyclic mailbox polling emptied
+	// out of a slave's send mailbox that were not CoE emergencies (late SDO
+	// responses, other protocols, malformed messages): they are dropped.
+	MailboxDiscarded uint64
 }
 
 // counters are the live, atomically updated figures behind Stats, so that
@@ -43,6 +53,9 @@ type counters struct {
 
 	emergencies        atomic.Uint64
 	emergenciesDropped atomic.Uint64
+
+	dcWKCErrors      atomic.Uint64
+	mailboxDiscarded atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -56,5 +69,8 @@ func (c *counters) snapshot() Stats {
 
 		Emergencies:        c.emergencies.Load(),
 		EmergenciesDropped: c.emergenciesDropped.Load(),
+
+		DCWKCErrors:      c.dcWKCErrors.Load(),
+		MailboxDiscarded: c.mailboxDiscarded.Load(),
 	}
 }
