@@ -29,6 +29,9 @@ type Config struct {
 	MQTT MQTT `koanf:"mqtt" help:"process data, statistics and events to an MQTT broker (JSON or Sparkplug B)"`
 	// OTLP is the OpenTelemetry metrics export.
 	OTLP OTLP `koanf:"otlp" help:"OpenTelemetry metrics export over OTLP; off unless an endpoint is set here or in OTEL_EXPORTER_OTLP_ENDPOINT"`
+	// Drives are the CiA 402 servo drives the cycle runs (see drives.go).
+	// A list of mappings: only the YAML file can set it.
+	Drives []Drive `koanf:"drives" help:"CiA 402 servo drives the cycle brings to operation enabled and gives a target (YAML file only): slave, mode, target, faultreset, settlecycles"`
 }
 
 // Bus configures the EtherCAT segment the master drives.
@@ -50,6 +53,11 @@ type Bus struct {
 	// StateTimeout bounds one EtherCAT state transition (INIT, PREOP, SAFEOP,
 	// OP).
 	StateTimeout time.Duration `koanf:"statetimeout" help:"how long one state transition (INIT, PREOP, SAFEOP, OP) may take"`
+	// DC configures distributed clocks (see drives.go).
+	DC DC `koanf:"dc" help:"distributed clocks: SYNC0/SYNC1 in every slave that supports them, locked to the cycle"`
+	// PDO remaps and reassigns PDOs of chosen slaves before SAFEOP (see
+	// drives.go). A list of mappings: only the YAML file can set it.
+	PDO []SlavePDOs `koanf:"pdo" help:"PDO assignment and mapping per slave, written in PREOP (YAML file only): slave, rxpdos, txpdos"`
 }
 
 // Cycle configures the real-time cycle and the host resources it asks for.
@@ -184,6 +192,7 @@ func Default() Config {
 			// still booting: one cycle period would be far too short.
 			Timeout:      10 * time.Millisecond,
 			StateTimeout: 5 * time.Second,
+			DC:           defaultDC(),
 		},
 		Cycle: Cycle{
 			Period:     time.Millisecond,

@@ -43,6 +43,13 @@
 // sequences, or comma-separated strings in the environment and on the command
 // line. A YAML null (a key with nothing after the colon) leaves the key unset.
 //
+// Lists of mappings (drives, bus.pdo) exist only in the YAML file: they have
+// no environment variable and no flag, and --config's help lists their item
+// keys. Problems inside them name the item's key, e.g.
+// drives[0].target.period, with the line of the file it is on (or of the
+// nearest enclosing key when it is missing). An empty list ([]) is the
+// same as none.
+//
 // # Errors
 //
 // [Load] reports every problem at once (errors.Join). Each problem about a

@@ -15,9 +15,14 @@ const FlagConfigFile = "config"
 // Pass the parsed fs to [Load] as [Sources].Flags. It panics, as pflag does,
 // if fs already has a flag of the same name.
 func RegisterFlags(fs *pflag.FlagSet) {
-	fs.String(FlagConfigFile, "", "read the configuration from the YAML `FILE` (or set "+EnvConfigFile+")")
+	fs.String(FlagConfigFile, "", "read the configuration from the YAML `FILE` (or set "+EnvConfigFile+"). "+
+		"Lists of mappings have no flag or environment variable; only the file sets them "+
+		"(examples: deploy/examples/servo-*.yaml):"+listHelp())
 	def := Default()
 	for _, f := range newSchema().fields {
+		if f.kind == kindList {
+			continue // YAML only, documented under --config
+		}
 		usage := f.help + " (env " + EnvName(f.key) + ")"
 		switch v := f.get(&def).(type) {
 		case string:

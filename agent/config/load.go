@@ -72,7 +72,7 @@ func Load(src Sources) (Config, error) {
 	cfg, failed, decodeErrs := l.decode(def)
 	errs = append(errs, decodeErrs...)
 	for _, p := range cfg.problems(src.Models, hostCPUs()) {
-		if !failed[baseKey(p.Key)] {
+		if !isFailed(failed, p.Key) {
 			errs = append(errs, l.annotate(p))
 		}
 	}
@@ -121,6 +121,11 @@ type loader struct {
 	schema schema
 	k      *koanf.Koanf
 	origin map[string]string // key → "default", "file:line", "ECAGENT_…", "--flag"
+	// file and lines locate keys inside lists of mappings, which origin
+	// records only as a whole: lines maps "drives[0].target.period" and
+	// every other key of the file to its line.
+	file  string
+	lines map[string]int
 }
 
 // loadFile reads the YAML layer.
@@ -135,6 +140,7 @@ func (l *loader) loadFile(path string) []error {
 	}
 	// koanf keeps no positions; a second, cheap parse finds each key's line.
 	lines := map[string]int{}
+	l.file, l.lines = path, lines
 	if data, err := os.ReadFile(path); err == nil {
 		var doc yamlv3.Node
 		if yamlv3.Unmarshal(data, &doc) == nil {
@@ -151,9 +157,17 @@ func (l *loader) loadFile(path string) []error {
 	})
 }
 
-// keyLines records the line of every mapping key under n, by dotted path.
+// keyLines records the line of every mapping key under n, by dotted path,
+// and of every sequence item, by its index: "drives[0].target".
 func keyLines(n *yamlv3.Node, prefix string, lines map[string]int) {
 	switch n.Kind {
+	case yamlv3.SequenceNode:
+		base := strings.TrimSuffix(prefix, ".")
+		for i, c := range n.Content {
+			key := fmt.Sprintf("%s[%d]", base, i)
+			lines[key] = c.Line
+			keyLines(c, key+".", lines)
+		}
 	case yamlv3.DocumentNode:
 		for _, c := range n.Content {
 			keyLines(c, prefix, lines)
@@ -287,6 +301,15 @@ func (l *loader) decode(def Config) (Config, map[string]bool, []error) {
 	var errs []error
 	for _, f := range l.schema.fields {
 		raw := l.k.Get(f.key)
+		if f.kind == kindList {
+			v, problems := decodeList(f.elem, f.key, raw)
+			for _, p := range problems {
+				failed[p.key] = true
+				errs = append(errs, l.itemError(p))
+			}
+			f.set(&cfg, v)
+			continue
+		}
 		v, problem := decode(f, raw)
 		if problem != "" {
 			failed[f.key] = true
@@ -298,14 +321,63 @@ func (l *loader) decode(def Config) (Config, map[string]bool, []error) {
 	// Levels and formats are words; accept INFO from an environment.
 	cfg.Log.Level = strings.ToLower(strings.TrimSpace(cfg.Log.Level))
 	cfg.Log.Format = strings.ToLower(strings.TrimSpace(cfg.Log.Format))
+	for i := range cfg.Drives {
+		d := &cfg.Drives[i]
+		d.Mode = strings.ToLower(strings.TrimSpace(d.Mode))
+		d.FaultReset = strings.ToLower(strings.TrimSpace(d.FaultReset))
+		d.Target.Kind = strings.ToLower(strings.TrimSpace(d.Target.Kind))
+	}
 	return cfg, failed, errs
+}
+
+// itemError turns a problem inside a list of mappings into an error.
+func (l *loader) itemError(p itemProblem) error {
+	if p.unknown {
+		return &UnknownKeyError{Key: p.key, Source: l.source(p.key), Suggestion: p.suggestion}
+	}
+	return &FieldError{Key: p.key, Value: p.value, Source: l.source(p.key), Problem: p.problem}
+}
+
+// source says where key's value came from. A key inside a list of
+// mappings from the file gets the line of the nearest key or item that the
+// file has.
+func (l *loader) source(key string) string {
+	src := l.origin[baseKey(key)]
+	if l.file == "" || !strings.HasPrefix(src, l.file) {
+		return src
+	}
+	for k := key; k != ""; k = parentItemKey(k) {
+		if n, ok := l.lines[k]; ok {
+			return fmt.Sprintf("%s:%d", l.file, n)
+		}
+	}
+	return src
+}
+
+// parentItemKey drops the last segment or index:
+// "drives[0].target" → "drives[0]" → "drives".
+func parentItemKey(key string) string {
+	if i := strings.LastIndexAny(key, ".["); i >= 0 {
+		return key[:i]
+	}
+	return ""
+}
+
+// isFailed reports whether key, or a key it lies in, failed to decode.
+func isFailed(failed map[string]bool, key string) bool {
+	for k := key; k != ""; k = parentItemKey(k) {
+		if failed[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // annotate adds the source and the value as written to a validation
 // problem.
 func (l *loader) annotate(p *FieldError) *FieldError {
 	key := baseKey(p.Key)
-	p.Source = l.origin[key]
+	p.Source = l.source(p.Key)
 	if key == p.Key { // list items already carry their own text
 		p.Value = formatValue(l.k.Get(key))
 	}

@@ -2,10 +2,12 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +39,12 @@ type loadResult struct {
 
 func (lc loadCase) load(t *testing.T) loadResult {
 	t.Helper()
+	return lc.loadWith(t, testModels)
+}
+
+// loadWith is load with the simulator's models given.
+func (lc loadCase) loadWith(t *testing.T, models []string) loadResult {
+	t.Helper()
 	dir := t.TempDir()
 	subst := func(s string) string { return strings.ReplaceAll(s, "$DIR", dir) }
 	for name, content := range lc.extra {
@@ -44,7 +52,7 @@ func (lc loadCase) load(t *testing.T) loadResult {
 			t.Fatal(err)
 		}
 	}
-	src := Sources{Models: testModels}
+	src := Sources{Models: models}
 	path := ""
 	if lc.file != "" {
 		path = filepath.Join(dir, "ecagent.yaml")
@@ -318,6 +326,12 @@ func TestGoldenExample(t *testing.T) {
 			ExpectedSlaves: 4,
 			Timeout:        20 * time.Millisecond,
 			StateTimeout:   10 * time.Second,
+			DC: DC{Enabled: true, Sync0Shift: 50 * time.Microsecond, Sync1: 100 * time.Microsecond,
+				DriftFrames: 20000, StartDelay: 200 * time.Millisecond},
+			PDO: []SlavePDOs{{Slave: 1,
+				RxPDOs: []PDO{{Index: 0x1601, Entries: []PDOEntry{{0x6040, 0, 16}, {0x60FF, 0, 32}}}},
+				TxPDOs: []PDO{{Index: 0x1A01, Entries: []PDOEntry{{0x6041, 0, 16}, {0x606C, 0, 32}}}, {Index: 0x1A02}},
+			}},
 		},
 		Cycle: Cycle{
 			Period: 250 * time.Microsecond, Core: 0, Priority: 90,
@@ -340,6 +354,12 @@ func TestGoldenExample(t *testing.T) {
 		},
 		OTLP: OTLP{Endpoint: "https://otel-collector.plant:4317", Protocol: "grpc", Interval: 30 * time.Second,
 			Timeout: 5 * time.Second, Headers: []string{"x-tenant=plant-1"}},
+		Drives: []Drive{
+			{Slave: 1, Mode: "csv", Target: Target{Kind: "sine", Amplitude: 100000, Period: 2 * time.Second},
+				FaultReset: "auto", SettleCycles: 50},
+			{Slave: 3, Mode: "cst", Target: Target{Kind: "ramp", To: 200, Duration: 500 * time.Millisecond},
+				FaultReset: "manual", SettleCycles: DefaultSettleCycles},
+		},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("example.yaml:\n got %+v\nwant %+v", got, want)
@@ -367,13 +387,22 @@ func TestDeployExample(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("the example no longer shows the defaults:\n got %+v\nwant %+v", got, want)
 	}
-	data, err := os.ReadFile(path)
+	// Every key must be documented by the examples: in ecagent.yaml, or
+	// (bus.dc, drives, bus.pdo) in the servo examples; host only as a
+	// comment, because its default (the OS host name) cannot be written
+	// down.
+	paths, err := filepath.Glob("../../deploy/examples/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every key must be in the file; host only as a comment, because its
-	// default (the OS host name) cannot be written down.
-	text := string(data)
+	var text string
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text += string(data)
+	}
 	for _, key := range newSchema().keys() {
 		segments := strings.Split(key, ".")
 		needle := segments[len(segments)-1] + ":"
@@ -383,5 +412,60 @@ func TestDeployExample(t *testing.T) {
 		if !strings.Contains(text, needle) {
 			t.Errorf("example lacks %s (%q)", key, needle)
 		}
+	}
+}
+
+// deployModels are the simulator's models the deploy examples use.
+var deployModels = append(slices.Clone(testModels), "AKD")
+
+// TestDeployExamples loads every file in deploy/examples and checks what
+// the servo examples promise.
+func TestDeployExamples(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob("../../deploy/examples/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]func(Config) string{
+		"ecagent.yaml": func(c Config) string { return "" },
+		"servo-csv-1ms.yaml": func(c Config) string {
+			d := c.Drives
+			if c.Cycle.Period != time.Millisecond || !c.Bus.DC.Enabled || len(d) != 1 || d[0].Slave != 1 ||
+				d[0].Mode != "csv" || d[0].Target.Kind != "sine" || !slices.Equal(c.Bus.Devices, []string{"EK1100", "AKD"}) {
+				return fmt.Sprintf("not a 1 ms CSV sine on [EK1100, AKD] with DC: %+v", c)
+			}
+			return ""
+		},
+		"servo-cst-125us.yaml": func(c Config) string {
+			d := c.Drives
+			if c.Cycle.Period != 125*time.Microsecond || !c.Bus.DC.Enabled || len(d) != 1 || d[0].Slave != 1 ||
+				d[0].Mode != "cst" || !slices.Equal(c.Bus.Devices, []string{"EK1100", "AKD"}) {
+				return fmt.Sprintf("not a 125 us CST drive on [EK1100, AKD] with DC: %+v", c)
+			}
+			return ""
+		},
+	}
+	seen := 0
+	for _, path := range paths {
+		name := filepath.Base(path)
+		check, known := want[name]
+		if !known {
+			check = func(Config) string { return "" } // new examples must at least load
+		} else {
+			seen++
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := Load(Sources{File: path, Models: deployModels})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if problem := check(cfg); problem != "" {
+				t.Error(problem)
+			}
+		})
+	}
+	if seen != len(want) {
+		t.Errorf("found %d of the %d expected examples in %v", seen, len(want), paths)
 	}
 }

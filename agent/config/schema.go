@@ -17,6 +17,7 @@ const (
 	kindBool
 	kindDuration
 	kindStrings
+	kindList // a list of mappings (YAML file only); field.elem is the slice type
 )
 
 // String names the kind the way error messages and help text need it.
@@ -32,6 +33,8 @@ func (k kind) String() string {
 		return `a duration such as "1ms" or "250us"`
 	case kindStrings:
 		return "a list of strings"
+	case kindList:
+		return "a list of mappings (YAML file only)"
 	}
 	return "invalid"
 }
@@ -42,7 +45,8 @@ type field struct {
 	key   string // dotted key, e.g. "cycle.period"
 	help  string
 	kind  kind
-	index []int // reflect index path inside Config
+	index []int        // reflect index path inside Config
+	elem  reflect.Type // the slice type of a kindList field
 }
 
 // section is a key that holds other keys (a nested struct), e.g. "cycle".
@@ -77,6 +81,7 @@ func (s *schema) walk(t reflect.Type, prefix string, index []int) {
 		idx := append(append([]int(nil), index...), i)
 		help := sf.Tag.Get("help")
 		k := kindInvalid
+		var elem reflect.Type
 		switch {
 		case sf.Type == durationType:
 			k = kindDuration
@@ -92,10 +97,12 @@ func (s *schema) walk(t reflect.Type, prefix string, index []int) {
 			k = kindBool
 		case sf.Type.Kind() == reflect.Slice && sf.Type.Elem().Kind() == reflect.String:
 			k = kindStrings
+		case sf.Type.Kind() == reflect.Slice && sf.Type.Elem().Kind() == reflect.Struct:
+			k, elem = kindList, sf.Type
 		default:
 			panic(fmt.Sprintf("config: field %s.%s has unsupported type %s", t.Name(), sf.Name, sf.Type))
 		}
-		s.fields = append(s.fields, field{key: key, help: help, kind: k, index: idx})
+		s.fields = append(s.fields, field{key: key, help: help, kind: k, index: idx, elem: elem})
 	}
 }
 

@@ -21,6 +21,7 @@ func TestSchemaKeys(t *testing.T) {
 	want := []string{
 		"site", "line", "host",
 		"bus.interface", "bus.devices", "bus.expectedslaves", "bus.timeout", "bus.statetimeout",
+		"bus.dc.enabled", "bus.dc.sync0shift", "bus.dc.sync1", "bus.dc.driftframes", "bus.dc.startdelay", "bus.pdo",
 		"cycle.period", "cycle.core", "cycle.priority", "cycle.busywait", "cycle.lockmemory", "cycle.shm",
 		"status.interval",
 		"metrics.listen", "metrics.webconfig", "metrics.window",
@@ -31,6 +32,7 @@ func TestSchemaKeys(t *testing.T) {
 		"mqtt.bufferfile", "mqtt.timeout", "mqtt.reconnectmin", "mqtt.reconnectmax", "mqtt.slaves", "mqtt.signals",
 		"mqtt.writes.enabled", "mqtt.writes.allow", "mqtt.sparkplug.group", "mqtt.sparkplug.node",
 		"otlp.endpoint", "otlp.protocol", "otlp.interval", "otlp.timeout", "otlp.headers",
+		"drives",
 	}
 	if got := s.keys(); !reflect.DeepEqual(got, want) {
 		t.Errorf("keys = %q\nwant %q", got, want)
@@ -78,8 +80,19 @@ func TestRegisterFlags(t *testing.T) {
 		t.Errorf("--config missing or undocumented: %+v", f)
 	}
 	def := Default()
+	configUsage := fset.Lookup(FlagConfigFile).Usage
 	for _, fld := range newSchema().fields {
 		f := fset.Lookup(fld.key)
+		if fld.kind == kindList {
+			// Lists of mappings have no flag; --config documents them.
+			if f != nil {
+				t.Errorf("list of mappings %s has a flag", fld.key)
+			}
+			if !strings.Contains(configUsage, "\n"+fld.key+": "+fld.help) {
+				t.Errorf("--config usage does not document %s:\n%s", fld.key, configUsage)
+			}
+			continue
+		}
 		if f == nil {
 			t.Errorf("no flag --%s", fld.key)
 			continue
@@ -92,7 +105,9 @@ func TestRegisterFlags(t *testing.T) {
 		}
 	}
 	usage := fset.FlagUsages()
-	for _, want := range []string{"--cycle.period duration", "--bus.interface string", "--config FILE", "(default 1ms)"} {
+	for _, want := range []string{"--cycle.period duration", "--bus.interface string", "--config FILE", "(default 1ms)",
+		"--bus.dc.sync0shift duration", "--bus.dc.enabled", "(default 15000)",
+		"drives[].target.period: period of a sine", "bus.pdo[].rxpdos[].entries: the mapped objects", "drives[].faultreset: manual"} {
 		if !strings.Contains(usage, want) {
 			t.Errorf("--help lacks %q", want)
 		}

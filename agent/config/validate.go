@@ -103,6 +103,7 @@ func (c Config) problems(models []string, cpus cpuSet) []*FieldError {
 	}
 	out = append(out, c.MQTT.problems()...)
 	out = append(out, c.OTLP.problems()...)
+	out = append(out, c.motionProblems()...)
 	return out
 }
 

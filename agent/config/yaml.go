@@ -2,7 +2,10 @@ package config
 
 import (
 	"bytes"
+	"encoding"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,8 +84,59 @@ func valueNode(v any) (*yamlv3.Node, error) {
 			seq.Content = append(seq.Content, scalar("!!str", item))
 		}
 		return seq, nil
+	case uint16: // object indexes read best in hex
+		return scalar("!!int", fmt.Sprintf("0x%04X", v)), nil
+	case encoding.TextMarshaler:
+		text, err := v.MarshalText()
+		if err != nil {
+			return nil, err
+		}
+		return scalar("!!str", string(text)), nil
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Slice: // a list of mappings, or of text values inside one
+		seq := &yamlv3.Node{Kind: yamlv3.SequenceNode}
+		if rv.Len() == 0 || rv.Type().Elem().Implements(textMarshalerType) {
+			seq.Style = yamlv3.FlowStyle
+		}
+		for i := range rv.Len() {
+			n, err := valueNode(rv.Index(i).Interface())
+			if err != nil {
+				return nil, err
+			}
+			seq.Content = append(seq.Content, n)
+		}
+		return seq, nil
+	case reflect.Struct:
+		return structNode(rv)
 	}
 	return nil, fmt.Errorf("unsupported type %T", v)
+}
+
+// structNode encodes an item of a list of mappings by its koanf tags. Of a
+// struct with a kind (a drive's target), only the fields that kind uses are
+// written.
+func structNode(rv reflect.Value) (*yamlv3.Node, error) {
+	fields := structFields(rv)
+	kind := ""
+	for _, f := range fields {
+		if f.name == "kind" && f.value.Kind() == reflect.String {
+			kind = f.value.String()
+		}
+	}
+	m := &yamlv3.Node{Kind: yamlv3.MappingNode}
+	for _, f := range fields {
+		if f.use != "" && !slices.Contains(strings.Split(f.use, ","), kind) {
+			continue
+		}
+		n, err := valueNode(f.value.Interface())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.name, err)
+		}
+		m.Content = append(m.Content, &yamlv3.Node{Kind: yamlv3.ScalarNode, Value: f.name}, n)
+	}
+	return m, nil
 }
 
 // comment wraps text into "# "-prefixed lines of at most 74 columns (before indentation).
