@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -281,6 +282,25 @@ func TestProvisioning(t *testing.T) {
 	for _, d := range All() {
 		if !bytes.Contains(readme, []byte(d.File)) {
 			t.Errorf("the README does not mention %s", d.File)
+		}
+	}
+}
+
+// TestDriveStateMapping checks that the drive state panel names every
+// CiA 402 state number as package metrics does.
+func TestDriveStateMapping(t *testing.T) {
+	m := driveStateNames()
+	if len(m) != 1 || m[0].ValueMap == nil {
+		t.Fatalf("want one value map, got %+v", m)
+	}
+	opts := m[0].ValueMap.Options
+	if len(opts) != int(metrics.DriveFault)+1 {
+		t.Errorf("%d states mapped, want %d", len(opts), int(metrics.DriveFault)+1)
+	}
+	for s := metrics.DriveUnknown; s <= metrics.DriveFault; s++ {
+		o, ok := opts[strconv.Itoa(int(s))]
+		if !ok || o.Text == nil || *o.Text != s.String() {
+			t.Errorf("state %d maps to %+v, want %q", s, o, s.String())
 		}
 	}
 }

@@ -59,6 +59,11 @@ func FleetOverview() (dashboard.Dashboard, error) {
 		WithPanel(fleetStat("Worst p99 jitter", "The largest p99 cycle jitter of any selected host over the dashboard's time range.",
 			fmt.Sprintf("max(%s)", quantile(0.99, "ecagent_cycle_jitter_seconds", sel, byHost, dashRange)), nil).
 			Unit(unitSeconds)).
+		WithPanel(fleetStat("Drives in fault", "CiA 402 drives of all selected hosts that are in fault now.",
+			fmt.Sprintf("count(%s != 0) or vector(0)", series("ecagent_drive_error_code", sel)), thresholds(1, 1))).
+		WithPanel(fleetStat("Worst p99 DC difference", "The largest p99 distributed-clock system time difference of any selected host over the dashboard's time range; EtherCAT keeps it under 1 µs.",
+			fmt.Sprintf("max(%s)", quantile(0.99, "ecagent_dc_time_difference_seconds", sel, byHost, dashRange)), thresholds(500e-9, 1e-6)).
+			Unit(unitSeconds)).
 		WithRow(dashboard.NewRowBuilder("Hosts")).
 		WithPanel(hostsTable(sel)).
 		WithRow(dashboard.NewRowBuilder("Jitter")).
@@ -84,7 +89,7 @@ func fleetStat(title, description, expr string, th *dashboard.ThresholdsConfigBu
 		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
 		ColorMode(common.BigValueColorModeBackground).
 		GraphMode(common.BigValueGraphModeArea).
-		Height(4).Span(4)
+		Height(4).Span(3)
 	if th != nil {
 		s = s.Thresholds(th)
 	}

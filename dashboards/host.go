@@ -47,6 +47,11 @@ func dcQuantity() quantity {
 		"absolute distributed-clock system time difference, in cycles that measured it"}
 }
 
+func dcControllerQuantity() quantity {
+	return quantity{"DC controller error", "ecagent_dc_controller_error_seconds", "ecagent_dc_controller_error_window_seconds", unitSeconds,
+		"absolute error of the controller that keeps the master's cycle on the distributed-clock reference time"}
+}
+
 // HostDetail builds the host detail dashboard.
 func HostDetail() (dashboard.Dashboard, error) {
 	sel := hostSelector
@@ -94,11 +99,28 @@ func HostDetail() (dashboard.Dashboard, error) {
 		WithPanel(cpuLoad(sel).Height(9).Span(24)).
 		WithRow(dashboard.NewRowBuilder("Bus")).
 		WithPanel(quantilePanel(frameRTTQuantity(), sel).Height(8).Span(12)).
-		WithPanel(quantilePanel(dcQuantity(), sel).Height(8).Span(12)).
 		WithPanel(busErrors(sel).Height(8).Span(12)).
-		WithPanel(escErrors(sel).Height(8).Span(12)).
 		WithPanel(slaveStates(sel).Height(8).Span(16)).
 		WithPanel(alStatusCodes(sel).Height(8).Span(8)).
+		WithPanel(escErrors(sel).Height(8).Span(24)).
+		WithRow(dashboard.NewRowBuilder("Distributed clocks")).
+		WithPanel(hostStat("Distributed clocks", "Whether distributed clocks are configured on the segment.", series("ecagent_dc_enabled", sel), "none").
+			Mappings(valueText([3]string{"1", "on", "green"}, [3]string{"0", "off", "text"})).Span(4)).
+		WithPanel(hostStat("Reference clock", "Position of the slave whose clock is the reference (−1 without distributed clocks).",
+			series("ecagent_dc_reference_position", sel), "none").Span(4)).
+		WithPanel(hostStat("SYNC0 cycle", "SYNC0 cycle time the slaves are configured with.", series("ecagent_dc_sync0_cycle_seconds", sel), unitSeconds).Span(4)).
+		WithPanel(hostStat("SYNC0 shift", "Where SYNC0 lies in the cycle, on the distributed-clock time.", series("ecagent_dc_sync0_shift_seconds", sel), unitSeconds).Span(4)).
+		WithPanel(hostStat("SYNC1 shift", "Shift of SYNC1 from SYNC0 (0 without SYNC1).", series("ecagent_dc_sync1_shift_seconds", sel), unitSeconds).Span(4)).
+		WithPanel(hostStat("p99 DC time difference", "p99 of the absolute system time difference in the last closed window (exact). Above 1 µs the slaves are not synchronised.",
+			series("ecagent_dc_time_difference_window_seconds", sel, `stat="p99"`), unitSeconds).Span(4).
+			Thresholds(thresholds(500e-9, 1e-6)).ColorMode(common.BigValueColorModeValue)).
+		WithPanel(quantilePanel(dcQuantity(), sel).Height(8).Span(12)).
+		WithPanel(quantilePanel(dcControllerQuantity(), sel).Height(8).Span(12)).
+		WithRow(dashboard.NewRowBuilder("Drives")).
+		WithPanel(driveStates(sel).Height(8).Span(16)).
+		WithPanel(driveErrorCodes(sel).Height(8).Span(8)).
+		WithPanel(driveEvents(sel).Height(8).Span(16)).
+		WithPanel(lastEmergencies(sel).Height(8).Span(8)).
 		WithRow(dashboard.NewRowBuilder("MQTT delivery")).
 		WithPanel(mqttRates(sel).Height(8).Span(12)).
 		WithPanel(mqttBuffer(sel).Height(8).Span(12)).
@@ -219,17 +241,62 @@ func slaveStates(sel string) *statetimeline.PanelBuilder {
 
 // alStatusCodes lists the slaves that report an AL status code.
 func alStatusCodes(sel string) *table.PanelBuilder {
-	return table.NewPanelBuilder().
-		Title("AL status codes").
-		Description("Slaves reporting an AL status code (the reason a slave refused or left a state; 0x001B sync manager watchdog, 0x002C fatal sync error, …). Empty while every slave is fine.").
+	return codeTable("AL status codes",
+		"Slaves reporting an AL status code (the reason a slave refused or left a state; 0x001B sync manager watchdog, 0x002C fatal sync error, …). Empty while every slave is fine.",
+		series("ecagent_slave_al_status_code", sel)+" != 0", "AL status code", "all slaves report no error")
+}
+
+// driveStates is the CiA 402 state of each drive over time.
+func driveStates(sel string) *statetimeline.PanelBuilder {
+	return statetimeline.NewPanelBuilder().
+		Title("Drive states").
+		Description("CiA 402 state of each drive: operation enabled is running; fault needs a fault reset once the cause is gone (the drive's error code is in the table beside).").
 		Datasource(datasource()).
-		WithTarget(tableQuery("A", series("ecagent_slave_al_status_code", sel)+" != 0")).
+		WithTarget(query(series("ecagent_drive_state", sel), "{{position}} {{name}}")).
+		Mappings(driveStateNames()).
+		ShowValue(common.VisibilityModeAuto).
+		MergeValues(true).
+		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false))
+}
+
+// codeTable lists the slaves whose code series is not 0, the code in
+// hexadecimal.
+func codeTable(title, description, expr, column, empty string) *table.PanelBuilder {
+	return table.NewPanelBuilder().
+		Title(title).
+		Description(description).
+		Datasource(datasource()).
+		WithTarget(tableQuery("A", expr)).
 		OverrideByName("Value", []dashboard.DynamicConfigValue{{Id: "unit", Value: "hex0x"}}).
 		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
 			"excludeByName": map[string]any{"Time": true, "__name__": true, "site": true, "line": true, "host": true, "job": true, "instance": true},
-			"renameByName":  map[string]any{"Value": "AL status code"},
+			"renameByName":  map[string]any{"Value": column},
 		}}).
-		NoValue("all slaves report no error")
+		NoValue(empty)
+}
+
+// driveErrorCodes lists the drives in fault with their error code.
+func driveErrorCodes(sel string) *table.PanelBuilder {
+	return codeTable("Drive error codes",
+		"Drives in fault and their error code (object 0x603F; 0x2310 over current, 0x3220 DC link under-voltage, 0x8611 following error, 0xFFxx manufacturer specific, …). The MQTT drive-fault event names the code's meaning.",
+		series("ecagent_drive_error_code", sel)+" != 0", "error code", "no drive in fault")
+}
+
+// driveEvents plots drive faults and CoE emergencies per slave as rates.
+func driveEvents(sel string) *timeseries.PanelBuilder {
+	return timeSeries("Drive faults and CoE emergencies per second", unitPerSec,
+		"Faults of each CiA 402 drive and CoE emergency messages of each slave (error resets included), per second; slaves without any are left out.").
+		WithTarget(query(fmt.Sprintf("rate(%s[%s]) > 0", series("ecagent_drive_faults_total", sel), rateInterval), "{{position}} {{name}} faults")).
+		WithTarget(query(fmt.Sprintf("rate(%s[%s]) > 0", series("ecagent_coe_emergencies_total", sel), rateInterval), "{{position}} {{name}} emergencies")).
+		Min(0)
+}
+
+// lastEmergencies lists the slaves whose last CoE emergency was an error
+// (not an error reset).
+func lastEmergencies(sel string) *table.PanelBuilder {
+	return codeTable("Last CoE emergency",
+		"Error code of the last CoE emergency message of each slave whose last message was not an error reset (CiA 301 classes: 0x2xxx current, 0x3xxx voltage, 0x4xxx temperature, 0x8xxx monitoring, 0xFFxx device specific).",
+		series("ecagent_coe_last_emergency_code", sel)+" != 0", "error code", "no slave reports an emergency")
 }
 
 // mqttRates plots the MQTT publisher's message counters as rates.

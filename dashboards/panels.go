@@ -125,6 +125,22 @@ func alStates() []dashboard.ValueMapping {
 	)
 }
 
+// driveStateNames maps ecagent_drive_state values (the CiA 402 states,
+// numbered as package metrics documents them).
+func driveStateNames() []dashboard.ValueMapping {
+	return valueText(
+		[3]string{"0", "unknown", "text"},
+		[3]string{"1", "not ready to switch on", "text"},
+		[3]string{"2", "switch on disabled", "blue"},
+		[3]string{"3", "ready to switch on", "purple"},
+		[3]string{"4", "switched on", "yellow"},
+		[3]string{"5", "operation enabled", "green"},
+		[3]string{"6", "quick stop active", "orange"},
+		[3]string{"7", "fault reaction active", "red"},
+		[3]string{"8", "fault", "red"},
+	)
+}
+
 // checkStatuses maps the rtcheck status code the host detail computes
 // (1 pass, 2 warn, 3 fail, 4 skip).
 func checkStatuses() []dashboard.ValueMapping {

@@ -34,8 +34,8 @@ func timingBuckets() []float64 {
 }
 
 // dcBuckets are the classic bucket bounds, in seconds, of the absolute
-// distributed-clock difference: 1-2-5 steps from 10 ns to 1 ms (a
-// synchronised segment stays well below 1 µs).
+// distributed-clock difference and controller error: 1-2-5 steps from
+// 10 ns to 1 ms (a synchronised segment stays well below 1 µs).
 func dcBuckets() []float64 {
 	return []float64{
 		10e-9, 20e-9, 50e-9,

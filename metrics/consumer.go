@@ -21,6 +21,7 @@ const (
 	qJob
 	qFrameRTT
 	qDCTimeDiff
+	qDCCtlErr
 	qCPULoad
 	numQuantities
 )
@@ -46,6 +47,7 @@ func quantitySpecs() [numQuantities]quantitySpec {
 		qJob:        {"job_duration", nameJobDuration, nameJobWin},
 		qFrameRTT:   {"frame_rtt", nameFrameRTT, nameFrameRTTWin},
 		qDCTimeDiff: {"dc_time_difference", nameDCTimeDiff, nameDCTimeDiffWin},
+		qDCCtlErr:   {"dc_controller_error", nameDCCtlErr, nameDCCtlErrWin},
 		qCPULoad:    {"cycle_cpu_load", nameCPULoad, nameCPULoadWin},
 	}
 }
@@ -83,6 +85,10 @@ type WindowReport struct {
 	// DCTimeDifference is the absolute distributed-clock difference of
 	// cycles that measured it.
 	DCTimeDifference stats.Summary
+	// DCControllerError is the absolute error of the controller that
+	// keeps the master's cycle on the distributed-clock reference time
+	// (shm.Sample.CtlErr), of cycles that measured it.
+	DCControllerError stats.Summary
 }
 
 // Consumer turns the cycle samples drained from the shared-memory ring into
@@ -120,7 +126,8 @@ type Consumer struct {
 // (job duration / target period: the load the job puts on the cycle's
 // budget, independent of how late the cycle woke), the frame round trip
 // (unless the frame was lost) and the absolute DC difference (when
-// measured). The counters follow the sample's flags.
+// measured), and the absolute DC controller error (when measured). The
+// counters follow the sample's flags.
 func (c *Consumer) Observe(s *shm.Sample) {
 	c.cycles.Inc()
 	c.winCycles++
@@ -157,6 +164,9 @@ func (c *Consumer) Observe(s *shm.Sample) {
 	if s.Flags&shm.SampleDCValid != 0 {
 		c.record(qDCTimeDiff, absInt64(int64(s.DCDiff)))
 	}
+	if s.Flags&shm.SampleCtlValid != 0 {
+		c.record(qDCCtlErr, absInt64(int64(s.CtlErr)))
+	}
 }
 
 // record adds a nanosecond value to a quantity's window and histogram.
@@ -172,18 +182,19 @@ func (c *Consumer) record(q quantity, ns int64) {
 // values) and does not allocate.
 func (c *Consumer) CloseWindow() WindowReport {
 	r := WindowReport{
-		Target:           c.target,
-		Cycles:           c.winCycles,
-		Overruns:         c.winOverruns,
-		Skipped:          c.winSkipped,
-		LostFrames:       c.winLost,
-		WKCErrors:        c.winWKC,
-		Period:           c.windows[qPeriod].Snapshot(),
-		Jitter:           c.windows[qJitter].Snapshot(),
-		WakeupLatency:    c.windows[qWakeup].Snapshot(),
-		JobDuration:      c.windows[qJob].Snapshot(),
-		FrameRTT:         c.windows[qFrameRTT].Snapshot(),
-		DCTimeDifference: c.windows[qDCTimeDiff].Snapshot(),
+		Target:            c.target,
+		Cycles:            c.winCycles,
+		Overruns:          c.winOverruns,
+		Skipped:           c.winSkipped,
+		LostFrames:        c.winLost,
+		WKCErrors:         c.winWKC,
+		Period:            c.windows[qPeriod].Snapshot(),
+		Jitter:            c.windows[qJitter].Snapshot(),
+		WakeupLatency:     c.windows[qWakeup].Snapshot(),
+		JobDuration:       c.windows[qJob].Snapshot(),
+		FrameRTT:          c.windows[qFrameRTT].Snapshot(),
+		DCTimeDifference:  c.windows[qDCTimeDiff].Snapshot(),
+		DCControllerError: c.windows[qDCCtlErr].Snapshot(),
 	}
 	r.SignedJitter = shifted(r.Period, -c.target)
 
@@ -193,6 +204,7 @@ func (c *Consumer) CloseWindow() WindowReport {
 	c.publish(qJob, &r.JobDuration, 1e9)
 	c.publish(qFrameRTT, &r.FrameRTT, 1e9)
 	c.publish(qDCTimeDiff, &r.DCTimeDifference, 1e9)
+	c.publish(qDCCtlErr, &r.DCControllerError, 1e9)
 	c.publish(qCPULoad, &r.JobDuration, float64(c.target))
 
 	for _, w := range c.windows {

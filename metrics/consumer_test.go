@@ -7,6 +7,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/metrics/stats"
 )
 
 // observeLatencies feeds 1000 cycles whose wake-up latencies are 1…1000 µs
@@ -183,7 +184,7 @@ func TestWindowGauges(t *testing.T) {
 	samples := family(t, r, nameWindowSamples)
 	for q, want := range map[string]float64{
 		"wakeup_latency": 1000, "job_duration": 1000, "cycle_cpu_load": 1000, "frame_rtt": 1000,
-		"cycle_period": 999, "cycle_jitter": 999, "dc_time_difference": 0,
+		"cycle_period": 999, "cycle_jitter": 999, "dc_time_difference": 0, "dc_controller_error": 0,
 	} {
 		if got := gaugeByLabel(t, samples, labelQuantity, q); got != want {
 			t.Errorf("%s{quantity=%q} = %g, want %g", nameWindowSamples, q, got, want)
@@ -313,6 +314,75 @@ func TestCounters(t *testing.T) {
 	}
 }
 
+// TestDCControllerError checks the controller error histogram, window
+// gauges and report against known values: only samples with
+// SampleCtlValid count, as absolute values.
+func TestDCControllerError(t *testing.T) {
+	r := newTestRegistry(t, testOptions())
+	c := r.Consumer()
+	samples := []struct {
+		flags  shm.SampleFlags
+		ctlErr int32
+	}{
+		{shm.SampleCtlValid, 40},
+		{shm.SampleCtlValid, -250},
+		{0, 99_999}, // not measured: left out
+		{shm.SampleCtlValid | shm.SampleDCValid, 1_500},
+		{shm.SampleCtlValid, -7},
+		{shm.SampleCtlValid, 0},
+	}
+	for i, sm := range samples {
+		s := cycleSample(uint64(i), 5000, 20_000, 100_000)
+		s.Flags, s.CtlErr = sm.flags, sm.ctlErr
+		c.Observe(&s)
+	}
+	h := family(t, r, nameDCCtlErr).GetMetric()[0].GetHistogram()
+	if h.GetSampleCount() != 5 || !closeTo(h.GetSampleSum(), 1797e-9) {
+		t.Errorf("histogram count %d sum %g, want 5 and 1797e-9", h.GetSampleCount(), h.GetSampleSum())
+	}
+	// Values 0, 7, 40, 250, 1500 ns against the DC buckets.
+	wantClassic := map[float64]uint64{
+		10e-9: 2, 20e-9: 2, 50e-9: 3, 100e-9: 3, 200e-9: 3, 500e-9: 4,
+		1e-6: 4, 2e-6: 5, 5e-6: 5, 1e-3: 5,
+	}
+	if n := len(h.GetBucket()); n != len(dcBuckets()) {
+		t.Errorf("%d classic buckets, want %d", n, len(dcBuckets()))
+	}
+	for _, b := range h.GetBucket() {
+		if want, ok := wantClassic[b.GetUpperBound()]; ok && b.GetCumulativeCount() != want {
+			t.Errorf("bucket le=%g: %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
+		}
+	}
+	if h.GetZeroCount() != 1 {
+		t.Errorf("native zero bucket %d, want 1 (the 0 ns error)", h.GetZeroCount())
+	}
+
+	rep := c.CloseWindow()
+	// 40, 250, 1500, 7, 0 in that order; population stddev about 577.6.
+	want := stats.Summary{Count: 5, Sampled: 5, Min: 0, Max: 1500, MinAt: 4, MaxAt: 2,
+		P50: 40, P90: 1500, P99: 1500, P999: 1500, P9999: 1500}
+	got := rep.DCControllerError
+	if !closeTo(got.Mean, 359.4) || !closeTo(got.StdDev, math.Sqrt(333661.44)) {
+		t.Errorf("report DCControllerError mean %g stddev %g, want 359.4 and %g", got.Mean, got.StdDev, math.Sqrt(333661.44))
+	}
+	got.Mean, got.StdDev = 0, 0
+	if got != want {
+		t.Errorf("report DCControllerError %+v, want %+v", got, want)
+	}
+	if rep.DCTimeDifference.Count != 1 {
+		t.Errorf("DC time difference count %d, want 1 (only one sample had SampleDCValid)", rep.DCTimeDifference.Count)
+	}
+	win := family(t, r, nameDCCtlErrWin)
+	for stat, v := range map[string]float64{"min": 0, "max": 1500e-9, "mean": 359.4e-9, "p50": 40e-9, "p99": 1500e-9} {
+		if g := gaugeByLabel(t, win, labelStat, stat); !closeTo(g, v) {
+			t.Errorf("%s{stat=%q} = %g, want %g", nameDCCtlErrWin, stat, g, v)
+		}
+	}
+	if g := gaugeByLabel(t, family(t, r, nameWindowSamples), labelQuantity, "dc_controller_error"); g != 5 {
+		t.Errorf("window samples of dc_controller_error %g, want 5", g)
+	}
+}
+
 // TestSetRingDrops checks that the ring drop counter never goes backwards
 // when the ring is replaced.
 func TestSetRingDrops(t *testing.T) {
@@ -352,7 +422,7 @@ func TestObserveAllocs(t *testing.T) {
 
 // sampleStream returns a function yielding consecutive cycle samples with
 // latencies, round trips and jobs cycling through fixed values, with a
-// lost frame and a DC value now and then.
+// lost frame, a DC difference and a DC controller error now and then.
 func sampleStream() func() *shm.Sample {
 	var s shm.Sample
 	var cycle uint64
@@ -365,6 +435,10 @@ func sampleStream() func() *shm.Sample {
 		if k%4 == 0 {
 			s.Flags |= shm.SampleDCValid
 			s.DCDiff = int32(k - 512)
+		}
+		if k%2 == 1 {
+			s.Flags |= shm.SampleCtlValid
+			s.CtlErr = int32(300 - k*3)
 		}
 		cycle++
 		return &s

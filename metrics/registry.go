@@ -69,6 +69,8 @@ type Registry struct {
 	processStarts   prometheus.Counter
 	rtSetting       *prometheus.GaugeVec
 	rtCheck         *prometheus.GaugeVec
+	dc              dcGauges
+	devices         *deviceSeries
 }
 
 // NewRegistry builds the registry and its Consumer. All memory the
@@ -113,6 +115,8 @@ func NewRegistry(opts Options) (*Registry, error) {
 	r.processStarts = b.counter(nameProcessStarts)
 	r.rtSetting = b.gaugeVec(nameRTSetting, labelSetting)
 	r.rtCheck = b.gaugeVec(nameRTCheck, labelCheck, labelStatus)
+	r.dc = newDCGauges(&b)
+	r.devices = newDeviceSeries(&b)
 
 	r.host = newHostCollector(b.catalog, opts.ProcRoot, opts.CycleCore)
 	b.register(r.host)
@@ -167,7 +171,9 @@ type Slave struct {
 
 // SetSlaves replaces the slave gauges with the given slaves (after a scan)
 // and sets ecagent_bus_slaves to their number. The error counters of
-// slaves no longer on the bus are dropped as well.
+// slaves no longer on the bus are dropped as well, and so are their
+// emergency and drive series; ecagent_coe_emergencies_total starts at 0
+// for every new slave and keeps counting for every slave still there.
 func (r *Registry) SetSlaves(slaves []Slave) {
 	r.slaveALState.Reset()
 	r.slaveALStatus.Reset()
@@ -176,6 +182,7 @@ func (r *Registry) SetSlaves(slaves []Slave) {
 	for _, s := range slaves {
 		r.SetSlave(s)
 	}
+	r.devices.setSlaves(slaves)
 	r.busSlaves.Set(float64(len(slaves)))
 }
 
@@ -337,6 +344,12 @@ func (b *builder) counter(name string) prometheus.Counter {
 	return c
 }
 
+func (b *builder) counterVec(name string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: helpOf(b.catalog, name)}, labels)
+	b.register(c)
+	return c
+}
+
 func (b *builder) histogram(name string, buckets []float64) prometheus.Histogram {
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:                            name,
@@ -384,6 +397,7 @@ func (b *builder) consumer(opts Options) (*Consumer, error) {
 		qJob:        timingBuckets(),
 		qFrameRTT:   timingBuckets(),
 		qDCTimeDiff: dcBuckets(),
+		qDCCtlErr:   dcBuckets(),
 		qCPULoad:    loadBuckets(),
 	}
 	samples := b.gaugeVec(nameWindowSamples, labelQuantity)

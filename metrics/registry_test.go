@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +38,10 @@ func populate(t testing.TB, r *Registry) {
 			s.Flags |= shm.SampleDCValid
 			s.DCDiff = int32(-10 * i)
 		}
+		if i%3 == 0 {
+			s.Flags |= shm.SampleCtlValid
+			s.CtlErr = int32(100*i - 500)
+		}
 		c.Observe(&s)
 	}
 	c.SetRingDrops(2)
@@ -55,6 +61,10 @@ func populate(t testing.TB, r *Registry) {
 	r.SetRTSetting(RTMlock, true)
 	r.SetRTSetting(RTAffinity, true)
 	r.SetRTSetting(RTDMALatency, false)
+	r.SetDC(DCSettings{Enabled: true, ReferencePosition: 0, Sync0Cycle: testTarget, Sync0Shift: 300 * time.Microsecond})
+	r.Emergency(2, "EL1014", 0x5000)
+	r.SetDriveState(1, "EL2004", int(DriveOperationEnabled), "operation enabled")
+	r.DriveFault(1, "EL2004", 0x3220)
 	for check, status := range map[string]CheckStatus{"preempt_rt": CheckFail, "isolcpus": CheckWarn, "swap": CheckPass} {
 		if err := r.SetRTCheck(check, status); err != nil {
 			t.Fatalf("SetRTCheck: %v", err)
@@ -318,5 +328,227 @@ func TestDocumented(t *testing.T) {
 		if (s.Type == TypeCounter) != strings.HasSuffix(s.Name, "_total") {
 			t.Errorf("%s: _total is for counters and only counters", s.Name)
 		}
+	}
+}
+
+// fleet is the fleet label set of testOptions, as the exposition writes it.
+const fleet = `host="ipc-7",line="line-3",site="plant-1"`
+
+// TestEmergenciesAndDrives feeds the event methods and compares the
+// exposition of the emergency and drive series exactly.
+func TestEmergenciesAndDrives(t *testing.T) {
+	r := newTestRegistry(t, testOptions())
+	r.SetSlaves([]Slave{
+		{Position: 0, Name: "EK1100", ALState: ALStateOp},
+		{Position: 1, Name: "AKD", ALState: ALStateOp},
+		{Position: 2, Name: "EL3004", ALState: ALStateOp},
+	})
+	r.Emergency(1, "AKD", 0x8611)
+	r.Emergency(1, "AKD", 0x0000) // error reset: counted, last code 0
+	r.Emergency(2, "EL3004", 0xFF01)
+	r.SetDriveState(1, "AKD", int(DriveSwitchOnDisabled), "switch on disabled")
+	r.SetDriveState(1, "AKD", int(DriveOperationEnabled), "operation enabled")
+	r.DriveFault(1, "AKD", 0x7305)
+	r.SetDriveState(1, "AKD", int(DriveFault), "fault")
+	r.DriveFaultCleared(1, "AKD")
+	r.SetDriveState(1, "AKD", int(DriveSwitchOnDisabled), "switch on disabled")
+	r.DriveFault(1, "AKD", 0x2310)
+	r.SetDriveState(1, "AKD", int(DriveFault), "fault")
+	// A drive whose first event is its fault still gets all its series.
+	r.DriveFault(3, "EL7201", 0x8611)
+
+	want := `
+# HELP ecagent_coe_emergencies_total CoE emergency messages a slave sent, error resets (error code 0) included.
+# TYPE ecagent_coe_emergencies_total counter
+ecagent_coe_emergencies_total{host="ipc-7",line="line-3",name="AKD",position="1",site="plant-1"} 2
+ecagent_coe_emergencies_total{host="ipc-7",line="line-3",name="EK1100",position="0",site="plant-1"} 0
+ecagent_coe_emergencies_total{host="ipc-7",line="line-3",name="EL3004",position="2",site="plant-1"} 1
+# HELP ecagent_coe_last_emergency_code Error code (CiA 301) of the last CoE emergency message a slave sent; 0 after an error reset.
+# TYPE ecagent_coe_last_emergency_code gauge
+ecagent_coe_last_emergency_code{host="ipc-7",line="line-3",name="AKD",position="1",site="plant-1"} 0
+ecagent_coe_last_emergency_code{host="ipc-7",line="line-3",name="EL3004",position="2",site="plant-1"} 65281
+# HELP ecagent_drive_state CiA 402 state of a drive: 1 not ready to switch on, 2 switch on disabled, 3 ready to switch on, 4 switched on, 5 operation enabled, 6 quick stop active, 7 fault reaction active, 8 fault; 0 unknown.
+# TYPE ecagent_drive_state gauge
+ecagent_drive_state{host="ipc-7",line="line-3",name="AKD",position="1",site="plant-1"} 8
+# HELP ecagent_drive_faults_total Times a CiA 402 drive went to fault.
+# TYPE ecagent_drive_faults_total counter
+ecagent_drive_faults_total{host="ipc-7",line="line-3",name="AKD",position="1",site="plant-1"} 2
+ecagent_drive_faults_total{host="ipc-7",line="line-3",name="EL7201",position="3",site="plant-1"} 1
+# HELP ecagent_drive_error_code Error code (object 0x603F) of a CiA 402 drive in fault; 0 when it is not in fault.
+# TYPE ecagent_drive_error_code gauge
+ecagent_drive_error_code{host="ipc-7",line="line-3",name="AKD",position="1",site="plant-1"} 8976
+ecagent_drive_error_code{host="ipc-7",line="line-3",name="EL7201",position="3",site="plant-1"} 34321
+`
+	names := []string{nameEmergencies, nameLastEmergency, nameDriveState, nameDriveFaults, nameDriveErrorCode}
+	if err := testutil.GatherAndCompare(r.Gatherer(), strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+
+	r.DriveFaultCleared(1, "AKD")
+	r.Emergency(9, "EL6751", 0x8130) // never scanned
+	if got := gaugeByLabel(t, family(t, r, nameDriveErrorCode), labelName, "AKD"); got != 0 {
+		t.Errorf("error code after the fault was cleared: %g, want 0", got)
+	}
+
+	// A rescan keeps the counts of slaves still on the bus and drops the
+	// series of those that left (EK1100, EL3004, and the EL7201 and EL6751
+	// that were never scanned); a new slave starts at 0.
+	r.SetSlaves([]Slave{
+		{Position: 1, Name: "AKD", ALState: ALStateOp},
+		{Position: 2, Name: "EL1008", ALState: ALStateOp},
+	})
+	want = `
+# HELP ecagent_coe_emergencies_total CoE emergency messages a slave sent, error resets (error code 0) included.
+# TYPE ecagent_coe_emergencies_total counter
+ecagent_coe_emergencies_total{host="ipc-7",line="line-3",name="AKD",position="1",site="plant-1"} 2
+ecagent_coe_emergencies_total{host="ipc-7",line="line-3",name="EL1008",position="2",site="plant-1"} 0
+# HELP ecagent_coe_last_emergency_code Error code (CiA 301) of the last CoE emergency message a slave sent; 0 after an error reset.
+# TYPE ecagent_coe_last_emergency_code gauge
+ecagent_coe_last_emergency_code{host="ipc-7",line="line-3",name="AKD",position="1",site="plant-1"} 0
+# HELP ecagent_drive_state CiA 402 state of a drive: 1 not ready to switch on, 2 switch on disabled, 3 ready to switch on, 4 switched on, 5 operation enabled, 6 quick stop active, 7 fault reaction active, 8 fault; 0 unknown.
+# TYPE ecagent_drive_state gauge
+ecagent_drive_state{host="ipc-7",line="line-3",name="AKD",position="1",site="plant-1"} 8
+# HELP ecagent_drive_faults_total Times a CiA 402 drive went to fault.
+# TYPE ecagent_drive_faults_total counter
+ecagent_drive_faults_total{host="ipc-7",line="line-3",name="AKD",position="1",site="plant-1"} 2
+# HELP ecagent_drive_error_code Error code (object 0x603F) of a CiA 402 drive in fault; 0 when it is not in fault.
+# TYPE ecagent_drive_error_code gauge
+ecagent_drive_error_code{host="ipc-7",line="line-3",name="AKD",position="1",site="plant-1"} 0
+`
+	if err := testutil.GatherAndCompare(r.Gatherer(), strings.NewReader(want), names...); err != nil {
+		t.Errorf("after a rescan: %v", err)
+	}
+}
+
+// TestDriveStateFirstEvent checks that a drive's first state starts its
+// fault counter and error code at 0.
+func TestDriveStateFirstEvent(t *testing.T) {
+	r := newTestRegistry(t, testOptions())
+	r.SetDriveState(4, "AKD", int(DriveNotReadyToSwitchOn), "not ready to switch on")
+	want := `
+# HELP ecagent_drive_state CiA 402 state of a drive: 1 not ready to switch on, 2 switch on disabled, 3 ready to switch on, 4 switched on, 5 operation enabled, 6 quick stop active, 7 fault reaction active, 8 fault; 0 unknown.
+# TYPE ecagent_drive_state gauge
+ecagent_drive_state{host="ipc-7",line="line-3",name="AKD",position="4",site="plant-1"} 1
+# HELP ecagent_drive_faults_total Times a CiA 402 drive went to fault.
+# TYPE ecagent_drive_faults_total counter
+ecagent_drive_faults_total{host="ipc-7",line="line-3",name="AKD",position="4",site="plant-1"} 0
+# HELP ecagent_drive_error_code Error code (object 0x603F) of a CiA 402 drive in fault; 0 when it is not in fault.
+# TYPE ecagent_drive_error_code gauge
+ecagent_drive_error_code{host="ipc-7",line="line-3",name="AKD",position="4",site="plant-1"} 0
+`
+	if err := testutil.GatherAndCompare(r.Gatherer(), strings.NewReader(want), nameDriveState, nameDriveFaults, nameDriveErrorCode); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestSetDC compares the distributed-clock gauges before SetDC, with
+// clocks on, and with clocks off again.
+func TestSetDC(t *testing.T) {
+	r := newTestRegistry(t, testOptions())
+	names := []string{nameDCEnabled, nameDCReference, nameDCSync0Cycle, nameDCSync0Shift, nameDCSync1Shift}
+	expo := func(enabled, ref, cycle, shift0, shift1 string) string {
+		return `
+# HELP ecagent_dc_enabled 1 when distributed clocks are configured on the segment, 0 otherwise.
+# TYPE ecagent_dc_enabled gauge
+ecagent_dc_enabled{` + fleet + `} ` + enabled + `
+# HELP ecagent_dc_reference_position Position of the slave whose clock is the distributed-clock reference; -1 when distributed clocks are off.
+# TYPE ecagent_dc_reference_position gauge
+ecagent_dc_reference_position{` + fleet + `} ` + ref + `
+# HELP ecagent_dc_sync0_cycle_seconds SYNC0 cycle time the slaves are configured with; 0 when distributed clocks are off.
+# TYPE ecagent_dc_sync0_cycle_seconds gauge
+ecagent_dc_sync0_cycle_seconds{` + fleet + `} ` + cycle + `
+# HELP ecagent_dc_sync0_shift_seconds Shift of SYNC0 from the start of the cycle on the distributed-clock time; 0 when distributed clocks are off.
+# TYPE ecagent_dc_sync0_shift_seconds gauge
+ecagent_dc_sync0_shift_seconds{` + fleet + `} ` + shift0 + `
+# HELP ecagent_dc_sync1_shift_seconds Shift of SYNC1 from SYNC0; 0 when distributed clocks are off or SYNC1 is not used.
+# TYPE ecagent_dc_sync1_shift_seconds gauge
+ecagent_dc_sync1_shift_seconds{` + fleet + `} ` + shift1 + `
+`
+	}
+	steps := []struct {
+		name string
+		set  *DCSettings
+		want string
+	}{
+		{"before SetDC", nil, expo("0", "-1", "0", "0", "0")},
+		{"on", &DCSettings{Enabled: true, ReferencePosition: 1, Sync0Cycle: time.Millisecond,
+			Sync0Shift: 250 * time.Microsecond, Sync1Shift: 500 * time.Microsecond},
+			expo("1", "1", "0.001", "0.00025", "0.0005")},
+		{"off, other fields ignored", &DCSettings{ReferencePosition: 3, Sync0Cycle: time.Millisecond},
+			expo("0", "-1", "0", "0", "0")},
+	}
+	for _, s := range steps {
+		if s.set != nil {
+			r.SetDC(*s.set)
+		}
+		if err := testutil.GatherAndCompare(r.Gatherer(), strings.NewReader(s.want), names...); err != nil {
+			t.Errorf("%s: %v", s.name, err)
+		}
+	}
+}
+
+// TestEventMethodsConcurrently calls the event methods from several
+// goroutines while rescanning and gathering (run with -race).
+func TestEventMethodsConcurrently(t *testing.T) {
+	r := newTestRegistry(t, testOptions())
+	slaves := []Slave{{Position: 0, Name: "AKD"}, {Position: 1, Name: "AKD"}}
+	r.SetSlaves(slaves)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				pos := (g + i) % 2
+				r.Emergency(pos, "AKD", uint16(i))
+				r.SetDriveState(pos, "AKD", i%8, "")
+				r.DriveFault(pos, "AKD", 0x2310)
+				r.DriveFaultCleared(pos, "AKD")
+				r.SetDC(DCSettings{Enabled: i%2 == 0, Sync0Cycle: time.Millisecond})
+				if i%100 == 0 {
+					r.SetSlaves(slaves)
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 50 {
+			if _, err := r.Gatherer().Gather(); err != nil {
+				t.Errorf("Gather: %v", err)
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	var total float64
+	for _, m := range family(t, r, nameEmergencies).GetMetric() {
+		total += m.GetCounter().GetValue()
+	}
+	if total != 2000 {
+		t.Errorf("%g emergencies counted, want 2000", total)
+	}
+}
+
+// TestDriveStateString checks the state names against the numbers the
+// help text of ecagent_drive_state gives.
+func TestDriveStateString(t *testing.T) {
+	help := ""
+	for _, s := range Documented() {
+		if s.Name == nameDriveState {
+			help = s.Help
+		}
+	}
+	for s := DriveUnknown; s <= DriveFault; s++ {
+		if want := strconv.Itoa(int(s)) + " " + s.String(); !strings.Contains(help, want) {
+			t.Errorf("help of %s lacks %q", nameDriveState, want)
+		}
+	}
+	if got := DriveState(9).String(); got != "DriveState(9)" {
+		t.Errorf("DriveState(9) = %q", got)
+	}
+	if got := DriveState(-1).String(); got != "DriveState(-1)" {
+		t.Errorf("DriveState(-1) = %q", got)
 	}
 }

@@ -44,6 +44,7 @@ const (
 	nameJobDuration     = "ecagent_job_duration_seconds"
 	nameFrameRTT        = "ecagent_frame_rtt_seconds"
 	nameDCTimeDiff      = "ecagent_dc_time_difference_seconds"
+	nameDCCtlErr        = "ecagent_dc_controller_error_seconds"
 	nameCPULoad         = "ecagent_cycle_cpu_load_ratio"
 	nameCyclePeriodWin  = "ecagent_cycle_period_window_seconds"
 	nameCycleJitterWin  = "ecagent_cycle_jitter_window_seconds"
@@ -51,6 +52,7 @@ const (
 	nameJobWin          = "ecagent_job_duration_window_seconds"
 	nameFrameRTTWin     = "ecagent_frame_rtt_window_seconds"
 	nameDCTimeDiffWin   = "ecagent_dc_time_difference_window_seconds"
+	nameDCCtlErrWin     = "ecagent_dc_controller_error_window_seconds"
 	nameCPULoadWin      = "ecagent_cycle_cpu_load_window_ratio"
 	nameWindowSamples   = "ecagent_window_samples"
 	nameCycles          = "ecagent_cycles_total"
@@ -75,6 +77,16 @@ const (
 	nameRTSetting       = "ecagent_rt_setting"
 	nameRTCheck         = "ecagent_rt_check"
 	nameBuildInfo       = "ecagent_build_info"
+	nameDCEnabled       = "ecagent_dc_enabled"
+	nameDCReference     = "ecagent_dc_reference_position"
+	nameDCSync0Cycle    = "ecagent_dc_sync0_cycle_seconds"
+	nameDCSync0Shift    = "ecagent_dc_sync0_shift_seconds"
+	nameDCSync1Shift    = "ecagent_dc_sync1_shift_seconds"
+	nameEmergencies     = "ecagent_coe_emergencies_total"
+	nameLastEmergency   = "ecagent_coe_last_emergency_code"
+	nameDriveState      = "ecagent_drive_state"
+	nameDriveFaults     = "ecagent_drive_faults_total"
+	nameDriveErrorCode  = "ecagent_drive_error_code"
 )
 
 // Label names.
@@ -121,6 +133,7 @@ func Documented() []Series {
 		{Name: nameJobDuration, Type: TypeHistogram, Help: "Time from a cycle's wake-up to the end of its job." + histNote},
 		{Name: nameFrameRTT, Type: TypeHistogram, Help: "Round-trip time of the cyclic frame; lost frames are not observed." + histNote},
 		{Name: nameDCTimeDiff, Type: TypeHistogram, Help: "Absolute distributed-clock system time difference, in cycles that measured it." + histNote},
+		{Name: nameDCCtlErr, Type: TypeHistogram, Help: "Absolute error of the controller that keeps the master's cycle on the distributed-clock reference time, in cycles that measured it." + histNote},
 		{Name: nameCPULoad, Type: TypeHistogram, Help: "Job duration as a fraction of the target cycle period, per cycle." + histNote},
 
 		{Name: nameCyclePeriodWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the cycle period" + winNote},
@@ -129,6 +142,7 @@ func Documented() []Series {
 		{Name: nameJobWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the job duration" + winNote},
 		{Name: nameFrameRTTWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the cyclic frame's round-trip time" + winNote},
 		{Name: nameDCTimeDiffWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the absolute distributed-clock system time difference" + winNote},
+		{Name: nameDCCtlErrWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the absolute distributed-clock controller error" + winNote},
 		{Name: nameCPULoadWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the cycle CPU load (job duration / target period)" + winNote},
 		{Name: nameWindowSamples, Type: TypeGauge, Labels: []string{labelQuantity}, Help: "Number of values behind the window statistics of a quantity in the last closed window."},
 
@@ -155,6 +169,28 @@ func Documented() []Series {
 		{Name: nameSlaveESCErrors, Type: TypeGauge, Labels: []string{labelPosition, labelName, labelCounter},
 			Help:        "ESC error counter of a slave not tied to a port (registers 0x030C-0x030D; saturates at 255): processing_unit or pdi.",
 			Conditional: "once the agent read the slaves' error counters"},
+
+		{Name: nameDCEnabled, Type: TypeGauge, Help: "1 when distributed clocks are configured on the segment, 0 otherwise."},
+		{Name: nameDCReference, Type: TypeGauge, Help: "Position of the slave whose clock is the distributed-clock reference; -1 when distributed clocks are off."},
+		{Name: nameDCSync0Cycle, Type: TypeGauge, Help: "SYNC0 cycle time the slaves are configured with; 0 when distributed clocks are off."},
+		{Name: nameDCSync0Shift, Type: TypeGauge, Help: "Shift of SYNC0 from the start of the cycle on the distributed-clock time; 0 when distributed clocks are off."},
+		{Name: nameDCSync1Shift, Type: TypeGauge, Help: "Shift of SYNC1 from SYNC0; 0 when distributed clocks are off or SYNC1 is not used."},
+		{Name: nameEmergencies, Type: TypeCounter, Labels: []string{labelPosition, labelName},
+			Help:        "CoE emergency messages a slave sent, error resets (error code 0) included.",
+			Conditional: "once the bus was scanned"},
+		{Name: nameLastEmergency, Type: TypeGauge, Labels: []string{labelPosition, labelName},
+			Help:        "Error code (CiA 301) of the last CoE emergency message a slave sent; 0 after an error reset.",
+			Conditional: "once a slave sent a CoE emergency"},
+		{Name: nameDriveState, Type: TypeGauge, Labels: []string{labelPosition, labelName},
+			Help: "CiA 402 state of a drive: 1 not ready to switch on, 2 switch on disabled, 3 ready to switch on, " +
+				"4 switched on, 5 operation enabled, 6 quick stop active, 7 fault reaction active, 8 fault; 0 unknown.",
+			Conditional: "once a CiA 402 drive reported its state"},
+		{Name: nameDriveFaults, Type: TypeCounter, Labels: []string{labelPosition, labelName},
+			Help:        "Times a CiA 402 drive went to fault.",
+			Conditional: "once a CiA 402 drive reported its state"},
+		{Name: nameDriveErrorCode, Type: TypeGauge, Labels: []string{labelPosition, labelName},
+			Help:        "Error code (object 0x603F) of a CiA 402 drive in fault; 0 when it is not in fault.",
+			Conditional: "once a CiA 402 drive reported its state"},
 
 		{Name: nameProcessUp, Type: TypeGauge, Help: "1 while the cycle process runs, 0 otherwise."},
 		{Name: nameProcessStarts, Type: TypeCounter, Help: "Times the agent started the cycle process."},

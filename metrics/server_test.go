@@ -173,8 +173,8 @@ func TestServerScrape(t *testing.T) {
 			}
 		}
 	}
-	if native != 7 {
-		t.Errorf("%d ecagent histograms with native buckets (schema 3) in the protobuf scrape, want 7", native)
+	if native != int(numQuantities) {
+		t.Errorf("%d ecagent histograms with native buckets (schema 3) in the protobuf scrape, want %d", native, numQuantities)
 	}
 
 	// OpenMetrics on request.

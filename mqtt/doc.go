@@ -15,8 +15,18 @@
 //	<root>/meta/<slave>      the slave's signals: name, type, unit, direction, scaling (retained)
 //	<root>/pd/<slave>        {"ts":…,"seq":…,"cycle":…,"values":{…},"units":{…}}
 //	<root>/stats             the statistics of each metrics window
-//	<root>/events            bus state changes, AL status codes, write results
+//	<root>/events            bus state changes, AL status codes, CoE emergencies, drive states and faults, write results
 //	<root>/set/<slave>/<signal>   writes (subscribed; refused unless enabled)
+//
+// An event names its kind; one about a slave carries "slave" (the ring
+// position) and "slave_name". A CoE emergency ("emergency") carries
+// "error_code" and "error_register" (numbers), "data" (the five
+// manufacturer bytes in hexadecimal) and "meaning" (the exact meaning of
+// a CiA 301/402 or ETG code, else its class: "monitoring", "device
+// specific", …); a CiA 402 drive's "drive-state" carries "state" (its name)
+// and "state_number" (1 not ready to switch on … 8 fault, 0 unknown, as
+// ecagent_drive_state), "drive-fault" its "error_code" (0x603F) and
+// "meaning", "drive-fault-cleared" the slave only.
 //
 // Every pd, stats and events payload carries "seq", counting the messages
 // of its topic from 1: a gap is a message dropped from the full outbox.

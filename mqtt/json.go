@@ -157,6 +157,7 @@ func appendStats(b []byte, r *metrics.WindowReport, tsMillis int64, seq uint64) 
 	}{
 		{"period_ns", &r.Period}, {"jitter_ns", &r.Jitter}, {"wakeup_latency_ns", &r.WakeupLatency},
 		{"job_ns", &r.JobDuration}, {"frame_rtt_ns", &r.FrameRTT}, {"dc_difference_ns", &r.DCTimeDifference},
+		{"dc_controller_error_ns", &r.DCControllerError},
 	} {
 		o.key(q.key)
 		o.b = appendSummary(o.b, q.s, 1)

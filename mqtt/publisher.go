@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -622,10 +623,14 @@ func (p *Publisher) handleJSONWrite(topic string, payload []byte) {
 	p.write(slave, signal, topic, func(s *Signal) (float64, uint64, error) { return ParseCommandValue(payload, s) })
 }
 
-// appendShmEvent fills a JSON event from a cycle event.
+// appendShmEvent fills a JSON event from a cycle event. Events about one
+// slave carry its position ("slave") and published name ("slave_name",
+// when the bus model knows it); error codes are numbers with their
+// "meaning" (see EmergencyMeaning).
 func appendShmEvent(o *jsonObject, ev *shm.Event, model *Model) {
 	o.string("kind", ev.Kind.String())
 	o.uint("cycle", ev.Cycle)
+	text := ev.TextString()
 	switch ev.Kind {
 	case shm.EventStateChange, shm.EventALError:
 		st := alStatus(ev.ALState)
@@ -636,17 +641,64 @@ func appendShmEvent(o *jsonObject, ev *shm.Event, model *Model) {
 			o.string("al_status", alStatusCode(ev.ALStatusCode))
 		}
 	case shm.EventSlaveLost, shm.EventSlaveFound:
+	case shm.EventEmergency:
+		appendSlave(o, ev, model)
+		code, register, data := ev.Emergency()
+		o.int("error_code", int64(code))
+		o.int("error_register", int64(register))
+		o.string("data", hexBytes(data))
+		o.string("meaning", EmergencyMeaning(code))
+	case shm.EventDriveState:
+		appendSlave(o, ev, model)
+		o.string("state", driveStateName(ev, text))
+		o.uint("state_number", ev.Value)
+		text = "" // the state's name, written above
+	case shm.EventDriveFault:
+		appendSlave(o, ev, model)
+		code := uint16(ev.Value)
+		o.int("error_code", int64(code))
+		o.string("meaning", EmergencyMeaning(code))
+		if text != "" {
+			o.string("state", text)
+		}
+		text = ""
 	default:
-		o.int("slave", int64(ev.Slave))
-		if model != nil {
-			for i := range model.Devices {
-				if model.Devices[i].Slave.Position == int(ev.Slave) {
-					o.string("slave_name", model.Devices[i].Name)
-				}
-			}
+		appendSlave(o, ev, model)
+	}
+	if text != "" {
+		o.string("text", text)
+	}
+}
+
+// appendSlave adds the position and, when the bus model knows it, the
+// published name of the slave an event is about.
+func appendSlave(o *jsonObject, ev *shm.Event, model *Model) {
+	o.int("slave", int64(ev.Slave))
+	if model == nil {
+		return
+	}
+	for i := range model.Devices {
+		if model.Devices[i].Slave.Position == int(ev.Slave) {
+			o.string("slave_name", model.Devices[i].Name)
 		}
 	}
-	if t := ev.TextString(); t != "" {
-		o.string("text", t)
+}
+
+// driveStateName is the name of a drive-state event's state: the name the
+// cycle sent, else the standard one of its number.
+func driveStateName(ev *shm.Event, text string) string {
+	if text != "" {
+		return text
 	}
+	return metrics.DriveState(min(ev.Value, math.MaxInt32)).String()
+}
+
+// hexBytes formats b as lower-case hexadecimal, two digits a byte.
+func hexBytes(b [5]byte) string {
+	const digits = "0123456789abcdef"
+	var out [2 * len(b)]byte
+	for i, c := range b {
+		out[2*i], out[2*i+1] = digits[c>>4], digits[c&0xF]
+	}
+	return string(out[:])
 }

@@ -191,6 +191,12 @@ func TestPublisherJSON(t *testing.T) {
 		event["al_status_code"] != 27.0 || event["cycle"] != 99.0 || event["al_status"] == "" {
 		t.Errorf("event %s", m.payload)
 	}
+	emcy := shm.Event{Kind: shm.EventEmergency, Cycle: 100, Slave: 5, Value: shm.EmergencyValue(0x8611, 0x81, [5]byte{1, 2, 3, 4, 5})}
+	p.Event(&emcy, time.Now())
+	m = sub.waitFor(t, "/events", 5*time.Second, func(r received) bool { return strings.Contains(string(r.payload), `"kind":"emergency"`) })
+	if want := `"kind":"emergency","cycle":100,"slave":5,"slave_name":"EL4132-5","error_code":34321,"error_register":129,"data":"0102030405","meaning":"following error"}`; !strings.HasSuffix(string(m.payload), want) {
+		t.Errorf("emergency event %s, want it to end in %s", m.payload, want)
+	}
 
 	if err := p.Close(time.Second); err != nil {
 		t.Fatal(err)

@@ -18,13 +18,15 @@ const nodeStatAliasBase = 1 << 32
 func nodeStatAlias(i int) uint64 { return nodeStatAliasBase + uint64(i) }
 
 // nodeStatNames are the node metrics carrying the window statistics, in
-// the order nodeStats fills them.
+// the order nodeStats fills them. New ones go at the end, so that the
+// aliases of the others stay.
 func nodeStatNames() []string {
 	return []string{
 		"Stats/cycles", "Stats/overruns", "Stats/lost_frames", "Stats/wkc_errors",
 		"Stats/period_min_ns", "Stats/period_max_ns", "Stats/jitter_max_ns", "Stats/jitter_p99_ns",
 		"Stats/wakeup_latency_p99_ns", "Stats/job_max_ns", "Stats/frame_rtt_p99_ns",
 		"Stats/cpu_load_mean", "Stats/cpu_load_max",
+		"Stats/dc_difference_p99_ns", "Stats/dc_controller_error_p99_ns",
 	}
 }
 
@@ -55,6 +57,8 @@ func nodeStats(dst []sparkplug.Metric, r *metrics.WindowReport) []sparkplug.Metr
 	target := float64(max(r.Target, 1))
 	double(r.JobDuration.Mean / target)
 	double(float64(r.JobDuration.Max) / target)
+	integer(r.DCTimeDifference.P99)
+	integer(r.DCControllerError.P99)
 	return dst
 }
 

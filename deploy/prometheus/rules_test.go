@@ -31,7 +31,7 @@ const (
 	testsGlob     = "tests/*.test.yml"
 	// nativeTests are the test files that need promtool 3.x, whose series
 	// notation has native histograms.
-	nativeTests = "jitter-native.test.yml regression.test.yml"
+	nativeTests = "jitter-native.test.yml regression.test.yml dc-native.test.yml"
 	// promtoolModule is what .ci/run installs.
 	promtoolModule = "github.com/prometheus/prometheus/cmd/promtool@v0.316.0"
 )
@@ -162,8 +162,8 @@ func rules(t *testing.T) []rule {
 }
 
 // TestEveryAlertIsTested requires each alert to be tested firing and quiet
-// by promtool, and each alert over the jitter histogram to fire over both
-// classic and native histograms.
+// by promtool, and each alert over the jitter or distributed-clock
+// histograms to fire over both classic and native histograms.
 func TestEveryAlertIsTested(t *testing.T) {
 	files, _ := filepath.Glob(testsGlob)
 	fires := map[string][]string{} // alert → where it fires (file, and c-/n- host for regression)
@@ -202,6 +202,9 @@ func TestEveryAlertIsTested(t *testing.T) {
 			t.Errorf("alert %s fires over only one kind of histogram: %v", r.Alert, w)
 		case slices.Contains(w, "regression.test.yml:c") != slices.Contains(w, "regression.test.yml:n"):
 			t.Errorf("alert %s fires over only one kind of histogram: %v", r.Alert, w)
+		case strings.HasPrefix(r.Alert, "EcagentDC") &&
+			(!slices.Contains(w, "dc-drives.test.yml") || !slices.Contains(w, "dc-native.test.yml")):
+			t.Errorf("distributed-clock alert %s must fire over classic (dc-drives.test.yml) and native (dc-native.test.yml) histograms: %v", r.Alert, w)
 		}
 	}
 }

@@ -15,6 +15,11 @@
 //		exp.Observe(&sample)
 //		// every metrics.window, with the consumer's report:
 //		exp.Window(report)
+//		// for the cycle's events, beside the metrics.Registry calls:
+//		exp.Emergency(pos, name, code)          // shm.EventEmergency
+//		exp.SetDriveState(pos, name, state)     // shm.EventDriveState
+//		exp.DriveFault(pos, name, code)         // shm.EventDriveFault
+//		exp.DriveFaultCleared(pos, name)        // shm.EventDriveFaultCleared
 //		// on the way out:
 //		exp.Shutdown(ctx)
 //	}
@@ -31,18 +36,24 @@
 //     about 9 % per bucket, the resolution of the native Prometheus
 //     histograms), with min and max: ecagent.cycle_period,
 //     ecagent.cycle_jitter (|period − target|), ecagent.wakeup_latency,
-//     ecagent.job_duration, ecagent.frame_rtt, ecagent.dc_time_difference
-//     (seconds) and ecagent.cycle_cpu_load (job / target period, unit 1).
+//     ecagent.job_duration, ecagent.frame_rtt, ecagent.dc_time_difference,
+//     ecagent.dc_controller_error (seconds) and ecagent.cycle_cpu_load
+//     (job / target period, unit 1).
 //   - Counters: ecagent.cycles, ecagent.cycle_overruns, ecagent.cycle_skipped,
 //     ecagent.lost_frames, ecagent.wkc_errors.
 //   - Gauges of the exact window statistics, recorded when a window closes,
 //     with the attribute stat (min, max, mean, stddev, p50, p90, p99,
 //     p999): ecagent.cycle_period_window … ecagent.cycle_cpu_load_window.
+//   - Per slave, with the attributes position (int) and name, from the
+//     event methods: the counters ecagent.coe_emergencies and
+//     ecagent.drive_faults, the gauges ecagent.coe_last_emergency_code,
+//     ecagent.drive_state (the numbers of metrics.DriveState) and
+//     ecagent.drive_error_code. They appear with the first event.
 //
-// Every data point carries no attributes of its own besides stat; the
-// fleet identity is the resource: service.name (ecagent), service.version,
-// service.instance.id (site/line/host), host.name, and site, line and
-// host verbatim (so that dashboards written for the Prometheus labels
+// Besides stat and the per-slave attributes, data points carry no
+// attributes of their own; the fleet identity is the resource:
+// service.name (ecagent), service.version, service.instance.id
+// (site/line/host), host.name, and site, line and host verbatim (so that dashboards written for the Prometheus labels
 // work on the Collector's output with resource_to_telemetry_conversion).
 //
 // # Configuration and the OTEL_* environment
@@ -61,7 +72,7 @@
 //
 // # Cost
 //
-// Observe records seven histogram values and up to five counter
+// Observe records up to eight histogram values and up to five counter
 // increments into the OpenTelemetry SDK: about 1 µs per sample on a 2-core
 // VM, and no allocation (a test proves it), so it adds nothing for the
 // agent process's garbage collector. The export itself runs on the SDK's

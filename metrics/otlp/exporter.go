@@ -45,6 +45,10 @@ type Exporter struct {
 	statOpts                                   [numStats][]metric.RecordOption
 	cycles, overruns, skipped, lostFrames, wkc metric.Int64Counter
 
+	// Per-slave instruments of the event methods.
+	emergencies, driveFaults            metric.Int64Counter
+	lastEmergency, driveState, driveErr metric.Int64Gauge
+
 	// Ring drops as in metrics.Consumer.SetRingDrops: the last absolute
 	// value and what earlier rings dropped; ringDrops is read by the
 	// SDK's callback.
@@ -195,6 +199,16 @@ func (e *Exporter) instruments(m metric.Meter) error {
 			c.Add(context.Background(), 0)
 		}
 	}
+	e.emergencies = counter(nameEmergencies)
+	e.driveFaults = counter(nameDriveFaults)
+	gauge := func(name, unit string) metric.Int64Gauge {
+		g, err := m.Int64Gauge(name, metric.WithUnit(unit), describe(name, unit, kindGauge))
+		errs = append(errs, err)
+		return g
+	}
+	e.lastEmergency = gauge(nameLastEmergency, unitCode)
+	e.driveState = gauge(nameDriveState, unitState)
+	e.driveErr = gauge(nameDriveError, unitCode)
 	_, err := m.Int64ObservableCounter(nameRingDrops, metric.WithUnit(counterUnit), describe(nameRingDrops, counterUnit, kindCounter),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(int64(e.ringDrops.Load()))
@@ -213,7 +227,7 @@ func (e *Exporter) Protocol() Protocol { return e.protocol }
 // Observe records one cycle sample, deriving the figures exactly as
 // metrics.Consumer.Observe does (period and jitter only between
 // consecutive cycle numbers, frame round trip unless lost, DC difference
-// when measured). It does not allocate.
+// and DC controller error when measured). It does not allocate.
 func (e *Exporter) Observe(s *shm.Sample) {
 	ctx := context.Background()
 	e.cycles.Add(ctx, 1)
@@ -242,6 +256,9 @@ func (e *Exporter) Observe(s *shm.Sample) {
 	if s.Flags&shm.SampleDCValid != 0 {
 		e.hist[qDCTimeDiff].Record(ctx, seconds(abs(int64(s.DCDiff))))
 	}
+	if s.Flags&shm.SampleCtlValid != 0 {
+		e.hist[qDCCtlErr].Record(ctx, seconds(abs(int64(s.CtlErr))))
+	}
 }
 
 // Window records the exact statistics of a closed window (the report of
@@ -255,6 +272,7 @@ func (e *Exporter) Window(r metrics.WindowReport) {
 	e.windowStats(ctx, qJob, &r.JobDuration, 1e9)
 	e.windowStats(ctx, qFrameRTT, &r.FrameRTT, 1e9)
 	e.windowStats(ctx, qDCTimeDiff, &r.DCTimeDifference, 1e9)
+	e.windowStats(ctx, qDCCtlErr, &r.DCControllerError, 1e9)
 	e.windowStats(ctx, qCPULoad, &r.JobDuration, float64(e.target))
 }
 
@@ -271,6 +289,42 @@ func (e *Exporter) windowStats(ctx context.Context, q quantity, s *stats.Summary
 	for i, v := range values {
 		e.window[q].Record(ctx, v/unit, e.statOpts[i]...)
 	}
+}
+
+// slaveAttributes are the attributes of a per-slave data point, the
+// labels of the Prometheus series: position and name.
+func slaveAttributes(position int, name string) metric.MeasurementOption {
+	return metric.WithAttributeSet(attribute.NewSet(attribute.Int("position", position), attribute.String("name", name)))
+}
+
+// Emergency counts a CoE emergency message of the slave at position and
+// records its error code as the slave's last, like
+// metrics.Registry.Emergency. The event methods may be called from any
+// goroutine; each allocates a little (events are rare).
+func (e *Exporter) Emergency(position int, name string, code uint16) {
+	ctx, attrs := context.Background(), slaveAttributes(position, name)
+	e.emergencies.Add(ctx, 1, attrs)
+	e.lastEmergency.Record(ctx, int64(code), attrs)
+}
+
+// SetDriveState records the CiA 402 state number of the drive at position
+// (metrics.DriveState), like metrics.Registry.SetDriveState.
+func (e *Exporter) SetDriveState(position int, name string, state int) {
+	e.driveState.Record(context.Background(), int64(state), slaveAttributes(position, name))
+}
+
+// DriveFault counts a fault of the drive at position and records its
+// error code (0x603F), like metrics.Registry.DriveFault.
+func (e *Exporter) DriveFault(position int, name string, code uint16) {
+	ctx, attrs := context.Background(), slaveAttributes(position, name)
+	e.driveFaults.Add(ctx, 1, attrs)
+	e.driveErr.Record(ctx, int64(code), attrs)
+}
+
+// DriveFaultCleared sets the error code of the drive at position back to
+// 0, like metrics.Registry.DriveFaultCleared.
+func (e *Exporter) DriveFaultCleared(position int, name string) {
+	e.driveErr.Record(context.Background(), 0, slaveAttributes(position, name))
 }
 
 // Restart forgets the previous sample, like metrics.Consumer.Restart: call

@@ -3,6 +3,7 @@ package otlp
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"testing"
@@ -51,7 +52,8 @@ func sampleLatency(i int) int64 {
 // testSamples is n cycles on a 1 ms schedule with the latencies above, a
 // 20 µs frame round trip (every 250th frame lost), a 100 µs job (an
 // overrun skipping two deadlines at cycle 700), a WKC error every 333rd
-// cycle, and a DC difference on even cycles.
+// cycle, a DC difference on even cycles and a DC controller error on
+// every third cycle.
 func testSamples(n int) []shm.Sample {
 	out := make([]shm.Sample, n)
 	for i := range out {
@@ -74,6 +76,10 @@ func testSamples(n int) []shm.Sample {
 		if i%2 == 0 {
 			s.Flags |= shm.SampleDCValid
 			s.DCDiff = int32((i%7 - 3) * 10)
+		}
+		if i%3 == 0 {
+			s.Flags |= shm.SampleCtlValid
+			s.CtlErr = int32((i%11 - 5) * 40)
 		}
 		out[i] = s
 	}
@@ -149,6 +155,13 @@ func TestExportOverHTTP(t *testing.T) {
 		}
 	}
 	checkExpHistogram(t, exports, "ecagent.frame_rtt", rtts)
+	var ctlErrs []float64
+	for _, s := range testSamples(n) {
+		if s.Flags&shm.SampleCtlValid != 0 {
+			ctlErrs = append(ctlErrs, math.Abs(float64(s.CtlErr))/1e9)
+		}
+	}
+	checkExpHistogram(t, exports, "ecagent.dc_controller_error", ctlErrs)
 
 	// Every histogram counts what the Prometheus consumer counted.
 	prom := gatherHistogramCounts(t, reg)
@@ -192,6 +205,14 @@ func TestExportOverHTTP(t *testing.T) {
 	}
 	if got["max"] != 300e-6 || got["min"] != 0 || got["p50"] != 0 || len(got) != len(metrics.WindowStats()) {
 		t.Errorf("jitter window stats %v, want max 300 µs, min and p50 0, and all of %v", got, metrics.WindowStats())
+	}
+	m, _ = otlptest.Latest(exports, "ecagent.dc_controller_error_window")
+	got = map[string]float64{}
+	for _, dp := range m.GetGauge().GetDataPoints() {
+		got[otlptest.Attributes(dp.GetAttributes())["stat"]] = dp.GetAsDouble()
+	}
+	if got["max"] != 200e-9 || got["min"] != 0 || got["max"] != float64(report.DCControllerError.Max)/1e9 {
+		t.Errorf("DC controller error window stats %v, want max 200 ns (= the report's %d ns), min 0", got, report.DCControllerError.Max)
 	}
 	m, _ = otlptest.Latest(exports, "ecagent.cycle_cpu_load_window")
 	for _, dp := range m.GetGauge().GetDataPoints() {
@@ -478,8 +499,78 @@ func TestNamesMirrorPrometheus(t *testing.T) {
 		check(s.name, s.unit, kindHistogram, metrics.TypeHistogram)
 		check(s.name+"_window", s.unit, kindGauge, metrics.TypeGauge)
 	}
-	for _, c := range []string{nameCycles, nameOverruns, nameSkipped, nameLostFrames, nameWKCErrors, nameRingDrops} {
+	for _, c := range []string{nameCycles, nameOverruns, nameSkipped, nameLostFrames, nameWKCErrors, nameRingDrops, nameEmergencies, nameDriveFaults} {
 		check(c, counterUnit, kindCounter, metrics.TypeCounter)
+	}
+	check(nameLastEmergency, unitCode, kindGauge, metrics.TypeGauge)
+	check(nameDriveState, unitState, kindGauge, metrics.TypeGauge)
+	check(nameDriveError, unitCode, kindGauge, metrics.TypeGauge)
+}
+
+// TestEventMethods exports emergencies and drive events and checks the
+// per-slave data points: counts, last codes and states, with the position
+// and name attributes.
+func TestEventMethods(t *testing.T) {
+	clearOTELEnv(t)
+	rcv, err := otlptest.NewHTTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	ctx := context.Background()
+	e, err := New(ctx, testOptions(rcv.URL(), ProtocolHTTPProtobuf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown(ctx)
+	e.Emergency(1, "AKD", 0x8611)
+	e.Emergency(1, "AKD", 0x8400)
+	e.Emergency(2, "EL3004", 0xFF01)
+	e.SetDriveState(1, "AKD", int(metrics.DriveOperationEnabled))
+	e.DriveFault(1, "AKD", 0x7305)
+	e.SetDriveState(1, "AKD", int(metrics.DriveFault))
+	e.DriveFault(3, "EL7201", 0x2310)
+	e.DriveFaultCleared(3, "EL7201")
+	if err := e.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	exports := rcv.Exports()
+	// points returns "position/name" → value of the newest data of a metric.
+	points := func(name string) map[string]int64 {
+		m, _ := otlptest.Latest(exports, name)
+		if m == nil {
+			t.Fatalf("%s not exported", name)
+		}
+		var dps []*metricspb.NumberDataPoint
+		if m.GetSum() != nil {
+			if !m.GetSum().GetIsMonotonic() {
+				t.Errorf("%s: a sum that is not monotonic", name)
+			}
+			dps = m.GetSum().GetDataPoints()
+		} else {
+			dps = m.GetGauge().GetDataPoints()
+		}
+		out := map[string]int64{}
+		for _, dp := range dps {
+			a := otlptest.Attributes(dp.GetAttributes())
+			out[a["position"]+"/"+a["name"]] = dp.GetAsInt()
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		want map[string]int64
+	}{
+		{nameEmergencies, map[string]int64{"1/AKD": 2, "2/EL3004": 1}},
+		{nameLastEmergency, map[string]int64{"1/AKD": 0x8400, "2/EL3004": 0xFF01}},
+		{nameDriveState, map[string]int64{"1/AKD": 8}},
+		{nameDriveFaults, map[string]int64{"1/AKD": 1, "3/EL7201": 1}},
+		{nameDriveError, map[string]int64{"1/AKD": 0x7305, "3/EL7201": 0}},
+	}
+	for _, tt := range tests {
+		if got := points(tt.name); !maps.Equal(got, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
 

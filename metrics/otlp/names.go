@@ -18,6 +18,7 @@ const (
 	qJob
 	qFrameRTT
 	qDCTimeDiff
+	qDCCtlErr
 	qCPULoad
 	numQuantities
 )
@@ -44,6 +45,7 @@ func quantitySpecs() [numQuantities]quantitySpec {
 		qJob:        {"ecagent.job_duration", unitSeconds},
 		qFrameRTT:   {"ecagent.frame_rtt", unitSeconds},
 		qDCTimeDiff: {"ecagent.dc_time_difference", unitSeconds},
+		qDCCtlErr:   {"ecagent.dc_controller_error", unitSeconds},
 		qCPULoad:    {"ecagent.cycle_cpu_load", unitRatio},
 	}
 }
@@ -56,6 +58,20 @@ const (
 	nameLostFrames = "ecagent.lost_frames"
 	nameWKCErrors  = "ecagent.wkc_errors"
 	nameRingDrops  = "ecagent.sample_ring_drops"
+)
+
+// Names and units of the instruments fed by the cycle's events (the
+// Exporter's event methods), per slave.
+const (
+	nameEmergencies   = "ecagent.coe_emergencies"
+	nameLastEmergency = "ecagent.coe_last_emergency_code"
+	nameDriveState    = "ecagent.drive_state"
+	nameDriveFaults   = "ecagent.drive_faults"
+	nameDriveError    = "ecagent.drive_error_code"
+	// unitCode and unitState are annotations (UCUM curly braces): the
+	// Collector's Prometheus translation adds no suffix for them.
+	unitCode  = "{code}"
+	unitState = "{state}"
 )
 
 // instrumentKind is what prometheusName needs to know of an instrument.
