@@ -27,6 +27,21 @@ type BusInfo struct {
 	Slaves      []SlaveInfo   `json:"slaves"`
 	RT          []RTSetting   `json:"rt"`
 	Started     time.Time     `json:"started"`
+	// DC is the distributed-clock set-up, nil when DC is off.
+	DC *DCInfo `json:"dc,omitempty"`
+}
+
+// DCInfo is what the master set up for the distributed clocks.
+type DCInfo struct {
+	// ReferencePosition is the ring position of the reference clock.
+	ReferencePosition int `json:"reference_position"`
+	// Clocks lists the ring positions of the clocks with a system time.
+	Clocks []int `json:"clocks"`
+	// Sync0 is the SYNC0 cycle time, Sync0Shift its shift, Sync1 the
+	// SYNC1 time after SYNC0 (0: off).
+	Sync0      time.Duration `json:"sync0_ns"`
+	Sync0Shift time.Duration `json:"sync0_shift_ns"`
+	Sync1      time.Duration `json:"sync1_ns"`
 }
 
 // SlaveInfo is one slave of BusInfo.
@@ -96,46 +111,88 @@ func newBusInfo(m *master.Master, period time.Duration) *BusInfo {
 			Signals: pdoSignals(s),
 		})
 	}
+	if setup, sync, ok := m.DC(); ok && setup.Reference != nil {
+		bi.DC = &DCInfo{ReferencePosition: setup.Reference.Position, Sync0: sync.Sync0, Sync0Shift: sync.Sync0Shift,
+			Sync1: sync.Sync1}
+		for _, c := range setup.Clocks {
+			bi.DC.Clocks = append(bi.DC.Clocks, c.Slave.Position)
+		}
+	}
 	return bi
 }
 
-// pdoSignals lists the PDO entries of s's process data in the order the
-// master maps them: SyncManager by SyncManager, each one's PDOs (TxPDOs,
-// then RxPDOs, as the SII assigns them) and their entries. Gaps (index 0)
-// take their bits but are no signal. It returns nil when the SII does not
-// account for every bit the slave maps.
+// pdoSignals lists the PDO entries of s's process data as the master
+// mapped them (Slave.TxPDOs and RxPDOs: read over CoE, configured, or from
+// the SII), naming each from the SII where the SII describes the entry.
+// Gaps (index 0) take their bits but are no signal.
 func pdoSignals(s *master.Slave) []SignalInfo {
-	if s.SII == nil {
-		return nil
-	}
 	var out []SignalInfo
-	var bits [2]int // inputs, outputs
-	for _, sm := range s.SyncManagers {
-		dir := 0
-		if sm.Type == sii.SMProcessDataOut {
-			dir = 1
-		}
-		for _, pdos := range [2][]sii.PDO{s.SII.TxPDOs, s.SII.RxPDOs} {
-			for _, p := range pdos {
-				if int(p.SyncManager) != sm.Index {
+	for _, dir := range []struct {
+		output bool
+		pdos   []master.PDO
+		sii    []sii.PDO
+	}{{false, s.TxPDOs, siiPDOs(s, false)}, {true, s.RxPDOs, siiPDOs(s, true)}} {
+		for _, p := range dir.pdos {
+			known, pdoName := siiPDO(s, dir.sii, p.Index)
+			for _, e := range p.Entries {
+				if e.Index == 0 {
 					continue
 				}
-				pdoName := siiString(s.SII, p.NameIndex)
-				for _, e := range p.Entries {
-					if e.Index != 0 {
-						out = append(out, SignalInfo{Output: dir == 1, PDO: p.Index, PDOName: pdoName,
-							Index: e.Index, SubIndex: e.SubIndex, Name: siiString(s.SII, e.NameIndex),
-							DataType: e.DataType, Bits: int(e.BitLength), Offset: bits[dir]})
-					}
-					bits[dir] += int(e.BitLength)
+				sig := SignalInfo{Output: dir.output, PDO: p.Index, PDOName: pdoName, Index: e.Index,
+					SubIndex: e.SubIndex, Bits: e.Bits, Offset: e.Offset,
+					Name: fmt.Sprintf("0x%04X:%02X", e.Index, e.SubIndex)}
+				if se, ok := siiEntry(known, dir.sii, e); ok {
+					sig.Name, sig.DataType = siiString(s.SII, se.NameIndex), se.DataType
 				}
+				out = append(out, sig)
 			}
 		}
 	}
-	if bits[0] != s.InputBits || bits[1] != s.OutputBits {
-		return nil
-	}
 	return out
+}
+
+// siiPDOs returns the slave's SII PDOs of one direction, nil without SII.
+func siiPDOs(s *master.Slave, output bool) []sii.PDO {
+	switch {
+	case s.SII == nil:
+		return nil
+	case output:
+		return s.SII.RxPDOs
+	}
+	return s.SII.TxPDOs
+}
+
+// siiPDO finds the SII description of PDO index and its name.
+func siiPDO(s *master.Slave, pdos []sii.PDO, index uint16) (*sii.PDO, string) {
+	for i := range pdos {
+		if pdos[i].Index == index {
+			return &pdos[i], siiString(s.SII, pdos[i].NameIndex)
+		}
+	}
+	return nil, ""
+}
+
+// siiEntry finds the SII description of a mapped entry: in its own PDO
+// first, else in any PDO of the direction (a remapped object).
+func siiEntry(own *sii.PDO, pdos []sii.PDO, e master.PDOEntry) (sii.PDOEntry, bool) {
+	match := func(se sii.PDOEntry) bool {
+		return se.Index == e.Index && se.SubIndex == e.SubIndex && int(se.BitLength) == e.Bits
+	}
+	if own != nil {
+		for _, se := range own.Entries {
+			if match(se) {
+				return se, true
+			}
+		}
+	}
+	for _, p := range pdos {
+		for _, se := range p.Entries {
+			if match(se) {
+				return se, true
+			}
+		}
+	}
+	return sii.PDOEntry{}, false
 }
 
 // siiString returns SII string i as valid UTF-8 (SII strings are often

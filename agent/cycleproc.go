@@ -75,6 +75,10 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 	if err := m.BringUp(ctx); err != nil {
 		return rep, fmt.Errorf("bring-up: %w", err)
 	}
+	jobs, err := bindDrives(ctx, m, cfg.Drives, log)
+	if err != nil {
+		return rep, err
+	}
 	if err := checkCycleFits(m, cfg.Cycle.Period); err != nil {
 		return rep, err
 	}
@@ -95,6 +99,7 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 		RT: rt.Options{Priority: cfg.Cycle.Priority, Core: cfg.Cycle.Core,
 			LockMemory: cfg.Cycle.LockMemory, DMALatency: true},
 	})
+	e.Jobs = jobs
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(stop)

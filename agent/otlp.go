@@ -85,6 +85,30 @@ func (o *otlpExport) window(r metrics.WindowReport) {
 	}
 }
 
+func (o *otlpExport) emergency(pos int, name string, code uint16) {
+	if o != nil {
+		o.exp.Emergency(pos, name, code)
+	}
+}
+
+func (o *otlpExport) driveState(pos int, name string, state int) {
+	if o != nil {
+		o.exp.SetDriveState(pos, name, state)
+	}
+}
+
+func (o *otlpExport) driveFault(pos int, name string, code uint16) {
+	if o != nil {
+		o.exp.DriveFault(pos, name, code)
+	}
+}
+
+func (o *otlpExport) driveFaultCleared(pos int, name string) {
+	if o != nil {
+		o.exp.DriveFaultCleared(pos, name)
+	}
+}
+
 // restart starts a new run of periods: the cycle process (re)started.
 func (o *otlpExport) restart() {
 	if o != nil {

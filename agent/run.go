@@ -11,6 +11,7 @@ import (
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/mqtt"
 )
 
 // Restart back-off of a cycle process that died.
@@ -247,6 +248,21 @@ func (c *consumer) event(ev *shm.Event) {
 		c.log.Info("cycle process", "note", ev.TextString())
 	case shm.EventCommandRejected:
 		c.log.Warn("command rejected", "seq", ev.Value, "slave", ev.Slave, "reason", ev.TextString())
+	case shm.EventEmergency:
+		c.tel.slaveEvent(c.cp, ev, c.otlp)
+		code, reg, data := ev.Emergency()
+		c.log.Warn("CoE emergency", "slave", ev.Slave, "error_code", fmt.Sprintf("%#04x", code),
+			"meaning", mqtt.EmergencyMeaning(code), "error_register", fmt.Sprintf("%#02x", reg), "data", fmt.Sprintf("% x", data[:]))
+	case shm.EventDriveState:
+		c.tel.slaveEvent(c.cp, ev, c.otlp)
+		c.log.Info("drive state", "slave", ev.Slave, "state", ev.TextString())
+	case shm.EventDriveFault:
+		c.tel.slaveEvent(c.cp, ev, c.otlp)
+		c.log.Error("drive fault", "slave", ev.Slave, "error_code", fmt.Sprintf("%#04x", ev.Value),
+			"meaning", mqtt.EmergencyMeaning(uint16(ev.Value)), "state", ev.TextString())
+	case shm.EventDriveFaultCleared:
+		c.tel.slaveEvent(c.cp, ev, c.otlp)
+		c.log.Info("drive fault cleared", "slave", ev.Slave, "state", ev.TextString())
 	}
 }
 

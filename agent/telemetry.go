@@ -10,6 +10,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/rtcheck"
+	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/metrics"
 )
 
@@ -88,6 +89,12 @@ func (t *telemetry) cycleStarted(cp *CycleProcess, attached bool) {
 		slaves = append(slaves, metrics.Slave{Position: s.Position, Name: slaveLabel(s), ALState: metrics.ALStateOp})
 	}
 	t.reg.SetSlaves(slaves)
+	dc := metrics.DCSettings{ReferencePosition: -1}
+	if d := cp.info.DC; d != nil {
+		dc = metrics.DCSettings{Enabled: true, ReferencePosition: d.ReferencePosition, Sync0Cycle: d.Sync0,
+			Sync0Shift: d.Sync0Shift, Sync1Shift: d.Sync1}
+	}
+	t.reg.SetDC(dc)
 	for _, r := range cp.info.RT {
 		if r.Requested {
 			t.reg.SetRTSetting(metrics.RTSetting(r.Setting), r.Applied)
@@ -107,6 +114,32 @@ func (t *telemetry) busState(cp *CycleProcess, state uint8, code uint16) {
 	}
 	for _, s := range cp.info.Slaves {
 		t.reg.SetSlave(metrics.Slave{Position: s.Position, Name: slaveLabel(s), ALState: st, ALStatusCode: code})
+	}
+}
+
+// slaveEvent records an event about one slave (a CoE emergency, a drive's
+// state or fault) in the metrics.
+func (t *telemetry) slaveEvent(cp *CycleProcess, ev *shm.Event, ot *otlpExport) {
+	pos, name := int(ev.Slave), ""
+	for _, s := range cp.info.Slaves {
+		if s.Position == pos {
+			name = slaveLabel(s)
+		}
+	}
+	switch ev.Kind {
+	case shm.EventEmergency:
+		code, _, _ := ev.Emergency()
+		t.reg.Emergency(pos, name, code)
+		ot.emergency(pos, name, code)
+	case shm.EventDriveState:
+		t.reg.SetDriveState(pos, name, int(ev.Value), ev.TextString())
+		ot.driveState(pos, name, int(ev.Value))
+	case shm.EventDriveFault:
+		t.reg.DriveFault(pos, name, uint16(ev.Value))
+		ot.driveFault(pos, name, uint16(ev.Value))
+	case shm.EventDriveFaultCleared:
+		t.reg.DriveFaultCleared(pos, name)
+		ot.driveFaultCleared(pos, name)
 	}
 }
 

@@ -2,8 +2,6 @@ package test
 
 import (
 	"bufio"
-	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,25 +23,7 @@ var referenceSet = []string{"EK1100", "EL2004", "EL2004", "EL1014", "EL1014", "E
 // inside its namespace, until the test ends.
 func simOnWire(t *testing.T, w wire, devs []*sim.Device) *sim.Segment {
 	t.Helper()
-	var l *link.RawSocket
-	if err := inNamespace(t, w.NS, func() (err error) {
-		l, err = link.Open(w.SimEnd, nil)
-		return err
-	}); err != nil {
-		t.Fatalf("open simulator end: %v", err)
-	}
-	seg := sim.NewSegment(devs)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- seg.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		_ = l.Close()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("simulated segment: %v", err)
-		}
-	})
-	return seg
+	return simOnWireWith(t, w, devs)
 }
 
 // masterOnWire opens the master's end; qdisc bypass is off so that tshark

@@ -67,9 +67,6 @@ func (c *dcSync) update(t uint64) (errNS, correction int64) {
 	return e, min(max(u, -c.maxStep), c.maxStep)
 }
 
-// reset forgets the lock, e.g. after the cycle process lost the bus.
-func (c *dcSync) reset() { c.locked, c.integral = false, 0 }
-
 func abs64(v int64) int64 {
 	if v < 0 {
 		return -v

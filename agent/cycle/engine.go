@@ -24,6 +24,10 @@ type Config struct {
 	RT rt.Options
 	// Cycles stops the engine after this many cycles; 0 runs until Stop.
 	Cycles uint64
+	// FreeRun keeps the schedule on the host's clock even when the master
+	// configured distributed clocks (the controller error is still
+	// measured and reported).
+	FreeRun bool
 	// KeepGC leaves the garbage collector on. Only tests that share a
 	// process with other goroutines set it.
 	KeepGC bool
@@ -42,6 +46,10 @@ type Engine struct {
 	cmd    shm.Command
 
 	cycle      uint64
+	dc         dcSync // keeps the schedule on the DC reference, when configured
+	dcOn       bool
+	dcRef      int    // ring position of the reference clock
+	dcStep     int64  // correction the controller asks of the next deadline
 	lastBus    uint32 // responding<<16 | error<<8 | states, as last reported
 	setup      *rt.Setup
 	slaveCount int
@@ -51,6 +59,14 @@ type Engine struct {
 	// and before the garbage collector is switched off: the place for the
 	// last allocations (reporting the set-up).
 	OnStart func(*rt.Setup)
+	// Jobs run every cycle before the exchange, in order (see Job). Set
+	// them before Run.
+	Jobs []Job
+
+	// emergencies receives the master's queued CoE emergency messages
+	// each cycle; its capacity is allocated in New.
+	emergencies []master.SlaveEmergency
+
 	// OnSteady, if set, runs on the cycle thread once, between cycle
 	// SteadyAfter-1 and SteadyAfter of this Run (0: before the first), when
 	// first-use initialisation is behind the cycle (e.g. to read MemStats).
@@ -61,7 +77,13 @@ type Engine struct {
 // New returns an engine for the master m, which must be in OP (or SAFEOP)
 // with its process image mapped, writing to the segment seg.
 func New(m *master.Master, seg *shm.Segment, cfg Config) *Engine {
-	return &Engine{m: m, seg: seg, cfg: cfg, slaveCount: len(m.Slaves())}
+	e := &Engine{m: m, seg: seg, cfg: cfg, slaveCount: len(m.Slaves()),
+		emergencies: make([]master.SlaveEmergency, 0, master.EmergencyQueueLen)}
+	if setup, _, ok := m.DC(); ok && setup.Reference != nil && !cfg.FreeRun {
+		e.dcOn, e.dcRef = true, setup.Reference.Position
+		e.dc = newDCSync(int64(cfg.Period))
+	}
+	return e
 }
 
 // Stop asks the engine to return after the current cycle. Safe from any
@@ -113,7 +135,7 @@ func (e *Engine) Run() uint64 {
 		rt.SleepUntilSpin(next, spin)
 		end := e.step(next, skipped)
 		skipped = 0
-		next += p
+		next += p + e.dcStep
 		if end > next {
 			missed := (end-next)/p + 1
 			skipped = uint32(missed)
@@ -133,6 +155,13 @@ func (e *Engine) step(deadline int64, skipped uint32) int64 {
 		e.stall()
 	}
 	e.applyCommands()
+	for _, j := range e.Jobs {
+		e.event = shm.Event{}
+		if j.Cycle(wake, &e.event) {
+			e.event.Cycle, e.event.Time = e.cycle, wake
+			e.seg.Events().Push(&e.event)
+		}
+	}
 	// The frame may use the rest of this period, less a tenth so that a
 	// lost frame does not also make the next cycle late.
 	p := int64(e.cfg.Period)
@@ -162,8 +191,44 @@ func (e *Engine) step(deadline int64, skipped uint32) int64 {
 	if skipped > 0 {
 		s.Flags |= shm.SampleSkipped
 	}
+	e.trackDC(&res)
 	e.watchBus(&res)
+	e.reportEmergencies()
 	return end
+}
+
+// trackDC records the distributed-clock figures of the cycle and runs the
+// controller that keeps the schedule on the reference clock.
+func (e *Engine) trackDC(res *master.CycleResult) {
+	s := &e.sample
+	e.dcStep = 0
+	// The reference's own 0x092C is never updated (nothing is written
+	// to it): only the other clocks' differences mean something.
+	if res.DCDiffValid && res.DCDiffPosition != e.dcRef {
+		s.DCDiff = res.DCDiff
+		s.Flags |= shm.SampleDCValid
+	}
+	if !e.dcOn || !res.DCValid {
+		return
+	}
+	errNS, step := e.dc.update(res.DCTime)
+	s.CtlErr = int32(min(max(errNS, -1<<31), 1<<31-1))
+	s.Flags |= shm.SampleCtlValid
+	if !e.cfg.FreeRun {
+		e.dcStep = step
+	}
+}
+
+// reportEmergencies turns the CoE emergency messages the exchange (or
+// earlier mailbox traffic) received into events.
+func (e *Engine) reportEmergencies() {
+	e.emergencies = e.m.Emergencies(e.emergencies[:0])
+	for i := range e.emergencies {
+		em := &e.emergencies[i]
+		e.event = shm.Event{Cycle: e.cycle, Time: rt.Now(), Kind: shm.EventEmergency, Slave: uint16(em.Position),
+			Value: shm.EmergencyValue(em.Emergency.ErrorCode, em.Emergency.ErrorRegister, em.Emergency.Data)}
+		e.seg.Events().Push(&e.event)
+	}
 }
 
 // publish hands the cycle's results to the agent: sample, image, heartbeat.
@@ -231,7 +296,15 @@ func (e *Engine) applyCommands() {
 	for cmds.Next(&e.cmd) {
 		c := &e.cmd
 		var reason string
+		taken := false
+		for _, j := range e.Jobs {
+			if ok, why := j.Command(c); ok {
+				taken, reason = true, why
+				break
+			}
+		}
 		switch {
+		case taken:
 		case c.Kind != shm.CommandSetOutputs:
 			reason = "not applied in the cycle"
 		case int(c.Slave) >= e.slaveCount:
