@@ -32,6 +32,7 @@ const (
 	objTorqueOffset        = 0x60B2
 	objInterpolationData   = 0x60C1
 	objMaxAcceleration     = 0x60C5
+	objMotorName           = 0x2000
 	objFollowingErrorValue = 0x60F4
 	objDigitalInputs       = 0x60FD
 	objTargetVelocity      = 0x60FF
@@ -54,7 +55,8 @@ const (
 	defaultMaxMotorSpeed   = 6000              // rpm
 	defaultQuickStopDecel  = 500 * countsPerRev
 	defaultMaxAcceleration = 2000 * countsPerRev // about what the peak torque gives
-	quickStopOptionRamp    = 2                   // slow down on the quick stop ramp, then switch on disabled
+	defaultMotorName       = "AKM24D-ANCNR-00 (simulated): 0.84 Nm continuous, 6000 rpm, 2^20 counts/rev single-turn encoder; load inertia 2e-4 kg m^2, viscous friction"
+	quickStopOptionRamp    = 2 // slow down on the quick stop ramp, then switch on disabled
 )
 
 // driveObjects adds the CiA 402 objects of the simulated drive. The
@@ -103,6 +105,10 @@ func driveObjects(od *objectDictionary) {
 	od.addVar(objMaxMotorSpeed, "Max motor speed", typeUint32, u32(defaultMaxMotorSpeed), writableAlways)
 	od.addVar(objQuickStopDecel, "Quick stop deceleration", typeUint32, u32(defaultQuickStopDecel), writableAlways)
 	od.addVar(objMaxAcceleration, "Max acceleration", typeUint32, u32(defaultMaxAcceleration), writableAlways)
+	// A manufacturer-specific text parameter, as drives keep the motor's
+	// name plate: long enough to need segmented transfers through the
+	// drive's 128-byte mailbox.
+	od.addVar(objMotorName, "Motor name", typeVisibleString, []byte(defaultMotorName), writableAlways)
 	od.add(object{index: objEncoderResolution, name: "Position encoder resolution", code: codeArray, entries: []entry{
 		{sub: 0, name: "SubIndex 000", dataType: typeUint8, bits: 8, value: []byte{2}},
 		{sub: 1, name: "Encoder increments", dataType: typeUint32, bits: 32, value: u32(countsPerRev)},

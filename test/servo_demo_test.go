@@ -1,0 +1,73 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestServoDemo runs `ecagent run` with each ready-made servo
+// configuration of deploy/examples (a simulated EK1100 and AKD, distributed
+// clocks, one CiA 402 drive) and checks from the metrics endpoint that the
+// drive reached operation enabled, distributed clocks are on with the
+// configured SYNC0, and the controller error and the clocks' differences
+// are measured.
+func TestServoDemo(t *testing.T) {
+	needRoot(t)
+	for _, tc := range []struct {
+		file  string
+		sync0 float64 // seconds
+	}{
+		{"servo-csv-1ms.yaml", 0.001},
+		{"servo-cst-125us.yaml", 0.000125},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			addr := freePort(t)
+			path := fmt.Sprintf("/dev/shm/ecagent-servo-%d.shm", os.Getpid())
+			a := startAgent(t, "--config", "../deploy/examples/"+tc.file, "--cycle.shm", path,
+				"--status.interval", "0", "--metrics.listen", addr, "--metrics.window", "1s",
+				"--mqtt.embedded", freePort(t))
+			t.Cleanup(func() { _ = a.cmd.Process.Signal(syscall.SIGTERM); _ = a.cmd.Wait() })
+			a.waitLog(t, `state="operation enabled"`, 30*time.Second)
+			time.Sleep(1200 * time.Millisecond) // a window closed
+
+			fams := scrape(t, addr)
+			value := func(name string) float64 {
+				f := fams[name]
+				if f == nil || len(f.GetMetric()) == 0 {
+					t.Fatalf("%s missing from the scrape", name)
+				}
+				m := f.GetMetric()[0]
+				switch {
+				case m.GetGauge() != nil:
+					return m.GetGauge().GetValue()
+				case m.GetCounter() != nil:
+					return m.GetCounter().GetValue()
+				case m.GetHistogram() != nil:
+					return float64(m.GetHistogram().GetSampleCount())
+				}
+				return -1
+			}
+			if v := value("ecagent_drive_state"); v != 5 {
+				t.Errorf("ecagent_drive_state = %v, want 5 (operation enabled)", v)
+			}
+			if v := value("ecagent_drive_error_code"); v != 0 {
+				t.Errorf("ecagent_drive_error_code = %#x, want 0", int(v))
+			}
+			if v := value("ecagent_dc_enabled"); v != 1 {
+				t.Errorf("ecagent_dc_enabled = %v", v)
+			}
+			if v := value("ecagent_dc_sync0_cycle_seconds"); v != tc.sync0 {
+				t.Errorf("ecagent_dc_sync0_cycle_seconds = %v, want %v", v, tc.sync0)
+			}
+			if v := value("ecagent_dc_controller_error_seconds"); v < 100 {
+				t.Errorf("%v controller error observations", v)
+			}
+			if v := value("ecagent_dc_time_difference_seconds"); v < 100 {
+				t.Errorf("%v DC time difference observations", v)
+			}
+		})
+	}
+}
