@@ -3,6 +3,7 @@ package test
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"syscall"
 	"testing"
 	"time"
@@ -67,6 +68,14 @@ func TestServoDemo(t *testing.T) {
 			}
 			if v := value("ecagent_dc_time_difference_seconds"); v < 100 {
 				t.Errorf("%v DC time difference observations", v)
+			}
+
+			// The drive, the DC controller and the mailbox polling run in
+			// the cycle without allocating.
+			_ = a.cmd.Process.Signal(syscall.SIGTERM)
+			_ = a.cmd.Wait()
+			if m := regexp.MustCompile(`mallocs_in_cycle=(\d+)`).FindStringSubmatch(a.log()); m == nil || m[1] != "0" {
+				t.Errorf("cycle process report %v, want mallocs_in_cycle=0", m)
 			}
 		})
 	}

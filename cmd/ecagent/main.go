@@ -72,7 +72,13 @@ func commands() []command {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.Background(), func() {}
+	// The cycle process takes SIGTERM/SIGINT itself, on a channel: the
+	// signal context's cancellation allocates, and would do so while the
+	// cycle still runs.
+	if len(os.Args) < 2 || os.Args[1] != "cycle" {
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	}
 	code := dispatch(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ()}, os.Args[1:])
 	stop()
 	os.Exit(code)
