@@ -16,7 +16,8 @@
 //	<root>/pd/<slave>        {"ts":…,"seq":…,"cycle":…,"values":{…},"units":{…}}
 //	<root>/stats             the statistics of each metrics window
 //	<root>/events            bus state changes, AL status codes, CoE emergencies, drive states and faults, write results
-//	<root>/set/<slave>/<signal>   writes (subscribed; refused unless enabled)
+//	<root>/set/<slave>/<signal>   writes (subscribed; refused unless enabled);
+//	                              the signal drive-fault-reset resets a drive's fault
 //
 // An event names its kind; one about a slave carries "slave" (the ring
 // position) and "slave_name". A CoE emergency ("emergency") carries

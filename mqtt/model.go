@@ -125,7 +125,15 @@ type Device struct {
 	Interval    time.Duration
 	OnChange    bool
 	Signals     []Signal
+	// FaultReset allows the drive fault reset command from MQTT
+	// (mqtt.writes.allow names <slave>/drive-fault-reset; "*" does not).
+	FaultReset bool
 }
+
+// DriveFaultReset is the pseudo-signal of the drive fault reset command:
+// a message on <root>/set/<slave>/drive-fault-reset asks the slave's CiA
+// 402 drive helper to reset the drive's fault.
+const DriveFaultReset = "drive-fault-reset"
 
 // Rules are the configuration's say on names, rates, types and writes.
 type Rules struct {
@@ -204,6 +212,10 @@ func NewModel(bus Bus, rules Rules) (*Model, []error) {
 		d := m.findDevice(r.Slave, true)
 		if d == nil {
 			problems = append(problems, fmt.Errorf("mqtt.writes.allow: no slave %q on the bus", r.Slave))
+			continue
+		}
+		if r.Signal == DriveFaultReset {
+			d.FaultReset = true
 			continue
 		}
 		matched := false

@@ -571,6 +571,10 @@ func (p *Publisher) write(slave, signal, topic string, value func(*Signal) (floa
 		p.rejectLocked(now, reject(RejectUnknown, "no slave %q", slave), slave, signal, topic)
 		return
 	}
+	if signal == DriveFaultReset {
+		p.resetDriveLocked(now, d, slave, topic)
+		return
+	}
 	s := d.Signal(signal)
 	if s == nil {
 		p.rejectLocked(now, reject(RejectUnknown, "slave %s has no signal %q", slave, signal), slave, signal, topic)
@@ -601,6 +605,12 @@ func (p *Publisher) write(slave, signal, topic string, value func(*Signal) (floa
 		return
 	}
 	p.accepted.Add(1)
+	p.rememberLocked(pendingWrite{slave: slave, signal: signal, value: v, topic: topic})
+}
+
+// rememberLocked keeps the write just handed to the cycle (p.cmdSeq) until
+// the cycle answers it, forgetting the oldest beyond maxPending.
+func (p *Publisher) rememberLocked(w pendingWrite) {
 	if len(p.pending) >= maxPending {
 		oldest := p.cmdSeq
 		for seq := range p.pending {
@@ -608,7 +618,28 @@ func (p *Publisher) write(slave, signal, topic string, value func(*Signal) (floa
 		}
 		delete(p.pending, oldest)
 	}
-	p.pending[p.cmdSeq] = pendingWrite{slave: slave, signal: signal, value: v, topic: topic}
+	p.pending[p.cmdSeq] = w
+}
+
+// resetDriveLocked hands a drive fault reset to the cycle, whose drive
+// helper for the slave answers it (a slave without one refuses).
+func (p *Publisher) resetDriveLocked(now time.Time, d *Device, slave, topic string) {
+	if !d.FaultReset {
+		p.rejectLocked(now, reject(RejectNotWritable, "%s/%s is not in mqtt.writes.allow", slave, DriveFaultReset), slave, DriveFaultReset, topic)
+		return
+	}
+	if p.commands == nil {
+		p.rejectLocked(now, reject(RejectCycleDown, "the cycle process is not running"), slave, DriveFaultReset, topic)
+		return
+	}
+	p.cmdSeq++
+	cmd := shm.Command{Seq: p.cmdSeq, Kind: shm.CommandResetDriveFault, Slave: uint16(d.Slave.Position)}
+	if !p.commands.Push(&cmd) {
+		p.rejectLocked(now, reject(RejectQueueFull, "the command ring is full"), slave, DriveFaultReset, topic)
+		return
+	}
+	p.accepted.Add(1)
+	p.rememberLocked(pendingWrite{slave: slave, signal: DriveFaultReset, value: 1, topic: topic})
 }
 
 // handleJSONWrite takes a message on <root>/set/<slave>/<signal>.

@@ -216,7 +216,7 @@ func TestPublisherWrites(t *testing.T) {
 	broker := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
 	root := "ecagent/plant/w"
 	sub := subscribe(t, broker.URL(), "sub", root+"/events", false)
-	rules := mustRules(t, nil, nil, []string{"EL2004-1/*", "EL4132-5/ao_output_channel_1.analog_output -5..5"})
+	rules := mustRules(t, nil, nil, []string{"EL2004-1/*", "EL4132-5/ao_output_channel_1.analog_output -5..5", "EL4132-5/drive-fault-reset"})
 	rules.Interval = time.Second
 	p, _, ring := newTestPublisher(t, Config{Broker: broker.URL(), QoS: 1, Root: root, Rules: rules, WritesEnabled: true})
 	cmd := subscribe(t, broker.URL(), "cmd", "nothing/here", false)
@@ -242,6 +242,7 @@ func TestPublisherWrites(t *testing.T) {
 		{"EL2004-1/channel_2.output", `"on"`, RejectWrongType},
 		{"EL2004-1/channel_2.output", `{"value":`, RejectMalformed},
 		{"EL2004-1/too/deep", "true", RejectUnknown},
+		{"EL2004-1/drive-fault-reset", "true", RejectNotWritable}, // "*" does not allow it
 	}
 	for _, r := range rejects {
 		from := len(sub.all())
@@ -259,8 +260,9 @@ func TestPublisherWrites(t *testing.T) {
 	}
 	set("EL2004-1/channel_3.output", "true")
 	set("EL4132-5/ao_output_channel_1.analog_output", `{"value": -2.5}`)
+	set("EL4132-5/drive-fault-reset", "true")
 	deadline := time.Now().Add(5 * time.Second)
-	for len(ring.all()) < 2 && time.Now().Before(deadline) {
+	for len(ring.all()) < 3 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	got := ring.all()
@@ -268,6 +270,7 @@ func TestPublisherWrites(t *testing.T) {
 	want := []shm.Command{
 		{Seq: 1, Value: 1, BitOffset: 2, Kind: shm.CommandSetOutputs, Slave: 1, BitLen: 1},
 		{Seq: 2, Value: uint64(uint16(minus)), BitOffset: 0, Kind: shm.CommandSetOutputs, Slave: 5, BitLen: 16},
+		{Seq: 3, Kind: shm.CommandResetDriveFault, Slave: 5},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("commands:\n got %+v\nwant %+v", got, want)
@@ -284,7 +287,7 @@ func TestPublisherWrites(t *testing.T) {
 		return strings.Contains(string(m.payload), `"code":"cycle_refused"`) && strings.Contains(string(m.payload), "bits outside")
 	})
 	s := p.Stats()
-	if s.Accepted != 2 || s.Rejected[RejectCycleRefused] != 1 || s.Rejected[RejectUnknown] != 3 || s.Rejected[RejectNotWritable] != 2 {
+	if s.Accepted != 3 || s.Rejected[RejectCycleRefused] != 1 || s.Rejected[RejectUnknown] != 3 || s.Rejected[RejectNotWritable] != 3 {
 		t.Errorf("write counters: %+v", s)
 	}
 }
