@@ -3,6 +3,7 @@ package cia402
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -502,19 +503,26 @@ func TestDriveConcurrentAccess(t *testing.T) {
 	fd.sticky = true
 	fd.fault(0x1234)
 	fd.publish()
-	done := make(chan struct{})
+	done, stop := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		for range 2000 {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
 			d.ResetFault()
 			_ = d.State()
 			_, _, _ = d.Actual()
 			_ = d.Target()
 			_ = d.ErrorCode()
+			runtime.Gosched()
 		}
 	}()
 	var now int64
 	run(d, fd, &now, time.Millisecond, 2000)
+	close(stop)
 	<-done
 	if d.State() != StateFault || fd.resets == 0 {
 		t.Errorf("state %v, %d resets; want fault with reset attempts", d.State(), fd.resets)
