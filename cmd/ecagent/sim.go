@@ -1,17 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/rt"
@@ -30,7 +34,8 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 			"host's rate unless --drift gives it a drift in ppm (like a real quartz, within\n"+
 			"about ±100 ppm); the ESC's control loop then slews it towards the reference when\n"+
 			"the master sends the system time (FRMW 0x0910). --hop-delay sets how long a frame\n"+
-			"takes from one device to the next, which the master measures as propagation delay.")
+			"takes from one device to the next, which the master measures as propagation delay.\n\n"+
+			simFaultHelp)
 	iface := fs.String("iface", "", "network `interface` to serve on (needs CAP_NET_RAW); this or --link-fd")
 	linkFD := fs.Int("link-fd", -1, "serve on this inherited socket-pair file descriptor instead of an interface (used by ecagent run)")
 	devices := fs.StringSlice("devices", config.ReferenceDevices(),
@@ -46,6 +51,8 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 	drift := fs.String("drift", "", "drift of each device's local clock in ppm, comma-separated in ring order, e.g. 100,-100; the `LIST` repeats when shorter than the line (at most ±"+
 		strconv.FormatFloat(sim.MaxClockDrift, 'g', -1, 64)+" ppm); empty: clocks run at the host's rate")
 	hopDelay := fs.Int("hop-delay", 140, "`NS` a frame takes from one device to the next; beyond 140 it is cable delay, which the way back meets too")
+	control := fs.String("control", "", "listen for fault commands on this Unix socket `PATH` (see Fault injection above)")
+	faultsFile := fs.String("faults", "", "run the fault schedule in `FILE` from the start of serving (see Fault injection above)")
 	level := fs.String("log.level", "info", "log level: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -119,20 +126,42 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 			log.Warn("serving without real-time priority", "err", r.Err)
 		}
 	}
+	var schedule sim.FaultSchedule
+	if *faultsFile != "" {
+		if schedule, err = readFaultSchedule(*faultsFile); err != nil {
+			return usageError{err}
+		}
+	}
+	seg := sim.NewSegment(devs, append(opts, sim.WithLogger(log))...)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	fc := &faultControl{faults: seg.Faults(), iface: *iface, log: log}
+	var wg sync.WaitGroup
+	defer wg.Wait() // after stop: the control goroutines end with ctx
+	if *control != "" {
+		ln, err := listenControl(*control)
+		if err != nil {
+			return fmt.Errorf("sim: --control: %w", err)
+		}
+		log.Info("fault control listening", "socket", *control)
+		wg.Go(func() { fc.serve(ctx, ln) })
+	}
+	if *faultsFile != "" {
+		wg.Go(func() { fc.runSchedule(ctx, schedule, *faultsFile) })
+	}
 	if *linkFD >= 0 {
 		l, err := link.FileLink(*linkFD)
 		if err != nil {
 			return fmt.Errorf("sim: --link-fd %d: %w", *linkFD, err)
 		}
 		defer l.Close()
-		seg := sim.NewSegment(devs, append(opts, sim.WithLogger(log))...)
 		// The peer closing (the cycle process ended) ends the simulator too.
 		if err := seg.Serve(ctx, l); err != nil && !errors.Is(err, link.ErrClosed) {
 			return fmt.Errorf("sim: %w", err)
 		}
 		return nil
 	}
-	if err := sim.Run(ctx, *iface, devs, log, opts...); err != nil {
+	if err := seg.RunInterface(ctx, *iface); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
 	return nil
@@ -155,4 +184,190 @@ func parseDrift(list string) ([]float64, error) {
 		ppm = append(ppm, v)
 	}
 	return ppm, nil
+}
+
+// simFaultHelp is the fault injection part of `ecagent sim --help`.
+const simFaultHelp = `Fault injection: --control PATH listens on a Unix stream socket; each
+connection sends commands, one a line, and gets one line back for each: "ok",
+"error: WHY", or for counts the counts as key=value pairs. --faults FILE runs a
+schedule from the start of serving: lines "AT COMMAND", AT a duration from the
+start; # starts a comment; a line "repeat EVERY" starts the schedule again
+every EVERY. Device positions count from 0, the device next to the master.
+Commands:
+` + sim.FaultCommandHelp + `
+
+Examples:
+  ecagent sim --iface veth1 --control /run/ecsim.sock &
+  echo 'drop next 3' | socat - UNIX-CONNECT:/run/ecsim.sock    # answers: ok
+  printf 'disappear 3\ncounts\n' | socat - UNIX-CONNECT:/run/ecsim.sock
+
+  # faults.txt: pull terminal 3 for 2.5 s every 10 s, lose 1 % of frames
+  0s   drop percent 1
+  5s   disappear 3
+  7.5s return 3
+  repeat 10s`
+
+// readFaultSchedule reads and parses the --faults file.
+func readFaultSchedule(path string) (sim.FaultSchedule, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return sim.FaultSchedule{}, fmt.Errorf("sim: --faults: %w", err)
+	}
+	defer f.Close()
+	s, err := sim.ParseFaultSchedule(f)
+	if err != nil {
+		return sim.FaultSchedule{}, fmt.Errorf("sim: --faults %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// listenControl listens on the Unix socket path, replacing a stale socket
+// a simulator that died left behind (but no other kind of file).
+func listenControl(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: another simulator is listening there", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	return ln, nil
+}
+
+// faultControl carries out fault commands from the control socket and the
+// schedule on a segment and its interface.
+type faultControl struct {
+	faults *sim.Faults
+	iface  string // the simulator's interface; "" when serving on --link-fd
+	log    *slog.Logger
+
+	mu                 sync.Mutex
+	linkDowns, linkUps uint64
+}
+
+// do carries out one command line and returns the answer line.
+func (c *faultControl) do(line string) string {
+	cmd, err := sim.ParseFaultCommand(line)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	out, err := c.apply(cmd)
+	switch {
+	case err != nil:
+		return "error: " + err.Error()
+	case out == "":
+		return "ok"
+	}
+	return out
+}
+
+// apply carries out a parsed command.
+func (c *faultControl) apply(cmd sim.FaultCommand) (string, error) {
+	switch cmd.Op {
+	case sim.FaultLinkDown, sim.FaultLinkUp:
+		up := cmd.Op == sim.FaultLinkUp
+		if c.iface == "" {
+			return "", errors.New("link: no interface to set down or up (serving on --link-fd)")
+		}
+		if err := setLinkUp(c.iface, up); err != nil {
+			return "", fmt.Errorf("link: %w", err)
+		}
+		c.mu.Lock()
+		if up {
+			c.linkUps++
+		} else {
+			c.linkDowns++
+		}
+		c.mu.Unlock()
+		return "", nil
+	case sim.FaultShowCounts:
+		out, err := c.faults.Apply(cmd)
+		if err != nil {
+			return "", err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return fmt.Sprintf("%s link_downs=%d link_ups=%d", out, c.linkDowns, c.linkUps), nil
+	}
+	return c.faults.Apply(cmd)
+}
+
+// serve answers control connections on ln until ctx is done.
+func (c *faultControl) serve(ctx context.Context, ln net.Listener) {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Error("fault control socket failed", "err", err)
+			}
+			return
+		}
+		wg.Go(func() { c.session(ctx, conn) })
+	}
+}
+
+// session answers the commands of one control connection.
+func (c *faultControl) session(ctx context.Context, conn net.Conn) {
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	defer conn.Close()
+	sc := bufio.NewScanner(conn)
+	w := bufio.NewWriter(conn)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		answer := c.do(line)
+		c.log.Info("fault command", "command", line, "answer", answer)
+		w.WriteString(answer)
+		w.WriteByte('\n')
+		if err := w.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+// runSchedule runs the schedule's steps at their times from now on, in
+// rounds when it repeats, until ctx is done. A step that fails is logged.
+func (c *faultControl) runSchedule(ctx context.Context, s sim.FaultSchedule, file string) {
+	if len(s.Steps) == 0 {
+		return
+	}
+	start := time.Now()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for round := 0; ; round++ {
+		base := start.Add(time.Duration(round) * s.Repeat)
+		for _, st := range s.Steps {
+			timer.Reset(time.Until(base.Add(st.At)))
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+			out, err := c.apply(st.Cmd)
+			if err != nil {
+				c.log.Warn("fault schedule step failed", "file", file, "line", st.Line, "err", err)
+				continue
+			}
+			c.log.Info("fault schedule step", "file", file, "line", st.Line, "at", st.At, "answer", out)
+		}
+		if s.Repeat <= 0 {
+			return
+		}
+	}
 }

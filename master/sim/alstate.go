@@ -138,3 +138,14 @@ func allowedUp(from, to esc.ALState) bool {
 	}
 	return false
 }
+
+// raise puts the state machine into an application error: OP drops to
+// SAFEOP, lower states stay, the error indication is set with code, and a
+// pending request is forgotten.
+func (m *stateMachine) raise(code esc.ALStatusCode) {
+	if m.state == esc.StateOp {
+		m.state = esc.StateSafeOp
+	}
+	m.err, m.code = true, code
+	m.pending, m.armed = false, false
+}

@@ -9,7 +9,8 @@ import (
 // switch, a slow NIC or a long cable run would: answers later than the
 // master's cycle count there as lost frames. It is switched on and off at
 // run time (by a test, or by `ecagent sim` on SIGUSR1); give it to a
-// segment with WithResponseDelay.
+// segment with WithResponseDelay. Faults.Delay does the same, and more,
+// on any segment; the two add up.
 type ResponseDelay struct {
 	delay time.Duration
 	every uint64
@@ -32,13 +33,15 @@ func (r *ResponseDelay) On() bool { return r.on.Load() }
 // WithResponseDelay makes Serve apply r to its answers.
 func WithResponseDelay(r *ResponseDelay) Option { return func(o *options) { o.delay = r } }
 
-// hold waits before an answer when it is one of those to delay.
-func (r *ResponseDelay) hold() {
+// next returns how long to hold back the answer Serve is about to send:
+// the delay when it is one of those to delay, else 0.
+func (r *ResponseDelay) next() time.Duration {
 	if r == nil || !r.on.Load() {
-		return
+		return 0
 	}
 	r.n++
 	if r.n%r.every == 0 {
-		time.Sleep(r.delay)
+		return r.delay
 	}
+	return 0
 }

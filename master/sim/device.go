@@ -43,8 +43,10 @@ type Device struct {
 	seg    *Segment    // the segment the device is in, or nil
 
 	downPort int  // the port that leads to the next device
-	hasNext  bool // a device follows on downPort
+	hasNext  bool // a device follows on downPort, powered
+	off      bool // the device has lost power (Faults.Disappear)
 	ctx      frameContext
+	spec     deviceSpec // what the device was built from, for a power cycle
 }
 
 // deviceSpec is what building a device needs beyond its SII image.
@@ -69,13 +71,32 @@ const (
 
 // newDevice builds a device from its SII image and spec.
 func newDevice(image []byte, spec deviceSpec) (*Device, error) {
+	d := &Device{}
+	d.mu = &d.own
+	d.downPort = 1
+	if err := d.powerUp(image, spec); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// powerUp brings the device to its power-up state from the EEPROM image
+// and spec: every register, SyncManager, FMMU, the mailbox, the state
+// machine, the EEPROM interface and the application are built anew; the
+// distributed clock starts a new local time base at the segment's current
+// time and keeps its oscillator drift. What ties the device to its line
+// (lock, segment, downstream port and neighbour) stays. The caller holds
+// d.mu when the device is in a segment.
+func (d *Device) powerUp(image []byte, spec deviceSpec) error {
 	desc, err := sii.Parse(image)
 	var crc *sii.ChecksumError
 	if err != nil && !errors.As(err, &crc) {
-		return nil, fmt.Errorf("sim: %s: SII image: %w", spec.name, err)
+		return fmt.Errorf("sim: %s: SII image: %w", spec.name, err)
 	}
-	d := &Device{name: spec.name, sii: desc, chip: spec.chip}
-	d.mu = &d.own
+	now := d.now()
+	drift := d.clock.driftPPB
+	*d = Device{mu: d.mu, seg: d.seg, downPort: d.downPort, hasNext: d.hasNext,
+		name: spec.name, sii: desc, chip: spec.chip, spec: spec}
 	if spec.ports != 0 {
 		d.chip.info.PortDescriptor = spec.ports
 	}
@@ -98,8 +119,11 @@ func newDevice(image []byte, spec deviceSpec) (*Device, error) {
 		delay:     spec.esmDelay,
 		state:     esc.StateInit,
 	}
-	d.clock.localBase = 1_000_000_000 + int64(len(spec.name))*7_919_311 + int64(desc.Header.Identity.ProductCode%997)*1_000_003
-	d.downPort = 1
+	// The local time starts from the same power-up value whenever the
+	// device is switched on: at segment time now it reads localBase+now.
+	powerUpTime := 1_000_000_000 + int64(len(spec.name))*7_919_311 + int64(desc.Header.Identity.ProductCode%997)*1_000_003
+	d.clock.localBase = powerUpTime - now
+	d.clock.driftPPB, d.clock.driftFrom = drift, now
 	if !d.esm.emulated && desc.Header.HasMailbox() && desc.Header.MailboxProtocols.Has(sii.ProtocolCoE) {
 		od := newObjectDictionary(desc, spec.objects)
 		d.mbx = newMailbox(d, od, spec.mailboxDelay)
@@ -111,7 +135,7 @@ func newDevice(image []byte, spec deviceSpec) (*Device, error) {
 	}
 	d.stateChanged()
 	d.updateDLStatus()
-	return d, nil
+	return nil
 }
 
 // resetRegisters sets the registers whose power-up value is not zero.

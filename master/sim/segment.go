@@ -24,6 +24,7 @@ type Segment struct {
 	stats   Stats
 	states  []esc.ALStatus // last states reported to the logger
 	codes   []esc.ALStatusCode
+	faults  Faults
 }
 
 // Stats counts a segment's frames.
@@ -32,6 +33,9 @@ type Stats struct {
 	Answered uint64 // frames processed and sent back
 	Dropped  uint64 // frames not answered: not EtherCAT, malformed, or lost on an open port
 	SendErrs uint64 // answers Serve failed to send
+	// LinkErrs counts receive and send errors Serve rode through because
+	// the interface was down or gone for a while (ENETDOWN, ENXIO, …).
+	LinkErrs uint64
 }
 
 // Option configures a Segment.
@@ -111,31 +115,49 @@ func NewSegment(devices []*Device, opts ...Option) *Segment {
 	}
 	s := &Segment{devices: append([]*Device(nil), devices...), opts: o, start: time.Now(), hops: hopsFor(o.hopDelay)}
 	s.now = func() int64 { return int64(time.Since(s.start)) }
+	s.faults.init(s)
 	for i, d := range s.devices {
 		d.mu = &s.mu
 		d.seg = s
 		if len(o.drift) > 0 {
 			d.clock.setDrift(ppbOf(o.drift[i%len(o.drift)]), 0)
 		}
-		d.hasNext = i < len(s.devices)-1
-		d.eeprom.busyFrames = o.siiBusyFrames
-		if o.esmDelay >= 0 {
-			d.esm.delay = o.esmDelay
-		}
-		if o.mailboxDelay >= 0 && d.mbx != nil {
-			d.mbx.delay = o.mailboxDelay
-		}
-		if o.pattern != nil {
-			d.pd.pattern = *o.pattern
-		}
-		d.updateDLStatus()
+		s.adopt(d)
 	}
+	s.relink()
 	s.states = make([]esc.ALStatus, len(s.devices))
 	s.codes = make([]esc.ALStatusCode, len(s.devices))
 	for i, d := range s.devices {
 		s.states[i] = esc.ALStatus{State: d.esm.state, Error: d.esm.err}
 	}
 	return s
+}
+
+// adopt applies the segment's options to one of its devices (when it
+// joins, and again after a power cycle).
+func (s *Segment) adopt(d *Device) {
+	o := &s.opts
+	d.eeprom.busyFrames = o.siiBusyFrames
+	if o.esmDelay >= 0 {
+		d.esm.delay = o.esmDelay
+	}
+	if o.mailboxDelay >= 0 && d.mbx != nil {
+		d.mbx.delay = o.mailboxDelay
+	}
+	if o.pattern != nil {
+		d.pd.pattern = *o.pattern
+	}
+}
+
+// relink works out which devices have a powered neighbour on their
+// downstream port and updates every device's DL status to match: a device
+// whose successor lost power sees no link there, and with auto loop
+// control closes the port.
+func (s *Segment) relink() {
+	for i, d := range s.devices {
+		d.hasNext = i < len(s.devices)-1 && !s.devices[i+1].off
+		d.updateDLStatus()
+	}
 }
 
 // Devices returns the segment's devices in line order.
@@ -154,16 +176,24 @@ func (s *Segment) Stats() Stats {
 // that went through real devices. It returns false, and leaves the frame
 // alone, when the frame is not an EtherCAT frame with a well-formed
 // datagram chain (it must then not be answered); it also returns false
-// when the frame is lost on an open port without a link. Process does not
-// allocate.
+// when the frame is lost on an open port without a link, or to a fault
+// (see Faults: a dropped frame reaches no device; a corrupted answer is
+// returned true, damaged). Process does not allocate.
 func (s *Segment) Process(frame []byte) bool {
+	ok, _ := s.process(frame, false)
+	return ok
+}
+
+// process is Process; serving says the answer will be sent by Serve, which
+// then holds it back for the returned time (a delay fault).
+func (s *Segment) process(frame []byte, serving bool) (bool, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.Frames++
 	var f wire.Frame
 	if err := f.Decode(frame); err != nil || f.Header.Length == 0 {
 		s.stats.Dropped++
-		return false
+		return false, 0
 	}
 	it := f.Datagrams()
 	var dg wire.Datagram
@@ -175,12 +205,19 @@ func (s *Segment) Process(frame []byte) bool {
 	}
 	if it.Err() != nil {
 		s.stats.Dropped++
-		return false
+		return false, 0
+	}
+	if s.faults.drop(logical) {
+		s.stats.Dropped++
+		return false, 0
 	}
 	s.frame++
 	now := s.now()
 	if logical {
 		for _, d := range s.devices {
+			if d.off {
+				continue
+			}
 			d.cycleInputs()
 			if d.app != nil {
 				d.app.processData(now)
@@ -211,20 +248,34 @@ func (s *Segment) Process(frame []byte) bool {
 		}
 	}
 	for _, d := range s.devices {
-		d.tick(s.frame)
+		if !d.off {
+			d.tick(s.frame)
+		}
 	}
 	if lost {
 		s.stats.Dropped++
-		return false
+		return false, 0
+	}
+	if logical {
+		s.faults.corrupt(&f)
 	}
 	f.Source()[0] |= 0x02
 	s.stats.Answered++
-	return true
+	var hold time.Duration
+	if serving {
+		hold = s.faults.hold()
+	}
+	return true, hold
 }
 
 // route returns how many devices a frame visits before it turns back, and
 // whether it is lost on the way (an open port with nothing behind it).
 func (s *Segment) route() (int, bool) {
+	if len(s.devices) == 0 || s.devices[0].off {
+		// Nothing with power behind the master's port: no link, the
+		// frame goes nowhere.
+		return 0, true
+	}
 	for k, d := range s.devices {
 		next, lost := d.forwards()
 		if lost {

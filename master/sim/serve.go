@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"syscall"
 	"time"
 
 	"github.com/ecagent/ecagent/master/esc"
@@ -12,15 +13,53 @@ import (
 )
 
 // Serve receives frames on l, carries each through the segment and sends
-// the answer back, until ctx is done; then it returns nil. It returns an
-// error when the link fails. Frames that are not EtherCAT or are malformed
-// are counted (Stats) and not answered. With WithLogger, each state change
-// of each device is logged at info level.
+// the answer back, until ctx is done; then it returns nil. Frames that are
+// not EtherCAT or are malformed are counted (Stats) and not answered.
+// Answers a delay fault holds back (Faults.Delay) are sent after the delay;
+// the segment keeps serving other goroutines' calls meanwhile. With
+// WithLogger, each state change of each device is logged at info level.
+//
+// An interface that goes down, loses its carrier or disappears for a while
+// (ENETDOWN, ENXIO, ENODEV, ENOBUFS and the like) does not end Serve: it
+// counts the errors (Stats.LinkErrs), logs the first of each outage, and
+// keeps trying every few milliseconds until the link works again. Other
+// link errors, and a closed link, end it with an error.
 func (s *Segment) Serve(ctx context.Context, l link.Link) error {
 	buf := make([]byte, link.MaxFrameSize)
 	log := s.opts.logger
 	if log != nil {
 		log.Info("simulated segment serving", "devices", len(s.devices))
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	// wait sleeps for d or until ctx is done; it reports whether ctx is.
+	wait := func(d time.Duration) bool {
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-ctx.Done():
+			return true
+		case <-timer.C:
+			return false
+		}
+	}
+	down := false // in an outage of the link
+	outage := func(op string, err error) bool {
+		s.mu.Lock()
+		s.stats.LinkErrs++
+		s.mu.Unlock()
+		if !down && log != nil {
+			log.Warn("simulated segment: link down, retrying", "op", op, "err", err)
+		}
+		down = true
+		return wait(linkRetry)
 	}
 	for {
 		if ctx.Err() != nil {
@@ -33,28 +72,63 @@ func (s *Segment) Serve(ctx context.Context, l link.Link) error {
 			continue
 		case ctx.Err() != nil:
 			return nil
+		case transientLinkError(err):
+			if outage("recv", err) {
+				return nil
+			}
+			continue
 		default:
 			return fmt.Errorf("sim: serve: %w", err)
 		}
-		if !s.Process(buf[:n]) {
+		ok, hold := s.process(buf[:n], true)
+		if !ok {
 			continue
 		}
-		s.opts.delay.hold()
+		hold += s.opts.delay.next()
+		if hold > 0 && wait(hold) {
+			return nil
+		}
 		if err := l.Send(buf[:n]); err != nil {
 			s.mu.Lock()
 			s.stats.SendErrs++
 			s.mu.Unlock()
-			if errors.Is(err, link.ErrClosed) {
+			switch {
+			case errors.Is(err, link.ErrClosed):
 				if ctx.Err() != nil {
 					return nil
 				}
 				return fmt.Errorf("sim: serve: %w", err)
+			case transientLinkError(err):
+				if outage("send", err) {
+					return nil
+				}
+				continue
+			}
+		} else if down {
+			down = false
+			if log != nil {
+				log.Info("simulated segment: link up again")
 			}
 		}
 		if log != nil {
 			s.logStateChanges(log)
 		}
 	}
+}
+
+// linkRetry is how long Serve waits after a link error it rides through.
+const linkRetry = 5 * time.Millisecond
+
+// transientLinkError reports whether err says the interface is down, has
+// no carrier or is gone for now: errors that end when the link comes back.
+func transientLinkError(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.ENETDOWN, syscall.ENXIO, syscall.ENODEV,
+		syscall.ENOBUFS, syscall.EAGAIN, syscall.ENETUNREACH, syscall.EHOSTDOWN, syscall.EIO} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
 }
 
 // logStateChanges logs the devices whose AL status changed since the last
@@ -96,25 +170,41 @@ func Run(ctx context.Context, ifname string, devs []*Device, logger *slog.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	seg := NewSegment(devs, append([]Option{WithLogger(logger)}, opts...)...)
+	return seg.RunInterface(ctx, ifname)
+}
+
+// RunInterface opens the interface ifname for raw EtherCAT frames and
+// serves the segment on it until ctx is done, as Run does; for callers
+// that need the segment itself (its Faults) while it serves. It applies
+// WithPreset and logs to the segment's logger (WithLogger).
+func (s *Segment) RunInterface(ctx context.Context, ifname string) error {
+	if len(s.devices) == 0 {
+		return errors.New("sim: no devices")
+	}
+	logger := s.opts.logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	l, err := link.Open(ifname, nil)
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
 	defer l.Close()
-	seg := NewSegment(devs, append([]Option{WithLogger(logger)}, opts...)...)
-	if p := seg.opts.preset; p != nil {
-		if err := seg.Preset(p.first, p.state); err != nil {
+	if p := s.opts.preset; p != nil {
+		if err := s.Preset(p.first, p.state); err != nil {
 			return err
 		}
 	}
-	for i, d := range devs {
+	for i, d := range s.devices {
 		id := d.Identity()
 		logger.Info("simulated device", "position", i, "device", d.Name(),
 			"vendor", fmt.Sprintf("%#08x", id.VendorID), "product", fmt.Sprintf("%#08x", id.ProductCode))
 	}
-	err = seg.Serve(ctx, l)
-	st := seg.Stats()
-	logger.Info("simulated segment stopped", "frames", st.Frames, "answered", st.Answered, "dropped", st.Dropped)
+	err = s.Serve(ctx, l)
+	st := s.Stats()
+	logger.Info("simulated segment stopped", "frames", st.Frames, "answered", st.Answered, "dropped", st.Dropped,
+		"link_errors", st.LinkErrs)
 	return err
 }
 
