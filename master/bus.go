@@ -20,10 +20,11 @@ var broadcastMAC = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 // another index (a late answer to an earlier, already abandoned frame) is
 // discarded and counted as stale, never taken for the current one.
 //
-// Bus serves bring-up and diagnostics: one datagram per frame, with a
-// timeout and retries. Its buffers are allocated once; a Bus is not safe
-// for concurrent use, nor while the cyclic exchange runs in another
-// goroutine.
+// Bus serves bring-up, diagnostics and recovery: one datagram per frame,
+// with a timeout and retries. Its buffers are allocated once; a Bus is not
+// safe for concurrent use. It may run while the cyclic exchange runs in
+// another goroutine only through a Gate (Master.SetGate): each frame then
+// waits for its turn, and waits Config.RecoveryTimeout for its answer.
 type Bus struct {
 	link     link.Link
 	src      [6]byte
@@ -34,6 +35,11 @@ type Bus struct {
 	timeout  time.Duration
 	retries  int
 	counters *counters
+
+	// gate, when set, lends the link to this Bus one frame at a time;
+	// gatedTimeout is the answer timeout of a frame sent through it.
+	gate         Gate
+	gatedTimeout time.Duration
 }
 
 func newBus(l link.Link, timeout time.Duration, retries int, c *counters) *Bus {
@@ -65,42 +71,72 @@ const AnyWKC = -1
 // retries when none comes back in time. For commands that write, data is
 // sent; for commands that read, the answer's data is copied into data. It
 // returns the working counter of the answer. An unanswered frame gives an
-// error matching ErrNoResponse.
+// error matching ErrNoResponse. With a gate set (Master.SetGate) each frame,
+// retries included, holds the gate from before its send until its answer
+// or timeout, and a gate that does not open before ctx ends gives ctx's
+// error.
 func (b *Bus) Transact(ctx context.Context, cmd wire.Command, address uint32, data []byte) (uint16, error) {
 	for try := 0; ; try++ {
 		if err := ctx.Err(); err != nil {
 			return 0, fmt.Errorf("master: %v %s: %w", cmd, formatAddress(cmd, address), err)
 		}
-		idx := b.nextIndex()
-		if err := b.builder.Reset(b.tx, broadcastMAC, b.src); err != nil {
-			return 0, fmt.Errorf("master: build frame: %w", err)
-		}
-		d, err := b.builder.Append(cmd, idx, address, len(data))
-		if err != nil {
-			return 0, fmt.Errorf("master: %v %s with %d bytes: %w", cmd, formatAddress(cmd, address), len(data), err)
-		}
-		if cmd.Writes() {
-			copy(d, data)
-		}
-		if err := b.link.Send(b.builder.Bytes()); err != nil {
-			return 0, fmt.Errorf("master: send %v %s: %w", cmd, formatAddress(cmd, address), err)
-		}
-		deadline := time.Now().Add(b.timeout)
-		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-			deadline = dl
-		}
-		wkc, ok, err := b.await(idx, cmd, data, deadline)
+		wkc, ok, err := b.exchange(ctx, cmd, address, data)
 		switch {
 		case err != nil:
-			return 0, fmt.Errorf("master: receive %v %s: %w", cmd, formatAddress(cmd, address), err)
+			return 0, fmt.Errorf("master: %v %s: %w", cmd, formatAddress(cmd, address), err)
 		case ok:
 			return wkc, nil
 		case try >= b.retries:
 			return 0, fmt.Errorf("master: %v %s: %w after %d tries of %v", cmd, formatAddress(cmd, address),
-				ErrNoResponse, try+1, b.timeout)
+				ErrNoResponse, try+1, b.frameTimeout())
 		}
 		b.counters.retries.Add(1)
 	}
+}
+
+// frameTimeout is how long one frame waits for its answer: the
+// configured timeout, or the recovery timeout while a gate is set.
+func (b *Bus) frameTimeout() time.Duration {
+	if b.gate != nil {
+		return b.gatedTimeout
+	}
+	return b.timeout
+}
+
+// exchange builds one frame with a fresh index, sends it and awaits its
+// answer (ok false when none came in time). With a gate set it holds the
+// gate from before the index is drawn (the cyclic exchange draws from the
+// same counter) until the answer arrived or timed out.
+func (b *Bus) exchange(ctx context.Context, cmd wire.Command, address uint32, data []byte) (wkc uint16, ok bool, err error) {
+	if g := b.gate; g != nil {
+		if err := g.Acquire(ctx); err != nil {
+			return 0, false, fmt.Errorf("wait for the link: %w", err)
+		}
+		defer g.Release()
+	}
+	idx := b.nextIndex()
+	if err := b.builder.Reset(b.tx, broadcastMAC, b.src); err != nil {
+		return 0, false, fmt.Errorf("build frame: %w", err)
+	}
+	d, err := b.builder.Append(cmd, idx, address, len(data))
+	if err != nil {
+		return 0, false, fmt.Errorf("build frame with %d bytes: %w", len(data), err)
+	}
+	if cmd.Writes() {
+		copy(d, data)
+	}
+	if err := b.link.Send(b.builder.Bytes()); err != nil {
+		return 0, false, fmt.Errorf("send: %w", err)
+	}
+	deadline := time.Now().Add(b.frameTimeout())
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	wkc, ok, err = b.await(idx, cmd, data, deadline)
+	if err != nil {
+		return 0, false, fmt.Errorf("receive: %w", err)
+	}
+	return wkc, ok, nil
 }
 
 // await receives frames until the answer to datagram idx arrives or the

@@ -21,6 +21,9 @@ const (
 	DefaultCycleTimeout = time.Millisecond
 	// DefaultSIITimeout bounds one SII EEPROM access (busy polling).
 	DefaultSIITimeout = 100 * time.Millisecond
+	// DefaultRecoveryTimeout is how long an acyclic frame sent through a
+	// Gate waits for its answer.
+	DefaultRecoveryTimeout = 2 * time.Millisecond
 	// DefaultSafeOpFrames is how many cyclic frames BringUp exchanges in
 	// SAFEOP before it requests OP.
 	DefaultSafeOpFrames = 5
@@ -37,6 +40,13 @@ type Config struct {
 	// each time with a fresh datagram index. Zero means DefaultRetries; a
 	// negative value means no retry.
 	Retries int
+
+	// RecoveryTimeout replaces Timeout while a Gate is set (SetGate): the
+	// acyclic frames of recovery and SDO transfers then share the link with
+	// the running cycle, and an unanswered one must give the link back
+	// within the cycle's slack. Retries apply as to Timeout. Default
+	// DefaultRecoveryTimeout.
+	RecoveryTimeout time.Duration
 
 	// StateTimeout bounds each AL state transition (write AL control,
 	// poll AL status). Default DefaultStateTimeout.
@@ -124,6 +134,9 @@ func (c *Config) withDefaults() (Config, error) {
 	case out.Retries < 0:
 		out.Retries = 0
 	}
+	if out.RecoveryTimeout == 0 {
+		out.RecoveryTimeout = DefaultRecoveryTimeout
+	}
 	if out.StateTimeout == 0 {
 		out.StateTimeout = DefaultStateTimeout
 	}
@@ -148,7 +161,7 @@ func (c *Config) withDefaults() (Config, error) {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"Timeout", out.Timeout}, {"StateTimeout", out.StateTimeout}, {"CycleTimeout", out.CycleTimeout}, {"SIITimeout", out.SIITimeout}} {
+	}{{"Timeout", out.Timeout}, {"RecoveryTimeout", out.RecoveryTimeout}, {"StateTimeout", out.StateTimeout}, {"CycleTimeout", out.CycleTimeout}, {"SIITimeout", out.SIITimeout}} {
 		if d.v < 0 {
 			return Config{}, fmt.Errorf("master: config %s is %v, want a positive duration", d.name, d.v)
 		}

@@ -23,13 +23,18 @@ const minSIISize = 2048
 // interface, registers 0x0500–0x050F. It implements sii.WordReader; the
 // EEPROM must be assigned to ECAT (0x0500 = 0), which Scan does for all.
 type eepromReader struct {
-	ctx      context.Context
-	bus      *Bus
-	station  uint16
-	timeout  time.Duration
-	retries  int
-	readSize int // 4 or 8 bytes per read command (0x0502 bit 6)
-	window   [siiWindow]byte
+	ctx     context.Context
+	bus     *Bus
+	station uint16
+	// position, when byPosition, addresses the slave by ring position
+	// (APRD/APWR) instead of station: a slave that came back with station
+	// address 0 is read before anything is written to it.
+	position   int
+	byPosition bool
+	timeout    time.Duration
+	retries    int
+	readSize   int // 4 or 8 bytes per read command (0x0502 bit 6)
+	window     [siiWindow]byte
 }
 
 var _ sii.WordReader = (*eepromReader)(nil)
@@ -37,12 +42,39 @@ var _ sii.WordReader = (*eepromReader)(nil)
 // newEEPROMReader learns the read size of the slave's EEPROM interface.
 func newEEPROMReader(ctx context.Context, bus *Bus, station uint16, timeout time.Duration, retries int) (*eepromReader, error) {
 	r := &eepromReader{ctx: ctx, bus: bus, station: station, timeout: timeout, retries: retries}
+	return r, r.init()
+}
+
+// newEEPROMReaderAt is newEEPROMReader for the slave at ring position pos,
+// addressed by position.
+func newEEPROMReaderAt(ctx context.Context, bus *Bus, pos int, timeout time.Duration, retries int) (*eepromReader, error) {
+	r := &eepromReader{ctx: ctx, bus: bus, position: pos, byPosition: true, timeout: timeout, retries: retries}
+	return r, r.init()
+}
+
+// init learns the read size of the EEPROM interface.
+func (r *eepromReader) init() error {
 	st, _, err := r.waitIdle(0)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.readSize = st.ReadSize()
-	return r, nil
+	return nil
+}
+
+// writeReg and readReg access a register of the reader's slave.
+func (r *eepromReader) writeReg(ado uint16, data []byte) error {
+	if r.byPosition {
+		return r.bus.APWR(r.ctx, r.position, ado, data)
+	}
+	return r.bus.FPWR(r.ctx, r.station, ado, data)
+}
+
+func (r *eepromReader) readReg(ado uint16, data []byte) error {
+	if r.byPosition {
+		return r.bus.APRD(r.ctx, r.position, ado, data)
+	}
+	return r.bus.FPRD(r.ctx, r.station, ado, data)
 }
 
 // ReadWords fills dst with the EEPROM bytes from word address word on.
@@ -66,7 +98,7 @@ func (r *eepromReader) read(word uint16) ([]byte, error) {
 		var cmd [6]byte
 		esc.SIIControl(esc.SIICmdRead).Encode(cmd[:])
 		binary.LittleEndian.PutUint32(cmd[2:], uint32(word))
-		if err := r.bus.FPWR(r.ctx, r.station, uint16(esc.RegSIIControl), cmd[:]); err != nil {
+		if err := r.writeReg(uint16(esc.RegSIIControl), cmd[:]); err != nil {
 			return nil, fmt.Errorf("master: slave %#04x: SII read command at word %#04x: %w", r.station, word, err)
 		}
 		st, window, err := r.waitIdle(word)
@@ -90,7 +122,7 @@ func (r *eepromReader) waitIdle(word uint16) (esc.SIIControl, []byte, error) {
 	deadline := time.Now().Add(r.timeout)
 	window := r.window[:]
 	for {
-		if err := r.bus.FPRD(r.ctx, r.station, uint16(esc.RegSIIControl), window); err != nil {
+		if err := r.readReg(uint16(esc.RegSIIControl), window); err != nil {
 			return 0, nil, fmt.Errorf("master: slave %#04x: SII status: %w", r.station, err)
 		}
 		st := esc.DecodeSIIControl(window)

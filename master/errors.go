@@ -134,3 +134,67 @@ func formatAddress(cmd wire.Command, a uint32) string {
 	}
 	return fmt.Sprintf("logical %#08x", a)
 }
+
+// ErrSlaveAbsent is matched by the error of Reconnect when no slave
+// answers at the position (working counter 0 on its auto-increment
+// address): the terminal is still unplugged or unpowered.
+var ErrSlaveAbsent = errors.New("master: no slave at that position")
+
+// RecoveryError reports a slave that Recover could not take back to its
+// target state: it refused again (Code is its AL status code, CodeName the
+// standard name of that code) or did not get there in time. Err is the
+// underlying *ALStateError or *StateTimeoutError (errors.As reaches them).
+type RecoveryError struct {
+	Position int
+	Address  uint16
+	Name     string
+	Target   esc.ALState
+	Status   esc.ALStatus // the last AL status read
+	Code     esc.ALStatusCode
+	CodeName string // e.g. "invalid output configuration"; "" for code 0
+	Err      error
+}
+
+// Error names the slave, the target, the state it is in and the code.
+func (e *RecoveryError) Error() string {
+	return fmt.Sprintf("master: recover slave %d (%#04x %s) to %v: still %v, AL status code %v: %v",
+		e.Position, e.Address, e.Name, e.Target, e.Status, e.Code, e.Err)
+}
+
+// Unwrap returns the state error underneath.
+func (e *RecoveryError) Unwrap() error { return e.Err }
+
+// IdentityMismatchError reports that the device Reconnect found at a
+// position is not the one mapped there at bring-up (another vendor,
+// product code or revision, or another station alias). Nothing was
+// configured on it: the process image of the running cycle does not fit it.
+type IdentityMismatchError struct {
+	Position  int
+	Want, Got Identity
+	// WantAlias and GotAlias are the station aliases (0x0012) recorded at
+	// bring-up and found now.
+	WantAlias, GotAlias uint16
+}
+
+// Error names the position and both identities.
+func (e *IdentityMismatchError) Error() string {
+	return fmt.Sprintf("master: position %d holds another device than at bring-up: found %v alias %#04x, want %v alias %#04x; not configured",
+		e.Position, e.Got, e.GotAlias, e.Want, e.WantAlias)
+}
+
+// PDOLayoutError reports that a returning slave's PDO assignment does not
+// give the process-data sizes mapped at bring-up: the process image cannot
+// change under a running cycle, so Reconnect leaves the slave in PREOP.
+type PDOLayoutError struct {
+	Position int
+	// SM is the SyncManager whose size differs; WantBits and GotBits its
+	// sizes at bring-up and now.
+	SM                int
+	WantBits, GotBits int
+}
+
+// Error names the slave, the SyncManager and both sizes.
+func (e *PDOLayoutError) Error() string {
+	return fmt.Sprintf("master: position %d: PDO assignment of SyncManager %d gives %d bits, %d were mapped; left in PREOP",
+		e.Position, e.SM, e.GotBits, e.WantBits)
+}

@@ -157,7 +157,9 @@ func (m *Master) prepare(ctx context.Context, s *Slave, cur, next esc.ALState) e
 // target, refused it, or the state timeout passed.
 func (m *Master) await(ctx context.Context, step []transition) error {
 	deadline := time.Now().Add(m.cfg.StateTimeout)
-	keepAlive := m.cyclic != nil
+	// With a gate the cycle runs in its own goroutine and keeps the
+	// outputs valid; the link is not ours to run cyclic frames on.
+	keepAlive := m.cyclic != nil && !m.gated()
 	for _, t := range step {
 		keepAlive = keepAlive && rank(t.to) >= rank(esc.StateSafeOp)
 	}

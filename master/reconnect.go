@@ -1,0 +1,299 @@
+package master
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ecagent/ecagent/master/dc"
+	"github.com/ecagent/ecagent/master/esc"
+)
+
+// siiIdentityWord is the first SII word of the identity (vendor, product
+// code, revision, serial number: words 0x08–0x0F).
+const siiIdentityWord = 0x08
+
+// ReconnectReport tells what Reconnect found and did.
+type ReconnectReport struct {
+	Position int
+	// Identity is the returning device's, read from its SII.
+	Identity Identity
+	// Replaced reports a device of the same vendor, product code and
+	// revision with another serial number than at bring-up: an identical
+	// terminal put in for a broken one. It is accepted (the process image
+	// fits it); the caller should log it.
+	Replaced bool
+	// PreviousAddress is the station address the device had when found:
+	// 0 after a power cycle, the configured one after a link break only.
+	PreviousAddress uint16
+	// Took is the time from the first frame to OP.
+	Took time.Duration
+}
+
+// String renders the identity as the logs and errors do.
+func (id Identity) String() string {
+	return fmt.Sprintf("vendor %#08x product %#08x revision %#08x serial %#08x",
+		id.VendorID, id.ProductCode, id.Revision, id.SerialNumber)
+}
+
+// sameModel reports equal vendor, product code and revision.
+func (id Identity) sameModel(o Identity) bool {
+	return id.VendorID == o.VendorID && id.ProductCode == o.ProductCode && id.Revision == o.Revision
+}
+
+// Reconnect brings the slave at ring position back into the running
+// segment after it lost power or link and came back (station address 0,
+// INIT, registers at their reset values), while the cycle keeps
+// exchanging the other slaves' process data through the Gate:
+//
+//  1. the slave is looked for by auto-increment address (APRD of the ESC
+//     type register; absent: an error matching ErrSlaveAbsent);
+//  2. it is identified before anything is configured: vendor, product
+//     code, revision and serial number from its SII (words 0x08–0x0F,
+//     read through the EEPROM interface by position) and its station alias
+//     (0x0012). Another model or alias than the slave recorded at bring-up
+//     gives an *IdentityMismatchError and nothing is configured. The same
+//     model with another serial number is accepted: ReconnectReport.Replaced;
+//  3. it gets its station address back (APWR 0x0010), is taken to INIT
+//     with any error acknowledged, and its FMMUs and SyncManagers cleared;
+//  4. INIT→PREOP with the mailbox SyncManagers; for a slave whose PDO
+//     assignment came over CoE, Config.PDO's assignment is written again
+//     or the slave's is read, and must give the SyncManager sizes mapped
+//     at bring-up (else *PDOLayoutError, slave left in PREOP: the process
+//     image cannot change under a running cycle);
+//  5. with distributed clocks set up (Config.DC) and the slave among the
+//     clocks: all clocks latch a frame (BWR 0x0900, which changes no
+//     clock), the slave's delay and offset are computed with dc.Compute and
+//     only its 0x0920/0x0928 written, the offset aligned with the
+//     reference clock's running system time; its SYNC unit is started on
+//     the grid of the others (same cycle time and shift, SyncSetup);
+//  6. PREOP→SAFEOP with the process-data SyncManagers and FMMUs exactly as
+//     mapped at bring-up, then SAFEOP→OP: the running cycle feeds it valid
+//     outputs meanwhile (without a gate, Reconnect runs cyclic frames
+//     itself while it waits).
+//
+// Every frame goes through the Bus, so through the gate when one is set.
+// Reconnect does not change the Slave's recorded description; its AL
+// status is recorded as usual.
+func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, error) {
+	start := time.Now()
+	rep := ReconnectReport{Position: position}
+	if err := m.usable(); err != nil {
+		return rep, err
+	}
+	if position < 0 || position >= len(m.slaves) {
+		return rep, fmt.Errorf("master: reconnect position %d: the segment had %d slaves at bring-up", position, len(m.slaves))
+	}
+	if m.image == nil {
+		return rep, fmt.Errorf("master: reconnect position %d: %w", position, ErrNotMapped)
+	}
+	s := m.slaves[position]
+
+	// 1. Is anything there?
+	var reg [2]byte
+	ok, err := answered(m.bus.APRD(ctx, position, uint16(esc.RegStationAddress), reg[:]))
+	switch {
+	case err != nil:
+		return rep, fmt.Errorf("master: reconnect position %d: %w", position, err)
+	case !ok:
+		return rep, fmt.Errorf("master: reconnect position %d: %w", position, ErrSlaveAbsent)
+	}
+	rep.PreviousAddress = binary.LittleEndian.Uint16(reg[:])
+
+	// 2. Is it the same device?
+	id, alias, err := m.identityAt(ctx, position)
+	if err != nil {
+		return rep, fmt.Errorf("master: reconnect position %d: %w", position, err)
+	}
+	rep.Identity = id
+	if !id.sameModel(s.Identity) || alias != s.Alias {
+		return rep, &IdentityMismatchError{Position: position, Want: s.Identity, Got: id, WantAlias: s.Alias, GotAlias: alias}
+	}
+	if id.SerialNumber != s.Identity.SerialNumber {
+		rep.Replaced = true
+		m.log.Warn("reconnect: identical device with another serial number", "slave", s.String(),
+			"serial_was", fmt.Sprintf("%#08x", s.Identity.SerialNumber), "serial_now", fmt.Sprintf("%#08x", id.SerialNumber))
+	}
+
+	// 3. Address, INIT, a clean register set.
+	if err := m.bus.APWR(ctx, position, uint16(esc.RegSIIConfig), []byte{siiAccessPDI}); err != nil {
+		return rep, fmt.Errorf("master: reconnect %v: assign SII EEPROM to PDI: %w", s, err)
+	}
+	binary.LittleEndian.PutUint16(reg[:], s.StationAddress)
+	if err := m.bus.APWR(ctx, position, uint16(esc.RegStationAddress), reg[:]); err != nil {
+		return rep, fmt.Errorf("master: reconnect %v: set station address: %w", s, err)
+	}
+	if err := m.requestState(ctx, []*Slave{s}, esc.StateInit); err != nil {
+		return rep, fmt.Errorf("master: reconnect: %w", err)
+	}
+	zero := make([]byte, max(fmmuArea, syncManagerArea))
+	if err := m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegFMMU0), zero[:fmmuArea]); err != nil {
+		return rep, fmt.Errorf("master: reconnect %v: clear FMMUs: %w", s, err)
+	}
+	if err := m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegSyncManager0), zero[:syncManagerArea]); err != nil {
+		return rep, fmt.Errorf("master: reconnect %v: clear SyncManagers: %w", s, err)
+	}
+
+	// 4. PREOP, and the PDO layout checked.
+	if err := m.requestState(ctx, []*Slave{s}, esc.StatePreOp); err != nil {
+		return rep, fmt.Errorf("master: reconnect: %w", err)
+	}
+	if err := m.checkPDOLayout(ctx, s); err != nil {
+		return rep, err
+	}
+
+	// 5. Distributed clocks.
+	if err := m.reconnectDC(ctx, s); err != nil {
+		return rep, fmt.Errorf("master: reconnect %v: %w", s, err)
+	}
+
+	// 6. SAFEOP and OP.
+	if err := m.requestState(ctx, []*Slave{s}, esc.StateOp); err != nil {
+		return rep, fmt.Errorf("master: reconnect: %w", err)
+	}
+	rep.Took = time.Since(start)
+	m.log.Info("reconnect: slave back in OP", "slave", s.String(), "replaced", rep.Replaced,
+		"previous_address", fmt.Sprintf("%#04x", rep.PreviousAddress), "took", rep.Took.Round(time.Microsecond).String())
+	return rep, nil
+}
+
+// identityAt reads the identity from the SII of the slave at position and
+// its station alias, addressing it by position: nothing but the EEPROM
+// interface is written (and the EEPROM assigned to ECAT if the PDI held it).
+func (m *Master) identityAt(ctx context.Context, position int) (Identity, uint16, error) {
+	var reg [2]byte
+	if err := m.bus.APRD(ctx, position, uint16(esc.RegSIIConfig), reg[:1]); err != nil {
+		return Identity{}, 0, fmt.Errorf("read SII EEPROM assignment: %w", err)
+	}
+	if reg[0]&siiAccessPDI != 0 {
+		if err := m.bus.APWR(ctx, position, uint16(esc.RegSIIConfig), []byte{0}); err != nil {
+			return Identity{}, 0, fmt.Errorf("assign SII EEPROM to ECAT: %w", err)
+		}
+	}
+	r, err := newEEPROMReaderAt(ctx, m.bus, position, m.cfg.SIITimeout, m.cfg.Retries)
+	if err != nil {
+		return Identity{}, 0, err
+	}
+	var words [16]byte
+	if err := r.ReadWords(siiIdentityWord, words[:]); err != nil {
+		return Identity{}, 0, fmt.Errorf("read SII identity: %w", err)
+	}
+	le := binary.LittleEndian
+	id := Identity{VendorID: le.Uint32(words[0:]), ProductCode: le.Uint32(words[4:]),
+		Revision: le.Uint32(words[8:]), SerialNumber: le.Uint32(words[12:])}
+	if err := m.bus.APRD(ctx, position, uint16(esc.RegStationAlias), reg[:]); err != nil {
+		return Identity{}, 0, fmt.Errorf("read station alias: %w", err)
+	}
+	return id, le.Uint16(reg[:]), nil
+}
+
+// checkPDOLayout settles the returning slave's PDO assignment as bring-up
+// did (Config.PDO written again, or the slave's read over CoE) on a
+// stand-in Slave, so the recorded one does not change, and compares the
+// SyncManager sizes with the mapped ones. An SII assignment cannot differ
+// for the same model.
+func (m *Master) checkPDOLayout(ctx context.Context, s *Slave) error {
+	if s.PDOSource == PDOSourceSII || s.PDOSource == "" || !hasCoE(s) {
+		return nil
+	}
+	shadow := &Slave{Position: s.Position, StationAddress: s.StationAddress, Alias: s.Alias, Identity: s.Identity,
+		Name: s.Name, OrderCode: s.OrderCode, ESC: s.ESC, DC: s.DC, Mailbox: s.Mailbox, HasMailbox: s.HasMailbox,
+		Protocols: s.Protocols, SII: s.SII, SyncManagers: append([]ProcessDataSM(nil), s.SyncManagers...),
+		mbxCounter: s.mbxCounter, Parent: s.Parent}
+	shadow.setStatus(s.Status(), s.StatusCode())
+	configs, err := pdoConfigs(m.cfg.PDO, m.slaves)
+	if err != nil {
+		return err
+	}
+	if c, ok := configs[s.Position]; ok {
+		err = m.writePDOConfig(ctx, shadow, c)
+	} else {
+		var pdos []PDO
+		pdos, err = m.uploadAssignment(ctx, shadow)
+		if err == nil {
+			shadow.setPDOs(pdos, PDOSourceCoE)
+		}
+	}
+	s.mbxCounter = shadow.mbxCounter
+	if err != nil {
+		return fmt.Errorf("master: reconnect %v: PDO assignment: %w", s, err)
+	}
+	for i, sm := range s.SyncManagers {
+		if got := shadow.SyncManagers[i].Bits; got != sm.Bits {
+			return &PDOLayoutError{Position: s.Position, SM: sm.Index, WantBits: sm.Bits, GotBits: got}
+		}
+	}
+	return nil
+}
+
+// reconnectDC sets the returning slave's clock and SYNC unit, when
+// bring-up made it one of the distributed clocks.
+func (m *Master) reconnectDC(ctx context.Context, s *Slave) error {
+	if !m.dcDone {
+		return nil
+	}
+	var stored *DCClock
+	for i := range m.dc.Clocks {
+		if m.dc.Clocks[i].Slave == s {
+			stored = &m.dc.Clocks[i]
+		}
+	}
+	if stored == nil {
+		return nil
+	}
+	var zero [4]byte
+	if err := m.bus.BWR(ctx, uint16(esc.RegDCRecvTimePort0), zero[:], AnyWKC); err != nil {
+		return fmt.Errorf("latch DC receive times: %w", err)
+	}
+	clocks, err := m.readDCTimes(ctx)
+	if err != nil {
+		return err
+	}
+	// dc.Compute with latch system time 0 puts every clock on a common
+	// base; the anchor's stored offset moves that base onto the system
+	// time the running clocks keep.
+	results, err := dc.Compute(clocks, 0)
+	if err != nil {
+		return fmt.Errorf("distributed clocks: %w", err)
+	}
+	var anchor *DCClock
+	for i := range m.dc.Clocks {
+		c := &m.dc.Clocks[i]
+		if c.Slave != s && clocks[c.Slave.Position].SystemTime && (anchor == nil || c.Slave == m.dc.Reference) {
+			anchor = c
+		}
+	}
+	if anchor == nil {
+		return errors.New("no other clock with a system time to align with")
+	}
+	r := results[s.Position]
+	offset := r.Offset - results[anchor.Slave.Position].Offset + anchor.Offset
+	var buf [8]byte
+	binary.LittleEndian.PutUint64(buf[:], offset)
+	if err := m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegDCSystemOffset), buf[:8]); err != nil {
+		return fmt.Errorf("write DC system time offset: %w", err)
+	}
+	binary.LittleEndian.PutUint32(buf[:], r.Delay)
+	if err := m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegDCSystemDelay), buf[:4]); err != nil {
+		return fmt.Errorf("write DC system time delay: %w", err)
+	}
+	m.log.Debug("reconnect: clock set", "slave", s.String(), "delay", r.Delay, "offset", offset,
+		"delay_at_bringup", stored.Delay, "aligned_with", anchor.Slave.String())
+	for _, ss := range m.sync.Slaves {
+		if ss.Slave != s {
+			continue
+		}
+		opts := SyncOptions{Sync0: m.sync.Sync0, Sync0Shift: m.sync.Sync0Shift, Sync1: m.sync.Sync1, StartDelay: DefaultSyncStartDelay}
+		if m.cfg.DC != nil && m.cfg.DC.StartDelay > 0 {
+			opts.StartDelay = m.cfg.DC.StartDelay
+		}
+		start, err := m.configureSyncOf(ctx, s, opts, m.sync.Activation)
+		if err != nil {
+			return fmt.Errorf("configure SYNC: %w", err)
+		}
+		m.log.Debug("reconnect: SYNC started", "slave", s.String(), "start", start)
+	}
+	return nil
+}

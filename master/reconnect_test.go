@@ -1,0 +1,229 @@
+package master_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/master/sim"
+)
+
+// TestReconnectWhileCycling unplugs a slave, powers it up again and
+// reconnects it while another goroutine keeps exchanging process data
+// through a gate: the slave is back in OP at its station address, the
+// cycle ran throughout, and its working counter is whole again. Needs
+// sim.Faults.
+func TestReconnectWhileCycling(t *testing.T) {
+	tests := []struct {
+		name     string
+		position int
+	}{
+		{"last slave, no mailbox", 3},
+		{"middle slave with CoE and PDO assignment read back", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004", "EL4132", "EL1014"))
+			m, _ := linkedMaster(t, seg, master.Config{})
+			g := newMutexGate()
+			m.SetGate(g)
+			cy := startCycle(t, m, g, time.Millisecond)
+			want := m.Cyclic().ExpectedWKC()
+			cy.waitWKC(t, want, 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+
+			if err := seg.Faults().Disappear(tt.position); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Reconnect(ctx, tt.position); !errors.Is(err, master.ErrSlaveAbsent) {
+				t.Fatalf("Reconnect while unplugged: %v, want ErrSlaveAbsent", err)
+			}
+			if err := seg.Faults().Return(tt.position); err != nil {
+				t.Fatal(err)
+			}
+			h, err := m.CheckSlaves(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h[tt.position].Present {
+				t.Fatalf("powered-up slave answers at its old address: %+v", h[tt.position])
+			}
+			cy.waitWKCBelow(t, want, 5*time.Second)
+
+			before := cy.cycles.Load()
+			rep, err := m.Reconnect(ctx, tt.position)
+			if err != nil {
+				t.Fatalf("Reconnect: %v", err)
+			}
+			during := cy.cycles.Load() - before
+			t.Logf("reconnect of position %d took %v, %d cycles ran meanwhile", tt.position, rep.Took, during)
+			if rep.Replaced || rep.PreviousAddress != 0 || rep.Identity != m.Slaves()[tt.position].Identity {
+				t.Errorf("report %+v, want the same device found at address 0", rep)
+			}
+			if rep.Took >= time.Second {
+				t.Errorf("reconnect took %v, want well under 1 s", rep.Took)
+			}
+			d := seg.Devices()[tt.position]
+			if d.StationAddress() != m.Slaves()[tt.position].StationAddress || d.State() != esc.StateOp {
+				t.Errorf("device at %#04x in %v, want %#04x in OP", d.StationAddress(), d.State(), m.Slaves()[tt.position].StationAddress)
+			}
+			cy.waitWKC(t, want, 5*time.Second)
+			if h, err = m.CheckSlaves(ctx, h); err != nil || !h[tt.position].Healthy(esc.StateOp) {
+				t.Errorf("CheckSlaves after reconnect: %+v, %v", h[tt.position], err)
+			}
+		})
+	}
+}
+
+// TestReconnectRefusesAnotherDevice plugs another model in where an
+// EL2004 was: Reconnect refuses with an *IdentityMismatchError and writes
+// no configuration to it.
+func TestReconnectRefusesAnotherDevice(t *testing.T) {
+	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004", "EL1014"))
+	m, l := linkedMaster(t, seg, master.Config{})
+	other := sim.NewSegment(newDevices(t, "EK1100", "EL1014", "EL1014"))
+	l.swap(other)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	_, err := m.Reconnect(ctx, 1)
+	var mis *master.IdentityMismatchError
+	if !errors.As(err, &mis) {
+		t.Fatalf("Reconnect: %v, want an *IdentityMismatchError", err)
+	}
+	if mis.Position != 1 || mis.Want != m.Slaves()[1].Identity || mis.Got.ProductCode != other.Devices()[1].Identity().ProductCode {
+		t.Errorf("mismatch %+v", mis)
+	}
+	d := other.Devices()[1]
+	if d.StationAddress() != 0 || d.State() != esc.StateInit {
+		t.Errorf("other device at %#04x in %v, want untouched at 0 in INIT", d.StationAddress(), d.State())
+	}
+	for _, area := range []struct {
+		name string
+		reg  uint16
+		n    int
+	}{{"FMMUs", 0x0600, 3 * 16}, {"SyncManagers", 0x0800, 4 * 8}, {"SYNC activation", 0x0981, 1}} {
+		for i, b := range d.Register(area.reg, area.n) {
+			if b != 0 {
+				t.Errorf("%s written: byte %d is %#02x", area.name, i, b)
+				break
+			}
+		}
+	}
+}
+
+// TestReconnectAcceptsReplacement plugs in an identical model with another
+// serial number: accepted, reported, brought to OP.
+func TestReconnectAcceptsReplacement(t *testing.T) {
+	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004", "EL1014"))
+	m, l := linkedMaster(t, seg, master.Config{})
+	img := seg.Devices()[1].SII()
+	img[0x1C], img[0x1D], img[0x1E], img[0x1F] = 0x78, 0x56, 0x34, 0x12 // serial number, word 0x0E
+	spare, err := sim.DeviceFromSII(img, "EL2004")
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs := newDevices(t, "EK1100", "EL1014")
+	other := sim.NewSegment([]*sim.Device{devs[0], spare, devs[1]})
+	if err := other.Preset(0x1001, esc.StateInit); err != nil {
+		t.Fatal(err)
+	}
+	l.swap(other)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	rep, err := m.Reconnect(ctx, 1)
+	if err != nil {
+		t.Fatalf("Reconnect: %v", err)
+	}
+	if !rep.Replaced || rep.Identity.SerialNumber != 0x12345678 || rep.PreviousAddress != 0x1002 {
+		t.Errorf("report %+v, want a replacement with serial 0x12345678 found at 0x1002", rep)
+	}
+	if spare.State() != esc.StateOp {
+		t.Errorf("replacement in %v, want OP", spare.State())
+	}
+}
+
+// TestReconnectDistributedClock reconnects a slave of a segment with
+// distributed clocks: its system time is aligned with the running
+// reference clock and its SYNC0 runs again. Needs sim.Faults.
+func TestReconnectDistributedClock(t *testing.T) {
+	seg := sim.NewSegment(newDevices(t, dcSegment...)) // the EL2889s have a system time
+	m, _ := linkedMaster(t, seg, master.Config{DC: &master.DCConfig{Sync0: time.Millisecond, DriftFrames: 200,
+		StartDelay: 20 * time.Millisecond}})
+	g := newMutexGate()
+	m.SetGate(g)
+	cy := startCycle(t, m, g, time.Millisecond)
+	want := m.Cyclic().ExpectedWKC()
+	cy.waitWKC(t, want, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	const pos = 4
+	if err := seg.Faults().Disappear(pos); err != nil {
+		t.Fatal(err)
+	}
+	if err := seg.Faults().Return(pos); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := m.Reconnect(ctx, pos)
+	if err != nil {
+		t.Fatalf("Reconnect: %v", err)
+	}
+	t.Logf("reconnect with DC took %v", rep.Took)
+	cy.waitWKC(t, want, 5*time.Second)
+	d, ref := seg.Devices()[pos], seg.Devices()[0]
+	// Read both clocks under the gate, so no frame runs in between.
+	if err := g.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	diff := int64(d.SystemTime() - ref.SystemTime())
+	g.Release()
+	if diff < -10_000 || diff > 10_000 {
+		t.Errorf("returned clock differs from the reference by %d ns, want within 10 µs", diff)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for !d.Sync0Active() || d.Sync0Pulses() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("SYNC0 of the returned slave: active %v, %d pulses", d.Sync0Active(), d.Sync0Pulses())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestReconnectOverPipe is TestReconnectWhileCycling over the pipe the
+// other simulator tests use (the segment served by its own goroutine), at
+// a 1 ms cycle, to measure a reconnect where frames take real round trips.
+// Needs sim.Faults.
+func TestReconnectOverPipe(t *testing.T) {
+	b := newBench(t, []string{"EK1100", "EL2004", "EL4132", "EL1014"}, master.Config{RecoveryTimeout: 100 * time.Millisecond})
+	bringUp(t, b)
+	g := newMutexGate()
+	b.m.SetGate(g)
+	cy := startCycle(t, b.m, g, time.Millisecond)
+	want := b.m.Cyclic().ExpectedWKC()
+	cy.waitWKC(t, want, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const pos = 2 // the EL4132: SII, mailbox, PDO assignment over CoE
+	if err := b.seg.Faults().Disappear(pos); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.seg.Faults().Return(pos); err != nil {
+		t.Fatal(err)
+	}
+	cy.waitWKCBelow(t, want, 5*time.Second)
+	rep, err := b.m.Reconnect(ctx, pos)
+	if err != nil {
+		t.Fatalf("Reconnect: %v", err)
+	}
+	t.Logf("reconnect over the pipe took %v", rep.Took)
+	if rep.Took >= time.Second {
+		t.Errorf("reconnect took %v, want well under 1 s", rep.Took)
+	}
+	cy.waitWKC(t, want, 5*time.Second)
+}
