@@ -21,6 +21,11 @@ import (
 	"github.com/ecagent/ecagent/master/link"
 )
 
+// recoveryFrameBudget is the time one acyclic recovery frame may take (a
+// quarter of the period at short periods): a turn must have that much
+// left for the frame to start.
+const recoveryFrameBudget = 200 * time.Microsecond
+
 // CycleOptions are what the agent tells a cycle process beyond the
 // configuration.
 type CycleOptions struct {
@@ -93,9 +98,10 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 	info := newBusInfo(m, cfg.Cycle.Period)
 
 	e := cycle.New(m, seg, cycle.Config{
-		Period:   cfg.Cycle.Period,
-		BusyWait: cfg.Cycle.BusyWait,
-		Cycles:   o.Cycles,
+		Period:      cfg.Cycle.Period,
+		BusyWait:    cfg.Cycle.BusyWait,
+		Cycles:      o.Cycles,
+		AlarmCycles: cfg.Bus.AlarmCycles,
 		RT: rt.Options{Priority: cfg.Cycle.Priority, Core: cfg.Cycle.Core,
 			LockMemory: cfg.Cycle.LockMemory, DMALatency: true},
 	})
@@ -123,6 +129,21 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 		log.Info("cyclic operation", "period", cfg.Cycle.Period, "slaves", len(m.Slaves()),
 			"expected_wkc", m.Cyclic().ExpectedWKC(), "pid", os.Getpid())
 	}
+	// Recovery shares the link with the cycle: its frames go in the turns
+	// the engine lends between exchanges.
+	turns := cycle.NewTurns(min(recoveryFrameBudget, cfg.Cycle.Period/4))
+	e.Turns = turns
+	m.SetGate(turns)
+	rec := newRecoverer(m, e, turns, log)
+	recCtx, stopRec := context.WithCancel(ctx)
+	recDone := make(chan struct{})
+	go func() { defer close(recDone); rec.run(recCtx) }()
+	defer func() {
+		stopRec()
+		<-recDone
+		m.SetGate(nil) // the cycle has stopped: acyclic frames go straight out again
+	}()
+
 	var before, after runtime.MemStats
 	// Counting starts after the first cycle: it meets one first-use
 	// allocation in the runtime (measured: 1 malloc, then none in 99 999
@@ -134,6 +155,9 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 	rep.Mallocs = after.Mallocs - before.Mallocs
 	rep.NumGC = after.NumGC - before.NumGC
 
+	stopRec()
+	<-recDone
+	m.SetGate(nil)
 	down, cancel := context.WithTimeout(context.Background(), cfg.Bus.StateTimeout)
 	defer cancel()
 	if err := m.RequestState(down, esc.StateInit); err != nil {

@@ -148,7 +148,8 @@ type consumer struct {
 	prevCycle                                  uint64
 	havePrev                                   bool
 	busState                                   esc.ALStatus
-	responding                                 bool
+	missing                                    map[uint16]bool // slaves lost and not back
+	alarm, linkDown                            bool
 }
 
 func newConsumer(cfg config.Config, cp *CycleProcess, log *slog.Logger, tel *telemetry) *consumer {
@@ -163,7 +164,8 @@ func (c *consumer) attach(cp *CycleProcess) {
 	c.cp = cp
 	c.havePrev = false
 	c.busState = esc.ALStatus{State: esc.StateOp}
-	c.responding = true
+	c.missing = map[uint16]bool{}
+	c.alarm, c.linkDown = false, false
 	c.expectedWKC = cp.info.ExpectedWKC
 	c.tel.cycleStarted(cp, cp.cmd == nil)
 	c.otlp.restart()
@@ -222,26 +224,38 @@ func (c *consumer) event(ev *shm.Event) {
 	var b [2]byte
 	b[0], b[1] = byte(ev.ALState), byte(ev.ALState>>8)
 	st := esc.DecodeALStatus(b[:])
+	c.tel.countEvent(c.cp, ev)
 	switch ev.Kind {
 	case shm.EventStateChange, shm.EventALError:
 		c.busState = st
 		c.tel.busState(c.cp, uint8(st.State), ev.ALStatusCode)
-		if st.State == esc.StateOp && !st.Error {
-			c.tel.setReady()
-		} else {
-			c.tel.notReady("bus in " + st.String())
-		}
 		c.log.Warn("bus state changed", "state", st.String(), "cycle", ev.Cycle)
 	case shm.EventSlaveLost:
-		c.responding = false
-		c.tel.notReady("a slave stopped answering")
-		c.log.Warn("a slave stopped answering", "cycle", ev.Cycle, "note", ev.TextString())
-	case shm.EventSlaveFound:
-		c.responding = true
-		if c.busState.State == esc.StateOp && !c.busState.Error {
-			c.tel.setReady()
-		}
-		c.log.Info("all slaves answer again", "cycle", ev.Cycle)
+		c.missing[ev.Slave] = true
+		c.log.Warn("slave lost", "slave", ev.Slave, "cycle", ev.Cycle, "note", ev.TextString())
+	case shm.EventSlaveFound, shm.EventSlaveReconnected:
+		delete(c.missing, ev.Slave)
+		c.log.Info("slave back in OP", "slave", ev.Slave, "cycle", ev.Cycle, "how", ev.Kind.String(),
+			"took", time.Duration(ev.Value).String())
+	case shm.EventSlaveRefused:
+		c.log.Error("another device at a slave's position: not configured", "slave", ev.Slave, "found", ev.TextString())
+	case shm.EventALAcknowledged:
+		c.log.Info("slave AL error acknowledged, back in OP", "slave", ev.Slave, "al_status_code", fmt.Sprintf("%#04x", ev.ALStatusCode))
+	case shm.EventRecoveryFailed:
+		c.log.Warn("slave refuses to return to OP", "slave", ev.Slave, "attempts", ev.Value,
+			"al_status_code", fmt.Sprintf("%#04x", ev.ALStatusCode), "note", ev.TextString())
+	case shm.EventBusAlarm:
+		c.alarm = true
+		c.log.Error("bus alarm", "why", ev.TextString(), "cycles", ev.Value)
+	case shm.EventBusAlarmCleared:
+		c.alarm = false
+		c.log.Info("bus alarm cleared", "clean_cycles", ev.Value)
+	case shm.EventLinkDown:
+		c.linkDown = true
+		c.log.Error("link down: cyclic frames cannot be sent", "cycle", ev.Cycle)
+	case shm.EventLinkUp:
+		c.linkDown = false
+		c.log.Info("link up", "cycle", ev.Cycle)
 	case shm.EventCycleStarted:
 		c.log.Info("cycle started", "pid", c.cp.pid)
 	case shm.EventNote:
@@ -264,6 +278,24 @@ func (c *consumer) event(ev *shm.Event) {
 		c.tel.slaveEvent(c.cp, ev, c.otlp)
 		c.log.Info("drive fault cleared", "slave", ev.Slave, "state", ev.TextString())
 	}
+	c.updateReady()
+}
+
+// updateReady sets /readyz from the bus state: every slave in OP without
+// an error and answering, no bus alarm, the link up.
+func (c *consumer) updateReady() {
+	switch {
+	case c.linkDown:
+		c.tel.notReady("link down")
+	case len(c.missing) > 0:
+		c.tel.notReady(fmt.Sprintf("%d slave(s) not answering", len(c.missing)))
+	case c.busState.State != esc.StateOp || c.busState.Error:
+		c.tel.notReady("bus in " + c.busState.String())
+	case c.alarm:
+		c.tel.notReady("bus alarm: frames lost or working counter off")
+	default:
+		c.tel.setReady()
+	}
 }
 
 // writeStatus prints one status line and starts a new interval for the
@@ -273,7 +305,7 @@ func (c *consumer) writeStatus(w io.Writer) {
 	if !c.busState.State.Valid() {
 		state = fmt.Sprintf("MIXED(%#02x)", uint8(c.busState.State))
 	}
-	if !c.responding {
+	if len(c.missing) > 0 {
 		state += " (slave missing)"
 	}
 	if !c.cp.alive() {

@@ -117,6 +117,28 @@ func (t *telemetry) busState(cp *CycleProcess, state uint8, code uint16) {
 	}
 }
 
+// countEvent counts the events of the bus in ecagent_bus_events_total, by
+// kind and slave (-1 for the bus as a whole).
+func (t *telemetry) countEvent(cp *CycleProcess, ev *shm.Event) {
+	pos := -1
+	switch ev.Kind {
+	case shm.EventCommandDone, shm.EventCommandRejected, shm.EventNote, shm.EventDriveState,
+		shm.EventInvalid:
+		return // not faults of the bus; drive states have their own series
+	case shm.EventSlaveLost, shm.EventSlaveFound, shm.EventSlaveReconnected, shm.EventSlaveRefused,
+		shm.EventALAcknowledged, shm.EventRecoveryFailed, shm.EventEmergency, shm.EventDriveFault,
+		shm.EventDriveFaultCleared:
+		pos = int(ev.Slave)
+	}
+	name := ""
+	for _, s := range cp.info.Slaves {
+		if s.Position == pos {
+			name = slaveLabel(s)
+		}
+	}
+	t.reg.CountEvent(ev.Kind.String(), pos, name)
+}
+
 // slaveEvent records an event about one slave (a CoE emergency, a drive's
 // state or fault) in the metrics.
 func (t *telemetry) slaveEvent(cp *CycleProcess, ev *shm.Event, ot *otlpExport) {

@@ -106,6 +106,7 @@ type Consumer struct {
 	winSamples [numQuantities]prometheus.Gauge
 
 	cycles, overruns, skipped, lostFrames, wkcErrors prometheus.Counter
+	lateAnswers                                      prometheus.Counter
 	expectedWKC                                      atomic.Int32 // −1 before the first sample
 
 	// Counts of the current window (for WindowReport).
@@ -155,6 +156,9 @@ func (c *Consumer) Observe(s *shm.Sample) {
 	job := s.End - s.Wake
 	c.record(qJob, job)
 	c.hist[qCPULoad].Observe(float64(job) / float64(c.target))
+	if s.Flags&shm.SampleLateAnswer != 0 {
+		c.lateAnswers.Inc()
+	}
 	if s.Flags&shm.SampleLostFrame != 0 {
 		c.lostFrames.Inc()
 		c.winLost++

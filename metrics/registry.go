@@ -67,6 +67,7 @@ type Registry struct {
 	slaveESCErrors  *prometheus.GaugeVec
 	processUp       prometheus.Gauge
 	processStarts   prometheus.Counter
+	busEvents       *prometheus.CounterVec
 	rtSetting       *prometheus.GaugeVec
 	rtCheck         *prometheus.GaugeVec
 	dc              dcGauges
@@ -113,6 +114,7 @@ func NewRegistry(opts Options) (*Registry, error) {
 	r.slaveESCErrors = b.gaugeVec(nameSlaveESCErrors, labelPosition, labelName, labelCounter)
 	r.processUp = b.gauge(nameProcessUp)
 	r.processStarts = b.counter(nameProcessStarts)
+	r.busEvents = b.counterVec(nameBusEvents, labelKind, labelPosition, labelName)
 	r.rtSetting = b.gaugeVec(nameRTSetting, labelSetting)
 	r.rtCheck = b.gaugeVec(nameRTCheck, labelCheck, labelStatus)
 	r.dc = newDCGauges(&b)
@@ -135,6 +137,17 @@ func NewRegistry(opts Options) (*Registry, error) {
 		return nil, b.err
 	}
 	return r, nil
+}
+
+// CountEvent counts one event of the bus (ecagent_bus_events_total): kind
+// is the event's name (shm.EventKind.String), position and name the slave
+// concerned; a negative position is the bus as a whole (labels position
+// "-1", name "bus"). It is safe for concurrent use.
+func (r *Registry) CountEvent(kind string, position int, name string) {
+	if position < 0 {
+		position, name = -1, "bus"
+	}
+	r.busEvents.WithLabelValues(kind, strconv.Itoa(position), name).Inc()
 }
 
 // Gatherer returns the registry to serve (see NewServer) or to test.
@@ -367,13 +380,14 @@ func (b *builder) histogram(name string, buckets []float64) prometheus.Histogram
 func (b *builder) consumer(opts Options) (*Consumer, error) {
 	target := opts.Target.Nanoseconds()
 	c := &Consumer{
-		target:     target,
-		tracker:    stats.NewJitterTracker(target),
-		cycles:     b.counter(nameCycles),
-		overruns:   b.counter(nameOverruns),
-		skipped:    b.counter(nameSkipped),
-		lostFrames: b.counter(nameLostFrames),
-		wkcErrors:  b.counter(nameWKCErrors),
+		target:      target,
+		tracker:     stats.NewJitterTracker(target),
+		cycles:      b.counter(nameCycles),
+		overruns:    b.counter(nameOverruns),
+		skipped:     b.counter(nameSkipped),
+		lostFrames:  b.counter(nameLostFrames),
+		lateAnswers: b.counter(nameLateAnswers),
+		wkcErrors:   b.counter(nameWKCErrors),
 	}
 	c.expectedWKC.Store(-1)
 	// ecagent_expected_wkc is collected only once a sample has set it: a

@@ -64,6 +64,8 @@ func populate(t testing.TB, r *Registry) {
 	r.SetDC(DCSettings{Enabled: true, ReferencePosition: 0, Sync0Cycle: testTarget, Sync0Shift: 300 * time.Microsecond})
 	r.Emergency(2, "EL1014", 0x5000)
 	r.SetDriveState(1, "EL2004", int(DriveOperationEnabled), "operation enabled")
+	r.CountEvent("slave-reconnected", 2, "EL1014")
+	r.CountEvent("bus-alarm", -1, "")
 	r.DriveFault(1, "EL2004", 0x3220)
 	for check, status := range map[string]CheckStatus{"preempt_rt": CheckFail, "isolcpus": CheckWarn, "swap": CheckPass} {
 		if err := r.SetRTCheck(check, status); err != nil {

@@ -59,6 +59,7 @@ const (
 	nameOverruns        = "ecagent_cycle_overruns_total"
 	nameSkipped         = "ecagent_cycle_skipped_total"
 	nameLostFrames      = "ecagent_lost_frames_total"
+	nameLateAnswers     = "ecagent_late_answers_total"
 	nameWKCErrors       = "ecagent_wkc_errors_total"
 	nameRingDrops       = "ecagent_sample_ring_drops_total"
 	nameTarget          = "ecagent_cycle_target_seconds"
@@ -70,6 +71,7 @@ const (
 	nameSlaveESCErrors  = "ecagent_slave_esc_errors"
 	nameProcessUp       = "ecagent_cycle_process_up"
 	nameProcessStarts   = "ecagent_cycle_process_starts_total"
+	nameBusEvents       = "ecagent_bus_events_total"
 	nameProcessCPU      = "ecagent_cycle_process_cpu_seconds_total"
 	nameHostBusy        = "ecagent_host_cpu_busy_ratio"
 	nameCoreBusy        = "ecagent_cycle_core_busy_ratio"
@@ -104,6 +106,7 @@ const (
 	labelCheck    = "check"
 	labelStatus   = "status"
 	labelColl     = "collector"
+	labelKind     = "kind"
 )
 
 // FleetLabels returns the names of the labels every series carries, with
@@ -150,6 +153,7 @@ func Documented() []Series {
 		{Name: nameOverruns, Type: TypeCounter, Help: "Cycles whose job ended after the next deadline."},
 		{Name: nameSkipped, Type: TypeCounter, Help: "Cycle deadlines skipped because an overrunning cycle had already passed them."},
 		{Name: nameLostFrames, Type: TypeCounter, Help: "Cyclic frames that did not come back in time."},
+		{Name: nameLateAnswers, Type: TypeCounter, Help: "Cycles that discarded an answer to an earlier cycle's frame: a frame counted lost that was late (delayed by the host or the segment), not dropped."},
 		{Name: nameWKCErrors, Type: TypeCounter, Help: "Cycles whose working counter differed from the expected one."},
 		{Name: nameRingDrops, Type: TypeCounter, Help: "Cycle samples dropped because the sample ring was full (the agent fell behind)."},
 
@@ -192,6 +196,11 @@ func Documented() []Series {
 			Help:        "Error code (object 0x603F) of a CiA 402 drive in fault; 0 when it is not in fault.",
 			Conditional: "once a CiA 402 drive reported its state"},
 
+		{Name: nameBusEvents, Type: TypeCounter, Labels: []string{labelKind, labelPosition, labelName},
+			Help: "Events of the bus by kind (slave-lost, slave-found, slave-reconnected, slave-refused, al-error, " +
+				"al-acknowledged, recovery-failed, bus-alarm, bus-alarm-cleared, link-down, link-up, cycle-restarted, …) " +
+				"and slave (position and name; position -1, name bus for the bus as a whole).",
+			Conditional: "once such an event happened"},
 		{Name: nameProcessUp, Type: TypeGauge, Help: "1 while the cycle process runs, 0 otherwise."},
 		{Name: nameProcessStarts, Type: TypeCounter, Help: "Times the agent started the cycle process."},
 		{Name: nameProcessCPU, Type: TypeCounter, Help: "CPU time (user and system) the running cycle process has used, from /proc/PID/stat.",

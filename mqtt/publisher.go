@@ -671,7 +671,21 @@ func appendShmEvent(o *jsonObject, ev *shm.Event, model *Model) {
 		if ev.ALStatusCode != 0 {
 			o.string("al_status", alStatusCode(ev.ALStatusCode))
 		}
-	case shm.EventSlaveLost, shm.EventSlaveFound:
+	case shm.EventBusAlarm, shm.EventBusAlarmCleared:
+		o.uint("cycles", ev.Value)
+	case shm.EventLinkDown, shm.EventLinkUp, shm.EventCycleStarted:
+	case shm.EventSlaveReconnected:
+		appendSlave(o, ev, model)
+		o.int("took_us", int64(ev.Value/1000))
+	case shm.EventALAcknowledged, shm.EventRecoveryFailed:
+		appendSlave(o, ev, model)
+		o.int("al_status_code", int64(ev.ALStatusCode))
+		if ev.ALStatusCode != 0 {
+			o.string("al_status", alStatusCode(ev.ALStatusCode))
+		}
+		if ev.Kind == shm.EventRecoveryFailed {
+			o.uint("attempts", ev.Value)
+		}
 	case shm.EventEmergency:
 		appendSlave(o, ev, model)
 		code, register, data := ev.Emergency()

@@ -53,6 +53,10 @@ type Bus struct {
 	// StateTimeout bounds one EtherCAT state transition (INIT, PREOP, SAFEOP,
 	// OP).
 	StateTimeout time.Duration `koanf:"statetimeout" help:"how long one state transition (INIT, PREOP, SAFEOP, OP) may take"`
+	// AlarmCycles raises the bus alarm after this many consecutive cycles
+	// with a lost frame or a wrong working counter (and clears it after as
+	// many clean ones); 0 disables the alarm.
+	AlarmCycles int `koanf:"alarmcycles" help:"consecutive cycles with a lost frame or a wrong working counter that raise the bus alarm (event, metric, /readyz not ready); as many clean cycles clear it; 0 disables; 0..1000000"`
 	// DC configures distributed clocks (see drives.go).
 	DC DC `koanf:"dc" help:"distributed clocks: SYNC0/SYNC1 in every slave that supports them, locked to the cycle"`
 	// PDO remaps and reassigns PDOs of chosen slaves before SAFEOP (see
@@ -155,10 +159,14 @@ const (
 	MinWindow       = time.Second            // shortest metrics.window
 	MaxWindow       = time.Hour              // longest metrics.window
 	MaxSlaves       = 65535                  // largest bus.expectedslaves
-	MinOTLPInterval = time.Second            // shortest non-zero otlp.interval
-	MaxOTLPInterval = time.Hour              // longest otlp.interval
-	MinOTLPTimeout  = 100 * time.Millisecond // shortest non-zero otlp.timeout
-	MaxOTLPTimeout  = time.Minute            // longest otlp.timeout
+	// DefaultAlarmCycles is bus.alarmcycles when not set: 10 bad cycles in
+	// a row are a persistent fault, a single lost frame is not.
+	DefaultAlarmCycles = 10
+	MaxAlarmCycles     = 1_000_000
+	MinOTLPInterval    = time.Second            // shortest non-zero otlp.interval
+	MaxOTLPInterval    = time.Hour              // longest otlp.interval
+	MinOTLPTimeout     = 100 * time.Millisecond // shortest non-zero otlp.timeout
+	MaxOTLPTimeout     = time.Minute            // longest otlp.timeout
 )
 
 // DefaultMetricsListen is the default metrics.listen. Prometheus's register
@@ -192,6 +200,7 @@ func Default() Config {
 			// still booting: one cycle period would be far too short.
 			Timeout:      10 * time.Millisecond,
 			StateTimeout: 5 * time.Second,
+			AlarmCycles:  DefaultAlarmCycles,
 			DC:           defaultDC(),
 		},
 		Cycle: Cycle{

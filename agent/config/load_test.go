@@ -326,6 +326,7 @@ func TestGoldenExample(t *testing.T) {
 			ExpectedSlaves: 4,
 			Timeout:        20 * time.Millisecond,
 			StateTimeout:   10 * time.Second,
+			AlarmCycles:    25,
 			DC: DC{Enabled: true, Sync0Shift: 50 * time.Microsecond, Sync1: 100 * time.Microsecond,
 				DriftFrames: 20000, StartDelay: 200 * time.Millisecond},
 			PDO: []SlavePDOs{{Slave: 1,

@@ -58,6 +58,9 @@ func (c Config) problems(models []string, cpus cpuSet) []*FieldError {
 	if c.Simulated() {
 		out = append(out, deviceProblems(c.Bus.Devices, models)...)
 	}
+	if n := c.Bus.AlarmCycles; n < 0 || n > MaxAlarmCycles {
+		add("bus.alarmcycles", n, fmt.Sprintf("must be between 0 (no alarm) and %d", MaxAlarmCycles))
+	}
 	if n := c.Bus.ExpectedSlaves; n < 0 || n > MaxSlaves {
 		add("bus.expectedslaves", n, fmt.Sprintf("must be between 0 (accept what is found) and %d", MaxSlaves))
 	}

@@ -24,6 +24,10 @@ type Config struct {
 	RT rt.Options
 	// Cycles stops the engine after this many cycles; 0 runs until Stop.
 	Cycles uint64
+	// AlarmCycles raises the bus alarm (EventBusAlarm) after this many
+	// consecutive cycles with a lost frame or a wrong working counter,
+	// and clears it after as many clean cycles; 0 disables the alarm.
+	AlarmCycles int
 	// FreeRun keeps the schedule on the host's clock even when the master
 	// configured distributed clocks (the controller error is still
 	// measured and reported).
@@ -46,6 +50,10 @@ type Engine struct {
 	cmd    shm.Command
 
 	cycle      uint64
+	badRun     int    // consecutive cycles with a lost frame or a wrong WKC
+	goodRun    int    // consecutive clean cycles
+	alarm      bool   // the bus alarm is raised
+	linkDown   bool   // the link refused to send
 	dc         dcSync // keeps the schedule on the DC reference, when configured
 	dcOn       bool
 	dcRef      int    // ring position of the reference clock
@@ -63,6 +71,16 @@ type Engine struct {
 	// them before Run.
 	Jobs []Job
 
+	// Turns, if set, lends the link to acyclic work between exchanges
+	// while a worker wants it (see Turns). Set before Run.
+	Turns *Turns
+
+	// trouble wakes the recovery worker when a cycle shows a problem;
+	// reports carries the worker's events to the cycle, which owns the
+	// event ring.
+	trouble chan struct{}
+	reports chan shm.Event
+
 	// emergencies receives the master's queued CoE emergency messages
 	// each cycle; its capacity is allocated in New.
 	emergencies []master.SlaveEmergency
@@ -78,7 +96,8 @@ type Engine struct {
 // with its process image mapped, writing to the segment seg.
 func New(m *master.Master, seg *shm.Segment, cfg Config) *Engine {
 	e := &Engine{m: m, seg: seg, cfg: cfg, slaveCount: len(m.Slaves()),
-		emergencies: make([]master.SlaveEmergency, 0, master.EmergencyQueueLen)}
+		emergencies: make([]master.SlaveEmergency, 0, master.EmergencyQueueLen),
+		trouble:     make(chan struct{}, 1), reports: make(chan shm.Event, reportQueueLen)}
 	if setup, _, ok := m.DC(); ok && setup.Reference != nil && !cfg.FreeRun {
 		e.dcOn, e.dcRef = true, setup.Reference.Position
 		e.dc = newDCSync(int64(cfg.Period))
@@ -132,7 +151,11 @@ func (e *Engine) Run() uint64 {
 			// Its time is not the cycle's: start the schedule afresh.
 			next = max(next, rt.Now()+p)
 		}
+		// Lend the link until shortly before the deadline, then take it
+		// back (a no-op unless a worker wants turns).
+		e.Turns.open(next - max(p/10, int64(turnMargin)))
 		rt.SleepUntilSpin(next, spin)
+		e.Turns.close()
 		end := e.step(next, skipped)
 		skipped = 0
 		next += p + e.dcStep
@@ -185,15 +208,24 @@ func (e *Engine) step(deadline int64, skipped uint32) int64 {
 		s.Flags |= shm.SampleLostFrame
 		s.Recv = s.Send
 	}
-	if res.WKC != res.ExpectedWKC {
+	// A lost frame is not also a working-counter error: the counter of a
+	// frame that did not come back is unknown.
+	if res.Lost == 0 && res.WKC != res.ExpectedWKC {
 		s.Flags |= shm.SampleWKCMismatch
+	}
+	if res.Stale > 0 {
+		s.Flags |= shm.SampleLateAnswer
 	}
 	if skipped > 0 {
 		s.Flags |= shm.SampleSkipped
 	}
 	e.trackDC(&res)
 	e.watchBus(&res)
+	e.watchLink(&res)
+	e.watchAlarm(&res)
+	e.signalTrouble(&res)
 	e.reportEmergencies()
+	e.forwardReports(end)
 	return end
 }
 
@@ -219,6 +251,105 @@ func (e *Engine) trackDC(res *master.CycleResult) {
 	}
 }
 
+// watchLink reports the link refusing the cyclic frames, and its return.
+func (e *Engine) watchLink(res *master.CycleResult) {
+	linkErr := res.Err != nil && res.Err != master.ErrFrameLost && res.Err != master.ErrWKCMismatch
+	if linkErr == e.linkDown {
+		return
+	}
+	e.linkDown = linkErr
+	if linkErr {
+		e.note(shm.EventLinkDown, 0, "cyclic frames cannot be sent")
+	} else {
+		e.note(shm.EventLinkUp, 0, "")
+	}
+}
+
+// watchAlarm raises the bus alarm after Config.AlarmCycles bad cycles in a
+// row and clears it after as many clean ones.
+func (e *Engine) watchAlarm(res *master.CycleResult) {
+	n := e.cfg.AlarmCycles
+	if res.Lost > 0 || res.WKC != res.ExpectedWKC {
+		e.badRun++
+		e.goodRun = 0
+	} else {
+		e.goodRun++
+		e.badRun = 0
+	}
+	switch {
+	case n <= 0:
+	case !e.alarm && e.badRun >= n:
+		e.alarm = true
+		text := "working counter off"
+		if res.Lost > 0 {
+			text = "frames lost"
+		}
+		e.event = shm.Event{Cycle: e.cycle, Time: rt.Now(), Kind: shm.EventBusAlarm, Value: uint64(e.badRun)}
+		e.event.SetText(text)
+		e.seg.Events().Push(&e.event)
+	case e.alarm && e.goodRun >= n:
+		e.alarm = false
+		e.event = shm.Event{Cycle: e.cycle, Time: rt.Now(), Kind: shm.EventBusAlarmCleared, Value: uint64(e.goodRun)}
+		e.seg.Events().Push(&e.event)
+	}
+}
+
+// reportQueueLen bounds the worker's events waiting for the cycle.
+const reportQueueLen = 256
+
+// turnMargin is the least time between the end of a turn and the deadline
+// (otherwise a tenth of the period).
+const turnMargin = 10 * time.Microsecond
+
+// Trouble returns a channel that receives (coalesced) when a cycle shows
+// fewer slaves answering, a slave not in OP or one with its error
+// indication (see signalTrouble).
+func (e *Engine) Trouble() <-chan struct{} { return e.trouble }
+
+// Report hands an event to the cycle, which pushes it to the event ring
+// with its cycle number and time set. It does not block; it returns false
+// when the queue is full (the event is lost). Safe from any goroutine.
+func (e *Engine) Report(ev shm.Event) bool {
+	select {
+	case e.reports <- ev:
+		return true
+	default:
+		return false
+	}
+}
+
+// forwardReports pushes the worker's events to the ring.
+func (e *Engine) forwardReports(now int64) {
+	for {
+		select {
+		case ev := <-e.reports:
+			e.event = ev
+			e.event.Cycle, e.event.Time = e.cycle, now
+			e.seg.Events().Push(&e.event)
+		default:
+			return
+		}
+	}
+}
+
+// signalTrouble wakes the recovery worker when the cycle's AL status read
+// shows a slave missing, out of OP or with its error indication. Lost
+// frames and working-counter errors alone are counted, not recovered
+// from: the next cycle is the retry, and the recovery's frames (and
+// allocations) stay out of a cycle process that merely lost a frame.
+func (e *Engine) signalTrouble(res *master.CycleResult) {
+	if res.Lost > 0 && res.Responding == 0 {
+		return // the status read did not come back: nothing known
+	}
+	if int(res.Responding) == e.slaveCount && res.ALStates == uint8(esc.StateOp) && !res.ALError {
+		return
+	}
+	select {
+	case e.trouble <- struct{}{}:
+	default:
+	}
+}
+
 // reportEmergencies turns the CoE emergency messages the exchange (or
 // earlier mailbox traffic) received into events.
 func (e *Engine) reportEmergencies() {
@@ -240,8 +371,9 @@ func (e *Engine) publish(end int64) {
 }
 
 // watchBus reports changes of the bus state that the in-cycle AL status
-// read shows: slaves dropping out or coming back, a change of state, an
-// error indication.
+// read shows: a change of state, an error indication. Which slave dropped
+// out or came back is the recovery worker's to find and report (a
+// per-slave read), not the cycle's.
 func (e *Engine) watchBus(res *master.CycleResult) {
 	if res.Lost > 0 && res.Responding == 0 {
 		return // nothing known this cycle; lost frames are in the sample
@@ -258,12 +390,6 @@ func (e *Engine) watchBus(res *master.CycleResult) {
 	e.lastBus = bus
 	if prev == 0 {
 		return // first cycle: the baseline
-	}
-	switch {
-	case int(res.Responding) < e.slaveCount && int(prev>>16) >= e.slaveCount:
-		e.note(shm.EventSlaveLost, 0, "fewer slaves answer")
-	case int(res.Responding) >= e.slaveCount && int(prev>>16) < e.slaveCount:
-		e.note(shm.EventSlaveFound, 0, "all slaves answer again")
 	}
 	if res.ALError && prev>>8&1 == 0 {
 		e.noteState(shm.EventALError, res.ALStates, true)

@@ -78,6 +78,30 @@ const (
 	// EventDriveFaultCleared: the drive at Slave left the fault state
 	// after a fault reset.
 	EventDriveFaultCleared
+	// EventBusAlarm: frames were lost, or the working counter was off, in
+	// more consecutive cycles than bus.alarm allows; Text says which,
+	// Value how many cycles.
+	EventBusAlarm
+	// EventBusAlarmCleared: the bus ran clean again for as many cycles.
+	EventBusAlarmCleared
+	// EventSlaveReconnected: the slave at Slave came back and was
+	// reconfigured and brought to OP (hot reconnect); Value is the time
+	// it took in ns.
+	EventSlaveReconnected
+	// EventSlaveRefused: another device appeared at Slave's position; it
+	// was not configured. Text names it.
+	EventSlaveRefused
+	// EventALAcknowledged: the slave's AL error (code in ALStatusCode) was
+	// acknowledged and the slave is back in OP.
+	EventALAcknowledged
+	// EventRecoveryFailed: the slave keeps refusing to return to OP
+	// (ALStatusCode); Value counts the attempts so far. Retries continue
+	// with back-off.
+	EventRecoveryFailed
+	// EventLinkDown: the cyclic frames cannot be sent (the link is down);
+	// EventLinkUp: they can again.
+	EventLinkDown
+	EventLinkUp
 )
 
 // EmergencyValue packs a CoE emergency message into an Event.Value: the
@@ -128,6 +152,22 @@ func (k EventKind) String() string {
 		return "drive-fault"
 	case EventDriveFaultCleared:
 		return "drive-fault-cleared"
+	case EventBusAlarm:
+		return "bus-alarm"
+	case EventBusAlarmCleared:
+		return "bus-alarm-cleared"
+	case EventSlaveReconnected:
+		return "slave-reconnected"
+	case EventSlaveRefused:
+		return "slave-refused"
+	case EventALAcknowledged:
+		return "al-acknowledged"
+	case EventRecoveryFailed:
+		return "recovery-failed"
+	case EventLinkDown:
+		return "link-down"
+	case EventLinkUp:
+		return "link-up"
 	}
 	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }

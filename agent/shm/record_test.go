@@ -48,6 +48,14 @@ func TestKindStrings(t *testing.T) {
 		{EventDriveState.String(), "drive-state"},
 		{EventDriveFault.String(), "drive-fault"},
 		{EventDriveFaultCleared.String(), "drive-fault-cleared"},
+		{EventBusAlarm.String(), "bus-alarm"},
+		{EventBusAlarmCleared.String(), "bus-alarm-cleared"},
+		{EventSlaveReconnected.String(), "slave-reconnected"},
+		{EventSlaveRefused.String(), "slave-refused"},
+		{EventALAcknowledged.String(), "al-acknowledged"},
+		{EventRecoveryFailed.String(), "recovery-failed"},
+		{EventLinkDown.String(), "link-down"},
+		{EventLinkUp.String(), "link-up"},
 		{EventKind(77).String(), "EventKind(77)"},
 	}
 	for _, tt := range tests {

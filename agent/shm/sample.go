@@ -78,10 +78,14 @@ const (
 	// SampleCtlValid: CtlErr holds a measured value (distributed clocks
 	// are configured and the reference time was read this cycle).
 	SampleCtlValid
+	// SampleLateAnswer: the cycle discarded an answer that belonged to an
+	// earlier cycle's frame — one that came back after its deadline and
+	// was counted lost there (delayed, not dropped).
+	SampleLateAnswer
 )
 
 // sampleFlagNames names the flags in bit order for String.
-var sampleFlagNames = [...]string{"lost-frame", "wkc-mismatch", "overrun", "skipped", "dc-valid", "ctl-valid"}
+var sampleFlagNames = [...]string{"lost-frame", "wkc-mismatch", "overrun", "skipped", "dc-valid", "ctl-valid", "late-answer"}
 
 // Has reports whether f contains every flag of g.
 func (f SampleFlags) Has(g SampleFlags) bool { return f&g == g }

@@ -1,0 +1,212 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/ecagent/ecagent/agent/cycle"
+	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/master/esc"
+)
+
+// Recovery timing. A slave that is absent is looked for every
+// absentPoll (one APRD); a refusing slave is retried with back-off from
+// retryMin to retryMax; a different device at a position is looked at
+// again after refusedRetry. Between checks of the bus the worker waits
+// checkPoll. A long episode collects its garbage every gcEvery (the cycle
+// process runs with the collector off).
+const (
+	absentPoll   = 20 * time.Millisecond
+	checkPoll    = 10 * time.Millisecond
+	retryMin     = 100 * time.Millisecond
+	retryMax     = 5 * time.Second
+	refusedRetry = 5 * time.Second
+	gcEvery      = 5 * time.Second
+)
+
+// recoverer brings the bus back while the cycle runs: woken by the
+// engine's trouble signal, it reads every slave's state (in the turns the
+// engine lends it between exchanges), acknowledges AL errors and requests
+// OP again with back-off, reconnects slaves that come back after a power
+// loss (refusing another device at their position), and reports each
+// step as an event. It allocates — but only while something is wrong, and
+// it collects its garbage when the episode ends.
+type recoverer struct {
+	m     *master.Master
+	e     *cycle.Engine
+	turns *cycle.Turns
+	log   *slog.Logger
+	now   func() time.Time
+
+	health []master.SlaveHealth
+	slaves map[int]*slaveRecovery
+}
+
+// slaveRecovery is what the worker remembers of one slave in trouble.
+type slaveRecovery struct {
+	lost     bool      // reported lost, not back yet
+	refused  bool      // another device is at its position (reported)
+	attempts int       // failed returns to OP in a row
+	next     time.Time // not before this
+}
+
+func newRecoverer(m *master.Master, e *cycle.Engine, turns *cycle.Turns, log *slog.Logger) *recoverer {
+	return &recoverer{m: m, e: e, turns: turns, log: log, now: time.Now, slaves: map[int]*slaveRecovery{}}
+}
+
+// run waits for trouble and recovers until ctx ends.
+func (r *recoverer) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.e.Trouble():
+		}
+		r.episode(ctx)
+	}
+}
+
+// episode works until every slave answers in OP without an error.
+func (r *recoverer) episode(ctx context.Context) {
+	r.turns.Want(true)
+	defer r.turns.Want(false)
+	defer runtime.GC()
+	lastGC := r.now()
+	for ctx.Err() == nil {
+		if r.pass(ctx) {
+			return
+		}
+		if r.now().Sub(lastGC) > gcEvery {
+			runtime.GC()
+			lastGC = r.now()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(checkPoll):
+		}
+	}
+}
+
+// pass checks every slave once and acts on what it finds; it reports
+// whether all are well.
+func (r *recoverer) pass(ctx context.Context) bool {
+	var err error
+	r.health, err = r.m.CheckSlaves(ctx, r.health)
+	if err != nil {
+		// Nothing answers: the link is down or the segment is gone. The
+		// cycle reports the link; keep looking.
+		return false
+	}
+	well := true
+	for _, h := range r.health {
+		st := r.slaves[h.Position]
+		if st == nil {
+			st = &slaveRecovery{}
+			r.slaves[h.Position] = st
+		}
+		switch {
+		case !h.Present:
+			well = false
+			r.absent(ctx, h.Position, st)
+		case st.lost:
+			// Back with its configuration (it kept power: a cable).
+			st.lost = false
+			r.report(shm.EventSlaveFound, h.Position, 0, 0, "answers again")
+			if !h.Healthy(esc.StateOp) {
+				well = false
+				r.toOp(ctx, h, st)
+			}
+		case !h.Healthy(esc.StateOp):
+			well = false
+			r.toOp(ctx, h, st)
+		default:
+			st.attempts = 0
+		}
+	}
+	return well
+}
+
+// absent handles a slave that does not answer at its station address:
+// reported lost once, then reconnected when a device answers at its
+// position again.
+func (r *recoverer) absent(ctx context.Context, pos int, st *slaveRecovery) {
+	if !st.lost {
+		st.lost, st.refused, st.attempts = true, false, 0
+		st.next = time.Time{}
+		r.report(shm.EventSlaveLost, pos, 0, 0, "does not answer")
+	}
+	if r.now().Before(st.next) {
+		return
+	}
+	rep, err := r.m.Reconnect(ctx, pos)
+	var mismatch *master.IdentityMismatchError
+	switch {
+	case err == nil:
+		st.lost, st.refused, st.attempts = false, false, 0
+		text := "reconfigured, in OP"
+		if rep.Replaced {
+			text = "replaced: serial " + rep.Identity.String()
+		}
+		r.report(shm.EventSlaveReconnected, pos, uint64(rep.Took), 0, text)
+	case errors.Is(err, master.ErrSlaveAbsent):
+		st.next = r.now().Add(absentPoll)
+	case errors.As(err, &mismatch):
+		if !st.refused {
+			st.refused = true
+			r.report(shm.EventSlaveRefused, pos, 0, 0, mismatch.Got.String())
+			r.log.Error("another device at a slave's position: not configured", "position", pos, "err", err)
+		}
+		st.next = r.now().Add(refusedRetry)
+	default:
+		st.attempts++
+		st.next = r.now().Add(backoff(st.attempts))
+		r.log.Warn("reconnect failed", "position", pos, "attempt", st.attempts, "err", err)
+	}
+}
+
+// toOp acknowledges a slave's AL error and takes it back to OP, with
+// back-off between failed attempts.
+func (r *recoverer) toOp(ctx context.Context, h master.SlaveHealth, st *slaveRecovery) {
+	if r.now().Before(st.next) || h.Position >= len(r.m.Slaves()) {
+		return
+	}
+	s := r.m.Slaves()[h.Position]
+	code := h.Code
+	err := r.m.Recover(ctx, s, esc.StateOp)
+	if err == nil {
+		st.attempts = 0
+		r.report(shm.EventALAcknowledged, h.Position, 0, code, "back in OP")
+		return
+	}
+	var re *master.RecoveryError
+	if errors.As(err, &re) {
+		code = re.Code
+	}
+	st.attempts++
+	st.next = r.now().Add(backoff(st.attempts))
+	// Every failure is counted by the agent; the log says it at the
+	// first and then at each doubling.
+	r.report(shm.EventRecoveryFailed, h.Position, uint64(st.attempts), code, "refuses OP")
+	if st.attempts&(st.attempts-1) == 0 {
+		r.log.Warn("slave refuses to return to OP", "position", h.Position, "attempt", st.attempts, "err", err)
+	}
+}
+
+// report hands an event to the cycle, which writes it to the ring.
+func (r *recoverer) report(kind shm.EventKind, pos int, value uint64, code esc.ALStatusCode, text string) {
+	ev := shm.Event{Kind: kind, Slave: uint16(pos), Value: value, ALStatusCode: uint16(code)}
+	ev.SetText(text)
+	if !r.e.Report(ev) {
+		r.log.Warn("recovery event lost: the queue to the cycle is full", "kind", kind.String(), "position", pos)
+	}
+}
+
+// backoff is the wait after the nth failed attempt.
+func backoff(n int) time.Duration {
+	d := retryMin << min(n-1, 10)
+	return min(d, retryMax)
+}
