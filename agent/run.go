@@ -76,8 +76,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	for {
 		select {
 		case <-ctx.Done():
+			// Stop the cycle first, then take everything it wrote: the
+			// accounting below is exact only over the whole run.
+			c.cp.halt(log, cfg.Bus.StateTimeout+2*time.Second)
 			c.drain()
 			c.writeStatus(status)
+			c.account()
 			return nil
 		case <-statusC:
 			c.writeStatus(status)
@@ -140,6 +144,9 @@ type consumer struct {
 	log      *slog.Logger
 	buf      []shm.Sample
 	restarts int
+	// runSamples counts the samples received from the current cycle
+	// process, for the accounting at the end (account).
+	runSamples uint64
 
 	cycles, lost, wkcErrors, overruns, skipped uint64
 	lastWKC, expectedWKC                       uint16
@@ -162,6 +169,7 @@ func newConsumer(cfg config.Config, cp *CycleProcess, log *slog.Logger, tel *tel
 // agent attached are consumed like any others: the ring keeps them.
 func (c *consumer) attach(cp *CycleProcess) {
 	c.cp = cp
+	c.runSamples = 0
 	c.havePrev = false
 	c.busState = esc.ALStatus{State: esc.StateOp}
 	c.missing = map[uint16]bool{}
@@ -198,7 +206,27 @@ func (c *consumer) drain() {
 	events.Commit()
 }
 
+// account checks, when the cycle process has stopped and its ring is
+// drained, that every cycle it ran is accounted for: received as a sample
+// or counted as a ring drop. It logs the figures, at error level if they
+// disagree. Only a cycle process this agent started is accounted: one it
+// attached to ran cycles an earlier agent received.
+func (c *consumer) account() {
+	cycle, _, ok := c.cp.seg.Heartbeat().Read()
+	if !ok || c.cp.cmd == nil {
+		return
+	}
+	run, drops := cycle+1, c.cp.seg.Samples().Drops()
+	if c.runSamples+drops == run {
+		c.log.Info("accounting: every cycle accounted for", "cycles_run", run, "samples", c.runSamples, "ring_drops", drops)
+		return
+	}
+	c.log.Error("accounting: cycles missing", "cycles_run", run, "samples", c.runSamples, "ring_drops", drops,
+		"missing", int64(run)-int64(c.runSamples+drops))
+}
+
 func (c *consumer) observe(s *shm.Sample) {
+	c.runSamples++
 	c.cycles++
 	c.lastWKC, c.expectedWKC = s.WKC, s.ExpectedWKC
 	if s.Flags&shm.SampleLostFrame != 0 {

@@ -272,6 +272,20 @@ func (cp *CycleProcess) alive() bool {
 // stop asks the cycle process to take the bus down and exit, waits up to
 // grace for it, and removes the segment files.
 func (cp *CycleProcess) stop(log *slog.Logger, grace time.Duration) {
+	cp.halt(log, grace)
+	if cp.sim != nil && cp.sim.Process != nil {
+		_ = cp.sim.Process.Signal(syscall.SIGTERM)
+	}
+	if cp.seg != nil {
+		_ = cp.seg.Close()
+	}
+	removeSegmentFiles(cp.path)
+}
+
+// halt stops the cycle process (SIGTERM, then SIGKILL after grace) and
+// leaves its shared memory open, so that what it wrote last can still be
+// read.
+func (cp *CycleProcess) halt(log *slog.Logger, grace time.Duration) {
 	if cp.pid > 0 && cp.alive() {
 		_ = syscall.Kill(cp.pid, syscall.SIGTERM)
 		deadline := time.Now().Add(grace)
@@ -283,11 +297,4 @@ func (cp *CycleProcess) stop(log *slog.Logger, grace time.Duration) {
 			_ = syscall.Kill(cp.pid, syscall.SIGKILL)
 		}
 	}
-	if cp.sim != nil && cp.sim.Process != nil {
-		_ = cp.sim.Process.Signal(syscall.SIGTERM)
-	}
-	if cp.seg != nil {
-		_ = cp.seg.Close()
-	}
-	removeSegmentFiles(cp.path)
 }
