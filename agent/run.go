@@ -16,7 +16,7 @@ import (
 
 // Restart back-off of a cycle process that died.
 const (
-	restartMin = time.Second
+	restartMin = 100 * time.Millisecond
 	restartMax = 30 * time.Second
 )
 
@@ -97,6 +97,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 			}
 			c.restarts++
 			tel.reg.CycleProcessExited()
+			tel.reg.CountEvent("cycle-died", -1, "")
 			tel.notReady("the cycle process died")
 			sd.cycleDown("the cycle process died; restarting it")
 			log.Error("the cycle process died; restarting it", "pid", c.cp.pid, "restarts", c.restarts, "after", backoff)
@@ -128,6 +129,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 			c.attach(cp)
 			c.mqtt.attach(cp)
 			sd.cycleRunning(cp)
+			tel.reg.CountEvent("cycle-restarted", -1, "")
+			log.Info("cycle process restarted", "pid", cp.pid, "restarts", c.restarts)
 			backoff = restartMin
 		}
 	}

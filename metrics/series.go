@@ -198,7 +198,7 @@ func Documented() []Series {
 
 		{Name: nameBusEvents, Type: TypeCounter, Labels: []string{labelKind, labelPosition, labelName},
 			Help: "Events of the bus by kind (slave-lost, slave-found, slave-reconnected, slave-refused, al-error, " +
-				"al-acknowledged, recovery-failed, bus-alarm, bus-alarm-cleared, link-down, link-up, cycle-restarted, …) " +
+				"al-acknowledged, recovery-failed, bus-alarm, bus-alarm-cleared, link-down, link-up, cycle-died, cycle-restarted, …) " +
 				"and slave (position and name; position -1, name bus for the bus as a whole).",
 			Conditional: "once such an event happened"},
 		{Name: nameProcessUp, Type: TypeGauge, Help: "1 while the cycle process runs, 0 otherwise."},

@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -63,6 +64,7 @@ type faultRig struct {
 	stopSim func()
 	a       *agentProc
 	addr    string
+	shm     string
 }
 
 // startSim serves a fresh simulated segment (every device just powered
@@ -108,6 +110,7 @@ func newFaultRig(t *testing.T, devices []string) *faultRig {
 	r := &faultRig{t: t, w: w, devices: devices, addr: freePort(t)}
 	r.startSim()
 	path := fmt.Sprintf("/dev/shm/ecagent-faults-%d.shm", os.Getpid())
+	r.shm = path
 	r.a = startAgent(t, "--bus.interface", w.MasterEnd, "--cycle.shm", path, "--cycle.period", faultPeriod,
 		"--bus.timeout", "2ms", "--status.interval", "0", "--metrics.listen", r.addr, "--metrics.window", "1s",
 		"--mqtt.embedded", freePort(t), "--bus.expectedslaves", strconv.Itoa(len(devices)))
@@ -164,6 +167,22 @@ func dropped(before, after map[string]*dto) float64 {
 	lost := counter(after, "ecagent_lost_frames_total", nil) - counter(before, "ecagent_lost_frames_total", nil)
 	late := counter(after, "ecagent_late_answers_total", nil) - counter(before, "ecagent_late_answers_total", nil)
 	return lost - late
+}
+
+// cyclePIDOf reads the cycle process's PID from the bus description the
+// cycle writes beside its shared memory.
+func cyclePIDOf(shmPath string) int {
+	b, err := os.ReadFile(shmPath + ".bus.json")
+	if err != nil {
+		return 0
+	}
+	var info struct {
+		CyclePID int `json:"cycle_pid"`
+	}
+	if json.Unmarshal(b, &info) != nil {
+		return 0
+	}
+	return info.CyclePID
 }
 
 // openFDs lists what a process's descriptors point to.
@@ -324,6 +343,40 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 			t.Errorf("link-down %v, link-up %v; want 1 and 1", d, u)
 		}
 		t.Logf("ready %v after the link came back", took)
+	})
+
+	t.Run("cycle process crashes", func(t *testing.T) {
+		before := r.settle()
+		pid := cyclePIDOf(r.shm)
+		if pid <= 0 {
+			t.Fatal("no cycle process PID in the bus description")
+		}
+		start := time.Now()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		for r.ready() && time.Since(start) < time.Second {
+			time.Sleep(5 * time.Millisecond)
+		}
+		took := r.waitHealthy(3 * time.Second)
+		after := r.settle()
+		r.alive()
+		for _, c := range []struct {
+			name   string
+			labels map[string]string
+		}{
+			{"ecagent_cycle_process_starts_total", nil},
+			{"ecagent_bus_events_total", map[string]string{"kind": "cycle-died"}},
+			{"ecagent_bus_events_total", map[string]string{"kind": "cycle-restarted"}},
+		} {
+			if got := counter(after, c.name, c.labels) - counter(before, c.name, c.labels); got != 1 {
+				t.Errorf("%s%v moved by %v, want 1", c.name, c.labels, got)
+			}
+		}
+		if cyclePIDOf(r.shm) == pid {
+			t.Error("the bus description still names the killed cycle process")
+		}
+		t.Logf("a new cycle process in OP %v after the crash", took+time.Since(start)-took)
 	})
 
 	t.Run("simulator restarted: every slave powered on again", func(t *testing.T) {
