@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/internal/leakcheck"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -107,6 +108,7 @@ func get(t *testing.T, client *http.Client, url string, header http.Header) (*ht
 // the Prometheus text parser and checks that every documented series is
 // there with its type and help; then the other formats and paths.
 func TestServerScrape(t *testing.T) {
+	leakcheck.Check(t)
 	s := startServer(t, "")
 	client := &http.Client{Timeout: 5 * time.Second}
 

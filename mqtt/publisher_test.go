@@ -11,6 +11,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/internal/leakcheck"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/metrics/stats"
 	"github.com/ecagent/ecagent/mqtt/mqtttest"
@@ -146,6 +147,7 @@ func newTestPublisher(t *testing.T, cfg Config) (*Publisher, *fakeImage, *fakeRi
 }
 
 func TestPublisherJSON(t *testing.T) {
+	leakcheck.Check(t)
 	broker := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
 	root := "ecagent/plant/edge"
 	sub := subscribe(t, broker.URL(), "sub", root+"/#", false)

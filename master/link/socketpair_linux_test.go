@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ecagent/ecagent/internal/leakcheck"
 )
 
 func newSocketPairT(t *testing.T) (a, b *FDLink) {
@@ -29,6 +31,7 @@ func TestSocketPairConformance(t *testing.T) {
 }
 
 func TestSocketPairPeerCloseDrainsThenClosed(t *testing.T) {
+	leakcheck.Check(t)
 	a, b := newSocketPairT(t)
 	for i := range 3 {
 		if err := a.Send(testFrame(MinFrameSize, b.HardwareAddr(), a.HardwareAddr(), byte(i))); err != nil {
