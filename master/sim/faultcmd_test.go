@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -153,5 +154,21 @@ repeat 10s
 		if err == nil || err.Error() != tt.err || !errors.As(err, &se) || se.Line != tt.line {
 			t.Errorf("%q: error %v, want %q", tt.text, err, tt.err)
 		}
+	}
+}
+
+// TestExampleFaultSchedule parses the schedule shipped in deploy/examples.
+func TestExampleFaultSchedule(t *testing.T) {
+	f, err := os.Open("../../deploy/examples/faults.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := ParseFaultSchedule(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Steps) != 7 || s.Repeat != 40*time.Second {
+		t.Fatalf("%d steps, repeat %v; want 7 and 40s", len(s.Steps), s.Repeat)
 	}
 }
