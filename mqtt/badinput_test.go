@@ -212,6 +212,10 @@ func TestSparkplugCommandBadInput(t *testing.T) {
 		return sparkplug.Metric{Name: name, DataType: sparkplug.Double, Float: v, HasValue: true}
 	}
 	const analog = "ao_output_channel_1.analog_output"
+	many := make([]sparkplug.Metric, maxDCMDMetrics+1)
+	for i := range many {
+		many[i] = boolean("channel_1.output", i%2 == 0)
+	}
 	tests := []struct {
 		name, topic string
 		payload     []byte
@@ -221,6 +225,8 @@ func TestSparkplugCommandBadInput(t *testing.T) {
 			"sparkplug: malformed payload: unexpected EOF"}}},
 		{"DCMD bad metric", dcmd("EL2004-1"), []byte{0x12, 0x02, 0x0A, 0x05}, []rejection{{RejectMalformed,
 			"sparkplug: malformed payload: metric 0: unexpected EOF"}}},
+		{"DCMD with too many metrics is refused once, as a whole", dcmd("EL2004-1"), spPayload(many...), []rejection{{RejectMalformed,
+			"DCMD with 65 metrics; at most 64 per message"}}},
 		{"DCMD unknown device", dcmd("EL9999-9"), spPayload(boolean("channel_1.output", true)),
 			[]rejection{{RejectUnknown, `no slave "EL9999-9"`}}},
 		{"DCMD unknown metric", dcmd("EL2004-1"), spPayload(boolean("channel_9.output", true)),

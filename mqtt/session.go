@@ -375,6 +375,9 @@ func (p *Publisher) command(topic string, payload []byte) {
 			}
 		}
 	case sparkplug.DCMD:
+		if err == nil && len(pl.Metrics) > maxDCMDMetrics {
+			err = fmt.Errorf("DCMD with %d metrics; at most %d per message", len(pl.Metrics), maxDCMDMetrics)
+		}
 		if err != nil {
 			p.mu.Lock()
 			p.rejectLocked(time.Now(), reject(RejectMalformed, "%v", err), t.Device, "", topic)
@@ -393,6 +396,10 @@ func (p *Publisher) command(topic string, payload []byte) {
 		}
 	}
 }
+
+// maxDCMDMetrics bounds the writes one DCMD may carry: each is answered
+// with an event, so an unbounded message could flood the outbox.
+const maxDCMDMetrics = 64
 
 // signalByAlias returns the name of device's signal with alias a, "" if
 // none.
