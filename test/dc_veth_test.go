@@ -42,7 +42,7 @@ func TestDCDriftOverVeth(t *testing.T) {
 		devs = append(devs, d)
 	}
 	drifts := []float64{100, -100, 100, -100, 100}
-	simOnWireWith(t, w, devs, sim.WithClockDrift(drifts...))
+	seg := simOnWireWith(t, w, devs, sim.WithClockDrift(drifts...))
 
 	cfg := link.DefaultConfig()
 	cfg.QdiscBypass = false
@@ -176,6 +176,67 @@ func TestDCDriftOverVeth(t *testing.T) {
 	// the host's wake-up noise, far below the period.
 	if med := time.Duration(ctl[len(ctl)/2]); med > period/10 {
 		t.Errorf("median controller error %v: the cycle does not follow the reference clock", med)
+	}
+
+	// Clock faults: one clock's drift jumps from +100 to -300 ppm, another
+	// clock steps by 20 µs. The ESCs' loops must pull both back within the
+	// bound in well under a second (they slew up to about 800 ppm: 20 µs in
+	// some 25 ms), while the cycle runs on. (A smaller step hides in
+	// 0x092C's running mean, which averages 16 measurements.)
+	jumped := clocks[len(clocks)-1]
+	var jumpedPos, driftPos int
+	for i, d := range devs {
+		if d == jumped {
+			jumpedPos = i
+		}
+		if d == clocks[0] {
+			driftPos = i
+		}
+	}
+	if err := seg.Faults().DriftJump(driftPos, -300); err != nil {
+		t.Fatal(err)
+	}
+	if err := seg.Faults().OffsetJump(jumpedPos, 20000); err != nil {
+		t.Fatal(err)
+	}
+	jumpAt := time.Now()
+	var back time.Duration
+	e2 := cycle.New(m, mem, cycle.Config{Period: period, Cycles: 2000, KeepGC: true, RT: rt.Options{Core: -1}})
+	done2 := make(chan struct{})
+	go func() {
+		defer close(done2)
+		e2.Run()
+	}()
+	worstAfter, seen := int32(0), time.Duration(0)
+	for {
+		select {
+		case <-done2:
+		case <-time.After(period):
+			diff := max(jumped.SystemTimeDifference(), -jumped.SystemTimeDifference(),
+				clocks[0].SystemTimeDifference(), -clocks[0].SystemTimeDifference())
+			switch {
+			case seen == 0 && diff >= dcDriftBound:
+				seen = time.Since(jumpAt) // the ESCs measured the step
+			case seen != 0 && back == 0 && diff < dcDriftBound:
+				back = time.Since(jumpAt)
+			}
+			if back != 0 && time.Since(jumpAt) > back+100*time.Millisecond {
+				worstAfter = max(worstAfter, diff)
+			}
+			continue
+		}
+		break
+	}
+	t.Logf("after a 20 µs step and a drift jump to -300 ppm: seen after %v, within %d ns again after %v; worst afterwards %d ns",
+		seen, dcDriftBound, back, worstAfter)
+	if seen == 0 {
+		t.Fatal("the step never showed in 0x092C")
+	}
+	if back == 0 || back > time.Second {
+		t.Errorf("the clocks did not come back within %d ns in 1 s (took %v)", dcDriftBound, back)
+	}
+	if worstAfter > dcDriftBound {
+		t.Errorf("after recovering, a clock's difference reached %d ns", worstAfter)
 	}
 }
 
