@@ -16,7 +16,8 @@ import (
 // Recovery timing. A slave that is absent is looked for every
 // absentPoll (one APRD); a refusing slave is retried with back-off from
 // retryMin to retryMax; a different device at a position is looked at
-// again after refusedRetry. Between checks of the bus the worker waits
+// again after refusedRetry (an identity read: a dozen frames), so that the
+// right device plugged back in is found within a second. Between checks of the bus the worker waits
 // checkPoll. A long episode collects its garbage every gcEvery (the cycle
 // process runs with the collector off).
 const (
@@ -24,7 +25,7 @@ const (
 	checkPoll    = 10 * time.Millisecond
 	retryMin     = 100 * time.Millisecond
 	retryMax     = 5 * time.Second
-	refusedRetry = 5 * time.Second
+	refusedRetry = 250 * time.Millisecond
 	gcEvery      = 5 * time.Second
 )
 

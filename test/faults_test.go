@@ -112,7 +112,7 @@ func newFaultRig(t *testing.T, devices []string) *faultRig {
 	path := fmt.Sprintf("/dev/shm/ecagent-faults-%d.shm", os.Getpid())
 	r.shm = path
 	r.a = startAgent(t, "--bus.interface", w.MasterEnd, "--cycle.shm", path, "--cycle.period", faultPeriod,
-		"--bus.timeout", "2ms", "--status.interval", "0", "--metrics.listen", r.addr, "--metrics.window", "1s",
+		"--status.interval", "0", "--metrics.listen", r.addr, "--metrics.window", "1s",
 		"--mqtt.embedded", freePort(t), "--bus.expectedslaves", strconv.Itoa(len(devices)))
 	t.Cleanup(func() { _ = r.a.cmd.Process.Signal(syscall.SIGTERM); _ = r.a.cmd.Wait() })
 	r.a.waitLog(t, "cycle started", 30*time.Second)
@@ -347,6 +347,49 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 			}
 		}
 		t.Logf("back in OP %v after the slave returned", took)
+	})
+
+	t.Run("another device plugged in at the position", func(t *testing.T) {
+		refused := map[string]string{"kind": "slave-refused", "position": "6"}
+		before := r.settle()
+		if err := f.Disappear(6); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if err := f.ReturnAs(6, "EL2008"); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		for counter(scrape(t, r.addr), "ecagent_bus_events_total", refused) == counter(before, "ecagent_bus_events_total", refused) {
+			if time.Since(start) > time.Second {
+				t.Fatalf("no slave-refused within 1 s; agent log:\n%s", tail(r.a.log(), 20))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if r.ready() {
+			t.Error("/readyz ready with a foreign device at position 6")
+		}
+		if addr := r.seg.Devices()[6].StationAddress(); addr != 0 {
+			t.Errorf("the foreign device was given station address %#04x", addr)
+		}
+		if !strings.Contains(r.a.log(), "another device at a slave's position") {
+			t.Error("the refusal is not in the agent's log")
+		}
+		// The right terminal goes back in.
+		if err := f.Disappear(6); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if err := f.ReturnAs(6, "EK1110"); err != nil {
+			t.Fatal(err)
+		}
+		took := r.waitHealthy(time.Second) // the refused position is looked at again every 250 ms
+		after := r.settle()
+		r.alive()
+		if got := counter(after, "ecagent_bus_events_total", refused) - counter(before, "ecagent_bus_events_total", refused); got != 1 {
+			t.Errorf("slave-refused counted %v, want 1", got)
+		}
+		t.Logf("the right terminal back in OP %v after it returned", took)
 	})
 
 	t.Run("link down and up", func(t *testing.T) {

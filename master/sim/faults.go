@@ -257,6 +257,37 @@ func (f *Faults) Return(pos int) error {
 	return nil
 }
 
+// ReturnAs powers the device at pos up as another device, spec (a model
+// name or SII image path, as NewDevice takes): a technician replaced the
+// terminal with a different one. The master must refuse to configure it.
+// It counts as a return. The position keeps the new device: a later
+// Return powers it up again; ReturnAs with the original model puts that
+// back.
+func (f *Faults) ReturnAs(pos int, spec string) error {
+	other, err := NewDevice(spec)
+	if err != nil {
+		return fmt.Errorf("sim: return %d as %s: %w", pos, spec, err)
+	}
+	s := f.seg
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, err := s.deviceAt(pos, "return")
+	if err != nil {
+		return err
+	}
+	if !d.off {
+		return fmt.Errorf("sim: return %d: %w", pos, ErrDeviceOn)
+	}
+	if err := d.powerUp(other.eeprom.image, other.spec); err != nil {
+		return fmt.Errorf("sim: return %d as %s: %w", pos, spec, err)
+	}
+	s.adopt(d)
+	d.off = false
+	s.relink()
+	f.counts.Returned++
+	return nil
+}
+
 // ALError makes the application controller of the device at pos report an
 // error, as on a SyncManager watchdog expiry (code 0x001B): a device in OP
 // drops to SAFEOP, one in a lower state stays there; AL status gets the

@@ -635,3 +635,24 @@ func TestReturnIsAPowerCycle(t *testing.T) {
 		t.Errorf("counts %+v", c)
 	}
 }
+
+func TestReturnAsAnotherDevice(t *testing.T) {
+	seg := newSeg(t, []string{"EK1100", "EL2004", "EL1014"})
+	f := seg.Faults()
+	if err := f.ReturnAs(2, "EL2008"); !errors.Is(err, ErrDeviceOn) {
+		t.Fatalf("ReturnAs of a powered device: %v", err)
+	}
+	if err := f.Disappear(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.ReturnAs(2, "EL2008"); err != nil {
+		t.Fatal(err)
+	}
+	d := seg.Devices()[2]
+	if d.Name() != "EL2008" || d.StationAddress() != 0 {
+		t.Fatalf("position 2 is %s at %#04x, want a fresh EL2008", d.Name(), d.StationAddress())
+	}
+	if c := f.Counts(); c.Disappeared != 1 || c.Returned != 1 {
+		t.Fatalf("counts %v", c)
+	}
+}
