@@ -13,13 +13,13 @@ import (
 	"github.com/ecagent/ecagent/master/esc"
 )
 
-// Recovery timing. A slave that is absent is looked for every
-// absentPoll (one APRD); a refusing slave is retried with back-off from
-// retryMin to retryMax; a different device at a position is looked at
-// again after refusedRetry (an identity read: a dozen frames), so that the
-// right device plugged back in is found within a second. Between checks of the bus the worker waits
-// checkPoll. A long episode collects its garbage every gcEvery (the cycle
-// process runs with the collector off).
+// Recovery timing. A slave that is absent is looked for every absentPoll
+// (one APRD); a refusing slave is retried with back-off from retryMin to
+// retryMax; a different device at a position is looked at again after
+// refusedRetry (an identity read: a dozen frames), so that the right
+// device plugged back in is found within a second. Between checks of the
+// bus the worker waits checkPoll. A long episode collects its garbage
+// every gcEvery (the cycle process runs with the collector off).
 const (
 	absentPoll   = 20 * time.Millisecond
 	checkPoll    = 10 * time.Millisecond
