@@ -78,9 +78,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 		case <-ctx.Done():
 			// Stop the cycle first, then take everything it wrote: the
 			// accounting below is exact only over the whole run.
+			c.drain()
+			c.writeStatus(status) // the last line shows the bus as it ran
 			c.cp.halt(log, cfg.Bus.StateTimeout+2*time.Second)
 			c.drain()
-			c.writeStatus(status)
 			c.account()
 			return nil
 		case <-statusC:
