@@ -26,7 +26,9 @@ const (
 	retryMin     = 100 * time.Millisecond
 	retryMax     = 5 * time.Second
 	refusedRetry = 250 * time.Millisecond
-	gcEvery      = 5 * time.Second
+	// reconnectRetryMax caps the back-off of a failed reconnect.
+	reconnectRetryMax = 400 * time.Millisecond
+	gcEvery           = 5 * time.Second
 )
 
 // recoverer brings the bus back while the cycle runs: woken by the
@@ -153,7 +155,10 @@ func (r *recoverer) absent(ctx context.Context, pos int, st *slaveRecovery) {
 			text = "replaced: serial " + rep.Identity.String()
 		}
 		r.report(shm.EventSlaveReconnected, pos, uint64(rep.Took), 0, text)
-	case errors.Is(err, master.ErrSlaveAbsent):
+	case errors.Is(err, master.ErrSlaveAbsent), errors.Is(err, master.ErrNoResponse):
+		// Not there yet, or a frame of the reconnect went unanswered (a
+		// loaded host, a device still booting): look again soon, it is
+		// no refusal to back off from.
 		st.next = r.now().Add(absentPoll)
 	case errors.As(err, &mismatch):
 		if !st.refused {
@@ -163,8 +168,10 @@ func (r *recoverer) absent(ctx context.Context, pos int, st *slaveRecovery) {
 		}
 		st.next = r.now().Add(refusedRetry)
 	default:
+		// A device that answers but fails part of its configuration is
+		// retried soon: it came back to be used, within a second.
 		st.attempts++
-		st.next = r.now().Add(backoff(st.attempts))
+		st.next = r.now().Add(min(backoff(st.attempts), reconnectRetryMax))
 		r.log.Warn("reconnect failed", "position", pos, "attempt", st.attempts, "err", err)
 	}
 }
