@@ -102,7 +102,8 @@ func HostDetail() (dashboard.Dashboard, error) {
 		WithPanel(busErrors(sel).Height(8).Span(12)).
 		WithPanel(slaveStates(sel).Height(8).Span(16)).
 		WithPanel(alStatusCodes(sel).Height(8).Span(8)).
-		WithPanel(escErrors(sel).Height(8).Span(24)).
+		WithPanel(escErrors(sel).Height(8).Span(12)).
+		WithPanel(busEvents(sel).Height(8).Span(12)).
 		WithRow(dashboard.NewRowBuilder("Distributed clocks")).
 		WithPanel(hostStat("Distributed clocks", "Whether distributed clocks are configured on the segment.", series("ecagent_dc_enabled", sel), "none").
 			Mappings(valueText([3]string{"1", "on", "green"}, [3]string{"0", "off", "text"})).Span(4)).
@@ -202,6 +203,7 @@ func busErrors(sel string) *timeseries.PanelBuilder {
 		"Lost frames, working counter errors, overruns (jobs that ended after the next deadline), skipped deadlines and samples the agent dropped; the cycles the agent received on the right axis.")
 	for _, c := range []struct{ name, legend string }{
 		{"ecagent_lost_frames_total", "lost frames"},
+		{"ecagent_late_answers_total", "late answers (of the lost)"},
 		{"ecagent_wkc_errors_total", "WKC errors"},
 		{"ecagent_cycle_overruns_total", "overruns"},
 		{"ecagent_cycle_skipped_total", "skipped deadlines"},
@@ -215,6 +217,16 @@ func busErrors(sel string) *timeseries.PanelBuilder {
 			{Id: "custom.axisPlacement", Value: "right"},
 			{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "text"}},
 		})
+}
+
+// busEvents counts the faults of the bus and what recovery did about them,
+// by kind and slave.
+func busEvents(sel string) *timeseries.PanelBuilder {
+	return timeSeries("Faults and recovery", unitCount,
+		"Events of the bus in each interval, by kind and slave: slaves lost, found, reconnected or refused, AL errors acknowledged or refusing OP, the bus alarm, the link, cycle process crashes and restarts.").
+		WithTarget(query(fmt.Sprintf("sum by (kind, position, name) (increase(%s[%s])) > 0", series("ecagent_bus_events_total", sel), rateInterval),
+			"{{kind}} {{position}} {{name}}")).
+		Min(0)
 }
 
 // escErrors plots the slaves' ESC error counters that are not zero.

@@ -503,16 +503,21 @@ func TestDriveConcurrentAccess(t *testing.T) {
 	fd.sticky = true
 	fd.fault(0x1234)
 	fd.publish()
-	done, stop := make(chan struct{}), make(chan struct{})
+	var now int64
+	run(d, fd, &now, time.Millisecond, 100) // the drive is in fault now
+	done, stop, asked := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		for {
+		for i := 0; ; i++ {
 			select {
 			case <-stop:
 				return
 			default:
 			}
 			d.ResetFault()
+			if i == 0 {
+				close(asked) // at least one request is in before the cycles go on
+			}
 			_ = d.State()
 			_, _, _ = d.Actual()
 			_ = d.Target()
@@ -520,8 +525,8 @@ func TestDriveConcurrentAccess(t *testing.T) {
 			runtime.Gosched()
 		}
 	}()
-	var now int64
-	run(d, fd, &now, time.Millisecond, 2000)
+	<-asked
+	run(d, fd, &now, time.Millisecond, 1900)
 	close(stop)
 	<-done
 	if d.State() != StateFault || fd.resets == 0 {
