@@ -237,6 +237,12 @@ func (f *Faults) Disappear(pos int) error {
 // oscillator drift), the EEPROM content kept; the ports open again and the
 // neighbour's DL status shows the link.
 func (f *Faults) Return(pos int) error {
+	return f.powerUp(pos, nil)
+}
+
+// powerUp switches the device at pos on again: as itself, or as the
+// device other when it is not nil.
+func (f *Faults) powerUp(pos int, other *Device) error {
 	s := f.seg
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -247,8 +253,12 @@ func (f *Faults) Return(pos int) error {
 	if !d.off {
 		return fmt.Errorf("sim: return %d: %w", pos, ErrDeviceOn)
 	}
-	if err := d.powerUp(d.eeprom.image, d.spec); err != nil {
-		return fmt.Errorf("sim: return %d: %w", pos, err)
+	image, spec := d.eeprom.image, d.spec
+	if other != nil {
+		image, spec = other.eeprom.image, other.spec
+	}
+	if err := d.powerUp(image, spec); err != nil {
+		return fmt.Errorf("sim: return %d as %s: %w", pos, spec.name, err)
 	}
 	s.adopt(d)
 	d.off = false
@@ -268,24 +278,7 @@ func (f *Faults) ReturnAs(pos int, spec string) error {
 	if err != nil {
 		return fmt.Errorf("sim: return %d as %s: %w", pos, spec, err)
 	}
-	s := f.seg
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, err := s.deviceAt(pos, "return")
-	if err != nil {
-		return err
-	}
-	if !d.off {
-		return fmt.Errorf("sim: return %d: %w", pos, ErrDeviceOn)
-	}
-	if err := d.powerUp(other.eeprom.image, other.spec); err != nil {
-		return fmt.Errorf("sim: return %d as %s: %w", pos, spec, err)
-	}
-	s.adopt(d)
-	d.off = false
-	s.relink()
-	f.counts.Returned++
-	return nil
+	return f.powerUp(pos, other)
 }
 
 // ALError makes the application controller of the device at pos report an
