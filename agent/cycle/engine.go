@@ -28,10 +28,6 @@ type Config struct {
 	// consecutive cycles with a lost frame or a wrong working counter,
 	// and clears it after as many clean cycles; 0 disables the alarm.
 	AlarmCycles int
-	// FreeRun keeps the schedule on the host's clock even when the master
-	// configured distributed clocks (the controller error is still
-	// measured and reported).
-	FreeRun bool
 	// KeepGC leaves the garbage collector on. Only tests that share a
 	// process with other goroutines set it.
 	KeepGC bool
@@ -98,7 +94,7 @@ func New(m *master.Master, seg *shm.Segment, cfg Config) *Engine {
 	e := &Engine{m: m, seg: seg, cfg: cfg, slaveCount: len(m.Slaves()),
 		emergencies: make([]master.SlaveEmergency, 0, master.EmergencyQueueLen),
 		trouble:     make(chan struct{}, 1), reports: make(chan shm.Event, reportQueueLen)}
-	if setup, _, ok := m.DC(); ok && setup.Reference != nil && !cfg.FreeRun {
+	if setup, _, ok := m.DC(); ok && setup.Reference != nil {
 		e.dcOn, e.dcRef = true, setup.Reference.Position
 		e.dc = newDCSync(int64(cfg.Period))
 	}
@@ -246,9 +242,7 @@ func (e *Engine) trackDC(res *master.CycleResult) {
 	errNS, step := e.dc.update(res.DCTime)
 	s.CtlErr = int32(min(max(errNS, -1<<31), 1<<31-1))
 	s.Flags |= shm.SampleCtlValid
-	if !e.cfg.FreeRun {
-		e.dcStep = step
-	}
+	e.dcStep = step
 }
 
 // watchLink reports the link refusing the cyclic frames, and its return.
