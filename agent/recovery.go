@@ -112,11 +112,15 @@ func (r *recoverer) pass(ctx context.Context) bool {
 			r.slaves[h.Position] = st
 		}
 		switch {
-		case !h.Present:
+		case !h.Present, st.lost && !configured(h):
+			// Gone; or back at its address but below SAFEOP: a
+			// reconnect that was cut short (a frame lost, the device
+			// gone again), which only a full reconnect completes.
 			well = false
 			r.absent(ctx, h.Position, st)
 		case st.lost:
-			// Back with its configuration (it kept power: a cable).
+			// Back with its configuration (it kept power: a cable, or
+			// it was behind the break).
 			st.lost = false
 			r.report(shm.EventSlaveFound, h.Position, 0, 0, "answers again")
 			if !h.Healthy(esc.StateOp) {
@@ -155,6 +159,11 @@ func (r *recoverer) absent(ctx context.Context, pos int, st *slaveRecovery) {
 			text = "replaced: serial " + rep.Identity.String()
 		}
 		r.report(shm.EventSlaveReconnected, pos, uint64(rep.Took), 0, text)
+	case errors.Is(err, master.ErrStillConfigured):
+		// It kept power and configuration (it was behind the break):
+		// found, and taken back to OP by the next pass if need be.
+		st.lost = false
+		r.report(shm.EventSlaveFound, pos, 0, 0, "answers again")
 	case errors.Is(err, master.ErrSlaveAbsent), errors.Is(err, master.ErrNoResponse):
 		// Not there yet, or a frame of the reconnect went unanswered (a
 		// loaded host, a device still booting): look again soon, it is
@@ -202,6 +211,12 @@ func (r *recoverer) toOp(ctx context.Context, h master.SlaveHealth, st *slaveRec
 	if st.attempts&(st.attempts-1) == 0 {
 		r.log.Warn("slave refuses to return to OP", "position", h.Position, "attempt", st.attempts, "err", err)
 	}
+}
+
+// configured reports a slave that answers in SAFEOP or OP: it has its
+// SyncManagers, FMMUs and clock, and Recover can take it to OP.
+func configured(h master.SlaveHealth) bool {
+	return h.Present && (h.State.State == esc.StateSafeOp || h.State.State == esc.StateOp)
 }
 
 // report hands an event to the cycle, which writes it to the ring.

@@ -139,9 +139,11 @@ func (f *cyclicFrame) baseLen() int {
 //     FPRD of one slave's SM1 status byte (0x080D), round robin.
 //
 // A CoE emergency read out of a mailbox is queued for Master.Emergencies;
-// any other message is dropped and counted (Stats.MailboxDiscarded). So the
-// SDO client (which is acyclic) must not be used while the cycle runs:
-// its replies would be taken by the polling. A message whose read-out
+// any other message is dropped and counted (Stats.MailboxDiscarded). A
+// slave with an SDO transfer in progress (the acyclic client, through the
+// Gate) is left out of the polling until the transfer ends, so the
+// polling never takes the answer the client waits for; an emergency sent
+// meanwhile is the client's to report. A message whose read-out
 // frame is lost is lost with it (the slave has released it). When the
 // auxiliary datagrams do not fit beside the first LRW they travel in an
 // extra frame of their own at the end of the cycle.
@@ -535,6 +537,9 @@ func (c *Cyclic) buildAux(f *cyclicFrame) {
 	// slave sees the mailbox emptied (or refilled) rather than the message
 	// being read.
 	p.reading, p.pending = p.pending, -1
+	if p.reading >= 0 && p.slaves[p.reading].mailboxClaimed() {
+		p.reading = -1 // the SDO client has it now
+	}
 	if p.reading >= 0 {
 		s := p.slaves[p.reading]
 		_, _ = f.builder.Append(wire.FPRD, f.index, wire.PhysicalAddress(s.StationAddress, s.Mailbox.SendOffset), int(s.Mailbox.SendSize))
@@ -580,7 +585,7 @@ func (c *Cyclic) takeAux(it *wire.DatagramIter, d *wire.Datagram, r *CycleResult
 	}
 	s := p.slaves[p.polled]
 	if d.Command == wire.FPRD && d.Address == wire.PhysicalAddress(s.StationAddress, regSendMailboxStatus) &&
-		len(d.Data) == 1 && d.WKC == 1 && d.Data[0]&smStatusMailboxFull != 0 && p.pending < 0 {
+		len(d.Data) == 1 && d.WKC == 1 && d.Data[0]&smStatusMailboxFull != 0 && p.pending < 0 && !s.mailboxClaimed() {
 		p.pending = p.polled
 	}
 }

@@ -140,6 +140,12 @@ func formatAddress(cmd wire.Command, a uint32) string {
 // address): the terminal is still unplugged or unpowered.
 var ErrSlaveAbsent = errors.New("master: no slave at that position")
 
+// ErrStillConfigured is matched by the error of Reconnect when the device
+// at the position answers at the slave's station address in SAFEOP or
+// OP: it kept its power and configuration, so there is nothing to
+// reconnect (Recover acknowledges an error and takes it back to OP).
+var ErrStillConfigured = errors.New("master: slave kept its configuration")
+
 // RecoveryError reports a slave that Recover could not take back to its
 // target state: it refused again (Code is its AL status code, CodeName the
 // standard name of that code) or did not get there in time. Err is the

@@ -40,7 +40,8 @@ var (
 // with the abort code and its meaning.
 //
 // Mailbox traffic is acyclic: like the bring-up, it must not overlap with
-// Exchange.
+// Exchange (with a running cycle it goes through the Gate); while it runs,
+// the cyclic mailbox polling leaves the slave's mailbox alone.
 func (m *Master) SDOUpload(ctx context.Context, s *Slave, index uint16, sub uint8) ([]byte, error) {
 	return m.sdoUpload(ctx, s, index, sub, false)
 }
@@ -73,6 +74,7 @@ func (m *Master) sdoDownload(ctx context.Context, s *Slave, index uint16, sub ui
 	if err != nil {
 		return err
 	}
+	defer mbx.close()
 	fail := func(err error) error {
 		return fmt.Errorf("master: %v: SDO download %#04x:%02x: %w", s, index, sub, err)
 	}
@@ -120,6 +122,7 @@ func (m *Master) sdoUpload(ctx context.Context, s *Slave, index uint16, sub uint
 	if err != nil {
 		return nil, err
 	}
+	defer mbx.close()
 	fail := func(err error) error {
 		return fmt.Errorf("master: %v: SDO upload %#04x:%02x: %w", s, index, sub, err)
 	}
@@ -196,8 +199,13 @@ func (m *Master) openMailbox(s *Slave) (*mailbox, error) {
 	if st := s.State(); st != esc.StatePreOp && st != esc.StateSafeOp && st != esc.StateOp {
 		return nil, fmt.Errorf("master: %v in %v: %w", s, st, ErrMailboxInactive)
 	}
+	s.claimMailbox()
 	return &mailbox{m: m, s: s, out: make([]byte, s.Mailbox.ReceiveSize), in: make([]byte, s.Mailbox.SendSize), counter: s.mbxCounter}, nil
 }
+
+// close ends the transfer: the cyclic polling may read the slave's
+// mailbox again.
+func (b *mailbox) close() { b.s.releaseMailbox() }
 
 // transfer sends one SDO request and returns the slave's SDO response. An
 // abort from the slave becomes a *coe.AbortError, a mailbox error reply a

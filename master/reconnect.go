@@ -49,7 +49,13 @@ func (id Identity) sameModel(o Identity) bool {
 // exchanging the other slaves' process data through the Gate:
 //
 //  1. the slave is looked for by auto-increment address (APRD of the ESC
-//     type register; absent: an error matching ErrSlaveAbsent);
+//     type register; absent: an error matching ErrSlaveAbsent). A device
+//     that answers with the slave's station address and is in SAFEOP or
+//     OP kept its power and its configuration (it was behind a break in
+//     the line, or its cable was bumped): Reconnect leaves it alone and
+//     returns an error matching ErrStillConfigured (Recover takes it from
+//     there). One in INIT or PREOP with that address is a reconnect cut
+//     short and is configured again;
 //  2. it is identified before anything is configured: vendor, product
 //     code, revision and serial number from its SII (words 0x08–0x0F,
 //     read through the EEPROM interface by position) and its station alias
@@ -101,6 +107,19 @@ func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, 
 		return rep, fmt.Errorf("master: reconnect position %d: %w", position, ErrSlaveAbsent)
 	}
 	rep.PreviousAddress = binary.LittleEndian.Uint16(reg[:])
+	if rep.PreviousAddress == s.StationAddress {
+		var al [2]byte
+		ok, err := answered(m.bus.APRD(ctx, position, uint16(esc.RegALStatus), al[:]))
+		switch {
+		case err != nil:
+			return rep, fmt.Errorf("master: reconnect position %d: read AL status: %w", position, err)
+		case !ok:
+			return rep, fmt.Errorf("master: reconnect position %d: %w", position, ErrSlaveAbsent)
+		}
+		if st := esc.DecodeALStatus(al[:]); st.State == esc.StateSafeOp || st.State == esc.StateOp {
+			return rep, fmt.Errorf("master: reconnect %v: in %v: %w", s, st, ErrStillConfigured)
+		}
+	}
 
 	// 2. Is it the same device?
 	id, alias, err := m.identityAt(ctx, position)
@@ -198,6 +217,10 @@ func (m *Master) checkPDOLayout(ctx context.Context, s *Slave) error {
 	if s.PDOSource == PDOSourceSII || s.PDOSource == "" || !hasCoE(s) {
 		return nil
 	}
+	// The transfers go through the stand-in: the recorded slave's mailbox
+	// is the one the cyclic polling must leave alone meanwhile.
+	s.claimMailbox()
+	defer s.releaseMailbox()
 	shadow := &Slave{Position: s.Position, StationAddress: s.StationAddress, Alias: s.Alias, Identity: s.Identity,
 		Name: s.Name, OrderCode: s.OrderCode, ESC: s.ESC, DC: s.DC, Mailbox: s.Mailbox, HasMailbox: s.HasMailbox,
 		Protocols: s.Protocols, SII: s.SII, SyncManagers: append([]ProcessDataSM(nil), s.SyncManagers...),

@@ -227,3 +227,77 @@ func TestReconnectOverPipe(t *testing.T) {
 	}
 	cy.waitWKC(t, want, 5*time.Second)
 }
+
+// TestSDOWhileCycling runs SDO uploads through the gate while a cycle
+// with mailbox polling runs flat out: the polling must leave the slave's
+// mailbox alone while a transfer waits for its answer, so every upload
+// gets its answer at once and no answer is read out and discarded by the
+// cycle. (Before, the polling took some of the answers, and the upload
+// waited for the mailbox timeout.)
+func TestSDOWhileCycling(t *testing.T) {
+	seg := sim.NewSegment(newDevices(t, "EK1100", "EL4132", "EL1014"))
+	m, _ := linkedMaster(t, seg, master.Config{StateTimeout: 2 * time.Second})
+	g := newMutexGate()
+	m.SetGate(g)
+	cy := startCycle(t, m, g, 0)
+	cy.waitWKC(t, m.Cyclic().ExpectedWKC(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := m.Slaves()[1]
+	before := m.Stats().MailboxDiscarded
+	cycles := cy.cycles.Load()
+	for i := range 200 {
+		got, err := m.SDOUpload(ctx, s, 0x1018, 1)
+		if err != nil {
+			t.Fatalf("upload %d: %v", i, err)
+		}
+		if want := seg.Devices()[1].Identity().VendorID; len(got) != 4 || uint32(got[0])|uint32(got[1])<<8 != want&0xFFFF {
+			t.Fatalf("upload %d: % x, want vendor %#x", i, got, want)
+		}
+	}
+	if n := m.Stats().MailboxDiscarded - before; n != 0 {
+		t.Errorf("the cyclic polling read out and discarded %d messages during the uploads", n)
+	}
+	if n := cy.cycles.Load() - cycles; n < 200 {
+		t.Errorf("only %d cycles ran beside 200 uploads: the test did not interleave them", n)
+	}
+}
+
+// TestReconnectLeavesAConfiguredSlave asks Reconnect for slaves that
+// answer at their own station address: one in OP (it was behind a break
+// in the line, or its cable was bumped) is left alone with
+// ErrStillConfigured; one in INIT (a reconnect cut short) is configured
+// again and brought to OP.
+func TestReconnectLeavesAConfiguredSlave(t *testing.T) {
+	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004", "EL4132", "EL1014"))
+	m, _ := linkedMaster(t, seg, master.Config{})
+	g := newMutexGate()
+	m.SetGate(g)
+	cy := startCycle(t, m, g, time.Millisecond)
+	want := m.Cyclic().ExpectedWKC()
+	cy.waitWKC(t, want, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d := seg.Devices()[2]
+	transitions := d.Register(uint16(esc.RegALControl), 2)
+
+	if _, err := m.Reconnect(ctx, 2); !errors.Is(err, master.ErrStillConfigured) {
+		t.Fatalf("Reconnect of a slave in OP: %v, want ErrStillConfigured", err)
+	}
+	if d.State() != esc.StateOp || string(d.Register(uint16(esc.RegALControl), 2)) != string(transitions) {
+		t.Errorf("slave in OP was touched: now in %v, AL control % x (was % x)", d.State(), d.Register(uint16(esc.RegALControl), 2), transitions)
+	}
+
+	if err := m.RequestSlaveState(ctx, m.Slaves()[2], esc.StateInit); err != nil {
+		t.Fatal(err)
+	}
+	cy.waitWKCBelow(t, want, 5*time.Second)
+	rep, err := m.Reconnect(ctx, 2)
+	if err != nil {
+		t.Fatalf("Reconnect of a slave in INIT at its address: %v", err)
+	}
+	if rep.PreviousAddress != m.Slaves()[2].StationAddress || d.State() != esc.StateOp {
+		t.Errorf("report %+v, device in %v; want found at its address and back in OP", rep, d.State())
+	}
+	cy.waitWKC(t, want, 5*time.Second)
+}

@@ -72,6 +72,7 @@ func (m *Master) sdoInfo(ctx context.Context, s *Slave, op coe.InfoOpCode, arg u
 	if err != nil {
 		return nil, err
 	}
+	defer mbx.close()
 	deadline, err := mbx.request(ctx, func(out []byte, counter uint8) (int, error) {
 		return coe.EncodeInfoRequest(out, counter, op, arg, sub)
 	})

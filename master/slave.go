@@ -24,6 +24,10 @@ type Slave struct {
 	// mbxCounter is the counter of the last mailbox request sent to the
 	// slave (1..7; 0 before the first), carried from one transfer to the next.
 	mbxCounter uint8
+	// mbxClaims counts the acyclic mailbox transfers in progress with the
+	// slave: while above zero the cyclic polling leaves its mailbox alone,
+	// so that it does not take the answers they wait for.
+	mbxClaims atomic.Int32
 
 	// Position is the ring position, 0 for the slave next to the master.
 	Position int
@@ -162,3 +166,12 @@ func (s *Slave) String() string {
 
 // ProcessData reports whether the slave has inputs or outputs to map.
 func (s *Slave) ProcessData() bool { return s.InputBits > 0 || s.OutputBits > 0 }
+
+// claimMailbox marks an acyclic mailbox transfer with the slave as begun;
+// releaseMailbox as ended.
+func (s *Slave) claimMailbox()   { s.mbxClaims.Add(1) }
+func (s *Slave) releaseMailbox() { s.mbxClaims.Add(-1) }
+
+// mailboxClaimed reports an acyclic mailbox transfer in progress. It is
+// read by the cycle: one atomic load.
+func (s *Slave) mailboxClaimed() bool { return s.mbxClaims.Load() > 0 }
