@@ -19,7 +19,11 @@ const (
 	StateOp        ALState = 8
 )
 
-// String returns the state's conventional name (INIT, PREOP, …).
+// String returns the state's conventional name (INIT, PREOP, …). A value
+// read with a broadcast (BRD of the AL status) is the OR of every slave's
+// state: slaves in different states give their names joined by "+"
+// ("INIT+OP"); 3 reads as BOOT, which it also is. Other values are
+// printed as numbers.
 func (s ALState) String() string {
 	switch s {
 	case StateNone:
@@ -35,7 +39,19 @@ func (s ALState) String() string {
 	case StateOp:
 		return "OP"
 	}
-	return "ALState(" + strconv.Itoa(int(s)) + ")"
+	if s > 0x0F {
+		return "ALState(" + strconv.Itoa(int(s)) + ")"
+	}
+	name := ""
+	for _, one := range [...]ALState{StateInit, StatePreOp, StateSafeOp, StateOp} {
+		if s&one != 0 {
+			if name != "" {
+				name += "+"
+			}
+			name += one.String()
+		}
+	}
+	return name
 }
 
 // Valid reports whether s is one of the defined states.

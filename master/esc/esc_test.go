@@ -34,8 +34,16 @@ func TestALStateNames(t *testing.T) {
 			t.Errorf("%v does not round-trip through its name", s)
 		}
 	}
-	if StateNone.Valid() || ALState(5).Valid() || ALState(5).String() != "ALState(5)" {
+	if StateNone.Valid() || ALState(5).Valid() || ALState(9).Valid() {
 		t.Error("invalid states")
+	}
+	// What a BRD of the AL status reads when slaves are in different
+	// states: the OR of theirs.
+	for v, want := range map[ALState]string{5: "INIT+SAFEOP", 9: "INIT+OP", 10: "PREOP+OP", 14: "PREOP+SAFEOP+OP",
+		15: "INIT+PREOP+SAFEOP+OP", 0x10: "ALState(16)", 0x18: "ALState(24)"} {
+		if got := v.String(); got != want {
+			t.Errorf("ALState(%d) = %q, want %q", v, got, want)
+		}
 	}
 	if _, ok := ParseALState("RUN"); ok {
 		t.Error("RUN parsed as a state")
