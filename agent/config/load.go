@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
-	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/maps"
 	"github.com/knadh/koanf/providers/env/v2"
-	"github.com/knadh/koanf/providers/file"
 	"github.com/knadh/koanf/providers/posflag"
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
@@ -51,12 +52,22 @@ type Sources struct {
 // at once, joined with errors.Join; on error the returned Config is the zero
 // value.
 func Load(src Sources) (Config, error) {
-	l := &loader{schema: newSchema(), k: koanf.New("."), origin: map[string]string{}}
+	return load(src, readConfigFile)
+}
+
+// readConfigFile reads the YAML layer's file.
+func readConfigFile(path string) ([]byte, error) {
+	return os.ReadFile(filepath.Clean(path))
+}
+
+// load is [Load] with the file layer read by readFile, so that tests can
+// feed it bytes without a file.
+func load(src Sources, readFile func(path string) ([]byte, error)) (Config, error) {
+	l := &loader{schema: newSchema(), k: koanf.New("."), origin: map[string]string{}, readFile: readFile}
 	def := Default()
+	l.values = make(map[string]any, len(l.schema.fields))
 	for _, f := range l.schema.fields {
-		if err := l.k.Set(f.key, f.get(&def)); err != nil {
-			return Config{}, fmt.Errorf("config: default %s: %w", f.key, err)
-		}
+		l.values[f.key] = f.get(&def)
 		l.origin[f.key] = "default"
 	}
 
@@ -67,6 +78,12 @@ func Load(src Sources) (Config, error) {
 	errs = append(errs, l.loadEnv(src.Environ)...)
 	if src.Flags != nil {
 		errs = append(errs, l.loadFlags(src.Flags)...)
+	}
+	// Every layer sets leaves of the schema only, so the last value of
+	// each key wins and one merge into koanf is enough: koanf flattens its
+	// whole map again after every merge.
+	if err := l.k.Load(nestedValues(maps.Unflatten(l.values, ".")), nil); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
 	}
 
 	cfg, failed, decodeErrs := l.decode(def)
@@ -126,28 +143,42 @@ type loader struct {
 	// every other key of the file to its line.
 	file  string
 	lines map[string]int
+	// values are the layers' values so far by schema key, the last layer's
+	// winning; Load hands them to k when all layers are in.
+	values map[string]any
+	// readFile reads the YAML file.
+	readFile func(path string) ([]byte, error)
 }
 
 // loadFile reads the YAML layer.
 func (l *loader) loadFile(path string) []error {
-	fk := koanf.New(".")
-	if err := fk.Load(file.Provider(path), yaml.Parser()); err != nil {
+	// One parse serves both koanf (the values, decoded from the tree as
+	// koanf's YAML parser would) and the key lines, which koanf does not
+	// keep.
+	data, err := l.readFile(path)
+	var doc yamlv3.Node
+	if err == nil {
+		err = yamlv3.Unmarshal(data, &doc)
+	}
+	var tree map[string]any
+	if err == nil && doc.Kind != 0 { // an empty file has no document
+		err = doc.Decode(&tree)
+	}
+	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err // the path is already in FileError
 		}
 		return []error{&FileError{Path: path, Err: err}}
 	}
-	// koanf keeps no positions; a second, cheap parse finds each key's line.
+	// What koanf.Load and All would make of the tree, without All's deep
+	// copy: nothing else holds the tree.
+	maps.IntfaceKeysToStrings(tree)
+	flat, _ := maps.Flatten(tree, nil, ".")
 	lines := map[string]int{}
 	l.file, l.lines = path, lines
-	if data, err := os.ReadFile(path); err == nil {
-		var doc yamlv3.Node
-		if yamlv3.Unmarshal(data, &doc) == nil {
-			keyLines(&doc, "", lines)
-		}
-	}
-	return l.merge(fk.All(), func(key string) string {
+	keyLines(&doc, "", lines)
+	return l.merge(flat, func(key string) string {
 		for k := key; k != ""; k = parentKey(k) {
 			if n, ok := lines[k]; ok {
 				return fmt.Sprintf("%s:%d", path, n)
@@ -250,10 +281,14 @@ func (l *loader) merge(flat map[string]any, source func(key string) string) []er
 			continue // null or {}: left unset
 		}
 		if _, ok := l.schema.field(key); ok {
-			if err := l.k.Set(key, value); err != nil {
-				errs = append(errs, fmt.Errorf("config: %s: %w", key, err))
+			if !validText(value) {
+				// It could not be printed back (--print-config) nor be
+				// sent as a topic or label.
+				errs = append(errs, &FieldError{Key: key, Value: fmt.Sprint(value), Source: source(key),
+					Problem: "is not valid UTF-8 text"})
 				continue
 			}
+			l.values[key] = value
 			l.origin[key] = source(key)
 			continue
 		}
@@ -268,6 +303,40 @@ func (l *loader) merge(flat map[string]any, source func(key string) string) []er
 	}
 	return errs
 }
+
+// validText reports whether every string in v (a value, a list or a
+// mapping as parsed) is valid UTF-8.
+func validText(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return utf8.ValidString(v)
+	case []any:
+		for _, e := range v {
+			if !validText(e) {
+				return false
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if !utf8.ValidString(k) || !validText(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// nestedValues is a koanf provider of values already parsed, nested by
+// section.
+type nestedValues map[string]any
+
+// ReadBytes is not supported: the values are already parsed.
+func (v nestedValues) ReadBytes() ([]byte, error) {
+	return nil, errors.New("config: parsed values are not bytes")
+}
+
+// Read returns the values.
+func (v nestedValues) Read() (map[string]any, error) { return v, nil }
 
 // badKey explains a key that is not a leaf of the schema.
 func (l *loader) badKey(key, source string) error {
