@@ -188,15 +188,16 @@ func TestSDOUnexpectedAnswers(t *testing.T) {
 	}
 }
 
-// startTampered brings an EK1100 and an EL4132 up behind a tamperLink and
-// returns the master, the link, the simulated EL4132 and the log.
-func startTampered(t testing.TB, cfg master.Config) (*master.Master, *tamperLink, *sim.Device, *syncBuffer) {
+// startTampered brings an EK1100 and an EL4132, simulated with opts, up
+// behind a tamperLink and returns the master, the link, the simulated
+// EL4132 and the log.
+func startTampered(t testing.TB, cfg master.Config, opts ...sim.Option) (*master.Master, *tamperLink, *sim.Device, *syncBuffer) {
 	t.Helper()
 	devs, err := sim.ParseDevices([]string{"EK1100", "EL4132"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	seg := sim.NewSegment(devs)
+	seg := sim.NewSegment(devs, opts...)
 	a, b := link.NewPipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -333,6 +334,19 @@ func captureAnswers(tb testing.TB) [][]byte {
 	return out
 }
 
+// Answer timeouts of FuzzMailboxAnswer. The simulated EL4132 answers a
+// request within the frame that writes it, so the first poll after any
+// request finds the answer and the tampered bytes are always read, however
+// short the timeout; only a wait for a message that never comes (the
+// answer was replaced by an emergency, an answer to something else, the
+// first of several fragments) runs into it. The disturbed transfer gives
+// up after fuzzDisturbedTimeout; the ordinary transfers after it get
+// fuzzOrdinaryTimeout, as every transfer did before the split.
+const (
+	fuzzDisturbedTimeout = 100 * time.Microsecond
+	fuzzOrdinaryTimeout  = 20 * time.Millisecond
+)
+
 // FuzzMailboxAnswer puts arbitrary bytes into the send mailbox in place of
 // the slave's answer to an SDO upload, download or SDO information
 // request: the master must return (an error or a value), never panic, and
@@ -347,10 +361,11 @@ func FuzzMailboxAnswer(f *testing.F) {
 	f.Add(uint8(3), []byte{12, 0, 0, 0, 0, 0x33, 0x00, 0x80, 0x04, 0, 0, 0, 0x18, 0x10, 0x23, 0})
 	f.Add(uint8(4), []byte{14, 0, 0, 0, 0, 0x33, 0x00, 0x80, 0x06, 0, 0, 0, 0x18, 0x10, 0x02, 0, 0x07, 0, 0x20, 0, 0x07, 0})
 	m, tl, _, _ := startTampered(f, master.Config{Timeout: 50 * time.Millisecond, CycleTimeout: time.Second,
-		SIITimeout: time.Second, StateTimeout: 20 * time.Millisecond})
+		SIITimeout: time.Second, StateTimeout: fuzzOrdinaryTimeout}, sim.WithMailboxDelay(0))
 	s := m.Slaves()[1]
 	f.Fuzz(func(t *testing.T, op uint8, answer []byte) {
 		ctx := context.Background()
+		m.SetStateTimeout(fuzzDisturbedTimeout)
 		tl.arm(func(data []byte) { clear(data); copy(data, answer) })
 		switch op % 5 {
 		case 0:
@@ -364,7 +379,14 @@ func FuzzMailboxAnswer(f *testing.F) {
 		case 4:
 			_, _ = m.SDOInfoEntry(ctx, s, 0x1018, 2)
 		}
-		tl.arm(nil)
+		tl.mu.Lock()
+		unused := tl.tamper != nil
+		tl.tamper = nil
+		tl.mu.Unlock()
+		if unused {
+			t.Fatal("the transfer ended without reading an answer: the input was not tried")
+		}
+		m.SetStateTimeout(fuzzOrdinaryTimeout)
 		// Leftovers of the disturbed transfer (a late answer, the rest of
 		// a fragmented response) are dropped before the next request; a
 		// transfer may still fail once, but then the mailbox works again.
