@@ -31,7 +31,10 @@ import (
 // that every fault was recovered within 1 s of clearing and that every
 // cycle run was accounted for (samples received + ring drops).
 //
-//	go test -tags soak -run TestSoak -timeout 2h -v ./test
+//	go test -count=1 -tags soak -run TestSoak -timeout 2h -v ./test
+//
+// (-count=1: the test binary does not change with the agent it builds and
+// runs, so go test would otherwise replay a cached result.)
 //
 // SOAK_FAULTS (a comma-separated list of the kinds below, default all)
 // narrows the faults, to chase one kind. A recovery slower than 1 s is
