@@ -1,9 +1,14 @@
 package rt
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -77,4 +82,90 @@ func TestSleepUntilSpinReachesDeadline(t *testing.T) {
 			t.Errorf("spin %d: woke %d ns early", spin, deadline-now)
 		}
 	}
+}
+
+// TestLockMemoryOnFault runs, in a child process (mlockall is for the
+// whole process), the memory locking the cycle process does, then maps
+// 64 MiB: the mapping must not become resident at once (that would pin a
+// whole 8 MiB thread stack for every thread the runtime creates later),
+// and the pages it touches must be locked.
+func TestLockMemoryOnFault(t *testing.T) {
+	if os.Getenv("RT_LOCK_CHILD") == "1" {
+		lockMemoryChild()
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("mlockall of a test process needs root (or CAP_IPC_LOCK and a large RLIMIT_MEMLOCK)")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockMemoryOnFault$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "RT_LOCK_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	t.Logf("child: %s", strings.TrimSpace(string(out)))
+}
+
+// lockMemoryChild is the child's side: it prints what it measured and
+// exits non-zero when a check fails.
+func lockMemoryChild() {
+	fail := func(format string, args ...any) {
+		fmt.Printf(format+"\n", args...)
+		os.Exit(1)
+	}
+	s := Apply(Options{Core: -1, LockMemory: true})
+	defer s.Close()
+	if r := s.Refused(); len(r) != 0 {
+		fail("refused: %+v", r)
+	}
+	const size = 64 << 20
+	before := statusKiB("VmRSS")
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		fail("mmap: %v", err)
+	}
+	mapped := statusKiB("VmRSS")
+	const touched = 16
+	for i := range touched {
+		mem[i*4096] = 1
+	}
+	locked := lockedKiB(uintptr(unsafe.Pointer(&mem[0])))
+	fmt.Printf("RSS %d KiB, after mapping 64 MiB %d KiB; %d pages touched, %d KiB of the mapping locked\n", before, mapped, touched, locked)
+	if mapped-before > 8<<10 {
+		fail("mapping 64 MiB made %d KiB resident: future mappings are locked in full, not on fault", mapped-before)
+	}
+	if locked < touched*4 || locked > 8<<10 {
+		fail("%d KiB of the mapping locked after touching %d pages", locked, touched)
+	}
+}
+
+// statusKiB reads a "kB" field of /proc/self/status.
+func statusKiB(field string) int {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return -1
+}
+
+// lockedKiB returns the "Locked:" size of the mapping that starts at addr
+// in /proc/self/smaps.
+func lockedKiB(addr uintptr) int {
+	b, _ := os.ReadFile("/proc/self/smaps")
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if start, _, ok := strings.Cut(line, "-"); ok && !strings.Contains(start, " ") && !strings.Contains(start, ":") {
+			v, err := strconv.ParseUint(start, 16, 64)
+			in = err == nil && uintptr(v) == addr
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "Locked:"); in && ok {
+			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return n
+		}
+	}
+	return -1
 }
