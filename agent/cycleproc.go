@@ -135,6 +135,7 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 	e.Turns = turns
 	m.SetGate(turns)
 	rec := newRecoverer(m, e, turns, log)
+	rec.rt = recoveryRT(rt.Options{Priority: cfg.Cycle.Priority, Core: cfg.Cycle.Core})
 	recCtx, stopRec := context.WithCancel(ctx)
 	recDone := make(chan struct{})
 	go func() { defer close(recDone); rec.run(recCtx) }()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/cycle"
+	"github.com/ecagent/ecagent/agent/rt"
 	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/esc"
@@ -29,6 +30,9 @@ const (
 	// reconnectRetryMax caps the back-off of a failed reconnect.
 	reconnectRetryMax = 400 * time.Millisecond
 	gcEvery           = 5 * time.Second
+	// slowStep: a check, reconnect or recovery of one slave that takes
+	// longer is logged with its outcome, whatever it was.
+	slowStep = 500 * time.Millisecond
 )
 
 // recoverer brings the bus back while the cycle runs: woken by the
@@ -47,6 +51,13 @@ type recoverer struct {
 
 	health []master.SlaveHealth
 	slaves map[int]*slaveRecovery
+
+	// rt is how the worker's thread is set up: just below the cycle's
+	// priority, on its core. It must run within the turns the engine
+	// lends (a fraction of a period each); on the normal scheduler a busy
+	// host wakes it milliseconds late and it misses them, and it can be
+	// preempted while it holds the link, delaying the next cycle.
+	rt rt.Options
 }
 
 // slaveRecovery is what the worker remembers of one slave in trouble.
@@ -61,8 +72,25 @@ func newRecoverer(m *master.Master, e *cycle.Engine, turns *cycle.Turns, log *sl
 	return &recoverer{m: m, e: e, turns: turns, log: log, now: time.Now, slaves: map[int]*slaveRecovery{}}
 }
 
-// run waits for trouble and recovers until ctx ends.
+// recoveryRT is the set-up of the recovery worker's thread for a cycle
+// thread set up with cycle: SCHED_FIFO one below it, on the same core
+// (where it runs in the cycle's idle time, which is when turns are open).
+// A cycle on the normal scheduler leaves the worker there too.
+func recoveryRT(cycle rt.Options) rt.Options {
+	return rt.Options{Priority: max(cycle.Priority-1, 0), Core: cycle.Core}
+}
+
+// run waits for trouble and recovers until ctx ends. It runs on a thread
+// of its own, set up as r.rt says.
 func (r *recoverer) run(ctx context.Context) {
+	// Locked for good: when run returns, its thread ends with it rather
+	// than going back to the runtime with a real-time priority.
+	runtime.LockOSThread()
+	setup := rt.Apply(r.rt)
+	defer setup.Close()
+	for _, refused := range setup.Refused() {
+		r.log.Warn("recovery worker: real-time setting refused by the host; running without it", "setting", refused.Setting, "err", refused.Err)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -98,7 +126,9 @@ func (r *recoverer) episode(ctx context.Context) {
 // whether all are well.
 func (r *recoverer) pass(ctx context.Context) bool {
 	var err error
+	start := r.now()
 	r.health, err = r.m.CheckSlaves(ctx, r.health)
+	r.slow("check", -1, start, err)
 	if err != nil {
 		// Nothing answers: the link is down or the segment is gone. The
 		// cycle reports the link; keep looking.
@@ -149,7 +179,9 @@ func (r *recoverer) absent(ctx context.Context, pos int, st *slaveRecovery) {
 	if r.now().Before(st.next) {
 		return
 	}
+	start := r.now()
 	rep, err := r.m.Reconnect(ctx, pos)
+	r.slow("reconnect", pos, start, err)
 	var mismatch *master.IdentityMismatchError
 	switch {
 	case err == nil:
@@ -193,7 +225,9 @@ func (r *recoverer) toOp(ctx context.Context, h master.SlaveHealth, st *slaveRec
 	}
 	s := r.m.Slaves()[h.Position]
 	code := h.Code
+	start := r.now()
 	err := r.m.Recover(ctx, s, esc.StateOp)
+	r.slow("recover", h.Position, start, err)
 	if err == nil {
 		st.attempts = 0
 		r.report(shm.EventALAcknowledged, h.Position, 0, code, "back in OP")
@@ -210,6 +244,13 @@ func (r *recoverer) toOp(ctx context.Context, h master.SlaveHealth, st *slaveRec
 	r.report(shm.EventRecoveryFailed, h.Position, uint64(st.attempts), code, "refuses OP")
 	if st.attempts&(st.attempts-1) == 0 {
 		r.log.Warn("slave refuses to return to OP", "position", h.Position, "attempt", st.attempts, "err", err)
+	}
+}
+
+// slow logs a step that took longer than slowStep, with its outcome.
+func (r *recoverer) slow(step string, pos int, start time.Time, err error) {
+	if took := r.now().Sub(start); took > slowStep {
+		r.log.Warn("recovery step slow", "step", step, "position", pos, "took", took.Round(time.Millisecond), "err", err)
 	}
 }
 
