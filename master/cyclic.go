@@ -57,8 +57,9 @@ type CycleResult struct {
 	DCExpectedWKC uint16
 	// DCDiff is the system time difference (0x092C) of the clock at ring
 	// position DCDiffPosition, read this cycle (one clock per cycle, round
-	// robin over the clocks with a system time, the reference included,
-	// whose register the drift compensation does not update). It is the
+	// robin over the clocks with a system time other than the reference,
+	// whose register the drift compensation does not update; a segment
+	// whose only clock is the reference reads the reference's). It is the
 	// ESC's filtered mean of local copy minus received system time in ns:
 	// positive when the slave's clock is ahead of the reference (0x092C
 	// bit 31 clear), negative when behind (bit 31 set). DCDiffValid tells
@@ -470,6 +471,9 @@ func (c *Cyclic) enableDC(setup DCSetup) {
 	c.dc = cyclicDC{on: true, want: uint16(len(setup.Clocks)),
 		time: wire.PhysicalAddress(setup.Reference.StationAddress, uint16(esc.RegDCSystemTime))}
 	for _, cl := range setup.Clocks {
+		if cl.Slave == setup.Reference && len(setup.Clocks) > 1 {
+			continue // its 0x092C is not kept up to date: no news
+		}
 		c.dc.clocks = append(c.dc.clocks, dcPeer{position: cl.Slave.Position,
 			diff: wire.PhysicalAddress(cl.Slave.StationAddress, uint16(esc.RegDCSystemDiff))})
 	}

@@ -21,8 +21,10 @@ import (
 // (EL3004) at 5.
 var dcCycleSegment = append(append([]string(nil), dcSegment...), "EL3004")
 
-// dcClockPositions are the ring positions of dcCycleSegment's clocks.
-var dcClockPositions = []int{0, 2, 4}
+// dcClockPositions are the ring positions of dcCycleSegment's clocks
+// other than the reference (the EK1100 at 0): the ones whose 0x092C the
+// cycle reads, round robin.
+var dcClockPositions = []int{2, 4}
 
 // dcTestConfig is the DC configuration the tests bring the segment up
 // with: fewer drift frames than the default to keep them quick.
@@ -227,7 +229,7 @@ func TestCyclicDCOnSim(t *testing.T) {
 		}
 	}
 	if len(visits) != len(dcClockPositions) {
-		t.Errorf("0x092C reads visited %v, want every clock of %v", visits, dcClockPositions)
+		t.Errorf("0x092C reads visited %v, want every clock but the reference, %v", visits, dcClockPositions)
 	}
 	if st := b.m.Stats(); st.DCWKCErrors != 0 || st.MailboxDiscarded != 0 || st.Emergencies != 0 {
 		t.Errorf("stats %+v", st)

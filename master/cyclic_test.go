@@ -211,8 +211,10 @@ func TestCyclicDCResult(t *testing.T) {
 			b.seg.diff[0x1004] = 0x80000007 // position 3: 7 ns behind
 			b.seg.diff[0x1006] = 12         // position 5: 12 ns ahead
 			b.seg.diff[0x1001] = 0          // the reference
-			wantPos := []int{0, 3, 5, 0}
-			wantDiff := map[int]int32{0: 0, 3: -7, 5: 12}
+			// Round robin over the clocks but the reference, whose
+			// register is not kept up to date.
+			wantPos := []int{3, 5, 3, 5}
+			wantDiff := map[int]int32{3: -7, 5: 12}
 			var prev uint64
 			for i, pos := range wantPos {
 				r := b.cy.Exchange()
@@ -330,5 +332,25 @@ func TestSyncStart(t *testing.T) {
 				t.Errorf("start %d is %d ns after now+delay, off grid by %d", got, after, (int64(got)-int64(tt.shift))%int64(tt.cycle))
 			}
 		})
+	}
+}
+
+// TestCyclicDCOnlyReference: a segment whose only clock is the reference
+// still carries the 0x092C read (the frame layout does not change with
+// the clocks present); it reads the reference's.
+func TestCyclicDCOnlyReference(t *testing.T) {
+	slaves, setup := auxSlaves()
+	for _, s := range slaves {
+		s.HasMailbox = false
+	}
+	setup.Clocks = setup.Clocks[:1]
+	b := newAuxBench(t, slaves, &setup, maxLRWData)
+	b.seg.dcWKC = 1
+	for i := range 3 {
+		r := b.cy.Exchange()
+		if r.Err != nil || !r.DCValid || r.DCExpectedWKC != 1 || !r.DCDiffValid || r.DCDiffPosition != 0 {
+			t.Errorf("cycle %d: err %v, DC valid %v expected WKC %d, diff valid %v at %d; want the reference's at 0",
+				i+1, r.Err, r.DCValid, r.DCExpectedWKC, r.DCDiffValid, r.DCDiffPosition)
+		}
 	}
 }
