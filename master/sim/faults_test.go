@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -529,6 +530,7 @@ func TestFaultsWhileServing(t *testing.T) {
 	go func() { done <- seg.Serve(ctx, b) }()
 	stop := make(chan struct{})
 	armed := make(chan struct{})
+	var rounds atomic.Int64
 	go func() {
 		defer close(armed)
 		f := seg.Faults()
@@ -537,6 +539,9 @@ func TestFaultsWhileServing(t *testing.T) {
 			case <-stop:
 				return
 			default:
+			}
+			if i > 0 {
+				rounds.Add(1)
 			}
 			f.DropPercent(5)
 			f.DropEvery(3)
@@ -559,6 +564,11 @@ func TestFaultsWhileServing(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, _ = a.Recv(rx, time.Now().Add(20*time.Millisecond))
+	}
+	// A loaded host may not have run the other goroutine yet: let it
+	// finish a round before stopping it.
+	for deadline := time.Now().Add(5 * time.Second); rounds.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
 	close(stop)
 	<-armed
