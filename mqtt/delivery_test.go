@@ -73,9 +73,17 @@ func TestPublisherBrokerOutage(t *testing.T) {
 	small, _, _ := newTestPublisher(t, Config{Broker: broker.URL(), QoS: 1, Root: "ecagent/outage/small", Rules: rules, Buffer: 200})
 	time.Sleep(300 * time.Millisecond)
 	broker.Stop()
-	time.Sleep(time.Second)
-	if s := big.Stats(); s.Connected || s.Buffered < 500 {
-		t.Errorf("during the outage: %+v", s)
+	// The outage lasts until the publishers have noticed it and the big
+	// one holds 1 000 messages (some 200 ms at the test's rate on a quiet
+	// host; a loaded one notices and publishes later, so this waits for
+	// what happened, not for a time).
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, s := big.Stats(), small.Stats(); !b.Connected && !s.Connected && b.Buffered >= 1000 {
+			break
+		}
+	}
+	if s := big.Stats(); s.Connected || s.Buffered < 1000 {
+		t.Fatalf("during the outage: %+v", s)
 	}
 	broker.Start()
 	deadline := time.Now().Add(10 * time.Second)
