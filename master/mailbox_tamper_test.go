@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -385,10 +386,20 @@ func FuzzMailboxAnswer(f *testing.F) {
 		}
 		tl.arm(func(data []byte) { clear(data); copy(data, answer) })
 		// On a loaded host the short timeout can run out before the
-		// request is even in the mailbox; then once more with the
-		// ordinary one.
-		if !disturb(fuzzDisturbedTimeout) && !disturb(fuzzOrdinaryTimeout) {
+		// request is even in the mailbox, or a frame's answer come after
+		// its deadline; then again with the ordinary timeout. The seed
+		// corpus, run by go test on its own, must always be tried; an
+		// input the fuzzer could not get through on a busy machine is
+		// skipped, not reported as a finding.
+		tried := disturb(fuzzDisturbedTimeout)
+		for try := 0; !tried && try < 3; try++ {
+			tried = disturb(fuzzOrdinaryTimeout)
+		}
+		if !tried {
 			tl.arm(nil)
+			if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+				t.Skip("the transfer never read an answer (a loaded host): input not tried")
+			}
 			t.Fatal("the transfer ended without reading an answer: the input was not tried")
 		}
 		m.SetStateTimeout(fuzzOrdinaryTimeout)
