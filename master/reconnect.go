@@ -99,22 +99,14 @@ func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, 
 
 	// 1. Is anything there?
 	var reg [2]byte
-	ok, err := answered(m.bus.APRD(ctx, position, uint16(esc.RegStationAddress), reg[:]))
-	switch {
-	case err != nil:
+	if err := m.readAtPosition(ctx, position, esc.RegStationAddress, reg[:]); err != nil {
 		return rep, fmt.Errorf("master: reconnect position %d: %w", position, err)
-	case !ok:
-		return rep, fmt.Errorf("master: reconnect position %d: %w", position, ErrSlaveAbsent)
 	}
 	rep.PreviousAddress = binary.LittleEndian.Uint16(reg[:])
 	if rep.PreviousAddress == s.StationAddress {
 		var al [2]byte
-		ok, err := answered(m.bus.APRD(ctx, position, uint16(esc.RegALStatus), al[:]))
-		switch {
-		case err != nil:
+		if err := m.readAtPosition(ctx, position, esc.RegALStatus, al[:]); err != nil {
 			return rep, fmt.Errorf("master: reconnect position %d: read AL status: %w", position, err)
-		case !ok:
-			return rep, fmt.Errorf("master: reconnect position %d: %w", position, ErrSlaveAbsent)
 		}
 		if st := esc.DecodeALStatus(al[:]); st.State == esc.StateSafeOp || st.State == esc.StateOp {
 			return rep, fmt.Errorf("master: reconnect %v: in %v: %w", s, st, ErrStillConfigured)
@@ -176,6 +168,20 @@ func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, 
 	m.log.Info("reconnect: slave back in OP", "slave", s.String(), "replaced", rep.Replaced,
 		"previous_address", fmt.Sprintf("%#04x", rep.PreviousAddress), "took", rep.Took.Round(time.Microsecond).String())
 	return rep, nil
+}
+
+// readAtPosition reads register reg of the slave at ring position by
+// auto-increment address; nothing answering (working counter 0) is
+// ErrSlaveAbsent.
+func (m *Master) readAtPosition(ctx context.Context, position int, reg esc.Register, buf []byte) error {
+	ok, err := answered(m.bus.APRD(ctx, position, uint16(reg), buf))
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return ErrSlaveAbsent
+	}
+	return nil
 }
 
 // identityAt reads the identity from the SII of the slave at position and
