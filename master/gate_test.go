@@ -321,3 +321,18 @@ func TestGateAcquireHonoursContext(t *testing.T) {
 		t.Errorf("%d frames sent without the gate", n)
 	}
 }
+
+// cyclingSegment serves the devices, brings a master up against them and
+// runs a cycle through a gate every period, as the agent's engine would;
+// it returns once the cycle's working counter is whole (want).
+func cyclingSegment(t *testing.T, period time.Duration, devices ...string) (seg *sim.Segment, m *master.Master, cy *cycler, want uint16) {
+	t.Helper()
+	seg = sim.NewSegment(newDevices(t, devices...))
+	m, _ = linkedMaster(t, seg, master.Config{})
+	g := newMutexGate()
+	m.SetGate(g)
+	cy = startCycle(t, m, g, period)
+	want = m.Cyclic().ExpectedWKC()
+	cy.waitWKC(t, want, 5*time.Second)
+	return seg, m, cy, want
+}

@@ -26,13 +26,7 @@ func TestReconnectWhileCycling(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004", "EL4132", "EL1014"))
-			m, _ := linkedMaster(t, seg, master.Config{})
-			g := newMutexGate()
-			m.SetGate(g)
-			cy := startCycle(t, m, g, time.Millisecond)
-			want := m.Cyclic().ExpectedWKC()
-			cy.waitWKC(t, want, 5*time.Second)
+			seg, m, cy, want := cyclingSegment(t, time.Millisecond, "EK1100", "EL2004", "EL4132", "EL1014")
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 
@@ -269,13 +263,7 @@ func TestSDOWhileCycling(t *testing.T) {
 // ErrStillConfigured; one in INIT (a reconnect cut short) is configured
 // again and brought to OP.
 func TestReconnectLeavesAConfiguredSlave(t *testing.T) {
-	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004", "EL4132", "EL1014"))
-	m, _ := linkedMaster(t, seg, master.Config{})
-	g := newMutexGate()
-	m.SetGate(g)
-	cy := startCycle(t, m, g, time.Millisecond)
-	want := m.Cyclic().ExpectedWKC()
-	cy.waitWKC(t, want, 5*time.Second)
+	seg, m, cy, want := cyclingSegment(t, time.Millisecond, "EK1100", "EL2004", "EL4132", "EL1014")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	d := seg.Devices()[2]

@@ -16,13 +16,7 @@ import (
 // takes it back to OP, and the cycle's working counter is whole again.
 // Needs sim.Faults.
 func TestRecoverReturnsToOP(t *testing.T) {
-	seg := sim.NewSegment(newDevices(t, "EK1100", "EL4132", "EL2004", "EL1014"))
-	m, _ := linkedMaster(t, seg, master.Config{})
-	g := newMutexGate()
-	m.SetGate(g)
-	cy := startCycle(t, m, g, time.Millisecond)
-	want := m.Cyclic().ExpectedWKC()
-	cy.waitWKC(t, want, 5*time.Second)
+	seg, m, cy, want := cyclingSegment(t, time.Millisecond, "EK1100", "EL4132", "EL2004", "EL1014")
 
 	if err := seg.Faults().ALError(1, uint16(esc.ALSyncManagerWatchdog)); err != nil {
 		t.Fatal(err)
