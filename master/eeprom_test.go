@@ -95,7 +95,7 @@ func (e *fakeEEPROM) answer(_ int, frame []byte) [][]byte {
 }
 
 func TestReadSIIThroughESCRegisters(t *testing.T) {
-	img, err := os.ReadFile(filepath.Join("../../shared/testdata/real-hw/sii", "el2004.bin"))
+	img, err := os.ReadFile(filepath.Join("../testdata/real-hw/sii", "el2004.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -308,7 +308,7 @@ func TestSDOEmergencyBeforeAnswer(t *testing.T) {
 }
 
 // mailboxCapture is a real master's mailbox conversation with an EL3004.
-const mailboxCapture = "/work/shared/testdata/real-hw/captures/ethercrab-ek1914-el3004-mailbox.pcapng"
+const mailboxCapture = "../testdata/real-hw/captures/ethercrab-ek1914-el3004-mailbox.pcapng"
 
 // captureAnswers returns the data of the EL3004's mailbox answers in the
 // real capture (answered reads of its send mailbox at 0x1080).

@@ -22,7 +22,7 @@ import (
 // referenceSet is the acontis reference segment.
 var referenceSet = []string{"EK1100", "EL2004", "EL2004", "EL1014", "EL1014", "EL4132", "EK1110"}
 
-const realSII = "../../shared/testdata/real-hw/sii"
+const realSII = "../testdata/real-hw/sii"
 
 // bench is a master talking over an in-process pipe to a simulated segment
 // served by its own goroutine.

@@ -22,7 +22,7 @@ import (
 	"github.com/ecagent/ecagent/master/sim"
 )
 
-const pdoRealSII = "../../shared/testdata/real-hw/sii"
+const pdoRealSII = "../testdata/real-hw/sii"
 
 // pdoBench is a master on an in-process pipe to a simulated segment.
 type pdoBench struct {

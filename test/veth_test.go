@@ -14,7 +14,7 @@ import (
 	"github.com/ecagent/ecagent/master/sim"
 )
 
-const realSII = "../../shared/testdata/real-hw/sii"
+const realSII = "../testdata/real-hw/sii"
 
 // referenceSet is the acontis reference segment the agent runs by default.
 var referenceSet = []string{"EK1100", "EL2004", "EL2004", "EL1014", "EL1014", "EL4132", "EK1110"}

@@ -17,7 +17,7 @@ var realCaptures = map[string]int{
 
 func TestReadRealCaptures(t *testing.T) {
 	for name, want := range realCaptures {
-		f := filepath.Join("../../../shared/testdata/real-hw/captures", name)
+		f := filepath.Join("../../testdata/real-hw/captures", name)
 		pkts, err := ReadFile(f)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)

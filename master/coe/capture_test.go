@@ -8,7 +8,7 @@ import (
 	"github.com/ecagent/ecagent/master/wire"
 )
 
-const mailboxCapture = "/work/shared/testdata/real-hw/captures/ethercrab-ek1914-el3004-mailbox.pcapng"
+const mailboxCapture = "../../testdata/real-hw/captures/ethercrab-ek1914-el3004-mailbox.pcapng"
 
 // el3004 is the EL3004's station address in the capture; its standard
 // mailbox is at 0x1000 (receive) and 0x1080 (send), 128 bytes each.

@@ -9,7 +9,7 @@ import (
 	"github.com/ecagent/ecagent/master/wire"
 )
 
-const dcCapture = "../../../shared/testdata/real-hw/captures/ethercrab-dc.pcapng"
+const dcCapture = "../../testdata/real-hw/captures/ethercrab-dc.pcapng"
 
 // captured is what ethercrab read from and wrote to one slave in the
 // capture, keyed by station address.

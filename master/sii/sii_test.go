@@ -12,7 +12,7 @@ import (
 )
 
 // realDir holds SII images read from real devices (ground truth this project did not write).
-const realDir = "../../../shared/testdata/real-hw/sii"
+const realDir = "../../testdata/real-hw/sii"
 
 var realNames = []string{"ek1100", "el2004", "el2262", "el2828", "el2889", "akd"}
 

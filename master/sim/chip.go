@@ -5,7 +5,7 @@ import "github.com/ecagent/ecagent/master/esc"
 // chip describes an EtherCAT slave controller as a master sees it through the
 // information block at 0x0000 and a few behaviours that differ between
 // controller families. The values come from the real captures in
-// shared/testdata/real-hw/captures (see chips below).
+// testdata/real-hw/captures (see chips below).
 type chip struct {
 	info esc.Info
 	// siiControl is the idle value of the EEPROM control/status register

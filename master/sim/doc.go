@@ -33,7 +33,7 @@
 // the entry point of `ecagent sim`.
 //
 // The behaviour comes from the real captures in
-// shared/testdata/real-hw/captures: the ESC information blocks, DL status
+// testdata/real-hw/captures: the ESC information blocks, DL status
 // values, SII control values and busy times, the device emulation of
 // simple terminals (AL status mirrors AL control), the working counters of
 // broadcast clears over missing FMMUs, SyncManagers and DC units, and the

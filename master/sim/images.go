@@ -8,7 +8,7 @@ import (
 )
 
 // The SII images of the built-in models, written the way Beckhoff lays out
-// its terminals' EEPROMs (compare shared/testdata/real-hw/sii/el2004.bin):
+// its terminals' EEPROMs (compare testdata/real-hw/sii/el2004.bin):
 // Strings, General, FMMU, SyncManager, a SyncUnit category, the PDOs. Where
 // a real master read a device's EEPROM in a capture (EL1004, EK1914,
 // EL3004), the image has the same bytes at every address the master read;
@@ -360,7 +360,7 @@ func analogOutObjects(deviceType uint32) func(*objectDictionary) {
 }
 
 // akd is the Kollmorgen AKD servo drive (CoE, CiA 402), laid out like the
-// real AKD's EEPROM (shared/testdata/real-hw/sii/akd.bin): identity,
+// real AKD's EEPROM (testdata/real-hw/sii/akd.bin): identity,
 // 1 KiB mailboxes at 0x1800/0x1C00, process data SyncManagers at 0x1100
 // and 0x1140 sized by the master, the General, FMMU, SyncManager and DC
 // categories and the vendor categories with the part number. The PDOs

@@ -10,7 +10,7 @@ import (
 	"github.com/ecagent/ecagent/master/wire"
 )
 
-const realHW = "../../../shared/testdata/real-hw"
+const realHW = "../../testdata/real-hw"
 
 // capturePair is a request a real master sent and the answer real devices
 // gave, as replay_fidelity.py pairs them: a frame with bit 1 of the first

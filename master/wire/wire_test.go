@@ -9,7 +9,7 @@ import (
 	"github.com/ecagent/ecagent/internal/pcapng"
 )
 
-const capturesDir = "../../../shared/testdata/real-hw/captures"
+const capturesDir = "../../testdata/real-hw/captures"
 
 // realFrames returns every EtherCAT frame of every real capture.
 func realFrames(tb testing.TB) map[string][][]byte {
