@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/internal/simbus"
 	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/shm"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ecagent/ecagent/agent/rt"
+	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/sii"
 )

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/agent/cycle"
-	"github.com/ecagent/ecagent/agent/rt"
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/cycle"
+	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // recoveryFrameBudget is the time one acyclic recovery frame may take (a

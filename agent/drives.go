@@ -7,10 +7,10 @@ import (
 	"log/slog"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/agent/cycle"
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/cycle"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/cia402"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // driveJob runs one CiA 402 drive in the cycle (cycle.Job).

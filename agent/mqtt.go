@@ -13,12 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/agent/rt"
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt"
 	"github.com/ecagent/ecagent/mqtt/broker"
 	"github.com/ecagent/ecagent/mqtt/spec"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // mqttCloseGrace is how long stopping waits to deliver what is buffered.

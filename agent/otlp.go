@@ -9,9 +9,9 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/metrics/otlp"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // otlpShutdownGrace bounds the final export when the agent stops.

@@ -7,11 +7,11 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/cycle"
-	"github.com/ecagent/ecagent/agent/rt"
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/cycle"
+	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // Recovery timing. A slave that is absent is looked for every absentPoll

@@ -3,7 +3,7 @@ package agent
 import (
 	"testing"
 
-	"github.com/ecagent/ecagent/agent/rt"
+	"github.com/ecagent/ecagent/cycle/rt"
 )
 
 // TestRecoveryRT: the recovery worker runs just below the cycle, on its

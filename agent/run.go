@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/mqtt"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // Restart back-off of a cycle process that died.

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/agent/rt"
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // CycleProcess is a handle on the cycle process: started by this process

@@ -6,9 +6,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/rt"
 	"github.com/ecagent/ecagent/agent/sdnotify"
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // serviceNotifier keeps systemd informed when the agent runs as a

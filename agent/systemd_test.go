@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/rt"
 	"github.com/ecagent/ecagent/agent/sdnotify"
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // notifySocket is the end systemd holds; next returns the next datagram,

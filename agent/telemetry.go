@@ -10,8 +10,8 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/rtcheck"
-	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/metrics"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // Build identifies the binary for ecagent_build_info.

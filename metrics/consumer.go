@@ -6,8 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/metrics/stats"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // quantity is one figure derived from the cycle samples. Each has a

@@ -6,8 +6,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/metrics/stats"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // observeLatencies feeds 1000 cycles whose wake-up latencies are 1…1000 µs

@@ -1,5 +1,5 @@
 // Package metrics turns the cycle samples that the cycle process writes into
-// the shared-memory ring (package agent/shm) into what the plant and the
+// the shared-memory ring (package shm) into what the plant and the
 // fleet see: Prometheus histograms, counters and exact window statistics,
 // the bus, slave and host gauges, and the HTTP endpoint that serves them.
 // Nothing here runs in the cycle process.

@@ -8,7 +8,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/shm"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

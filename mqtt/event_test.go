@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/metrics/stats"
 	"github.com/ecagent/ecagent/mqtt/sparkplug"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // TestAppendShmEvent compares the JSON of each kind of cycle event with

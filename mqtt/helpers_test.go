@@ -3,7 +3,7 @@ package mqtt
 import (
 	"sync"
 
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // referenceBus is the default simulated segment as the bus description

@@ -10,11 +10,11 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/internal/leakcheck"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/metrics/stats"
 	"github.com/ecagent/ecagent/mqtt/mqtttest"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // received is one message a test subscriber got.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // TestCycleProcessAllocatesNothing runs the real cycle process for 50 000

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/cycle"
-	"github.com/ecagent/ecagent/agent/rt"
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/cycle"
+	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // dcDriftBound is what the simulated devices' system time differences

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/rt"
+	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/cia402"
 	"github.com/ecagent/ecagent/master/coe"

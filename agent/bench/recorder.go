@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/metrics/stats"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // MaxExactValues bounds the values a Recorder keeps per quantity for exact

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/shm"
 )
 
 const (

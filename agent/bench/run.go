@@ -12,8 +12,8 @@ import (
 
 	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/metrics"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // DrainInterval is how often Run drains the sample ring, as `ecagent run`

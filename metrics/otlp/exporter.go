@@ -15,9 +15,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 
-	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/metrics/stats"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // Exponential histogram limits: the SDK's defaults, spelled out because

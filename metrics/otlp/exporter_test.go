@@ -11,9 +11,9 @@ import (
 
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
-	"github.com/ecagent/ecagent/agent/shm"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/metrics/otlp/otlptest"
+	"github.com/ecagent/ecagent/shm"
 )
 
 const testTarget = time.Millisecond

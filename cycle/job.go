@@ -1,6 +1,6 @@
 package cycle
 
-import "github.com/ecagent/ecagent/agent/shm"
+import "github.com/ecagent/ecagent/shm"
 
 // Job is application work the engine runs on the cycle thread every cycle,
 // before the exchange: a CiA 402 drive helper, for instance, reads the

@@ -6,10 +6,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/rt"
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // Config says how the engine runs.

@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/rt"
+	"github.com/ecagent/ecagent/cycle/rt"
 )
 
 // Turns lends the link to acyclic work — slave recovery, reconfiguration —

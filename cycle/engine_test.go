@@ -4,11 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/rt"
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/internal/simbus"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/shm"
 )
 
 var referenceSet = []string{"EK1100", "EL2004", "EL2004", "EL1014", "EL1014", "EL4132", "EK1110"}

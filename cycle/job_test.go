@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // countingJob counts its cycles, reports an event on its third and takes

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/rt"
-	"github.com/ecagent/ecagent/agent/shm"
+	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // TestTurnsNeverOverlapTheExchange runs an engine-like loop (open a turn,
