@@ -2,7 +2,8 @@ package test
 
 import (
 	"bytes"
-	"context"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +48,7 @@ func ecagentBinary(t *testing.T) string {
 func startSim(t *testing.T, w wire, devices string, extra ...string) *exec.Cmd {
 	t.Helper()
 	bin := ecagentBinary(t)
-	var stderr bytes.Buffer
+	var stderr lockedBuffer // written by exec's copying goroutine, read here
 	args := append([]string{"netns", "exec", w.NS, bin, "sim", "--iface", w.SimEnd, "--devices", devices, "--priority", "70"}, extra...)
 	cmd := exec.Command("ip", args...)
 	cmd.Stderr = &stderr
@@ -70,6 +71,25 @@ func startSim(t *testing.T, w wire, devices string, extra ...string) *exec.Cmd {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return cmd
+}
+
+// lockedBuffer is a bytes.Buffer that one goroutine may write while
+// another reads it: the stderr of a process the test watches.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestScanCommandOverVeth(t *testing.T) {
@@ -98,28 +118,50 @@ func TestScanCommandOverVeth(t *testing.T) {
 	}
 }
 
+// TestRunCommandOverVeth runs `ecagent run` against `ecagent sim` and
+// reads its status lines. Nothing it opens is fixed: the metrics endpoint
+// listens on a port the kernel picks (the agent logs which) and the shared
+// memory is this test's own, so another agent on the host cannot make it
+// fail.
 func TestRunCommandOverVeth(t *testing.T) {
 	w := newWire(t, "run")
 	startSim(t, w, strings.Join(referenceSet, ","))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, ecagentBinary(t), "run", "--bus.interface", w.MasterEnd,
+	shm := fmt.Sprintf("/dev/shm/ecagent-run-%d.shm", os.Getpid())
+	cmd := exec.Command(ecagentBinary(t), "run", "--bus.interface", w.MasterEnd,
+		"--cycle.shm", shm, "--metrics.listen", "127.0.0.1:0",
 		"--status.interval", "300ms", "--bus.expectedslaves", "7")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	a := startProcess(t, cmd)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // a no-op once it stopped
+		killOrphanCycle(t, shm)
+	})
+
+	addr := a.loggedAddr(t, "metrics endpoint", 20*time.Second)
+	if resp, err := http.Get("http://" + addr + "/metrics"); err != nil {
+		t.Errorf("the metrics endpoint the agent logged, %s: %v", addr, err)
+	} else {
+		resp.Body.Close()
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for strings.Count(stdout.String(), "\n") < 3 && time.Now().Before(deadline) {
+	for strings.Count(a.out(), "\n") < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than 3 status lines after 20 s:\n%s\nlog:\n%s", a.out(), a.log())
+		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	_ = cmd.Process.Signal(syscall.SIGINT)
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("ecagent run: %v\n%s", err, stderr.String())
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("ecagent run: %v\n%s", err, a.log())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("ecagent run did not stop within 20 s of SIGINT:\n%s", a.log())
 	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(a.out()), "\n")
 	if len(lines) < 3 || !strings.Contains(lines[1], " OP  slaves 7 ") || !strings.Contains(lines[1], "wkc 8/8") {
-		t.Errorf("status lines:\n%s\nlog:\n%s", stdout.String(), stderr.String())
+		t.Errorf("status lines:\n%s\nlog:\n%s", a.out(), a.log())
 	}
 }

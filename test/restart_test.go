@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,6 +47,31 @@ func startAgent(t *testing.T, args ...string) *agentProc {
 
 func (a *agentProc) out() string { b, _ := os.ReadFile(a.stdout); return string(b) }
 func (a *agentProc) log() string { b, _ := os.ReadFile(a.stderr); return string(b) }
+
+// loggedAddr waits until the agent has logged the message msg with an addr
+// attribute (slog's text format: msg="metrics endpoint" addr=127.0.0.1:40123)
+// and returns that address: the port an agent given "127.0.0.1:0" actually
+// bound.
+func (a *agentProc) loggedAddr(t *testing.T, msg string, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		for _, line := range strings.Split(a.log(), "\n") {
+			if !strings.Contains(line, "msg="+strconv.Quote(msg)+" ") {
+				continue
+			}
+			for _, field := range strings.Fields(line) {
+				if addr, ok := strings.CutPrefix(field, "addr="); ok {
+					return addr
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent log has no %q with an address after %v:\n%s", msg, within, a.log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 // waitLog waits until the agent's log contains s.
 func (a *agentProc) waitLog(t *testing.T, s string, within time.Duration) {
