@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -11,17 +13,43 @@ const FlagConfigFile = "config"
 
 // RegisterFlags adds --config and one flag per key (--cycle.period,
 // --bus.interface, …) to fs, each with its help text, its environment
-// variable and its built-in default, so that --help documents every setting.
-// Pass the parsed fs to [Load] as [Sources].Flags. It panics, as pflag does,
-// if fs already has a flag of the same name.
+// variable and its built-in default. Pass the parsed fs to [Load] as
+// [Sources].Flags. It panics, as pflag does, if fs already has a flag of the
+// same name.
 func RegisterFlags(fs *pflag.FlagSet) {
+	registerFlags(fs, func(string) bool { return true })
+}
+
+// RegisterFlagsFor is [RegisterFlags] for a command that reads only some
+// keys: it adds --config and the flags of the keys named, where a section
+// ("bus") names every key inside it. The file and the environment may still
+// set every key, as [Load] reads them whole. It panics on a name that is
+// neither a key nor a section, which only a change to the caller can cause.
+func RegisterFlagsFor(fs *pflag.FlagSet, keys ...string) {
+	s := newSchema()
+	for _, k := range keys {
+		if _, ok := s.field(k); !ok && !s.isSection(k) {
+			panic(fmt.Sprintf("config: RegisterFlagsFor: no key or section %q", k))
+		}
+	}
+	registerFlags(fs, func(key string) bool {
+		for _, k := range keys {
+			if key == k || strings.HasPrefix(key, k+".") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func registerFlags(fs *pflag.FlagSet, want func(key string) bool) {
 	fs.String(FlagConfigFile, "", "read the configuration from the YAML `FILE` (or set "+EnvConfigFile+"). "+
 		"Lists of mappings have no flag or environment variable; only the file sets them "+
 		"(examples: deploy/examples/servo-*.yaml):"+listHelp())
 	def := Default()
 	for _, f := range newSchema().fields {
-		if f.kind == kindList {
-			continue // YAML only, documented under --config
+		if f.kind == kindList || !want(f.key) {
+			continue // lists are YAML only, documented under --config
 		}
 		usage := f.help + " (env " + EnvName(f.key) + ")"
 		switch v := f.get(&def).(type) {
