@@ -12,6 +12,7 @@ import (
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/cia402"
+	"github.com/ecagent/ecagent/master/cia402/state"
 	"github.com/ecagent/ecagent/master/coe"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/sim"
@@ -140,14 +141,14 @@ func TestServoDrivesOverVeth(t *testing.T) {
 		}
 		enabledAt := -1
 		events := driveRun(t, m, d, period, 600, func(i int) {
-			if enabledAt < 0 && d.State() == cia402.StateOperationEnabled {
+			if enabledAt < 0 && d.State() == state.OperationEnabled {
 				enabledAt = i
 			}
 		})
 		if enabledAt < 0 || enabledAt > 50 {
 			t.Fatalf("operation enabled at cycle %d (events %v), want within 50 cycles", enabledAt, events)
 		}
-		if st := akd.DriveState(); st != sim.DriveOperationEnabled {
+		if st := akd.DriveState(); st != state.OperationEnabled {
 			t.Fatalf("simulated drive in %v", st)
 		}
 		_, vel, _ := akd.DriveActual()
@@ -172,7 +173,7 @@ func TestServoDrivesOverVeth(t *testing.T) {
 		}
 		d.ResetFault()
 		events = driveRun(t, m, d, period, 100, nil)
-		if d.State() != cia402.StateOperationEnabled || !hasKind(events, cia402.EventFaultCleared) {
+		if d.State() != state.OperationEnabled || !hasKind(events, cia402.EventFaultCleared) {
 			t.Fatalf("after the reset: state %v, events %v; want the fault cleared and operation enabled again", d.State(), events)
 		}
 	})
@@ -194,7 +195,7 @@ func TestServoDrivesOverVeth(t *testing.T) {
 				_, v2, _ = akd.DriveActual()
 			}
 		})
-		if st := akd.DriveState(); st != sim.DriveOperationEnabled {
+		if st := akd.DriveState(); st != state.OperationEnabled {
 			t.Fatalf("simulated drive in %v", st)
 		}
 		_, _, torque := akd.DriveActual()

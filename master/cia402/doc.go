@@ -3,9 +3,11 @@
 //
 // It has three layers, each usable on its own:
 //
-//   - the words: [Statusword] (0x6041) decoded into a [State],
-//     [Controlword] (0x6040) with the standard commands, and [Mode]
-//     (0x6060, 0x6061);
+//   - the words: the statusword (0x6041), the state it encodes and the
+//     controlword (0x6040) commands come from package
+//     [github.com/ecagent/ecagent/master/cia402/state], the one
+//     definition the simulator and the metrics share; this package adds
+//     the object indexes and [Mode] (0x6060, 0x6061);
 //   - the [Walker], a pure function of the statusword that chooses the
 //     controlword which walks the drive's state machine to "operation
 //     enabled" (shutdown 0x06, switch on 0x07, enable operation 0x0F) and

@@ -6,6 +6,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/ecagent/ecagent/master/cia402/state"
 )
 
 // Process reads and writes one slave's process data. Bit offsets are
@@ -178,7 +180,7 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind EventKind
 	// State is the state after the change, From the one before.
-	State, From State
+	State, From state.State
 	// ErrorCode is object 0x603F when it is mapped and the drive is in a
 	// fault state; else 0.
 	ErrorCode uint16
@@ -199,7 +201,7 @@ type Drive struct {
 	position, velocity, torque   Field // Bits 0: not mapped
 	errorCode, modeDisplay       Field
 
-	prev    State
+	prev    state.State
 	live    bool
 	start   int64 // cycle time when the profile started
 	holdPos int32 // CSP: position at enable, the profile's origin
@@ -286,7 +288,7 @@ func Bind(io Process, entries Entries, cfg Config) (*Drive, error) {
 	for _, w := range []struct {
 		f Field
 		v uint64
-	}{{d.controlword, uint64(CmdDisableVoltage)}, {d.target, 0}, {d.modeOut, uint64(uint8(cfg.Mode))}} {
+	}{{d.controlword, uint64(state.CmdDisableVoltage)}, {d.target, 0}, {d.modeOut, uint64(uint8(cfg.Mode))}} {
 		if w.f.Bits == 0 {
 			continue
 		}
@@ -329,7 +331,7 @@ func (d *Drive) Mode() Mode { return d.mode }
 // enable). It returns an event when the drive's state changed. It
 // allocates nothing.
 func (d *Drive) Cycle(t int64) (Event, bool) {
-	sw := Statusword(d.read(d.statusword))
+	sw := state.Statusword(d.read(d.statusword))
 	var pos, vel int32
 	var torque int16
 	if d.position.Bits != 0 {
@@ -362,10 +364,10 @@ func (d *Drive) Cycle(t int64) (Event, bool) {
 			v += float64(d.holdPos)
 		}
 		target = saturate(v, d.target.Bits)
-	case step.State == StateOperationEnabled: // settling
+	case step.State == state.OperationEnabled: // settling
 		d.live = false
 		if d.mode == ModeCSP {
-			if d.prev != StateOperationEnabled {
+			if d.prev != state.OperationEnabled {
 				d.holdPos = pos
 			}
 			target = int64(d.holdPos)
@@ -399,7 +401,7 @@ func (d *Drive) Cycle(t int64) (Event, bool) {
 		ev.Kind = EventFault
 	case !step.State.Faulted() && from.Faulted():
 		ev.Kind = EventFaultCleared
-	case step.State == StateOperationEnabled:
+	case step.State == state.OperationEnabled:
 		ev.Kind = EventOperationEnabled
 	}
 	return ev, true
@@ -447,7 +449,7 @@ func saturate(v float64, bits int) int64 {
 func (d *Drive) ResetFault() { d.resetRequest.Store(true) }
 
 // State returns the state seen in the last cycle.
-func (d *Drive) State() State { return State(d.state.Load()) }
+func (d *Drive) State() state.State { return state.State(d.state.Load()) }
 
 // Actual returns the actual position, velocity and torque seen in the last
 // cycle (0 for objects that are not mapped).

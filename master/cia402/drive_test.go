@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/master/cia402/state"
 )
 
 // fakeProcess is one slave's process data: inputs and outputs as bytes.
@@ -76,8 +78,8 @@ func (l layout) entries() EntryFuncs {
 type fakeDrive struct {
 	p       *fakeProcess
 	l       layout
-	state   State
-	lastCW  Controlword
+	state   state.State
+	lastCW  state.Controlword
 	pos     int32
 	vel     int32
 	code    uint16
@@ -86,10 +88,10 @@ type fakeDrive struct {
 	resets  int   // rising edges of bit 7 seen
 }
 
-var stateWords = map[State]Statusword{
-	StateNotReadyToSwitchOn: swNotReady, StateSwitchOnDisabled: swDisabled, StateReadyToSwitchOn: swReady,
-	StateSwitchedOn: swSwitchedOn, StateOperationEnabled: swEnabled, StateQuickStopActive: swQuickStop,
-	StateFaultReactionActive: swFaultReaction, StateFault: swFault,
+var stateWords = map[state.State]state.Statusword{
+	state.NotReadyToSwitchOn: swNotReady, state.SwitchOnDisabled: swDisabled, state.ReadyToSwitchOn: swReady,
+	state.SwitchedOn: swSwitchedOn, state.OperationEnabled: swEnabled, state.QuickStopActive: swQuickStop,
+	state.FaultReactionActive: swFaultReaction, state.Fault: swFault,
 }
 
 func (f *fakeDrive) publish() {
@@ -112,34 +114,34 @@ func (f *fakeDrive) set(index uint16, v uint64) {
 }
 
 func (f *fakeDrive) fault(code uint16) {
-	f.state, f.code = StateFault, code
+	f.state, f.code = state.Fault, code
 }
 
 // exchange delivers the outputs to the drive and its inputs back.
 func (f *fakeDrive) exchange(dt time.Duration) {
 	raw, _ := bitsGet(f.p.out, f.l.out[ObjControlword].Bit, 16)
-	cw := Controlword(raw)
-	edge := cw&CWFaultReset != 0 && f.lastCW&CWFaultReset == 0
+	cw := state.Controlword(raw)
+	edge := cw&state.CWFaultReset != 0 && f.lastCW&state.CWFaultReset == 0
 	f.lastCW = cw
 	switch {
-	case f.state == StateFault:
+	case f.state == state.Fault:
 		if edge {
 			f.resets++
 			if !f.sticky {
-				f.state = StateSwitchOnDisabled
+				f.state = state.SwitchOnDisabled
 			}
 		}
-	case f.state == StateNotReadyToSwitchOn:
-		f.state = StateSwitchOnDisabled
-	case cw&CWEnableVoltage == 0:
-		f.state = StateSwitchOnDisabled
-	case f.state == StateSwitchOnDisabled && cw&0x87 == 0x06:
-		f.state = StateReadyToSwitchOn
-	case f.state == StateReadyToSwitchOn && cw&0x8F == 0x07:
-		f.state = StateSwitchedOn
-	case f.state == StateSwitchedOn && cw&0x8F == 0x0F:
-		f.state = StateOperationEnabled
-	case f.state == StateOperationEnabled:
+	case f.state == state.NotReadyToSwitchOn:
+		f.state = state.SwitchOnDisabled
+	case cw&state.CWEnableVoltage == 0:
+		f.state = state.SwitchOnDisabled
+	case f.state == state.SwitchOnDisabled && cw&0x87 == 0x06:
+		f.state = state.ReadyToSwitchOn
+	case f.state == state.ReadyToSwitchOn && cw&0x8F == 0x07:
+		f.state = state.SwitchedOn
+	case f.state == state.SwitchedOn && cw&0x8F == 0x0F:
+		f.state = state.OperationEnabled
+	case f.state == state.OperationEnabled:
 		if fl, ok := f.l.out[ObjTargetVelocity]; ok {
 			raw, _ := bitsGet(f.p.out, fl.Bit, 32)
 			v := int32(raw)
@@ -158,7 +160,7 @@ func newRig(t testing.TB, cfg Config) (*Drive, *fakeDrive) {
 	t.Helper()
 	p := &fakeProcess{in: make([]byte, 16), out: make([]byte, 8)}
 	l := fullLayout(cfg.Mode)
-	fd := &fakeDrive{p: p, l: l, state: StateNotReadyToSwitchOn}
+	fd := &fakeDrive{p: p, l: l, state: state.NotReadyToSwitchOn}
 	d, err := Bind(p, l.entries(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -187,16 +189,16 @@ func TestDriveReachesOperationEnabled(t *testing.T) {
 	var now int64
 	evs := run(d, fd, &now, time.Millisecond, 5)
 	want := []Event{
-		{Kind: EventStateChanged, From: StateUnknown, State: StateNotReadyToSwitchOn},
-		{Kind: EventStateChanged, From: StateNotReadyToSwitchOn, State: StateSwitchOnDisabled},
-		{Kind: EventStateChanged, From: StateSwitchOnDisabled, State: StateReadyToSwitchOn},
-		{Kind: EventStateChanged, From: StateReadyToSwitchOn, State: StateSwitchedOn},
-		{Kind: EventOperationEnabled, From: StateSwitchedOn, State: StateOperationEnabled},
+		{Kind: EventStateChanged, From: state.Unknown, State: state.NotReadyToSwitchOn},
+		{Kind: EventStateChanged, From: state.NotReadyToSwitchOn, State: state.SwitchOnDisabled},
+		{Kind: EventStateChanged, From: state.SwitchOnDisabled, State: state.ReadyToSwitchOn},
+		{Kind: EventStateChanged, From: state.ReadyToSwitchOn, State: state.SwitchedOn},
+		{Kind: EventOperationEnabled, From: state.SwitchedOn, State: state.OperationEnabled},
 	}
 	if fmt.Sprint(evs) != fmt.Sprint(want) {
 		t.Errorf("events:\n got %v\nwant %v", evs, want)
 	}
-	if d.State() != StateOperationEnabled {
+	if d.State() != state.OperationEnabled {
 		t.Errorf("state %v", d.State())
 	}
 	if mode, _ := bitsGet(fd.p.out, 16, 8); Mode(mode) != ModeCSV {
@@ -265,20 +267,20 @@ func TestDriveFaultManualReset(t *testing.T) {
 	fd.fault(0x7500)
 	fd.publish()
 	evs := run(d, fd, &now, time.Millisecond, 20)
-	want := []Event{{Kind: EventFault, From: StateOperationEnabled, State: StateFault, ErrorCode: 0x7500}}
+	want := []Event{{Kind: EventFault, From: state.OperationEnabled, State: state.Fault, ErrorCode: 0x7500}}
 	if fmt.Sprint(evs) != fmt.Sprint(want) {
 		t.Fatalf("events:\n got %v\nwant %v", evs, want)
 	}
-	if d.State() != StateFault || d.ErrorCode() != 0x7500 || fd.resets != 0 {
+	if d.State() != state.Fault || d.ErrorCode() != 0x7500 || fd.resets != 0 {
 		t.Fatalf("state %v code %#x resets %d: a manual drive must stay in fault", d.State(), d.ErrorCode(), fd.resets)
 	}
 	d.ResetFault()
 	evs = run(d, fd, &now, time.Millisecond, 6)
 	want = []Event{
-		{Kind: EventFaultCleared, From: StateFault, State: StateSwitchOnDisabled},
-		{Kind: EventStateChanged, From: StateSwitchOnDisabled, State: StateReadyToSwitchOn},
-		{Kind: EventStateChanged, From: StateReadyToSwitchOn, State: StateSwitchedOn},
-		{Kind: EventOperationEnabled, From: StateSwitchedOn, State: StateOperationEnabled},
+		{Kind: EventFaultCleared, From: state.Fault, State: state.SwitchOnDisabled},
+		{Kind: EventStateChanged, From: state.SwitchOnDisabled, State: state.ReadyToSwitchOn},
+		{Kind: EventStateChanged, From: state.ReadyToSwitchOn, State: state.SwitchedOn},
+		{Kind: EventOperationEnabled, From: state.SwitchedOn, State: state.OperationEnabled},
 	}
 	if fmt.Sprint(evs) != fmt.Sprint(want) {
 		t.Errorf("after ResetFault:\n got %v\nwant %v", evs, want)
@@ -298,7 +300,7 @@ func TestDriveResetRequestOutsideFaultIsDropped(t *testing.T) {
 	fd.fault(0x2310)
 	fd.publish()
 	run(d, fd, &now, time.Millisecond, 10)
-	if fd.resets != 0 || d.State() != StateFault {
+	if fd.resets != 0 || d.State() != state.Fault {
 		t.Errorf("a stale request reset a later fault: resets %d, state %v", fd.resets, d.State())
 	}
 }
@@ -529,7 +531,7 @@ func TestDriveConcurrentAccess(t *testing.T) {
 	run(d, fd, &now, time.Millisecond, 1900)
 	close(stop)
 	<-done
-	if d.State() != StateFault || fd.resets == 0 {
+	if d.State() != state.Fault || fd.resets == 0 {
 		t.Errorf("state %v, %d resets; want fault with reset attempts", d.State(), fd.resets)
 	}
 }

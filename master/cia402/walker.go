@@ -1,5 +1,7 @@
 package cia402
 
+import "github.com/ecagent/ecagent/master/cia402/state"
+
 // Defaults of the [Walker]'s zero fields.
 const (
 	// DefaultPulseCycles is how many cycles the fault reset bit is held
@@ -33,19 +35,19 @@ type Walker struct {
 	// needs only one cycle of 0x00.
 	RetryCycles int
 
-	last     Controlword // the word sent in the previous step
-	started  bool        // last is valid: at least one step was taken
-	phase    int         // cycles the fault reset bit has been in its current level, in fault
-	attempts int         // reset edges sent in the current fault
-	enabled  int         // consecutive steps in operation enabled
+	last     state.Controlword // the word sent in the previous step
+	started  bool              // last is valid: at least one step was taken
+	phase    int               // cycles the fault reset bit has been in its current level, in fault
+	attempts int               // reset edges sent in the current fault
+	enabled  int               // consecutive steps in operation enabled
 }
 
 // Step is the outcome of one [Walker.Step].
 type Step struct {
 	// Controlword is the word to send in this cycle.
-	Controlword Controlword
+	Controlword state.Controlword
 	// State is the state decoded from the statusword.
-	State State
+	State state.State
 	// Live is true once the drive has been in operation enabled for more
 	// than SettleCycles steps: the target may follow the profile.
 	Live bool
@@ -56,39 +58,39 @@ type Step struct {
 
 // Step takes the statusword of the last exchange and whether a fault reset
 // is requested, and returns the controlword for this cycle.
-func (w *Walker) Step(sw Statusword, reset bool) Step {
+func (w *Walker) Step(sw state.Statusword, reset bool) Step {
 	st := sw.State()
 	out := Step{State: st}
-	if st != StateOperationEnabled {
+	if st != state.OperationEnabled {
 		w.enabled = 0
 	}
-	if st != StateFault {
+	if st != state.Fault {
 		w.phase, w.attempts = 0, 0
 	}
 	switch st {
-	case StateSwitchOnDisabled:
-		out.Controlword = CmdShutdown
-	case StateReadyToSwitchOn:
-		out.Controlword = CmdSwitchOn
-	case StateSwitchedOn:
-		out.Controlword = CmdEnableOperation
-	case StateOperationEnabled:
-		out.Controlword = CmdEnableOperation
+	case state.SwitchOnDisabled:
+		out.Controlword = state.CmdShutdown
+	case state.ReadyToSwitchOn:
+		out.Controlword = state.CmdSwitchOn
+	case state.SwitchedOn:
+		out.Controlword = state.CmdEnableOperation
+	case state.OperationEnabled:
+		out.Controlword = state.CmdEnableOperation
 		if w.enabled <= w.SettleCycles {
 			w.enabled++
 		}
 		out.Live = w.enabled > w.SettleCycles
-	case StateFault:
+	case state.Fault:
 		out.Controlword, out.ResetEdge = w.fault(reset)
 	default: // not ready, fault reaction, quick stop, unknown
-		out.Controlword = CmdDisableVoltage
+		out.Controlword = state.CmdDisableVoltage
 	}
 	w.last, w.started = out.Controlword, true
 	return out
 }
 
 // fault chooses the word in the fault state.
-func (w *Walker) fault(reset bool) (Controlword, bool) {
+func (w *Walker) fault(reset bool) (state.Controlword, bool) {
 	pulse := w.PulseCycles
 	if pulse <= 0 {
 		pulse = DefaultPulseCycles
@@ -97,16 +99,16 @@ func (w *Walker) fault(reset bool) (Controlword, bool) {
 	if retry <= 0 {
 		retry = DefaultRetryCycles
 	}
-	if w.last&CWFaultReset != 0 {
+	if w.last&state.CWFaultReset != 0 {
 		// The pulse is high: hold it, then drop it.
 		w.phase++
 		if w.phase < pulse {
-			return CmdFaultReset, false
+			return state.CmdFaultReset, false
 		}
 		w.phase = 0
-		return CmdDisableVoltage, false
+		return state.CmdDisableVoltage, false
 	}
-	if w.started && w.last == CmdDisableVoltage {
+	if w.started && w.last == state.CmdDisableVoltage {
 		w.phase++ // cycles already sent low
 	} else {
 		w.phase = 0 // arriving in fault with another word: send 0x00 first
@@ -118,9 +120,9 @@ func (w *Walker) fault(reset bool) (Controlword, bool) {
 	if reset && w.phase >= need {
 		w.phase = 0
 		w.attempts++
-		return CmdFaultReset, true
+		return state.CmdFaultReset, true
 	}
-	return CmdDisableVoltage, false
+	return state.CmdDisableVoltage, false
 }
 
 // Reset forgets the walker's history, as after a restart of the drive.

@@ -1,27 +1,31 @@
 package cia402
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ecagent/ecagent/master/cia402/state"
+)
 
 // Statuswords of each state, as a drive reports them.
 const (
-	swNotReady      Statusword = 0x0000
-	swDisabled      Statusword = 0x0250
-	swReady         Statusword = 0x0231
-	swSwitchedOn    Statusword = 0x0233
-	swEnabled       Statusword = 0x0237
-	swQuickStop     Statusword = 0x0217
-	swFaultReaction Statusword = 0x021F
-	swFault         Statusword = 0x0218
+	swNotReady      state.Statusword = 0x0000
+	swDisabled      state.Statusword = 0x0250
+	swReady         state.Statusword = 0x0231
+	swSwitchedOn    state.Statusword = 0x0233
+	swEnabled       state.Statusword = 0x0237
+	swQuickStop     state.Statusword = 0x0217
+	swFaultReaction state.Statusword = 0x021F
+	swFault         state.Statusword = 0x0218
 )
 
 func TestWalkerSequences(t *testing.T) {
 	t.Parallel()
 	type in struct {
-		sw    Statusword
+		sw    state.Statusword
 		reset bool
 	}
 	type out struct {
-		cw   Controlword
+		cw   state.Controlword
 		live bool
 		edge bool
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ecagent/ecagent/master/cia402/state"
 	"github.com/ecagent/ecagent/master/esc"
 )
 
@@ -13,7 +14,10 @@ import (
 // controlword, the cyclic synchronous modes (position 8, velocity 9,
 // torque 10) on a simple motor model (drive_motor.go) and reports through
 // the statusword, the actual values and the error code, in the process
-// image and over SDO.
+// image and over SDO. The states, their statusword coding and the
+// controlword commands are package master/cia402/state's, the one
+// definition the master decodes with too; the transitions the drive makes
+// on a command (nextDriveState) are the simulator's own.
 //
 // Decisions where the profile leaves a choice:
 //
@@ -68,62 +72,6 @@ func akdSpec() deviceSpec {
 // a device that is not a simulated drive.
 var ErrNotADrive = errors.New("sim: not a drive")
 
-// DriveState is a state of the CiA 402 power state machine.
-type DriveState uint8
-
-// The CiA 402 states. The zero value stands for a device that is not a
-// drive.
-const (
-	DriveNotReadyToSwitchOn DriveState = iota + 1
-	DriveSwitchOnDisabled
-	DriveReadyToSwitchOn
-	DriveSwitchedOn
-	DriveOperationEnabled
-	DriveQuickStopActive
-	DriveFaultReactionActive
-	DriveFault
-)
-
-var driveStateNames = [...]string{
-	"not a drive", "not ready to switch on", "switch on disabled", "ready to switch on", "switched on",
-	"operation enabled", "quick stop active", "fault reaction active", "fault",
-}
-
-// String returns the state's name as the profile writes it, e.g.
-// "operation enabled".
-func (s DriveState) String() string {
-	if int(s) < len(driveStateNames) {
-		return driveStateNames[s]
-	}
-	return fmt.Sprintf("DriveState(%d)", uint8(s))
-}
-
-// Statusword bits (0x6041).
-const (
-	swReadyToSwitchOn = 1 << 0
-	swSwitchedOn      = 1 << 1
-	swOperationEnable = 1 << 2
-	swFault           = 1 << 3
-	swVoltageEnabled  = 1 << 4
-	swQuickStop       = 1 << 5 // 0: quick stop active
-	swSwitchOnDisable = 1 << 6
-	swWarning         = 1 << 7
-	swRemote          = 1 << 9
-	swTargetReached   = 1 << 10
-	swInternalLimit   = 1 << 11
-	swFollowsCommand  = 1 << 12 // CSP/CSV/CST: the drive follows the target
-	swFollowingError  = 1 << 13 // CSP
-)
-
-// Controlword bits (0x6040).
-const (
-	cwSwitchOn      = 1 << 0
-	cwEnableVoltage = 1 << 1
-	cwQuickStop     = 1 << 2 // 0: quick stop
-	cwEnableOp      = 1 << 3
-	cwFaultReset    = 1 << 7
-)
-
 // Modes of operation (0x6060).
 const (
 	ModeCSP int8 = 8  // cyclic synchronous position
@@ -142,79 +90,69 @@ const (
 // s (CiA 402 transitions 2–12 and 15; the automatic ones, 1, 13, 14 and
 // the end of a quick stop, are the drive's). resetEdge says bit 7 rose
 // since the last controlword; canReset that the fault's cause is gone.
-func nextDriveState(s DriveState, cw uint16, resetEdge, canReset bool) DriveState {
+func nextDriveState(s state.State, cw state.Controlword, resetEdge, canReset bool) state.State {
 	switch s {
-	case DriveFault:
+	case state.Fault:
 		if resetEdge && canReset {
-			return DriveSwitchOnDisabled
+			return state.SwitchOnDisabled
 		}
 		return s
-	case DriveNotReadyToSwitchOn, DriveFaultReactionActive:
+	case state.NotReadyToSwitchOn, state.FaultReactionActive:
 		return s
 	}
-	if cw&cwFaultReset != 0 {
+	if cw&state.CWFaultReset != 0 {
 		return s // fault reset outside fault: no command
 	}
 	switch {
-	case cw&cwEnableVoltage == 0: // disable voltage: 7, 9, 10, 12
-		return DriveSwitchOnDisabled
-	case cw&cwQuickStop == 0: // quick stop: 7, 10, 11
+	case cw&state.CWEnableVoltage == 0: // disable voltage: 7, 9, 10, 12
+		return state.SwitchOnDisabled
+	case cw&state.CWQuickStop == 0: // quick stop: 7, 10, 11
 		switch s {
-		case DriveReadyToSwitchOn, DriveSwitchedOn:
-			return DriveSwitchOnDisabled
-		case DriveOperationEnabled:
-			return DriveQuickStopActive
+		case state.ReadyToSwitchOn, state.SwitchedOn:
+			return state.SwitchOnDisabled
+		case state.OperationEnabled:
+			return state.QuickStopActive
 		}
 		return s
-	case cw&cwSwitchOn == 0: // shutdown: 2, 6, 8
+	case cw&state.CWSwitchOn == 0: // shutdown: 2, 6, 8
 		switch s {
-		case DriveSwitchOnDisabled, DriveSwitchedOn, DriveOperationEnabled:
-			return DriveReadyToSwitchOn
+		case state.SwitchOnDisabled, state.SwitchedOn, state.OperationEnabled:
+			return state.ReadyToSwitchOn
 		}
 		return s
-	case cw&cwEnableOp == 0: // switch on (3), disable operation (5)
+	case cw&state.CWEnableOperation == 0: // switch on (3), disable operation (5)
 		switch s {
-		case DriveReadyToSwitchOn, DriveOperationEnabled:
-			return DriveSwitchedOn
+		case state.ReadyToSwitchOn, state.OperationEnabled:
+			return state.SwitchedOn
 		}
 		return s
 	default: // enable operation: 4, or switch on and enable (3+4)
 		switch s {
-		case DriveReadyToSwitchOn, DriveSwitchedOn:
-			return DriveOperationEnabled
+		case state.ReadyToSwitchOn, state.SwitchedOn:
+			return state.OperationEnabled
 		}
 		return s
 	}
 }
 
-// stateBits returns the statusword bits that encode state s.
-func stateBits(s DriveState) uint16 {
-	switch s {
-	case DriveSwitchOnDisabled:
-		return swSwitchOnDisable | swVoltageEnabled
-	case DriveReadyToSwitchOn:
-		return swReadyToSwitchOn | swQuickStop | swVoltageEnabled
-	case DriveSwitchedOn:
-		return swReadyToSwitchOn | swSwitchedOn | swQuickStop | swVoltageEnabled
-	case DriveOperationEnabled:
-		return swReadyToSwitchOn | swSwitchedOn | swOperationEnable | swQuickStop | swVoltageEnabled
-	case DriveQuickStopActive:
-		return swReadyToSwitchOn | swSwitchedOn | swOperationEnable | swVoltageEnabled
-	case DriveFaultReactionActive:
-		return swReadyToSwitchOn | swSwitchedOn | swOperationEnable | swFault | swVoltageEnabled
-	case DriveFault:
-		return swFault | swVoltageEnabled
+// stateBits returns the statusword bits that encode state s, plus voltage
+// enabled (bit 4), which the simulated drive reports in every state but
+// not ready to switch on.
+func stateBits(s state.State) state.Statusword {
+	sw := s.Statusword()
+	if s != state.NotReadyToSwitchOn {
+		sw |= state.SWVoltageEnabled
 	}
-	return 0
+	return sw
 }
 
 // drive is the application of a simulated CiA 402 drive.
 type drive struct {
 	d     *Device
-	state DriveState
+	state state.State
 
 	// What the master commands (from the outputs, in OP only).
-	controlword    uint16
+	controlword    state.Controlword
 	resetEdge      bool // controlword bit 7 rose in the last outputs
 	mode           int8 // mode in force, shown in 0x6061
 	targetPosition int32
@@ -250,7 +188,7 @@ type drive struct {
 // drive's self test) is over by the time a master can see the device, as
 // a real drive has booted before its EtherCAT controller answers.
 func newDrive(d *Device) application {
-	dr := &drive{d: d, state: DriveSwitchOnDisabled, mode: ModeCSP, maxTorquePD: -1}
+	dr := &drive{d: d, state: state.SwitchOnDisabled, mode: ModeCSP, maxTorquePD: -1}
 	dr.writeInputs()
 	return dr
 }
@@ -321,10 +259,10 @@ func (dr *drive) checkCommunication() {
 	op := dr.d.esm.state == esc.StateOp
 	if dr.wasOP && !op {
 		switch dr.state {
-		case DriveSwitchedOn, DriveOperationEnabled, DriveQuickStopActive:
+		case state.SwitchedOn, state.OperationEnabled, state.QuickStopActive:
 			dr.raise(ErrorCodeCommunication, false)
-		case DriveReadyToSwitchOn:
-			dr.state = DriveSwitchOnDisabled
+		case state.ReadyToSwitchOn:
+			dr.state = state.SwitchOnDisabled
 		}
 	}
 	dr.wasOP = op
@@ -343,7 +281,7 @@ func (dr *drive) readOutputs() {
 		v := dr.d.readBits(dr.d.smArea(e.sm)*8+e.bit, e.bits)
 		switch {
 		case e.index == objControlword:
-			dr.controlword = uint16(v)
+			dr.controlword = state.Controlword(v)
 		case e.index == objModesOfOperation:
 			if m := int8(v); m == ModeCSP || m == ModeCSV || m == ModeCST {
 				if m != dr.mode {
@@ -363,7 +301,7 @@ func (dr *drive) readOutputs() {
 			dr.maxTorquePD = int32(uint16(v))
 		}
 	}
-	dr.resetEdge = prevCW&cwFaultReset == 0 && dr.controlword&cwFaultReset != 0
+	dr.resetEdge = prevCW&state.CWFaultReset == 0 && dr.controlword&state.CWFaultReset != 0
 }
 
 // applyControlword carries out the command in the controlword.
@@ -375,12 +313,12 @@ func (dr *drive) applyControlword() {
 		return
 	}
 	switch {
-	case dr.state == DriveFault:
+	case dr.state == state.Fault:
 		dr.clearFault()
-	case next == DriveOperationEnabled:
+	case next == state.OperationEnabled:
 		dr.fresh = true
 		dr.motor.integral = 0
-	case next == DriveQuickStopActive:
+	case next == state.QuickStopActive:
 		dr.ramp = dr.motor.velocity
 	}
 	dr.state = next
@@ -395,7 +333,7 @@ func (dr *drive) velocityTargetOK() bool {
 // in CSV a target velocity beyond 0x6080 or a step beyond 0x60C5 for one
 // cycle.
 func (dr *drive) checkTargets(elapsed int64) {
-	if dr.state != DriveOperationEnabled {
+	if dr.state != state.OperationEnabled {
 		return
 	}
 	if dr.fresh {
@@ -435,7 +373,7 @@ func (dr *drive) run(elapsed int64) {
 	dr.carry = total % loopPeriod
 	cmd := loopCommand{maxTorque: dr.maxTorque()}
 	switch dr.state {
-	case DriveOperationEnabled:
+	case state.OperationEnabled:
 		cmd.enabled = true
 		cmd.offset = float64(dr.torqueOffset) / 1000 * ratedTorque
 		switch dr.mode {
@@ -452,13 +390,13 @@ func (dr *drive) run(elapsed int64) {
 			cmd.position = math.Floor(dr.motor.position) + diff
 			cmd.velocityFF = dr.velocityFF
 		}
-	case DriveQuickStopActive, DriveFaultReactionActive:
+	case state.QuickStopActive, state.FaultReactionActive:
 		cmd.enabled = true
 	}
 	limited := false
 	decel := float64(dr.param(objQuickStopDecel, defaultQuickStopDecel)) / countsPerRad * (loopPeriod / 1e9)
 	for range steps {
-		ramping := dr.state == DriveQuickStopActive || dr.state == DriveFaultReactionActive
+		ramping := dr.state == state.QuickStopActive || dr.state == state.FaultReactionActive
 		if ramping {
 			if math.Abs(dr.ramp) <= decel {
 				dr.ramp = 0
@@ -477,7 +415,7 @@ func (dr *drive) run(elapsed int64) {
 	if steps > 0 {
 		dr.limitActive = limited
 	}
-	if dr.state == DriveOperationEnabled && dr.mode == ModeCSP {
+	if dr.state == state.OperationEnabled && dr.mode == ModeCSP {
 		dr.following = dr.targetPosition - dr.motor.actualPosition()
 	} else {
 		dr.following = 0
@@ -487,17 +425,17 @@ func (dr *drive) run(elapsed int64) {
 // rampDone ends a quick stop (to switch on disabled) or a fault reaction
 // (to fault) once the motor stands still.
 func (dr *drive) rampDone() {
-	if dr.state == DriveQuickStopActive {
-		dr.state = DriveSwitchOnDisabled
+	if dr.state == state.QuickStopActive {
+		dr.state = state.SwitchOnDisabled
 	} else {
-		dr.state = DriveFault
+		dr.state = state.Fault
 	}
 }
 
 // checkActuals looks for actual values that fault the drive: the
 // following error in CSP, overspeed in any mode.
 func (dr *drive) checkActuals() {
-	if dr.state != DriveOperationEnabled && dr.state != DriveQuickStopActive {
+	if dr.state != state.OperationEnabled && dr.state != state.QuickStopActive {
 		return
 	}
 	if math.Abs(dr.motor.velocity) > overspeedFactor*dr.maxSpeed() {
@@ -505,7 +443,7 @@ func (dr *drive) checkActuals() {
 		return
 	}
 	window := dr.param(objFollowingWindow, defaultFollowingWindow)
-	if dr.state == DriveOperationEnabled && dr.mode == ModeCSP && window != math.MaxUint32 &&
+	if dr.state == state.OperationEnabled && dr.mode == ModeCSP && window != math.MaxUint32 &&
 		uint32(abs32(dr.following)) > window {
 		dr.raise(ErrorCodeFollowing, false)
 	}
@@ -518,7 +456,7 @@ func abs32(v int32) int64 { return max(int64(v), -int64(v)) }
 // the motor to standstill. sticky says the cause persists until the
 // target velocity is back within 0x6080.
 func (dr *drive) raise(code uint16, sticky bool) {
-	if dr.state == DriveFault || dr.state == DriveFaultReactionActive {
+	if dr.state == state.Fault || dr.state == state.FaultReactionActive {
 		return
 	}
 	dr.errorCode, dr.stickyCause = code, sticky
@@ -527,7 +465,7 @@ func (dr *drive) raise(code uint16, sticky bool) {
 		dr.errorRegister |= 0x10 // communication error
 	}
 	dr.setErrorRegister()
-	dr.state = DriveFaultReactionActive
+	dr.state = state.FaultReactionActive
 	dr.ramp = dr.motor.velocity
 	dr.emergency(code, dr.errorRegister)
 }
@@ -562,27 +500,27 @@ func (dr *drive) emergency(code uint16, reg uint8) {
 func (dr *drive) status() uint16 {
 	sw := stateBits(dr.state)
 	if dr.wasOP {
-		sw |= swRemote
+		sw |= state.SWRemote
 	}
-	if dr.limitActive && (dr.state == DriveOperationEnabled || dr.state == DriveQuickStopActive) {
-		sw |= swInternalLimit
+	if dr.limitActive && (dr.state == state.OperationEnabled || dr.state == state.QuickStopActive) {
+		sw |= state.SWInternalLimit
 	}
 	switch dr.state {
-	case DriveOperationEnabled:
-		sw |= swFollowsCommand
+	case state.OperationEnabled:
+		sw |= state.SWFollowsCommand
 		if dr.targetReached() {
-			sw |= swTargetReached
+			sw |= state.SWTargetReached
 		}
-	case DriveQuickStopActive:
+	case state.QuickStopActive:
 		if math.Abs(dr.motor.velocity) < stoppedBelow {
-			sw |= swTargetReached
+			sw |= state.SWTargetReached
 		}
-	case DriveFault, DriveFaultReactionActive:
+	case state.Fault, state.FaultReactionActive:
 		if dr.errorCode == ErrorCodeFollowing {
-			sw |= swFollowingError
+			sw |= state.SWFollowingError
 		}
 	}
-	return sw
+	return uint16(sw)
 }
 
 // targetReached reports whether the motor is at the target of the mode:
@@ -656,7 +594,7 @@ func (d *Device) theDrive() *drive {
 
 // DriveStatus is a snapshot of a simulated drive.
 type DriveStatus struct {
-	State       DriveState
+	State       state.State
 	Statusword  uint16 // 0x6041 as the master reads it
 	Controlword uint16 // 0x6040 as the drive last took it
 	Mode        int8   // modes of operation display, 0x6061
@@ -683,15 +621,15 @@ func (d *Device) Drive() (DriveStatus, bool) {
 		dr.writeInputs()
 	}
 	return DriveStatus{
-		State: dr.state, Statusword: dr.status(), Controlword: dr.controlword, Mode: dr.mode,
+		State: dr.state, Statusword: dr.status(), Controlword: uint16(dr.controlword), Mode: dr.mode,
 		ErrorCode: dr.errorCode, Position: dr.motor.actualPosition(), Velocity: dr.motor.actualVelocity(),
 		Torque: dr.motor.actualTorque(), FollowingError: dr.following,
 	}, true
 }
 
-// DriveState returns the CiA 402 state of the device's drive, or 0 (whose
-// String is "not a drive") for a device that is not a simulated drive.
-func (d *Device) DriveState() DriveState {
+// DriveState returns the CiA 402 state of the device's drive, or
+// state.Unknown for a device that is not a simulated drive.
+func (d *Device) DriveState() state.State {
 	s, _ := d.Drive()
 	return s.State
 }

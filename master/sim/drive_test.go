@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/master/cia402/state"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/sii"
 	"github.com/ecagent/ecagent/master/wire"
@@ -122,7 +123,7 @@ func (r *driveRig) position() int32      { return int32(binary.LittleEndian.Uint
 func (r *driveRig) velocity() int32      { return int32(binary.LittleEndian.Uint32(r.in[8:])) }
 func (r *driveRig) torque() int16        { return int16(binary.LittleEndian.Uint16(r.in[12:])) }
 func (r *driveRig) errorCode() uint16    { return binary.LittleEndian.Uint16(r.in[14:]) }
-func (r *driveRig) state() DriveState    { return r.dev.DriveState() }
+func (r *driveRig) state() state.State   { return r.dev.DriveState() }
 func rpm(v float64) int32                { return int32(math.Round(v / 60 * countsPerRev)) }
 func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
 
@@ -136,78 +137,68 @@ func (r *driveRig) enable(m int8) {
 		r.cycle(time.Millisecond)
 	}
 	r.settle()
-	if s := r.state(); s != DriveOperationEnabled {
+	if s := r.state(); s != state.OperationEnabled {
 		r.t.Fatalf("after 0x06, 0x07, 0x0F: %v (statusword %#04x)", s, r.statusword())
 	}
 }
 
-// CiA 402 state encodings of the statusword: mask and value.
-var statuswordPattern = map[DriveState][2]uint16{
-	DriveNotReadyToSwitchOn:  {0x4F, 0x00},
-	DriveSwitchOnDisabled:    {0x4F, 0x40},
-	DriveReadyToSwitchOn:     {0x6F, 0x21},
-	DriveSwitchedOn:          {0x6F, 0x23},
-	DriveOperationEnabled:    {0x6F, 0x27},
-	DriveQuickStopActive:     {0x6F, 0x07},
-	DriveFaultReactionActive: {0x4F, 0x0F},
-	DriveFault:               {0x4F, 0x08},
-}
-
+// TestDriveStatuswordEncodesEachState checks that the drive's statusword
+// decodes, with the master's decoder, to the state it is in, and reports
+// voltage enabled past not ready to switch on.
 func TestDriveStatuswordEncodesEachState(t *testing.T) {
-	for s, p := range statuswordPattern {
-		if sw := stateBits(s); sw&p[0] != p[1] {
-			t.Errorf("%v: statusword %#04x, want %#04x under mask %#04x", s, sw, p[1], p[0])
+	for s := state.NotReadyToSwitchOn; s <= state.Fault; s++ {
+		sw := stateBits(s)
+		if got := sw.State(); got != s {
+			t.Errorf("%v: statusword %#04x reads as %v", s, uint16(sw), got)
 		}
-		for other, q := range statuswordPattern {
-			if other != s && stateBits(s)&q[0] == q[1] {
-				t.Errorf("%v's statusword %#04x also reads as %v", s, stateBits(s), other)
-			}
+		if voltage := sw&state.SWVoltageEnabled != 0; voltage != (s != state.NotReadyToSwitchOn) {
+			t.Errorf("%v: statusword %#04x, voltage enabled %v", s, uint16(sw), voltage)
 		}
 	}
 }
 
 func TestDriveStateMachineTable(t *testing.T) {
 	const (
-		shutdown   = 0x06
-		switchOn   = 0x07
-		enableOp   = 0x0F
-		disableOp  = 0x07
-		disableV   = 0x00
-		quickStop  = 0x02
-		faultReset = 0x80
+		shutdown   = state.CmdShutdown
+		switchOn   = state.CmdSwitchOn
+		enableOp   = state.CmdEnableOperation
+		disableOp  = state.CmdDisableOperation
+		disableV   = state.CmdDisableVoltage
+		quickStop  = state.CmdQuickStop
+		faultReset = state.CmdFaultReset
 	)
 	tests := []struct {
-		from     DriveState
-		cw       uint16
+		from     state.State
+		cw       state.Controlword
 		edge     bool
 		canReset bool
-		want     DriveState
+		want     state.State
 	}{
-		{DriveSwitchOnDisabled, shutdown, false, true, DriveReadyToSwitchOn},  // 2
-		{DriveSwitchOnDisabled, switchOn, false, true, DriveSwitchOnDisabled}, // no transition
-		{DriveSwitchOnDisabled, enableOp, false, true, DriveSwitchOnDisabled}, // no transition
-		{DriveReadyToSwitchOn, switchOn, false, true, DriveSwitchedOn},        // 3
-		{DriveReadyToSwitchOn, enableOp, false, true, DriveOperationEnabled},  // 3+4
-		{DriveReadyToSwitchOn, disableV, false, true, DriveSwitchOnDisabled},  // 7
-		{DriveReadyToSwitchOn, quickStop, false, true, DriveSwitchOnDisabled}, // 7
-		{DriveSwitchedOn, enableOp, false, true, DriveOperationEnabled},       // 4
-		{DriveSwitchedOn, shutdown, false, true, DriveReadyToSwitchOn},        // 6
-		{DriveSwitchedOn, disableV, false, true, DriveSwitchOnDisabled},       // 10
-		{DriveSwitchedOn, quickStop, false, true, DriveSwitchOnDisabled},      // 10
-		{DriveOperationEnabled, disableOp, false, true, DriveSwitchedOn},      // 5
-		{DriveOperationEnabled, shutdown, false, true, DriveReadyToSwitchOn},  // 8
-		{DriveOperationEnabled, disableV, false, true, DriveSwitchOnDisabled}, // 9
-		{DriveOperationEnabled, quickStop, false, true, DriveQuickStopActive}, // 11
-		{DriveOperationEnabled, enableOp, false, true, DriveOperationEnabled}, // stays
-		{DriveQuickStopActive, disableV, false, true, DriveSwitchOnDisabled},  // 12
-		{DriveQuickStopActive, enableOp, false, true, DriveQuickStopActive},   // option code 2: no 16
-		{DriveFault, faultReset, true, true, DriveSwitchOnDisabled},           // 15
-		{DriveFault, faultReset, false, true, DriveFault},                     // level, not edge
-		{DriveFault, faultReset, true, false, DriveFault},                     // cause persists
-		{DriveFault, enableOp, false, true, DriveFault},                       // nothing else leaves fault
-		{DriveFaultReactionActive, faultReset, true, true, DriveFaultReactionActive},
-		{DriveNotReadyToSwitchOn, shutdown, false, true, DriveNotReadyToSwitchOn},
-		{DriveOperationEnabled, faultReset | enableOp, false, true, DriveOperationEnabled},
+		{state.SwitchOnDisabled, shutdown, false, true, state.ReadyToSwitchOn},  // 2
+		{state.SwitchOnDisabled, switchOn, false, true, state.SwitchOnDisabled}, // no transition
+		{state.SwitchOnDisabled, enableOp, false, true, state.SwitchOnDisabled}, // no transition
+		{state.ReadyToSwitchOn, switchOn, false, true, state.SwitchedOn},        // 3
+		{state.ReadyToSwitchOn, enableOp, false, true, state.OperationEnabled},  // 3+4
+		{state.ReadyToSwitchOn, disableV, false, true, state.SwitchOnDisabled},  // 7
+		{state.ReadyToSwitchOn, quickStop, false, true, state.SwitchOnDisabled}, // 7
+		{state.SwitchedOn, enableOp, false, true, state.OperationEnabled},       // 4
+		{state.SwitchedOn, shutdown, false, true, state.ReadyToSwitchOn},        // 6
+		{state.SwitchedOn, disableV, false, true, state.SwitchOnDisabled},       // 10
+		{state.SwitchedOn, quickStop, false, true, state.SwitchOnDisabled},      // 10
+		{state.OperationEnabled, disableOp, false, true, state.SwitchedOn},      // 5
+		{state.OperationEnabled, shutdown, false, true, state.ReadyToSwitchOn},  // 8
+		{state.OperationEnabled, disableV, false, true, state.SwitchOnDisabled}, // 9
+		{state.OperationEnabled, quickStop, false, true, state.QuickStopActive}, // 11
+		{state.OperationEnabled, enableOp, false, true, state.OperationEnabled}, // stays
+		{state.QuickStopActive, disableV, false, true, state.SwitchOnDisabled},  // 12
+		{state.QuickStopActive, enableOp, false, true, state.QuickStopActive},   // option code 2: no 16
+		{state.Fault, faultReset, true, true, state.SwitchOnDisabled},           // 15
+		{state.Fault, faultReset, false, true, state.Fault},                     // level, not edge
+		{state.Fault, faultReset, true, false, state.Fault},                     // cause persists
+		{state.Fault, enableOp, false, true, state.Fault},                       // nothing else leaves fault
+		{state.FaultReactionActive, faultReset, true, true, state.FaultReactionActive},
+		{state.NotReadyToSwitchOn, shutdown, false, true, state.NotReadyToSwitchOn},
+		{state.OperationEnabled, faultReset | enableOp, false, true, state.OperationEnabled},
 	}
 	for _, tt := range tests {
 		if got := nextDriveState(tt.from, tt.cw, tt.edge, tt.canReset); got != tt.want {
@@ -228,14 +219,14 @@ func TestDriveEnablesThroughFrames(t *testing.T) {
 	r.setMode(ModeCSV)
 	steps := []struct {
 		cw   uint16
-		want DriveState
+		want state.State
 		sw   uint16
 	}{
-		{0x06, DriveReadyToSwitchOn, 0x0231},
-		{0x07, DriveSwitchedOn, 0x0233},
-		{0x0F, DriveOperationEnabled, 0x1637}, // follows the command, target reached (at rest)
-		{0x07, DriveSwitchedOn, 0x0233},
-		{0x0F, DriveOperationEnabled, 0x1637},
+		{0x06, state.ReadyToSwitchOn, 0x0231},
+		{0x07, state.SwitchedOn, 0x0233},
+		{0x0F, state.OperationEnabled, 0x1637}, // follows the command, target reached (at rest)
+		{0x07, state.SwitchedOn, 0x0233},
+		{0x0F, state.OperationEnabled, 0x1637},
 	}
 	for _, s := range steps {
 		r.setControl(s.cw)
@@ -254,11 +245,11 @@ func TestDriveEnablesThroughFrames(t *testing.T) {
 	r.setControl(0x02)
 	r.cycle(time.Millisecond)
 	r.settle()
-	if got, sw := r.state(), r.statusword(); got != DriveQuickStopActive || sw&0x6F != 0x07 || r.velocity() <= 0 {
+	if got, sw := r.state(), r.statusword(); got != state.QuickStopActive || sw&0x6F != 0x07 || r.velocity() <= 0 {
 		t.Errorf("quick stop at speed: %v, statusword %#04x, velocity %d", got, sw, r.velocity())
 	}
 	r.run(100 * time.Millisecond)
-	if got := r.state(); got != DriveSwitchOnDisabled || abs32(r.velocity()) > int64(rpm(1)) {
+	if got := r.state(); got != state.SwitchOnDisabled || abs32(r.velocity()) > int64(rpm(1)) {
 		t.Errorf("after the quick stop: %v, velocity %d", got, r.velocity())
 	}
 	if m := r.modeDisplay(); m != ModeCSV {
@@ -280,10 +271,10 @@ func TestDriveIgnoresOutputsBelowOP(t *testing.T) {
 		r.setControl(cw)
 		r.cycle(time.Millisecond)
 	}
-	if s := r.state(); s != DriveSwitchOnDisabled {
+	if s := r.state(); s != state.SwitchOnDisabled {
 		t.Errorf("controlwords in SAFEOP: %v, want switch on disabled", s)
 	}
-	if r.statusword()&swRemote != 0 {
+	if state.Statusword(r.statusword())&state.SWRemote != 0 {
 		t.Errorf("statusword %#04x: remote set in SAFEOP", r.statusword())
 	}
 }
@@ -302,7 +293,7 @@ func TestDriveCSVFollowsTarget(t *testing.T) {
 	if v := float64(r.velocity()); !within(v, float64(target), 0.01*float64(target)) {
 		t.Errorf("velocity %v counts/s 30 ms after the ramp, want %v ± 1 %%", v, target)
 	}
-	if r.statusword()&swTargetReached == 0 {
+	if state.Statusword(r.statusword())&state.SWTargetReached == 0 {
 		t.Errorf("statusword %#04x without target reached", r.statusword())
 	}
 	if r.torque() <= 0 {
@@ -362,7 +353,7 @@ func TestDriveCSPTracksPosition(t *testing.T) {
 		r.cycle(time.Millisecond)
 		st, _ := r.dev.Drive()
 		worst = max(worst, st.FollowingError, -st.FollowingError)
-		if r.state() != DriveOperationEnabled {
+		if r.state() != state.OperationEnabled {
 			t.Fatalf("faulted while tracking: %v, error %#04x", r.state(), r.errorCode())
 		}
 	}
@@ -373,7 +364,7 @@ func TestDriveCSPTracksPosition(t *testing.T) {
 	if d := r.position() - 2*countsPerRev; d < -64 || d > 64 {
 		t.Errorf("position %d at rest, target %d", r.position(), 2*countsPerRev)
 	}
-	if r.statusword()&swTargetReached == 0 {
+	if state.Statusword(r.statusword())&state.SWTargetReached == 0 {
 		t.Errorf("statusword %#04x at rest without target reached", r.statusword())
 	}
 }
@@ -418,14 +409,14 @@ func TestDriveFaultsAndReset(t *testing.T) {
 			tt.jump(r)
 			r.cycle(time.Millisecond)
 			r.settle()
-			if s := r.state(); s != DriveFaultReactionActive && s != DriveFault {
+			if s := r.state(); s != state.FaultReactionActive && s != state.Fault {
 				t.Fatalf("after the jump: %v", s)
 			}
-			if r.statusword()&swFault == 0 || r.errorCode() != tt.code {
+			if state.Statusword(r.statusword())&state.SWFault == 0 || r.errorCode() != tt.code {
 				t.Errorf("statusword %#04x, 0x603F %#04x; want the fault bit and %#04x", r.statusword(), r.errorCode(), tt.code)
 			}
 			r.run(20 * time.Millisecond)
-			if s := r.state(); s != DriveFault {
+			if s := r.state(); s != state.Fault {
 				t.Errorf("after the fault reaction: %v", s)
 			}
 			if sw := r.statusword(); sw&0x4F != 0x08 {
@@ -440,7 +431,7 @@ func TestDriveFaultsAndReset(t *testing.T) {
 			r.setControl(0x80)
 			r.cycle(time.Millisecond)
 			r.settle()
-			if s := r.state(); s != DriveSwitchOnDisabled || r.errorCode() != 0 {
+			if s := r.state(); s != state.SwitchOnDisabled || r.errorCode() != 0 {
 				t.Errorf("after the fault reset: %v, 0x603F %#04x", s, r.errorCode())
 			}
 			r.enable(tt.mode)
@@ -456,14 +447,14 @@ func TestDriveFaultResetNeedsCauseGone(t *testing.T) {
 	r.setControl(0x80)
 	r.cycle(time.Millisecond)
 	r.settle()
-	if s := r.state(); s != DriveFault {
+	if s := r.state(); s != state.Fault {
 		t.Fatalf("reset with the target still beyond 0x6080: %v, want fault", s)
 	}
 	// Bit 7 held high is no new edge.
 	r.setTargetVelocity(0)
 	r.cycle(time.Millisecond)
 	r.settle()
-	if s := r.state(); s != DriveFault {
+	if s := r.state(); s != state.Fault {
 		t.Errorf("bit 7 held: %v, want fault", s)
 	}
 	r.setControl(0x00)
@@ -472,7 +463,7 @@ func TestDriveFaultResetNeedsCauseGone(t *testing.T) {
 	r.setControl(0x80)
 	r.cycle(time.Millisecond)
 	r.settle()
-	if s := r.state(); s != DriveSwitchOnDisabled {
+	if s := r.state(); s != state.SwitchOnDisabled {
 		t.Errorf("new edge with the cause gone: %v", s)
 	}
 }
@@ -482,7 +473,7 @@ func TestDriveLeavingOPFaults(t *testing.T) {
 	r.enable(ModeCSV)
 	r.toState(0x04)
 	r.run(20 * time.Millisecond)
-	if s := r.state(); s != DriveFault || r.errorCode() != ErrorCodeCommunication {
+	if s := r.state(); s != state.Fault || r.errorCode() != ErrorCodeCommunication {
 		t.Errorf("after leaving OP enabled: %v, 0x603F %#04x; want fault 0x8700", s, r.errorCode())
 	}
 	// Back in OP the master resets the fault.
@@ -490,7 +481,7 @@ func TestDriveLeavingOPFaults(t *testing.T) {
 	r.setControl(0x80)
 	r.cycle(time.Millisecond)
 	r.settle()
-	if s := r.state(); s != DriveSwitchOnDisabled {
+	if s := r.state(); s != state.SwitchOnDisabled {
 		t.Errorf("after the reset in OP: %v", s)
 	}
 }
@@ -503,7 +494,7 @@ func TestInjectDriveFault(t *testing.T) {
 	if err := el.InjectDriveFault(0x5530); !errors.Is(err, ErrNotADrive) {
 		t.Errorf("InjectDriveFault on an EL3004: %v", err)
 	}
-	if s := el.DriveState(); s != 0 || s.String() != "not a drive" {
+	if s := el.DriveState(); s != state.Unknown {
 		t.Errorf("DriveState of an EL3004: %v", s)
 	}
 	r := newDriveRig(t, "AKD", akdOutLen, akdInLen)
@@ -512,13 +503,13 @@ func TestInjectDriveFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.run(5 * time.Millisecond)
-	if r.state() != DriveFault || r.errorCode() != 0x4310 || r.statusword()&swFault == 0 {
+	if r.state() != state.Fault || r.errorCode() != 0x4310 || state.Statusword(r.statusword())&state.SWFault == 0 {
 		t.Errorf("injected 0x4310: %v, 0x603F %#04x, statusword %#04x", r.state(), r.errorCode(), r.statusword())
 	}
 	r.setControl(0x80)
 	r.cycle(time.Millisecond)
 	r.settle()
-	if r.state() != DriveSwitchOnDisabled {
+	if r.state() != state.SwitchOnDisabled {
 		t.Errorf("after the reset: %v", r.state())
 	}
 }
@@ -606,7 +597,7 @@ func TestDriveProcessDoesNotAllocate(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("Process with a drive allocates %v times per frame", allocs)
 	}
-	if r.state() != DriveOperationEnabled || r.dev.DriveState() != DriveOperationEnabled {
+	if r.state() != state.OperationEnabled || r.dev.DriveState() != state.OperationEnabled {
 		t.Errorf("drive left operation enabled: %v", r.state())
 	}
 }
@@ -689,7 +680,7 @@ func TestRealAKDImageIsADrive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Name() != "AKD" || !d.hasDC || d.DriveState() != DriveSwitchOnDisabled {
+	if d.Name() != "AKD" || !d.hasDC || d.DriveState() != state.SwitchOnDisabled {
 		t.Fatalf("%q DC %v state %v", d.Name(), d.hasDC, d.DriveState())
 	}
 	r := newDriveRig(t, path, 6, 6)
@@ -807,7 +798,7 @@ func TestDriveFollowingWindowParameter(t *testing.T) {
 		r.setTargetPosition(tt.step)
 		r.cycle(time.Millisecond)
 		r.settle()
-		if got := r.state() == DriveFaultReactionActive || r.state() == DriveFault; got != tt.fault {
+		if got := r.state() == state.FaultReactionActive || r.state() == state.Fault; got != tt.fault {
 			t.Errorf("window %d, step of %d counts: %v (0x603F %#04x), want fault %v",
 				tt.window, tt.step, r.state(), r.errorCode(), tt.fault)
 		}
