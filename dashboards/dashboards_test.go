@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ecagent/ecagent/master/cia402/state"
 	"github.com/ecagent/ecagent/metrics"
 )
 
@@ -287,17 +288,17 @@ func TestProvisioning(t *testing.T) {
 }
 
 // TestDriveStateMapping checks that the drive state panel names every
-// CiA 402 state number as package metrics does.
+// CiA 402 state number as package master/cia402/state does.
 func TestDriveStateMapping(t *testing.T) {
 	m := driveStateNames()
 	if len(m) != 1 || m[0].ValueMap == nil {
 		t.Fatalf("want one value map, got %+v", m)
 	}
 	opts := m[0].ValueMap.Options
-	if len(opts) != int(metrics.DriveFault)+1 {
-		t.Errorf("%d states mapped, want %d", len(opts), int(metrics.DriveFault)+1)
+	if len(opts) != int(state.Fault)+1 {
+		t.Errorf("%d states mapped, want %d", len(opts), int(state.Fault)+1)
 	}
-	for s := metrics.DriveUnknown; s <= metrics.DriveFault; s++ {
+	for s := state.Unknown; s <= state.Fault; s++ {
 		o, ok := opts[strconv.Itoa(int(s))]
 		if !ok || o.Text == nil || *o.Text != s.String() {
 			t.Errorf("state %d maps to %+v, want %q", s, o, s.String())

@@ -7,39 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// DriveState numbers the states of the CiA 402 drive state machine as
-// ecagent_drive_state exports them: 0 for a state the statusword does not
-// define, then the states in the order the standard lists them, from 1.
-// Package master/cia402 numbers its State the same way, so the agent can
-// pass an shm.EventDriveState's Value as it comes.
-type DriveState int
-
-// The CiA 402 drive states.
-const (
-	DriveUnknown             DriveState = 0
-	DriveNotReadyToSwitchOn  DriveState = 1
-	DriveSwitchOnDisabled    DriveState = 2
-	DriveReadyToSwitchOn     DriveState = 3
-	DriveSwitchedOn          DriveState = 4
-	DriveOperationEnabled    DriveState = 5
-	DriveQuickStopActive     DriveState = 6
-	DriveFaultReactionActive DriveState = 7
-	DriveFault               DriveState = 8
-)
-
-// String names the state as CiA 402 does, in lower case ("operation
-// enabled"), 0 as "unknown"; a number outside 0–8 becomes "DriveState(n)".
-func (s DriveState) String() string {
-	names := [...]string{
-		"unknown", "not ready to switch on", "switch on disabled", "ready to switch on", "switched on",
-		"operation enabled", "quick stop active", "fault reaction active", "fault",
-	}
-	if s >= 0 && int(s) < len(names) {
-		return names[s]
-	}
-	return "DriveState(" + strconv.Itoa(int(s)) + ")"
-}
-
 // slaveKey identifies the series of one slave: its position and name
 // labels.
 type slaveKey struct {
@@ -139,8 +106,9 @@ func (r *Registry) Emergency(position int, name string, code uint16) {
 
 // SetDriveState sets ecagent_drive_state of the CiA 402 drive at position
 // (shm.EventDriveState: state is the event's Value, stateName its Text).
-// state is a DriveState number; the name is not exported, the gauge's
-// help text lists the numbers. A drive's first event also starts its
+// state is the number of a state.State (package master/cia402/state
+// defines the numbers, 0 unknown to 8 fault) and is exported as it comes;
+// the name is not exported, the gauge's help text lists the numbers. A drive's first event also starts its
 // fault counter at 0 and its error code at 0. It is safe for concurrent
 // use.
 func (r *Registry) SetDriveState(position int, name string, state int, stateName string) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/ecagent/ecagent/master/cia402/state"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -63,7 +63,7 @@ func populate(t testing.TB, r *Registry) {
 	r.SetRTSetting(RTDMALatency, false)
 	r.SetDC(DCSettings{Enabled: true, ReferencePosition: 0, Sync0Cycle: testTarget, Sync0Shift: 300 * time.Microsecond})
 	r.Emergency(2, "EL1014", 0x5000)
-	r.SetDriveState(1, "EL2004", int(DriveOperationEnabled), "operation enabled")
+	r.SetDriveState(1, "EL2004", int(state.OperationEnabled), "operation enabled")
 	r.CountEvent("slave-reconnected", 2, "EL1014")
 	r.CountEvent("bus-alarm", -1, "")
 	r.DriveFault(1, "EL2004", 0x3220)
@@ -348,14 +348,14 @@ func TestEmergenciesAndDrives(t *testing.T) {
 	r.Emergency(1, "AKD", 0x8611)
 	r.Emergency(1, "AKD", 0x0000) // error reset: counted, last code 0
 	r.Emergency(2, "EL3004", 0xFF01)
-	r.SetDriveState(1, "AKD", int(DriveSwitchOnDisabled), "switch on disabled")
-	r.SetDriveState(1, "AKD", int(DriveOperationEnabled), "operation enabled")
+	r.SetDriveState(1, "AKD", int(state.SwitchOnDisabled), "switch on disabled")
+	r.SetDriveState(1, "AKD", int(state.OperationEnabled), "operation enabled")
 	r.DriveFault(1, "AKD", 0x7305)
-	r.SetDriveState(1, "AKD", int(DriveFault), "fault")
+	r.SetDriveState(1, "AKD", int(state.Fault), "fault")
 	r.DriveFaultCleared(1, "AKD")
-	r.SetDriveState(1, "AKD", int(DriveSwitchOnDisabled), "switch on disabled")
+	r.SetDriveState(1, "AKD", int(state.SwitchOnDisabled), "switch on disabled")
 	r.DriveFault(1, "AKD", 0x2310)
-	r.SetDriveState(1, "AKD", int(DriveFault), "fault")
+	r.SetDriveState(1, "AKD", int(state.Fault), "fault")
 	// A drive whose first event is its fault still gets all its series.
 	r.DriveFault(3, "EL7201", 0x8611)
 
@@ -426,7 +426,7 @@ ecagent_drive_error_code{host="ipc-7",line="line-3",name="AKD",position="1",site
 // fault counter and error code at 0.
 func TestDriveStateFirstEvent(t *testing.T) {
 	r := newTestRegistry(t, testOptions())
-	r.SetDriveState(4, "AKD", int(DriveNotReadyToSwitchOn), "not ready to switch on")
+	r.SetDriveState(4, "AKD", int(state.NotReadyToSwitchOn), "not ready to switch on")
 	want := `
 # HELP ecagent_drive_state CiA 402 state of a drive: 1 not ready to switch on, 2 switch on disabled, 3 ready to switch on, 4 switched on, 5 operation enabled, 6 quick stop active, 7 fault reaction active, 8 fault; 0 unknown.
 # TYPE ecagent_drive_state gauge
@@ -530,27 +530,5 @@ func TestEventMethodsConcurrently(t *testing.T) {
 	}
 	if total != 2000 {
 		t.Errorf("%g emergencies counted, want 2000", total)
-	}
-}
-
-// TestDriveStateString checks the state names against the numbers the
-// help text of ecagent_drive_state gives.
-func TestDriveStateString(t *testing.T) {
-	help := ""
-	for _, s := range Documented() {
-		if s.Name == nameDriveState {
-			help = s.Help
-		}
-	}
-	for s := DriveUnknown; s <= DriveFault; s++ {
-		if want := strconv.Itoa(int(s)) + " " + s.String(); !strings.Contains(help, want) {
-			t.Errorf("help of %s lacks %q", nameDriveState, want)
-		}
-	}
-	if got := DriveState(9).String(); got != "DriveState(9)" {
-		t.Errorf("DriveState(9) = %q", got)
-	}
-	if got := DriveState(-1).String(); got != "DriveState(-1)" {
-		t.Errorf("DriveState(-1) = %q", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ecagent/ecagent/master/cia402/state"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt/sparkplug"
 	"github.com/ecagent/ecagent/shm"
@@ -730,12 +731,17 @@ func appendSlave(o *jsonObject, ev *shm.Event, model *Model) {
 }
 
 // driveStateName is the name of a drive-state event's state: the name the
-// cycle sent, else the standard one of its number.
+// cycle sent, else the standard one of its number (package state's); a
+// number that names no state is written "DriveState(n)", n at most
+// MaxInt32, as the events have always shown it.
 func driveStateName(ev *shm.Event, text string) string {
 	if text != "" {
 		return text
 	}
-	return metrics.DriveState(min(ev.Value, math.MaxInt32)).String()
+	if s, ok := state.FromNumber(ev.Value); ok {
+		return s.String()
+	}
+	return fmt.Sprintf("DriveState(%d)", min(ev.Value, math.MaxInt32))
 }
 
 // hexBytes formats b as lower-case hexadecimal, two digits a byte.
