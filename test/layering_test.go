@@ -1,0 +1,211 @@
+package test
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"path"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// module is the import path of this repository's module.
+const module = "github.com/ecagent/ecagent"
+
+// layer names the project packages one group of packages may import. The
+// groups follow the data flow of ARCHITECTURE.md, one way only:
+//
+//	wire → link → master → cycle ⇄ shm ⇄ agent → metrics/mqtt
+//
+// A package matches the first rule whose pattern it has (a pattern "x/..."
+// is x and everything below it). Its imports of other project packages must
+// each match one of the rule's allowed patterns; its own subtree is always
+// allowed, and so is the whole tree of a "x/..." rule, except where the
+// rule lists a pattern under forbidden.
+type layer struct {
+	pattern   string
+	allowed   []string
+	forbidden []string // patterns inside the allowed set that still must not be imported
+	why       string
+}
+
+// layers is the whole rule set. Changing it is changing the architecture:
+// say why in the commit.
+var layers = []layer{
+	// The simulator is a device, not a master: it shares the protocol's
+	// encoders with the master but never the master's logic, so a master
+	// bug cannot hide behind a simulator that shares it.
+	{pattern: "master/sim", allowed: []string{"master/wire", "master/esc", "master/link", "master/sii", "master/coe", "master/cia402/state"},
+		why: "the simulator models devices with the protocol encoders only, never the master"},
+	{pattern: "master/...", allowed: []string{"master/..."},
+		why: "the master knows nothing of the cycle process, shared memory, the agent, metrics or MQTT"},
+	{pattern: "shm", allowed: nil,
+		why: "the shared-memory contract is the leaf both processes build on"},
+	{pattern: "cycle/...", allowed: []string{"master/...", "shm"}, forbidden: []string{"master/sim"},
+		why: "the cycle process runs the master and writes shared memory, nothing else"},
+	{pattern: "metrics/...", allowed: []string{"shm", "master/esc", "master/cia402/state"},
+		why: "exporters render shared-memory samples and register values; they never reach the master or the agent"},
+	{pattern: "mqtt/...", allowed: []string{"shm", "master/esc", "master/cia402/state", "metrics/..."},
+		forbidden: []string{"metrics/otlp"},
+		why: "the MQTT publisher renders the same samples and shares the window statistics of metrics"},
+	{pattern: "agent/config", allowed: []string{"mqtt/spec"},
+		why: "the configuration validates the MQTT rule syntax and nothing else"},
+	{pattern: "agent/rtcheck", allowed: nil, why: "the host doctor reads the host only"},
+	{pattern: "agent/sdnotify", allowed: nil, why: "the systemd protocol needs nothing of ours"},
+	{pattern: "agent/...", allowed: []string{"master/...", "cycle/...", "shm", "metrics/...", "mqtt/...", "agent/..."},
+		why: "the agent wires everything below it together; nothing but commands import it"},
+	{pattern: "internal/simbus", allowed: []string{"master", "master/link", "master/sim"},
+		why: "a test helper that brings a simulated segment up behind a master"},
+	{pattern: "internal/...", allowed: nil, why: "small helpers with no project dependencies"},
+	{pattern: "cmd/...", allowed: []string{"..."}, why: "commands sit on top of everything"},
+	{pattern: "dashboards", allowed: nil, why: "dashboards are built from their own definitions"},
+}
+
+// match reports whether the project-relative package p matches pattern.
+func match(pattern, p string) bool {
+	if pattern == "..." {
+		return true
+	}
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return p == base || strings.HasPrefix(p, base+"/")
+	}
+	return p == pattern
+}
+
+// TestImportsPointOneWay lists the non-test imports of every package in
+// the module (go list) and fails for each import of a project package
+// that the package's layer does not allow.
+func TestImportsPointOneWay(t *testing.T) {
+	graph := projectImports(t)
+	if len(graph) < 20 {
+		t.Fatalf("go list found %d packages; the module has more", len(graph))
+	}
+	var pkgs []string
+	for p := range graph {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	for _, p := range pkgs {
+		rule, ok := ruleFor(p)
+		if !ok {
+			if len(graph[p]) > 0 {
+				t.Errorf("package %s imports %v but no layer rule covers it: add one to layers", p, graph[p])
+			}
+			continue
+		}
+		for _, imp := range graph[p] {
+			if !allowedImport(rule, p, imp) {
+				t.Errorf("%s imports %s: not allowed (%s)", p, imp, rule.why)
+			}
+		}
+	}
+}
+
+// TestLayerRules checks the rule matcher itself on imports that must pass
+// and imports that must fail, so a broken matcher cannot pass every
+// package.
+func TestLayerRules(t *testing.T) {
+	cases := []struct {
+		pkg, imp string
+		ok       bool
+	}{
+		{"master", "master/wire", true},
+		{"master", "shm", false},
+		{"master/wire", "metrics", false},
+		{"master/sim", "master", false},
+		{"master/sim", "master/esc", true},
+		{"shm", "master/esc", false},
+		{"cycle", "shm", true},
+		{"cycle", "master/sim", false},
+		{"cycle", "agent", false},
+		{"cycle", "metrics", false},
+		{"metrics", "shm", true},
+		{"metrics", "agent", false},
+		{"metrics", "cycle", false},
+		{"metrics", "mqtt", false},
+		{"metrics/otlp", "metrics", true},
+		{"mqtt", "metrics", true},
+		{"mqtt", "metrics/otlp", false},
+		{"mqtt", "master", false},
+		{"agent", "mqtt", true},
+		{"agent", "cmd/ecagent", false},
+		{"cmd/ecagent", "agent", true},
+	}
+	for _, c := range cases {
+		rule, ok := ruleFor(c.pkg)
+		if !ok {
+			t.Errorf("no rule for %s", c.pkg)
+			continue
+		}
+		if got := allowedImport(rule, c.pkg, c.imp); got != c.ok {
+			t.Errorf("%s importing %s: allowed = %v, want %v", c.pkg, c.imp, got, c.ok)
+		}
+	}
+}
+
+func ruleFor(p string) (layer, bool) {
+	for _, l := range layers {
+		if match(l.pattern, p) {
+			return l, true
+		}
+	}
+	return layer{}, false
+}
+
+func allowedImport(rule layer, p, imp string) bool {
+	for _, f := range rule.forbidden {
+		if match(f, imp) {
+			return false
+		}
+	}
+	if imp == p || strings.HasPrefix(imp, p+"/") {
+		return true // its own subtree
+	}
+	if strings.HasSuffix(rule.pattern, "/...") && match(rule.pattern, imp) {
+		return true // the group's own tree, e.g. metrics/otlp → metrics
+	}
+	for _, a := range rule.allowed {
+		if match(a, imp) {
+			return true
+		}
+	}
+	return false
+}
+
+// projectImports returns, for every package of the module, the project
+// packages it imports (outside its tests), both relative to the module.
+func projectImports(t *testing.T) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", module+"/...")
+	cmd.Dir = ".."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	graph := map[string][]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		p := rel(fields[0])
+		graph[p] = nil
+		for _, imp := range fields[1:] {
+			if imp == module || strings.HasPrefix(imp, module+"/") {
+				graph[p] = append(graph[p], rel(imp))
+			}
+		}
+	}
+	return graph
+}
+
+func rel(importPath string) string {
+	if importPath == module {
+		return "."
+	}
+	return path.Clean(strings.TrimPrefix(importPath, module+"/"))
+}
