@@ -54,22 +54,57 @@ func subscribe(t *testing.T, url, id, filter string, persistent bool, opts ...fu
 		}
 	}
 	o.SetDefaultPublishHandler(handler)
+	// A clean session subscribes again on every connection; the first
+	// SUBACK is what subscribe waits for. (The handler must not block, so
+	// the waiting is done elsewhere.)
+	subacked := make(chan error, 1)
 	o.SetOnConnectHandler(func(c paho.Client) {
 		if !persistent {
-			c.Subscribe(filter, 1, handler)
+			tok := c.Subscribe(filter, 1, handler)
+			go func() {
+				tok.Wait()
+				select {
+				case subacked <- tok.Error():
+				default:
+				}
+			}()
 		}
 	})
 	s.c = paho.NewClient(o)
+	t.Cleanup(func() { s.c.Disconnect(0) })
 	if tok := s.c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-		t.Fatalf("subscriber connect: %v", tok.Error())
+		t.Fatalf("subscriber %s: no connection within 5 s: %v", id, tok.Error())
 	}
 	if persistent {
 		if tok := s.c.Subscribe(filter, 1, handler); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-			t.Fatalf("subscribe: %v", tok.Error())
+			t.Fatalf("subscriber %s: no SUBACK for %s within 5 s: %v", id, filter, tok.Error())
 		}
+		return s
 	}
-	t.Cleanup(func() { s.c.Disconnect(0) })
+	select {
+	case err := <-subacked:
+		if err != nil {
+			t.Fatalf("subscriber %s: subscribe %s: %v", id, filter, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("subscriber %s: no SUBACK for %s within 5 s", id, filter)
+	}
 	return s
+}
+
+// waitServing waits until p serves its outbox, and so is subscribed to
+// its command topics: a publisher announces itself (status, meta),
+// subscribes and waits for the SUBACK, and only then sends what it was
+// given. events must subscribe to p's events topic. Being connected is
+// not enough: the subscription comes after.
+func waitServing(t *testing.T, p *Publisher, events *subscriber) {
+	t.Helper()
+	from := len(events.all())
+	const markerCycle = 424242 // a cycle no other event of the tests has
+	p.Event(&shm.Event{Kind: shm.EventStateChange, Cycle: markerCycle}, time.Now())
+	events.waitFrom(t, from, "/events", 5*time.Second, func(m received) bool {
+		return strings.Contains(string(m.payload), fmt.Sprintf(`"cycle":%d`, markerCycle))
+	})
 }
 
 // waitFor waits until a message on a topic with this suffix satisfies ok,
@@ -228,10 +263,7 @@ func TestPublisherWrites(t *testing.T) {
 			t.Fatal(tok.Error())
 		}
 	}
-	for !p.Stats().Connected {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond) // the subscription of the set topics
+	waitServing(t, p, sub) // subscribed to the set topics
 	rejects := []struct {
 		target, payload string
 		code            RejectCode
@@ -265,7 +297,7 @@ func TestPublisherWrites(t *testing.T) {
 	set("EL4132-5/drive-fault-reset", "true")
 	deadline := time.Now().Add(5 * time.Second)
 	for len(ring.all()) < 3 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polls, with a deadline: the comparison below says what arrived
 	}
 	got := ring.all()
 	minus := int16(-8192) // -2.5 V at 10 V / 0x7FFF per step
@@ -301,12 +333,11 @@ func TestPublisherWritesDisabled(t *testing.T) {
 	rules := mustRules(t, nil, nil, []string{"EL2004-1/*"})
 	rules.Interval = time.Second
 	p, _, ring := newTestPublisher(t, Config{Broker: broker.URL(), QoS: 1, Root: root, Rules: rules})
-	for !p.Stats().Connected {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond)
+	waitServing(t, p, sub) // subscribed to the set topics
 	cmd := subscribe(t, broker.URL(), "cmd", "nothing/here", false)
-	cmd.c.Publish(root+"/set/EL2004-1/channel_1.output", 1, false, "true").WaitTimeout(5 * time.Second)
+	if tok := cmd.c.Publish(root+"/set/EL2004-1/channel_1.output", 1, false, "true"); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("publish the write: no PUBACK within 5 s: %v", tok.Error())
+	}
 	m := sub.waitFor(t, "/events", 5*time.Second, func(m received) bool { return strings.Contains(string(m.payload), "command-rejected") })
 	if !strings.Contains(string(m.payload), `"code":"disabled"`) {
 		t.Errorf("event %s", m.payload)
