@@ -526,9 +526,9 @@ func TestEventMethods(t *testing.T) {
 	e.Emergency(1, "AKD", 0x8611)
 	e.Emergency(1, "AKD", 0x8400)
 	e.Emergency(2, "EL3004", 0xFF01)
-	e.SetDriveState(1, "AKD", int(metrics.DriveOperationEnabled))
+	e.SetDriveState(1, "AKD", 5) // operation enabled (CiA 402 state numbers as ecagent_drive_state exports them)
 	e.DriveFault(1, "AKD", 0x7305)
-	e.SetDriveState(1, "AKD", int(metrics.DriveFault))
+	e.SetDriveState(1, "AKD", 8) // fault
 	e.DriveFault(3, "EL7201", 0x2310)
 	e.DriveFaultCleared(3, "EL7201")
 	if err := e.Flush(ctx); err != nil {
