@@ -86,8 +86,10 @@ func BenchmarkPublishToMosquitto(b *testing.B) {
 	p.out.drain()
 	go p.runSession()
 	defer func() { close(p.closing); <-p.sessionDone }()
-	for !p.connected.Load() {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); !p.connected.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("not connected to the broker within 10 s")
+		}
 	}
 	base := p.delivered.Load()
 	var before, after runtime.MemStats
@@ -103,8 +105,10 @@ func BenchmarkPublishToMosquitto(b *testing.B) {
 		}
 	}
 	want := base + uint64(b.N)*6
-	for p.delivered.Load() < want {
-		time.Sleep(100 * time.Microsecond)
+	for deadline := time.Now().Add(time.Minute); p.delivered.Load() < want; time.Sleep(100 * time.Microsecond) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d messages delivered a minute after the last was given", p.delivered.Load()-base, want-base)
+		}
 	}
 	b.StopTimer()
 	runtime.ReadMemStats(&after)

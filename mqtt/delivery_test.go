@@ -71,7 +71,12 @@ func TestPublisherBrokerOutage(t *testing.T) {
 	rules := Rules{Interval: 5 * time.Millisecond}
 	big, _, _ := newTestPublisher(t, Config{Broker: broker.URL(), QoS: 1, Root: "ecagent/outage/big", Rules: rules, Buffer: 100000})
 	small, _, _ := newTestPublisher(t, Config{Broker: broker.URL(), QoS: 1, Root: "ecagent/outage/small", Rules: rules, Buffer: 200})
-	time.Sleep(300 * time.Millisecond)
+	// The outage starts once both publishers have had messages acknowledged.
+	for deadline := time.Now().Add(10 * time.Second); big.Stats().Delivered == 0 || small.Stats().Delivered == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("before the outage, nothing delivered within 10 s: big %+v, small %+v", big.Stats(), small.Stats())
+		}
+	}
 	broker.Stop()
 	// The outage lasts until the publishers have noticed it and the big
 	// one holds 1 000 messages (some 200 ms at the test's rate on a quiet
@@ -90,20 +95,18 @@ func TestPublisherBrokerOutage(t *testing.T) {
 	for (big.Stats().Buffered > 0 || small.Stats().Buffered > 0 || !big.Stats().Connected) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(200 * time.Millisecond)
-	_ = big.Close(2 * time.Second)
+	_ = big.Close(2 * time.Second) // Close waits for what is in flight
 	_ = small.Close(2 * time.Second)
 	bs, ss := big.Stats(), small.Stats()
-	// Wait until the subscriber has everything the broker acknowledged.
-	want := int(bs.Delivered + ss.Delivered)
-	for prev := -1; ; {
-		time.Sleep(300 * time.Millisecond)
-		n := len(sub.all())
-		if n == prev || n >= want {
-			break
-		}
-		prev = n
+	// Wait until the subscriber has everything the broker acknowledged: a
+	// last message published after the publishers closed (their messages
+	// all acknowledged) reaches it after theirs, as mosquitto queues a
+	// subscriber's messages in the order it received them.
+	end := subscribe(t, broker.URL(), "outage-end", "nothing/here", false)
+	if tok := end.c.Publish("ecagent/outage/end/pd/last", 1, false, "end"); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("publish the last message: no PUBACK within 5 s: %v", tok.Error())
 	}
+	sub.waitFor(t, "ecagent/outage/end/pd/last", 10*time.Second, nil)
 	msgs := sub.all()
 	for _, c := range []struct {
 		name string

@@ -105,7 +105,8 @@ func TestPublisherSparkplug(t *testing.T) {
 		Root: "ecagent/sp/edge1", Rules: rules, WritesEnabled: true})
 
 	nbirth := sub.waitFor(t, "/NBIRTH/edge1", 5*time.Second, nil)
-	// 6 devices at 200 Hz: seq wraps about five times a second.
+	// 6 devices at 200 Hz: seq wraps about five times a second. The sleep
+	// does not synchronise: it lets seq wrap before the change below.
 	time.Sleep(500 * time.Millisecond)
 	img.set(5, 0b0000_0010)
 	sub.waitFor(t, "/DDATA/edge1/EL1014-3", 5*time.Second, func(r received) bool {
@@ -184,7 +185,15 @@ func TestSparkplugStoreAndForward(t *testing.T) {
 	}
 	sub.waitFor(t, "/DDATA/n/EL2004-1", 5*time.Second, nil)
 	broker.Stop()
-	time.Sleep(500 * time.Millisecond)
+	// The outage lasts until the publisher noticed it and buffered twice
+	// the historical DDATA asserted below (what it stores is what the
+	// test is about, not how long that takes on this host).
+	const stored = 2 * 6 * 10
+	for deadline := time.Now().Add(10 * time.Second); p.Stats().Connected || p.Stats().Buffered < stored; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s into the outage: %+v, want disconnected with %d buffered", p.Stats(), stored)
+		}
+	}
 	from := len(sub.all())
 	broker.Start()
 	sub.waitFrom(t, from, "/NBIRTH/n", 10*time.Second, nil)
@@ -216,6 +225,6 @@ func TestSparkplugStoreAndForward(t *testing.T) {
 		}
 	}
 	if historical < 6*10 {
-		t.Errorf("%d historical DDATA after a 0.5 s outage at 50 Hz for 6 devices", historical)
+		t.Errorf("%d historical DDATA after an outage of %d buffered messages at 50 Hz for 6 devices", historical, stored)
 	}
 }
