@@ -1,0 +1,132 @@
+package master
+
+import (
+	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/master/wire"
+)
+
+// The frames of the cyclic exchange: building them each cycle and matching
+// and taking in their answers.
+
+// cyclicFrame is one pre-allocated frame of the cyclic exchange: its buffer,
+// the part of the image its LRW datagram carries (if any), whether it also
+// reads AL status, and its state in the current cycle.
+type cyclicFrame struct {
+	buf     []byte
+	builder wire.Builder
+	chunk   chunk
+	lrw     bool // carries an LRW datagram over chunk
+	status  bool // carries the BRD of AL status (after the LRW, if any)
+	aux     bool // carries the DC and mailbox datagrams (last)
+	first   wire.Command
+	index   uint8
+	done    bool
+}
+
+// baseLen is the size of the frame without the auxiliary datagrams.
+func (f *cyclicFrame) baseLen() int {
+	n := wire.EthernetHeaderLen + wire.HeaderLen
+	if f.lrw {
+		n += wire.DatagramOverhead + f.chunk.to - f.chunk.from
+	}
+	if f.status {
+		n += statusDatagramLen
+	}
+	return n
+}
+
+// build writes this cycle's frames: fresh indexes, the output image, an
+// empty AL status read, the auxiliary datagrams.
+func (c *Cyclic) build() {
+	out := c.image.Outputs()
+	c.auxBack = false
+	for i := range c.frames {
+		f := &c.frames[i]
+		f.index = c.bus.nextIndex()
+		f.done = false
+		_ = f.builder.Reset(f.buf, broadcastMAC, c.bus.src)
+		if f.lrw {
+			data, _ := f.builder.Append(wire.LRW, f.index, uint32(logicalBase+f.chunk.from), f.chunk.to-f.chunk.from)
+			if f.chunk.from < len(out) {
+				copy(data, out[f.chunk.from:min(f.chunk.to, len(out))])
+			}
+		}
+		if f.status {
+			_, _ = f.builder.Append(wire.BRD, f.index, wire.PhysicalAddress(0, uint16(esc.RegALStatus)), esc.ALStatusLen)
+		}
+		if f.aux {
+			c.buildAux(f)
+		}
+		switch {
+		case f.lrw:
+			f.first = wire.LRW
+		case f.status:
+			f.first = wire.BRD
+		default:
+			f.first = c.auxFirst()
+		}
+	}
+}
+
+// What take made of a received frame.
+const (
+	answerTaken   = iota // the answer to one of this cycle's frames
+	answerStale          // an EtherCAT frame, but not one this cycle awaits
+	answerInvalid        // not an EtherCAT datagram frame
+)
+
+// take matches a received frame to the frame of this cycle it answers and
+// takes its inputs, working counter and AL status into r and the image.
+func (c *Cyclic) take(frame []byte, r *CycleResult) int {
+	var fr wire.Frame
+	if fr.Decode(frame) != nil {
+		return answerInvalid
+	}
+	it := fr.Datagrams()
+	var d wire.Datagram
+	if !it.Next(&d) {
+		return answerInvalid
+	}
+	f := c.match(&d)
+	if f == nil {
+		return answerStale
+	}
+	f.done = true
+	more := true // d holds a datagram not yet looked at
+	if f.lrw {
+		r.WKC += d.WKC
+		if f.chunk.to > c.image.outBytes {
+			from := max(f.chunk.from, c.image.outBytes)
+			copy(c.image.buf[from:f.chunk.to], d.Data[from-f.chunk.from:])
+		}
+		more = it.Next(&d)
+	}
+	if f.status && more {
+		if d.Command == wire.BRD && len(d.Data) == esc.ALStatusLen {
+			st := esc.DecodeALStatus(d.Data)
+			r.Responding, r.ALStates, r.ALError = d.WKC, uint8(st.State), st.Error
+		}
+		more = it.Next(&d)
+	}
+	if f.aux && more {
+		c.auxBack = true
+		c.takeAux(&it, &d, r)
+	}
+	return answerTaken
+}
+
+// match returns the frame of this cycle that a frame starting with d
+// answers, or nil.
+func (c *Cyclic) match(d *wire.Datagram) *cyclicFrame {
+	for i := range c.frames {
+		f := &c.frames[i]
+		if f.done || d.Index != f.index || d.Command != f.first {
+			continue
+		}
+		if f.lrw && (len(d.Data) != f.chunk.to-f.chunk.from || d.Address != uint32(logicalBase+f.chunk.from)) {
+			continue
+		}
+		return f
+	}
+	return nil
+}
