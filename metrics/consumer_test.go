@@ -282,6 +282,7 @@ func TestCounters(t *testing.T) {
 		{shm.SampleSkipped, 3, 0},
 		{shm.SampleDCValid, 0, -150},
 		{shm.SampleDCValid | shm.SampleLostFrame, 0, 40},
+		{shm.SampleLateAnswer, 0, 0},
 	}
 	for i, sm := range samples {
 		s := cycleSample(uint64(i), 5000, 20_000, 100_000)
@@ -290,7 +291,8 @@ func TestCounters(t *testing.T) {
 	}
 	c.SetRingDrops(7)
 	counters := map[string]float64{
-		nameCycles: 6, nameLostFrames: 2, nameWKCErrors: 1, nameOverruns: 1, nameSkipped: 3, nameRingDrops: 7,
+		nameCycles: 7, nameLostFrames: 2, nameWKCErrors: 1, nameOverruns: 1, nameSkipped: 3, nameRingDrops: 7,
+		nameLateAnswers: 1,
 	}
 	for name, want := range counters {
 		if got := family(t, r, name).GetMetric()[0].GetCounter().GetValue(); got != want {
@@ -300,8 +302,8 @@ func TestCounters(t *testing.T) {
 	if got := family(t, r, nameExpectedWKC).GetMetric()[0].GetGauge().GetValue(); got != 3 {
 		t.Errorf("%s = %g, want 3", nameExpectedWKC, got)
 	}
-	if h := family(t, r, nameFrameRTT).GetMetric()[0].GetHistogram(); h.GetSampleCount() != 4 {
-		t.Errorf("frame RTT observations %d, want 4 (lost frames left out)", h.GetSampleCount())
+	if h := family(t, r, nameFrameRTT).GetMetric()[0].GetHistogram(); h.GetSampleCount() != 5 {
+		t.Errorf("frame RTT observations %d, want 5 (lost frames left out)", h.GetSampleCount())
 	}
 	dc := family(t, r, nameDCTimeDiff).GetMetric()[0].GetHistogram()
 	if dc.GetSampleCount() != 2 || !closeTo(dc.GetSampleSum(), 190e-9) {

@@ -378,55 +378,49 @@ func (b *builder) histogram(name string, buckets []float64) prometheus.Histogram
 
 // consumer builds the Consumer and registers its series.
 func (b *builder) consumer(opts Options) (*Consumer, error) {
-	target := opts.Target.Nanoseconds()
-	c := &Consumer{
-		target:      target,
-		tracker:     stats.NewJitterTracker(target),
-		cycles:      b.counter(nameCycles),
-		overruns:    b.counter(nameOverruns),
-		skipped:     b.counter(nameSkipped),
-		lostFrames:  b.counter(nameLostFrames),
-		lateAnswers: b.counter(nameLateAnswers),
-		wkcErrors:   b.counter(nameWKCErrors),
+	c := &Consumer{deriver: NewDeriver(opts.Target)}
+	for k, info := range counterTable() {
+		if Counter(k) < numSampleCounters {
+			c.counters[k] = b.counter(info.Name)
+		}
 	}
-	c.expectedWKC.Store(-1)
 	// ecagent_expected_wkc is collected only once a sample has set it: a
 	// gauge has no "unknown" value and 0 would be a wrong one.
 	b.register(&optionalGauge{
 		desc: prometheus.NewDesc(nameExpectedWKC, helpOf(b.catalog, nameExpectedWKC), nil, nil),
 		value: func() (float64, bool) {
-			v := c.expectedWKC.Load()
-			return float64(v), v >= 0
+			v, ok := c.deriver.ExpectedWKC()
+			return float64(v), ok
 		},
 	})
 	b.register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: nameRingDrops, Help: helpOf(b.catalog, nameRingDrops)},
-		func() float64 { return float64(c.ringDrops.Load()) }))
+		func() float64 { return float64(c.deriver.RingDrops()) }))
 	b.gauge(nameTarget).Set(opts.Target.Seconds())
 
 	capacity := WindowCapacity(opts.Window, opts.Target)
-	buckets := [numQuantities][]float64{
-		qPeriod:     periodBuckets(opts.Target),
-		qJitter:     timingBuckets(),
-		qWakeup:     timingBuckets(),
-		qJob:        timingBuckets(),
-		qFrameRTT:   timingBuckets(),
-		qDCTimeDiff: dcBuckets(),
-		qDCCtlErr:   dcBuckets(),
-		qCPULoad:    loadBuckets(),
+	buckets := [NumQuantities][]float64{
+		QuantityPeriod:            periodBuckets(opts.Target),
+		QuantityJitter:            timingBuckets(),
+		QuantityWakeupLatency:     timingBuckets(),
+		QuantityJobDuration:       timingBuckets(),
+		QuantityFrameRTT:          timingBuckets(),
+		QuantityDCTimeDifference:  dcBuckets(),
+		QuantityDCControllerError: dcBuckets(),
+		QuantityCPULoad:           loadBuckets(),
 	}
 	samples := b.gaugeVec(nameWindowSamples, labelQuantity)
-	for q, spec := range quantitySpecs() {
-		c.hist[q] = b.histogram(spec.histogram, buckets[q])
-		win := b.gaugeVec(spec.window, labelStat)
+	for q, info := range quantityTable() {
+		c.hist[q] = b.histogram(info.Histogram, buckets[q])
+		win := b.gaugeVec(info.Window, labelStat)
 		for i, stat := range WindowStats() {
 			c.winGauges[q][i] = win.WithLabelValues(stat)
 			c.winGauges[q][i].Set(math.NaN())
 		}
-		c.winSamples[q] = samples.WithLabelValues(spec.label)
-		if quantity(q) < numWindows {
+		c.winSamples[q] = samples.WithLabelValues(info.Label)
+		if Quantity(q) < numWindows {
 			w, err := stats.NewWindow(capacity)
 			if err != nil {
-				return nil, fmt.Errorf("metrics: window for %s: %w", spec.label, err)
+				return nil, fmt.Errorf("metrics: window for %s: %w", info.Label, err)
 			}
 			c.windows[q] = w
 		}

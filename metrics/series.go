@@ -121,42 +121,26 @@ func WindowStats() []string {
 	return []string{"min", "max", "mean", "stddev", "p50", "p90", "p99", "p999"}
 }
 
+// NumWindowStats is the number of window statistics, len(WindowStats()).
+const NumWindowStats = 8
+
 // Documented returns every metric family the agent exports (besides the
 // standard go_* and process_* families of the agent process itself), in a
 // stable order. Each call returns a fresh slice.
 func Documented() []Series {
-	const (
-		histNote = " Classic buckets and native (sparse) buckets."
-		winNote  = " over the last closed window; NaN when the window held no value."
-	)
-	return []Series{
-		{Name: nameCyclePeriod, Type: TypeHistogram, Help: "Time between the wake-ups of consecutive cycles." + histNote},
-		{Name: nameCycleJitter, Type: TypeHistogram, Help: "Absolute deviation of the cycle period from the target period, |period - target|." + histNote},
-		{Name: nameWakeupLatency, Type: TypeHistogram, Help: "Time from a cycle's scheduled deadline to its wake-up." + histNote},
-		{Name: nameJobDuration, Type: TypeHistogram, Help: "Time from a cycle's wake-up to the end of its job." + histNote},
-		{Name: nameFrameRTT, Type: TypeHistogram, Help: "Round-trip time of the cyclic frame; lost frames are not observed." + histNote},
-		{Name: nameDCTimeDiff, Type: TypeHistogram, Help: "Absolute distributed-clock system time difference, in cycles that measured it." + histNote},
-		{Name: nameDCCtlErr, Type: TypeHistogram, Help: "Absolute error of the controller that keeps the master's cycle on the distributed-clock reference time, in cycles that measured it." + histNote},
-		{Name: nameCPULoad, Type: TypeHistogram, Help: "Job duration as a fraction of the target cycle period, per cycle." + histNote},
-
-		{Name: nameCyclePeriodWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the cycle period" + winNote},
-		{Name: nameCycleJitterWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the absolute cycle jitter |period - target|" + winNote},
-		{Name: nameWakeupWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the wake-up latency" + winNote},
-		{Name: nameJobWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the job duration" + winNote},
-		{Name: nameFrameRTTWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the cyclic frame's round-trip time" + winNote},
-		{Name: nameDCTimeDiffWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the absolute distributed-clock system time difference" + winNote},
-		{Name: nameDCCtlErrWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the absolute distributed-clock controller error" + winNote},
-		{Name: nameCPULoadWin, Type: TypeGauge, Labels: []string{labelStat}, Help: "Statistic of the cycle CPU load (job duration / target period)" + winNote},
-		{Name: nameWindowSamples, Type: TypeGauge, Labels: []string{labelQuantity}, Help: "Number of values behind the window statistics of a quantity in the last closed window."},
-
-		{Name: nameCycles, Type: TypeCounter, Help: "Cycles whose sample the agent received; cycles run = this + ecagent_sample_ring_drops_total."},
-		{Name: nameOverruns, Type: TypeCounter, Help: "Cycles whose job ended after the next deadline."},
-		{Name: nameSkipped, Type: TypeCounter, Help: "Cycle deadlines skipped because an overrunning cycle had already passed them."},
-		{Name: nameLostFrames, Type: TypeCounter, Help: "Cyclic frames that did not come back in time."},
-		{Name: nameLateAnswers, Type: TypeCounter, Help: "Cycles that discarded an answer to an earlier cycle's frame: a frame counted lost that was late (delayed by the host or the segment), not dropped."},
-		{Name: nameWKCErrors, Type: TypeCounter, Help: "Cycles whose working counter differed from the expected one."},
-		{Name: nameRingDrops, Type: TypeCounter, Help: "Cycle samples dropped because the sample ring was full (the agent fell behind)."},
-
+	out := make([]Series, 0, 64)
+	for _, q := range quantityTable() {
+		out = append(out, Series{Name: q.Histogram, Type: TypeHistogram, Help: q.Help})
+	}
+	for _, q := range quantityTable() {
+		out = append(out, Series{Name: q.Window, Type: TypeGauge, Labels: []string{labelStat}, Help: q.WindowHelp})
+	}
+	out = append(out, Series{Name: nameWindowSamples, Type: TypeGauge, Labels: []string{labelQuantity},
+		Help: "Number of values behind the window statistics of a quantity in the last closed window."})
+	for _, c := range counterTable() {
+		out = append(out, Series{Name: c.Name, Type: TypeCounter, Help: c.Help})
+	}
+	return append(out, []Series{
 		{Name: nameTarget, Type: TypeGauge, Help: "Configured (target) cycle period."},
 		{Name: nameExpectedWKC, Type: TypeGauge, Help: "Working counter the bus configuration expects of the cyclic frame.",
 			Conditional: "after the first cycle sample"},
@@ -220,7 +204,7 @@ func Documented() []Series {
 			Conditional: "once the agent ran the host checks"},
 		{Name: nameBuildInfo, Type: TypeGauge, Labels: []string{"version", "revision", "branch", "goversion", "goos", "goarch", "tags"},
 			Help: "A metric with a constant '1' value labeled by version, revision, branch, goversion from which ecagent was built, and the goos and goarch for the build."},
-	}
+	}...)
 }
 
 // helpOf returns the help text of a documented family; it panics on an

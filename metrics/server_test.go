@@ -175,8 +175,8 @@ func TestServerScrape(t *testing.T) {
 			}
 		}
 	}
-	if native != int(numQuantities) {
-		t.Errorf("%d ecagent histograms with native buckets (schema 3) in the protobuf scrape, want %d", native, numQuantities)
+	if native != int(NumQuantities) {
+		t.Errorf("%d ecagent histograms with native buckets (schema 3) in the protobuf scrape, want %d", native, NumQuantities)
 	}
 
 	// OpenMetrics on request.

@@ -1,0 +1,198 @@
+package metrics
+
+// Quantity is one figure a cycle sample measures: each has a histogram, a
+// set of window gauges and a value of the quantity label of
+// ecagent_window_samples, in Prometheus and in OpenTelemetry alike. The
+// quantities are array indexes, so they start at 0 and NumQuantities
+// counts them; Info says how each is named.
+type Quantity int
+
+// The quantities, in the order every listing of them follows.
+const (
+	// QuantityPeriod is the time between the wake-ups of consecutive
+	// cycles (only between consecutive cycle numbers).
+	QuantityPeriod Quantity = iota
+	// QuantityJitter is |period − target|.
+	QuantityJitter
+	// QuantityWakeupLatency is wake − deadline.
+	QuantityWakeupLatency
+	// QuantityJobDuration is end − wake.
+	QuantityJobDuration
+	// QuantityFrameRTT is receive − send of a frame that came back.
+	QuantityFrameRTT
+	// QuantityDCTimeDifference is the absolute distributed-clock
+	// difference, when measured.
+	QuantityDCTimeDifference
+	// QuantityDCControllerError is the absolute error of the controller
+	// keeping the cycle on the distributed-clock reference time, when
+	// measured.
+	QuantityDCControllerError
+	// QuantityCPULoad is the job duration divided by the target period.
+	// It has no window of its own: its window statistics are those of
+	// QuantityJobDuration divided by the target.
+	QuantityCPULoad
+	// NumQuantities is the number of quantities.
+	NumQuantities
+)
+
+// numWindows is the number of quantities with a window of their own (all
+// but QuantityCPULoad, the last).
+const numWindows = QuantityCPULoad
+
+// Unit is the base unit of a quantity's values.
+type Unit int
+
+// The units. The zero Unit is invalid.
+const (
+	// UnitSeconds: the quantity is a duration, measured in nanoseconds
+	// and exported in seconds.
+	UnitSeconds Unit = iota + 1
+	// UnitRatio: the quantity is a fraction (the CPU load), exported as
+	// a ratio.
+	UnitRatio
+)
+
+// QuantityInfo says how a quantity is named and described. Every renderer
+// takes its names and texts from here.
+type QuantityInfo struct {
+	// Label is the value of the quantity label of ecagent_window_samples,
+	// e.g. "cycle_jitter". It is also the stem of every name of the
+	// quantity: Prometheus "ecagent_<label>_seconds" and
+	// "ecagent_<label>_window_seconds", OpenTelemetry "ecagent.<label>"
+	// and "ecagent.<label>_window".
+	Label string
+	// Unit is the base unit of the exported values.
+	Unit Unit
+	// Histogram and Window are the Prometheus family names of the
+	// histogram and of the window gauges.
+	Histogram, Window string
+	// Help and WindowHelp are the help texts of those two families.
+	Help, WindowHelp string
+}
+
+// Help-text endings shared by the quantities.
+const (
+	histNote = " Classic buckets and native (sparse) buckets."
+	winNote  = " over the last closed window; NaN when the window held no value."
+)
+
+// quantityTable lists the quantities in Quantity order.
+func quantityTable() [NumQuantities]QuantityInfo {
+	return [NumQuantities]QuantityInfo{
+		QuantityPeriod: {"cycle_period", UnitSeconds, nameCyclePeriod, nameCyclePeriodWin,
+			"Time between the wake-ups of consecutive cycles." + histNote,
+			"Statistic of the cycle period" + winNote},
+		QuantityJitter: {"cycle_jitter", UnitSeconds, nameCycleJitter, nameCycleJitterWin,
+			"Absolute deviation of the cycle period from the target period, |period - target|." + histNote,
+			"Statistic of the absolute cycle jitter |period - target|" + winNote},
+		QuantityWakeupLatency: {"wakeup_latency", UnitSeconds, nameWakeupLatency, nameWakeupWin,
+			"Time from a cycle's scheduled deadline to its wake-up." + histNote,
+			"Statistic of the wake-up latency" + winNote},
+		QuantityJobDuration: {"job_duration", UnitSeconds, nameJobDuration, nameJobWin,
+			"Time from a cycle's wake-up to the end of its job." + histNote,
+			"Statistic of the job duration" + winNote},
+		QuantityFrameRTT: {"frame_rtt", UnitSeconds, nameFrameRTT, nameFrameRTTWin,
+			"Round-trip time of the cyclic frame; lost frames are not observed." + histNote,
+			"Statistic of the cyclic frame's round-trip time" + winNote},
+		QuantityDCTimeDifference: {"dc_time_difference", UnitSeconds, nameDCTimeDiff, nameDCTimeDiffWin,
+			"Absolute distributed-clock system time difference, in cycles that measured it." + histNote,
+			"Statistic of the absolute distributed-clock system time difference" + winNote},
+		QuantityDCControllerError: {"dc_controller_error", UnitSeconds, nameDCCtlErr, nameDCCtlErrWin,
+			"Absolute error of the controller that keeps the master's cycle on the distributed-clock reference time, in cycles that measured it." + histNote,
+			"Statistic of the absolute distributed-clock controller error" + winNote},
+		QuantityCPULoad: {"cycle_cpu_load", UnitRatio, nameCPULoad, nameCPULoadWin,
+			"Job duration as a fraction of the target cycle period, per cycle." + histNote,
+			"Statistic of the cycle CPU load (job duration / target period)" + winNote},
+	}
+}
+
+// Info returns how q is named and described; the zero QuantityInfo for a
+// value outside [0, NumQuantities).
+func (q Quantity) Info() QuantityInfo {
+	if q < 0 || q >= NumQuantities {
+		return QuantityInfo{}
+	}
+	return quantityTable()[q]
+}
+
+// String returns the quantity's label, e.g. "cycle_jitter".
+func (q Quantity) String() string { return q.Info().Label }
+
+// Counter is one counter the sample stream advances, in Prometheus and in
+// OpenTelemetry alike. Like Quantity, counters are array indexes from 0;
+// Info says how each is named.
+type Counter int
+
+// The counters, in the order every listing of them follows.
+const (
+	// CounterCycles counts the samples the agent received.
+	CounterCycles Counter = iota
+	// CounterOverruns counts cycles whose job ended after the next
+	// deadline (shm.SampleOverrun).
+	CounterOverruns
+	// CounterSkipped counts deadlines an overrunning cycle skipped
+	// (shm.Sample.Skipped).
+	CounterSkipped
+	// CounterLostFrames counts cyclic frames that did not come back
+	// (shm.SampleLostFrame).
+	CounterLostFrames
+	// CounterLateAnswers counts cycles that discarded an answer to an
+	// earlier cycle's frame (shm.SampleLateAnswer).
+	CounterLateAnswers
+	// CounterWKCErrors counts cycles whose working counter differed from
+	// the expected one (shm.SampleWKCMismatch).
+	CounterWKCErrors
+	// CounterRingDrops counts samples the sample ring dropped. No sample
+	// carries it: the ring's drop counter does (Deriver.SetRingDrops).
+	CounterRingDrops
+	// NumCounters is the number of counters.
+	NumCounters
+)
+
+// numSampleCounters is the number of counters the samples advance (all
+// but CounterRingDrops, the last).
+const numSampleCounters = CounterRingDrops
+
+// CounterInfo says how a counter is named and described.
+type CounterInfo struct {
+	// Stem is the counter's name without prefix and suffix, e.g.
+	// "lost_frames": Prometheus "ecagent_<stem>_total", OpenTelemetry
+	// "ecagent.<stem>".
+	Stem string
+	// Name is the Prometheus family name.
+	Name string
+	// Help is the family's help text.
+	Help string
+}
+
+// counterTable lists the counters in Counter order.
+func counterTable() [NumCounters]CounterInfo {
+	return [NumCounters]CounterInfo{
+		CounterCycles: {"cycles", nameCycles,
+			"Cycles whose sample the agent received; cycles run = this + ecagent_sample_ring_drops_total."},
+		CounterOverruns: {"cycle_overruns", nameOverruns,
+			"Cycles whose job ended after the next deadline."},
+		CounterSkipped: {"cycle_skipped", nameSkipped,
+			"Cycle deadlines skipped because an overrunning cycle had already passed them."},
+		CounterLostFrames: {"lost_frames", nameLostFrames,
+			"Cyclic frames that did not come back in time."},
+		CounterLateAnswers: {"late_answers", nameLateAnswers,
+			"Cycles that discarded an answer to an earlier cycle's frame: a frame counted lost that was late (delayed by the host or the segment), not dropped."},
+		CounterWKCErrors: {"wkc_errors", nameWKCErrors,
+			"Cycles whose working counter differed from the expected one."},
+		CounterRingDrops: {"sample_ring_drops", nameRingDrops,
+			"Cycle samples dropped because the sample ring was full (the agent fell behind)."},
+	}
+}
+
+// Info returns how c is named and described; the zero CounterInfo for a
+// value outside [0, NumCounters).
+func (c Counter) Info() CounterInfo {
+	if c < 0 || c >= NumCounters {
+		return CounterInfo{}
+	}
+	return counterTable()[c]
+}
+
+// String returns the counter's stem, e.g. "lost_frames".
+func (c Counter) String() string { return c.Info().Stem }
