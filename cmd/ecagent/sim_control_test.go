@@ -27,6 +27,7 @@ type simRig struct {
 	socket  string
 	done    chan int
 	stderr  *strings.Builder
+	log     *syncBuffer // the simulator's output while it runs
 	cancel  context.CancelFunc
 	scratch []byte
 }
@@ -54,6 +55,7 @@ func startSim(t *testing.T, args ...string) *simRig {
 	argv := append([]string{"sim", "--link-fd", strconv.Itoa(fds[1]), "--devices", "EK1100,EL1004,EL2004,EL3204",
 		"--control", r.socket}, args...)
 	errOut := &syncBuffer{}
+	r.log = errOut
 	go func() {
 		code := dispatch(ctx, &env{stdout: errOut, stderr: errOut}, argv)
 		r.stderr.WriteString(errOut.String())
@@ -210,11 +212,11 @@ func TestSimFaultSchedule(t *testing.T) {
 	}
 	r := startSim(t, "--faults", file)
 	send := r.control(t)
-	time.Sleep(50 * time.Millisecond) // the 0s step has run by now
+	r.waitSteps(t, 1) // 0s drop every 1
 	if w := r.brd(t); w != -1 {
 		t.Errorf("first frame: WKC %d, want it lost", w)
 	}
-	time.Sleep(250 * time.Millisecond) // the 200ms step has run
+	r.waitSteps(t, 2) // 200ms drop off
 	if w := r.brd(t); w != 4 {
 		t.Errorf("frame after drop off: WKC %d, want 4", w)
 	}
@@ -239,6 +241,19 @@ func TestSimFaultScheduleErrors(t *testing.T) {
 		if code != exitOK || !strings.Contains(out, s) {
 			t.Errorf("sim --help does not mention %q", s)
 		}
+	}
+}
+
+// waitSteps waits until the simulator has logged n steps of its fault
+// schedule as run.
+func (r *simRig) waitSteps(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.Count(r.log.String(), "fault schedule step") < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than %d fault schedule steps run within 5 s:\n%s", n, r.log.String())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
