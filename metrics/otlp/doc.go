@@ -29,7 +29,16 @@
 // Instrument names are chosen so that an OpenTelemetry Collector's
 // Prometheus translation (dots to underscores, the unit as a suffix,
 // counters with _total) gives back the names of the Prometheus endpoint:
-// ecagent.cycle_jitter (unit s) becomes ecagent_cycle_jitter_seconds.
+// ecagent.cycle_jitter (unit s) becomes ecagent_cycle_jitter_seconds. The
+// names, units and descriptions of the sample's figures come from the one
+// table of package metrics (metrics.Quantity, metrics.Counter), and the
+// figures themselves from metrics.Deriver, the computation the Prometheus
+// consumer records too; this package only records them. A test checks the
+// mirror both ways: every instrument translates to a documented
+// Prometheus family of its type, and every documented family has an
+// instrument, except those it lists as Prometheus-only with the reason
+// (the bus scan's, the cycle process supervision's, the host's and the
+// build's gauges, which do not come from the sample or event rings).
 //
 //   - Histograms, as base-2 exponential histograms (at most 160 buckets,
 //     the scale chosen by the SDK; over 1 µs … 10 ms that is scale 3,
@@ -39,18 +48,24 @@
 //     ecagent.job_duration, ecagent.frame_rtt, ecagent.dc_time_difference,
 //     ecagent.dc_controller_error (seconds) and ecagent.cycle_cpu_load
 //     (job / target period, unit 1).
-//   - Counters: ecagent.cycles, ecagent.cycle_overruns, ecagent.cycle_skipped,
-//     ecagent.lost_frames, ecagent.wkc_errors.
+//   - Counters, exported from the start at 0: ecagent.cycles,
+//     ecagent.cycle_overruns, ecagent.cycle_skipped, ecagent.lost_frames,
+//     ecagent.late_answers, ecagent.wkc_errors and
+//     ecagent.sample_ring_drops.
 //   - Gauges of the exact window statistics, recorded when a window closes,
 //     with the attribute stat (min, max, mean, stddev, p50, p90, p99,
-//     p999): ecagent.cycle_period_window … ecagent.cycle_cpu_load_window.
+//     p999): ecagent.cycle_period_window … ecagent.cycle_cpu_load_window;
+//     and ecagent.window_samples with the attribute quantity, the number
+//     of values behind each quantity's statistics.
+//   - Gauges read at each export: ecagent.cycle_target (seconds) and
+//     ecagent.expected_wkc (from the first sample on).
 //   - Per slave, with the attributes position (int) and name, from the
 //     event methods: the counters ecagent.coe_emergencies and
 //     ecagent.drive_faults, the gauges ecagent.coe_last_emergency_code,
-//     ecagent.drive_state (the numbers of metrics.DriveState) and
+//     ecagent.drive_state (the numbers of ecagent_drive_state) and
 //     ecagent.drive_error_code. They appear with the first event.
 //
-// Besides stat and the per-slave attributes, data points carry no
+// Besides stat, quantity and the per-slave attributes, data points carry no
 // attributes of their own; the fleet identity is the resource:
 // service.name (ecagent), service.version, service.instance.id
 // (site/line/host), host.name, and site, line and host verbatim (so that dashboards written for the Prometheus labels
@@ -72,8 +87,9 @@
 //
 // # Cost
 //
-// Observe records up to eight histogram values and up to five counter
-// increments into the OpenTelemetry SDK: about 1 µs per sample on a 2-core
+// Observe derives the sample's figures (allocation-free) and records up to
+// eight histogram values and up to six counter increments into the
+// OpenTelemetry SDK: about 1 µs per sample on a 2-core
 // VM, and no allocation (a test proves it), so it adds nothing for the
 // agent process's garbage collector. The export itself runs on the SDK's
 // own goroutine.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
@@ -16,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/metrics/stats"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -31,29 +29,29 @@ const (
 const scopeName = "github.com/ecagent/ecagent/metrics/otlp"
 
 // Exporter records the cycle samples into OpenTelemetry instruments and
-// exports them periodically over OTLP. Observe, Window, Restart and
-// SetRingDrops belong to the one goroutine that drains the sample ring
+// exports them periodically over OTLP. The figures of each sample come
+// from a metrics.Deriver, the same computation metrics.Consumer records
+// for Prometheus; the Exporter only records them. Observe, Window, Restart
+// and SetRingDrops belong to the one goroutine that drains the sample ring
 // (like metrics.Consumer); the export runs on the SDK's goroutine.
 type Exporter struct {
 	provider *sdkmetric.MeterProvider
 	protocol Protocol
-	target   int64 // ns
-	tracker  stats.JitterTracker
+	deriver  *metrics.Deriver
 
-	hist                                       [numQuantities]metric.Float64Histogram
-	window                                     [numQuantities]metric.Float64Gauge
-	statOpts                                   [numStats][]metric.RecordOption
-	cycles, overruns, skipped, lostFrames, wkc metric.Int64Counter
+	hist          [metrics.NumQuantities]metric.Float64Histogram
+	window        [metrics.NumQuantities]metric.Float64Gauge
+	windowSamples metric.Int64Gauge
+	statOpts      [metrics.NumWindowStats][]metric.RecordOption
+	quantityOpts  [metrics.NumQuantities][]metric.RecordOption
+	// counters holds the counters the samples advance; the entry of
+	// metrics.CounterRingDrops stays nil (an observable counter reads
+	// the deriver instead).
+	counters [metrics.NumCounters]metric.Int64Counter
 
 	// Per-slave instruments of the event methods.
 	emergencies, driveFaults            metric.Int64Counter
 	lastEmergency, driveState, driveErr metric.Int64Gauge
-
-	// Ring drops as in metrics.Consumer.SetRingDrops: the last absolute
-	// value and what earlier rings dropped; ringDrops is read by the
-	// SDK's callback.
-	ringDropsLast, ringDropsBase uint64
-	ringDrops                    atomic.Uint64
 }
 
 // New builds the exporter and starts its periodic export. It returns
@@ -111,8 +109,7 @@ func New(ctx context.Context, opts Options) (*Exporter, error) {
 		// each measurement to a reservoir costs time per sample.
 		sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter),
 	)
-	e := &Exporter{provider: provider, protocol: proto, target: opts.Target.Nanoseconds(),
-		tracker: stats.NewJitterTracker(opts.Target.Nanoseconds())}
+	e := &Exporter{provider: provider, protocol: proto, deriver: metrics.NewDeriver(opts.Target)}
 	if err := e.instruments(provider.Meter(scopeName)); err != nil {
 		_ = provider.Shutdown(ctx)
 		return nil, err
@@ -169,34 +166,35 @@ func (e *Exporter) instruments(m metric.Meter) error {
 		errs = append(errs, err)
 		return metric.WithDescription(help)
 	}
-	for q, spec := range quantitySpecs() {
+	for q := range metrics.NumQuantities {
 		var err error
-		e.hist[q], err = m.Float64Histogram(spec.name, metric.WithUnit(spec.unit), describe(spec.name, spec.unit, kindHistogram))
+		name, unit := quantityName(q), quantityUnit(q)
+		e.hist[q], err = m.Float64Histogram(name, metric.WithUnit(unit), describe(name, unit, kindHistogram))
 		errs = append(errs, err)
-		win := spec.name + "_window"
-		e.window[q], err = m.Float64Gauge(win, metric.WithUnit(spec.unit), describe(win, spec.unit, kindGauge))
+		win := name + "_window"
+		e.window[q], err = m.Float64Gauge(win, metric.WithUnit(unit), describe(win, unit, kindGauge))
 		errs = append(errs, err)
+		e.quantityOpts[q] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("quantity", q.String())))}
 	}
 	for i, stat := range metrics.WindowStats() {
 		e.statOpts[i] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("stat", stat)))}
 	}
+	var err error
+	e.windowSamples, err = m.Int64Gauge(nameWindowSamples, metric.WithUnit(unitValues), describe(nameWindowSamples, unitValues, kindGauge))
+	errs = append(errs, err)
 	counter := func(name string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(counterUnit), describe(name, counterUnit, kindCounter))
 		errs = append(errs, err)
 		return c
 	}
-	e.cycles = counter(nameCycles)
-	e.overruns = counter(nameOverruns)
-	e.skipped = counter(nameSkipped)
-	e.lostFrames = counter(nameLostFrames)
-	e.wkc = counter(nameWKCErrors)
-	// Export every counter from the start, at 0, as /metrics does: the SDK
-	// leaves out an instrument nothing was recorded to, and a collector
-	// then sees the first lost frame as the start of a new series instead
-	// of an increase.
-	for _, c := range []metric.Int64Counter{e.cycles, e.overruns, e.skipped, e.lostFrames, e.wkc} {
-		if c != nil {
-			c.Add(context.Background(), 0)
+	for c := range metrics.CounterRingDrops {
+		e.counters[c] = counter(counterName(c))
+		// Export every counter from the start, at 0, as /metrics does:
+		// the SDK leaves out an instrument nothing was recorded to, and a
+		// collector then sees the first lost frame as the start of a new
+		// series instead of an increase.
+		if e.counters[c] != nil {
+			e.counters[c].Add(context.Background(), 0)
 		}
 	}
 	e.emergencies = counter(nameEmergencies)
@@ -209,9 +207,26 @@ func (e *Exporter) instruments(m metric.Meter) error {
 	e.lastEmergency = gauge(nameLastEmergency, unitCode)
 	e.driveState = gauge(nameDriveState, unitState)
 	e.driveErr = gauge(nameDriveError, unitCode)
-	_, err := m.Int64ObservableCounter(nameRingDrops, metric.WithUnit(counterUnit), describe(nameRingDrops, counterUnit, kindCounter),
+	ringDrops := counterName(metrics.CounterRingDrops)
+	_, err = m.Int64ObservableCounter(ringDrops, metric.WithUnit(counterUnit), describe(ringDrops, counterUnit, kindCounter),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(int64(e.ringDrops.Load()))
+			o.Observe(int64(e.deriver.RingDrops()))
+			return nil
+		}))
+	errs = append(errs, err)
+	// Like ecagent_expected_wkc, absent until the first sample set it.
+	_, err = m.Int64ObservableGauge(nameExpectedWKC, metric.WithUnit(unitWKC), describe(nameExpectedWKC, unitWKC, kindGauge),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			if v, ok := e.deriver.ExpectedWKC(); ok {
+				o.Observe(int64(v))
+			}
+			return nil
+		}))
+	errs = append(errs, err)
+	target := float64(e.deriver.Target()) / 1e9
+	_, err = m.Float64ObservableGauge(nameTarget, metric.WithUnit(unitSeconds), describe(nameTarget, unitSeconds, kindGauge),
+		metric.WithFloat64Callback(func(_ context.Context, o metric.Float64Observer) error {
+			o.Observe(target)
 			return nil
 		}))
 	errs = append(errs, err)
@@ -224,70 +239,41 @@ func (e *Exporter) instruments(m metric.Meter) error {
 // Protocol returns the transport in use.
 func (e *Exporter) Protocol() Protocol { return e.protocol }
 
-// Observe records one cycle sample, deriving the figures exactly as
-// metrics.Consumer.Observe does (period and jitter only between
-// consecutive cycle numbers, frame round trip unless lost, DC difference
-// and DC controller error when measured). It does not allocate.
+// Observe records one cycle sample: its figures (metrics.Deriver.Derive,
+// exactly those metrics.Consumer.Observe records) go into the histograms
+// and the counters. It does not allocate.
 func (e *Exporter) Observe(s *shm.Sample) {
 	ctx := context.Background()
-	e.cycles.Add(ctx, 1)
-	if s.Flags&shm.SampleOverrun != 0 {
-		e.overruns.Add(ctx, 1)
+	f := e.deriver.Derive(s)
+	for c := range metrics.CounterRingDrops {
+		if n := f.Count(c); n > 0 {
+			e.counters[c].Add(ctx, n)
+		}
 	}
-	if s.Skipped > 0 {
-		e.skipped.Add(ctx, int64(s.Skipped))
-	}
-	if s.Flags&shm.SampleWKCMismatch != 0 {
-		e.wkc.Add(ctx, 1)
-	}
-	if period, jitter, ok := e.tracker.Observe(s.Cycle, s.Wake); ok {
-		e.hist[qPeriod].Record(ctx, seconds(period))
-		e.hist[qJitter].Record(ctx, seconds(abs(jitter)))
-	}
-	e.hist[qWakeup].Record(ctx, seconds(s.Wake-s.Deadline))
-	job := s.End - s.Wake
-	e.hist[qJob].Record(ctx, seconds(job))
-	e.hist[qCPULoad].Record(ctx, float64(job)/float64(e.target))
-	if s.Flags&shm.SampleLostFrame != 0 {
-		e.lostFrames.Add(ctx, 1)
-	} else {
-		e.hist[qFrameRTT].Record(ctx, seconds(s.Recv-s.Send))
-	}
-	if s.Flags&shm.SampleDCValid != 0 {
-		e.hist[qDCTimeDiff].Record(ctx, seconds(abs(int64(s.DCDiff))))
-	}
-	if s.Flags&shm.SampleCtlValid != 0 {
-		e.hist[qDCCtlErr].Record(ctx, seconds(abs(int64(s.CtlErr))))
+	for q := range metrics.NumQuantities {
+		if v, ok := f.Value(q); ok {
+			e.hist[q].Record(ctx, v)
+		}
 	}
 }
 
 // Window records the exact statistics of a closed window (the report of
-// metrics.Consumer.CloseWindow) as gauges. Quantities without a value in
-// the window are left out.
+// metrics.Consumer.CloseWindow, metrics.WindowReport.Values) as gauges,
+// and the number of values behind each quantity's statistics.
+// Quantities without a value in the window have no statistics recorded
+// (their count, 0, is).
 func (e *Exporter) Window(r metrics.WindowReport) {
 	ctx := context.Background()
-	e.windowStats(ctx, qPeriod, &r.Period, 1e9)
-	e.windowStats(ctx, qJitter, &r.Jitter, 1e9)
-	e.windowStats(ctx, qWakeup, &r.WakeupLatency, 1e9)
-	e.windowStats(ctx, qJob, &r.JobDuration, 1e9)
-	e.windowStats(ctx, qFrameRTT, &r.FrameRTT, 1e9)
-	e.windowStats(ctx, qDCTimeDiff, &r.DCTimeDifference, 1e9)
-	e.windowStats(ctx, qDCCtlErr, &r.DCControllerError, 1e9)
-	e.windowStats(ctx, qCPULoad, &r.JobDuration, float64(e.target))
-}
-
-// windowStats records one quantity's statistics divided by unit, in the
-// order of metrics.WindowStats.
-func (e *Exporter) windowStats(ctx context.Context, q quantity, s *stats.Summary, unit float64) {
-	if s.Count == 0 {
-		return
-	}
-	values := [numStats]float64{
-		float64(s.Min), float64(s.Max), s.Mean, s.StdDev,
-		float64(s.P50), float64(s.P90), float64(s.P99), float64(s.P999),
-	}
-	for i, v := range values {
-		e.window[q].Record(ctx, v/unit, e.statOpts[i]...)
+	for q := range metrics.NumQuantities {
+		s := r.Summary(q)
+		e.windowSamples.Record(ctx, s.Count, e.quantityOpts[q]...)
+		values, ok := r.Values(q)
+		if !ok {
+			continue
+		}
+		for i, v := range values {
+			e.window[q].Record(ctx, v, e.statOpts[i]...)
+		}
 	}
 }
 
@@ -308,7 +294,7 @@ func (e *Exporter) Emergency(position int, name string, code uint16) {
 }
 
 // SetDriveState records the CiA 402 state number of the drive at position
-// (metrics.DriveState), like metrics.Registry.SetDriveState.
+// (the numbers of ecagent_drive_state), like metrics.Registry.SetDriveState.
 func (e *Exporter) SetDriveState(position int, name string, state int) {
 	e.driveState.Record(context.Background(), int64(state), slaveAttributes(position, name))
 }
@@ -329,18 +315,11 @@ func (e *Exporter) DriveFaultCleared(position int, name string) {
 
 // Restart forgets the previous sample, like metrics.Consumer.Restart: call
 // it when the cycle process restarts.
-func (e *Exporter) Restart() { e.tracker.Reset() }
+func (e *Exporter) Restart() { e.deriver.Restart() }
 
 // SetRingDrops sets ecagent.sample_ring_drops from the ring's absolute drop
-// counter, continuing across a new ring like
-// metrics.Consumer.SetRingDrops.
-func (e *Exporter) SetRingDrops(n uint64) {
-	if n < e.ringDropsLast {
-		e.ringDropsBase += e.ringDropsLast
-	}
-	e.ringDropsLast = n
-	e.ringDrops.Store(e.ringDropsBase + n)
-}
+// counter, continuing across a new ring (metrics.Deriver.SetRingDrops).
+func (e *Exporter) SetRingDrops(n uint64) { e.deriver.SetRingDrops(n) }
 
 // Flush exports what has been recorded now, without waiting for the
 // interval.
@@ -357,13 +336,4 @@ func (e *Exporter) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("otlp: shutdown: %w", err)
 	}
 	return nil
-}
-
-func seconds(ns int64) float64 { return float64(ns) / 1e9 }
-
-func abs(v int64) int64 {
-	if v < 0 {
-		return -v
-	}
-	return v
 }

@@ -50,10 +50,10 @@ func sampleLatency(i int) int64 {
 }
 
 // testSamples is n cycles on a 1 ms schedule with the latencies above, a
-// 20 µs frame round trip (every 250th frame lost), a 100 µs job (an
-// overrun skipping two deadlines at cycle 700), a WKC error every 333rd
-// cycle, a DC difference on even cycles and a DC controller error on
-// every third cycle.
+// 20 µs frame round trip (every 250th frame lost, its answer discarded
+// late by the next cycle), a 100 µs job (an overrun skipping two
+// deadlines at cycle 700), a WKC error every 333rd cycle, a DC difference
+// on even cycles and a DC controller error on every third cycle.
 func testSamples(n int) []shm.Sample {
 	out := make([]shm.Sample, n)
 	for i := range out {
@@ -64,6 +64,9 @@ func testSamples(n int) []shm.Sample {
 		if i%250 == 249 {
 			s.Flags |= shm.SampleLostFrame
 			s.Recv = s.Send
+		}
+		if i%250 == 0 && i > 0 {
+			s.Flags |= shm.SampleLateAnswer
 		}
 		if i%333 == 332 {
 			s.Flags |= shm.SampleWKCMismatch
@@ -121,6 +124,7 @@ func TestExportOverHTTP(t *testing.T) {
 		c.Observe(&s)
 	}
 	e.SetRingDrops(7)
+	c.SetRingDrops(7)
 	report := c.CloseWindow()
 	e.Window(report)
 	if err := e.Flush(ctx); err != nil {
@@ -165,37 +169,65 @@ func TestExportOverHTTP(t *testing.T) {
 
 	// Every histogram counts what the Prometheus consumer counted.
 	prom := gatherHistogramCounts(t, reg)
-	for _, spec := range quantitySpecs() {
-		m, _ := otlptest.Latest(exports, spec.name)
+	for q := range metrics.NumQuantities {
+		name, unit := quantityName(q), quantityUnit(q)
+		m, _ := otlptest.Latest(exports, name)
 		if m == nil || m.GetExponentialHistogram() == nil {
-			t.Errorf("%s: no exponential histogram exported", spec.name)
+			t.Errorf("%s: no exponential histogram exported", name)
 			continue
 		}
 		dp := m.GetExponentialHistogram().GetDataPoints()[0]
-		if want := prom[prometheusName(spec.name, spec.unit, kindHistogram)]; dp.GetCount() != want {
-			t.Errorf("%s: count %d, the Prometheus histogram has %d", spec.name, dp.GetCount(), want)
+		if want := prom[q.Info().Histogram]; dp.GetCount() != want {
+			t.Errorf("%s: count %d, the Prometheus histogram has %d", name, dp.GetCount(), want)
 		}
-		if m.GetUnit() != spec.unit {
-			t.Errorf("%s: unit %q, want %q", spec.name, m.GetUnit(), spec.unit)
+		if m.GetUnit() != unit {
+			t.Errorf("%s: unit %q, want %q", name, m.GetUnit(), unit)
 		}
 	}
 
-	// Counters.
-	for name, want := range map[string]int64{
-		nameCycles: n, nameLostFrames: 4, nameWKCErrors: 3, nameOverruns: 1, nameSkipped: 2, nameRingDrops: 7,
-	} {
+	// Counters: the values the test data makes, and the Prometheus
+	// consumer's.
+	promCounters := gatherCounters(t, reg)
+	wantCounters := [metrics.NumCounters]int64{
+		metrics.CounterCycles: n, metrics.CounterOverruns: 1, metrics.CounterSkipped: 2, metrics.CounterLostFrames: 4,
+		metrics.CounterLateAnswers: 3, metrics.CounterWKCErrors: 3, metrics.CounterRingDrops: 7,
+	}
+	for c, want := range wantCounters {
+		name := counterName(metrics.Counter(c))
 		m, _ := otlptest.Latest(exports, name)
 		if m == nil || m.GetSum() == nil || !m.GetSum().GetIsMonotonic() {
 			t.Errorf("%s: no monotonic sum exported (%v)", name, m)
 			continue
 		}
-		if got := m.GetSum().GetDataPoints()[0].GetAsInt(); got != want {
+		got := m.GetSum().GetDataPoints()[0].GetAsInt()
+		if got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+		if p := metrics.Counter(c).Info().Name; promCounters[p] != float64(got) {
+			t.Errorf("%s = %d, but %s = %g", name, got, p, promCounters[p])
+		}
+	}
+
+	// The gauges beside the quantities'.
+	if m, _ := otlptest.Latest(exports, nameExpectedWKC); len(m.GetGauge().GetDataPoints()) != 1 || m.GetGauge().GetDataPoints()[0].GetAsInt() != 8 {
+		t.Errorf("%s: %v, want 8", nameExpectedWKC, m)
+	}
+	if m, _ := otlptest.Latest(exports, nameTarget); len(m.GetGauge().GetDataPoints()) != 1 || m.GetGauge().GetDataPoints()[0].GetAsDouble() != testTarget.Seconds() {
+		t.Errorf("%s: %v, want %g", nameTarget, m, testTarget.Seconds())
+	}
+	m, _ := otlptest.Latest(exports, nameWindowSamples)
+	counts := map[string]int64{}
+	for _, dp := range m.GetGauge().GetDataPoints() {
+		counts[otlptest.Attributes(dp.GetAttributes())["quantity"]] = dp.GetAsInt()
+	}
+	for q := range metrics.NumQuantities {
+		if want := report.Summary(q).Count; counts[q.String()] != want || want == 0 {
+			t.Errorf("%s{quantity=%s} = %d, want the report's %d (> 0)", nameWindowSamples, q, counts[q.String()], want)
 		}
 	}
 
 	// Window gauges: the exact statistics, with a stat attribute.
-	m, _ := otlptest.Latest(exports, "ecagent.cycle_jitter_window")
+	m, _ = otlptest.Latest(exports, "ecagent.cycle_jitter_window")
 	if m == nil || m.GetGauge() == nil {
 		t.Fatal("no ecagent.cycle_jitter_window gauge")
 	}
@@ -251,7 +283,9 @@ func TestExportOverHTTP(t *testing.T) {
 			}
 		}
 	}
-	if want := 2*int(numQuantities) + 6; seen != want {
+	// Per quantity a histogram and a window gauge; every counter; the
+	// window sample counts, the expected WKC and the target.
+	if want := 2*int(metrics.NumQuantities) + int(metrics.NumCounters) + 3; seen != want {
 		t.Errorf("%d metrics exported, want %d", seen, want)
 	}
 }
@@ -308,6 +342,23 @@ func checkExpHistogram(t *testing.T, exports []otlptest.Export, name string, val
 			t.Errorf("%s: bucket %d holds %d, want %d (scale %d)", name, i, got[i], c, dp.GetScale())
 		}
 	}
+}
+
+// gatherCounters returns the value of every counter of the Prometheus
+// registry that has a single series.
+func gatherCounters(t *testing.T, reg *metrics.Registry) map[string]float64 {
+	t.Helper()
+	fams, err := reg.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range fams {
+		if ms := f.GetMetric(); len(ms) == 1 && ms[0].GetCounter() != nil {
+			out[f.GetName()] = ms[0].GetCounter().GetValue()
+		}
+	}
+	return out
 }
 
 // gatherHistogramCounts returns the sample count of every histogram of
@@ -393,7 +444,8 @@ func TestCountersStartAtZero(t *testing.T) {
 	if err := e.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{nameCycles, nameOverruns, nameSkipped, nameLostFrames, nameWKCErrors, nameRingDrops} {
+	for c := range metrics.NumCounters {
+		name := counterName(c)
 		m, _ := otlptest.Latest(rcv.Exports(), name)
 		if m == nil || m.GetSum().GetDataPoints()[0].GetAsInt() != 0 {
 			t.Errorf("%s: %v, want a sum at 0", name, m)
@@ -482,29 +534,117 @@ func TestEndpointURL(t *testing.T) {
 	}
 }
 
-// TestNamesMirrorPrometheus checks that every instrument translates to a
-// documented Prometheus family of the same type.
-func TestNamesMirrorPrometheus(t *testing.T) {
-	types := map[string]metrics.SeriesType{}
-	for _, s := range metrics.Documented() {
-		types[s.Name] = s.Type
+// prometheusOnly lists, with the reason, the documented Prometheus
+// families that have no OpenTelemetry instrument on purpose. The Exporter
+// is fed the cycle's sample ring and its events; these families come from
+// what the agent learns elsewhere (the bus scan, the supervision of the
+// cycle process, the host, its own build) or describe the Prometheus
+// endpoint itself.
+func prometheusOnly() map[string]string {
+	const (
+		scan    = "set from the bus scan and the slaves' registers, not from the sample or event ring"
+		dc      = "the distributed-clock configuration, set once after the bus scan"
+		process = "the supervision of the cycle process by the agent"
+		host    = "read from the host's /proc at scrape time"
+	)
+	return map[string]string{
+		"ecagent_bus_slaves":                      scan,
+		"ecagent_slave_al_state":                  scan,
+		"ecagent_slave_al_status_code":            scan,
+		"ecagent_slave_port_errors":               scan,
+		"ecagent_slave_esc_errors":                scan,
+		"ecagent_bus_events_total":                "the bus supervisor's events, counted by the agent; OTLP users get the same events over MQTT",
+		"ecagent_dc_enabled":                      dc,
+		"ecagent_dc_reference_position":           dc,
+		"ecagent_dc_sync0_cycle_seconds":          dc,
+		"ecagent_dc_sync0_shift_seconds":          dc,
+		"ecagent_dc_sync1_shift_seconds":          dc,
+		"ecagent_cycle_process_up":                process,
+		"ecagent_cycle_process_starts_total":      process,
+		"ecagent_cycle_process_cpu_seconds_total": host,
+		"ecagent_host_cpu_busy_ratio":             host,
+		"ecagent_cycle_core_busy_ratio":           host,
+		"ecagent_scrape_collector_success":        "the success of a scrape's collectors: a property of the Prometheus endpoint",
+		"ecagent_rt_setting":                      "reported once by the cycle process at start, not a measurement of the cycle",
+		"ecagent_rt_check":                        "the host doctor's verdicts, not a measurement of the cycle",
+		"ecagent_build_info":                      "build identity; OpenTelemetry carries it as the resource attribute service.version",
 	}
-	check := func(name, unit string, kind instrumentKind, want metrics.SeriesType) {
-		p := prometheusName(name, unit, kind)
-		if got, ok := types[p]; !ok || got != want {
-			t.Errorf("%s translates to %s (%s), want a documented %s", name, p, got, want)
+}
+
+// TestNamesMirrorPrometheus checks the mirror both ways on what the
+// Exporter actually exports, every method exercised: each instrument
+// translates to a documented Prometheus family of the same type, and each
+// documented family has an instrument unless prometheusOnly names it.
+func TestNamesMirrorPrometheus(t *testing.T) {
+	clearOTELEnv(t)
+	rcv, err := otlptest.NewHTTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rcv.Close()
+	ctx := context.Background()
+	e, err := New(ctx, testOptions(rcv.URL(), ProtocolHTTPProtobuf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown(ctx)
+	reg, err := metrics.NewRegistry(metrics.Options{Site: "plant-1", Line: "line-3", Host: "ipc-7", Target: testTarget, CycleCore: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range testSamples(1000) {
+		e.Observe(&s)
+		reg.Consumer().Observe(&s)
+	}
+	e.SetRingDrops(1)
+	e.Window(reg.Consumer().CloseWindow())
+	e.Emergency(1, "AKD", 0x8611)
+	e.SetDriveState(1, "AKD", 8) // fault
+	e.DriveFault(1, "AKD", 0x7305)
+	if err := e.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	documented := map[string]metrics.SeriesType{}
+	for _, s := range metrics.Documented() {
+		documented[s.Name] = s.Type
+	}
+	only := prometheusOnly()
+	mirrored := map[string]string{} // Prometheus name → instrument
+	for _, ex := range rcv.Exports() {
+		for _, rm := range ex.Request.GetResourceMetrics() {
+			for _, sm := range rm.GetScopeMetrics() {
+				for _, m := range sm.GetMetrics() {
+					kind, typ := kindGauge, metrics.TypeGauge
+					switch {
+					case m.GetExponentialHistogram() != nil:
+						kind, typ = kindHistogram, metrics.TypeHistogram
+					case m.GetSum() != nil:
+						kind, typ = kindCounter, metrics.TypeCounter
+					}
+					p := prometheusName(m.GetName(), m.GetUnit(), kind)
+					mirrored[p] = m.GetName()
+					if got, ok := documented[p]; !ok || got != typ {
+						t.Errorf("instrument %s (unit %q) translates to %s, documented as %q; want a documented %s",
+							m.GetName(), m.GetUnit(), p, got, typ)
+					}
+					if reason, ok := only[p]; ok {
+						t.Errorf("%s is mirrored by %s but listed as Prometheus-only (%s)", p, m.GetName(), reason)
+					}
+				}
+			}
 		}
 	}
-	for _, s := range quantitySpecs() {
-		check(s.name, s.unit, kindHistogram, metrics.TypeHistogram)
-		check(s.name+"_window", s.unit, kindGauge, metrics.TypeGauge)
+	for name := range documented {
+		if _, ok := mirrored[name]; !ok && only[name] == "" {
+			t.Errorf("%s has no OpenTelemetry instrument and is not listed as Prometheus-only", name)
+		}
 	}
-	for _, c := range []string{nameCycles, nameOverruns, nameSkipped, nameLostFrames, nameWKCErrors, nameRingDrops, nameEmergencies, nameDriveFaults} {
-		check(c, counterUnit, kindCounter, metrics.TypeCounter)
+	for name := range only {
+		if _, ok := documented[name]; !ok {
+			t.Errorf("Prometheus-only %s is not a documented family", name)
+		}
 	}
-	check(nameLastEmergency, unitCode, kindGauge, metrics.TypeGauge)
-	check(nameDriveState, unitState, kindGauge, metrics.TypeGauge)
-	check(nameDriveError, unitCode, kindGauge, metrics.TypeGauge)
 }
 
 // TestEventMethods exports emergencies and drive events and checks the

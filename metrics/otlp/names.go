@@ -7,58 +7,42 @@ import (
 	"github.com/ecagent/ecagent/metrics"
 )
 
-// quantity indexes the measured figures, in the order of metrics'
-// quantities.
-type quantity int
-
-const (
-	qPeriod quantity = iota
-	qJitter
-	qWakeup
-	qJob
-	qFrameRTT
-	qDCTimeDiff
-	qDCCtlErr
-	qCPULoad
-	numQuantities
-)
-
-// numStats is the number of window statistics (metrics.WindowStats).
-const numStats = 8
-
 // Units, as UCUM codes.
 const (
 	unitSeconds = "s"
 	unitRatio   = "1"
 	counterUnit = "{event}"
+	// unitWKC and unitValues are annotations (UCUM curly braces), like
+	// counterUnit: the Collector's Prometheus translation adds no suffix
+	// for them.
+	unitWKC    = "{wkc}"
+	unitValues = "{value}"
 )
 
-// quantitySpec names a quantity's histogram; its window gauge is the same
-// name with "_window".
-type quantitySpec struct{ name, unit string }
+// Names of the instruments fed by the sample stream besides the
+// quantities' and the counters' (see quantityName and counterName): the
+// mirrors of ecagent_window_samples, ecagent_expected_wkc and
+// ecagent_cycle_target_seconds.
+const (
+	nameWindowSamples = "ecagent.window_samples"
+	nameExpectedWKC   = "ecagent.expected_wkc"
+	nameTarget        = "ecagent.cycle_target"
+)
 
-func quantitySpecs() [numQuantities]quantitySpec {
-	return [numQuantities]quantitySpec{
-		qPeriod:     {"ecagent.cycle_period", unitSeconds},
-		qJitter:     {"ecagent.cycle_jitter", unitSeconds},
-		qWakeup:     {"ecagent.wakeup_latency", unitSeconds},
-		qJob:        {"ecagent.job_duration", unitSeconds},
-		qFrameRTT:   {"ecagent.frame_rtt", unitSeconds},
-		qDCTimeDiff: {"ecagent.dc_time_difference", unitSeconds},
-		qDCCtlErr:   {"ecagent.dc_controller_error", unitSeconds},
-		qCPULoad:    {"ecagent.cycle_cpu_load", unitRatio},
+// quantityName returns the name of a quantity's histogram, e.g.
+// ecagent.cycle_jitter; its window gauge is the same name with "_window".
+func quantityName(q metrics.Quantity) string { return "ecagent." + q.Info().Label }
+
+// quantityUnit returns the UCUM code of a quantity's unit.
+func quantityUnit(q metrics.Quantity) string {
+	if q.Info().Unit == metrics.UnitRatio {
+		return unitRatio
 	}
+	return unitSeconds
 }
 
-// Counter names.
-const (
-	nameCycles     = "ecagent.cycles"
-	nameOverruns   = "ecagent.cycle_overruns"
-	nameSkipped    = "ecagent.cycle_skipped"
-	nameLostFrames = "ecagent.lost_frames"
-	nameWKCErrors  = "ecagent.wkc_errors"
-	nameRingDrops  = "ecagent.sample_ring_drops"
-)
+// counterName returns the name of a counter, e.g. ecagent.lost_frames.
+func counterName(c metrics.Counter) string { return "ecagent." + c.Info().Stem }
 
 // Names and units of the instruments fed by the cycle's events (the
 // Exporter's event methods), per slave.
