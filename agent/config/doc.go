@@ -44,8 +44,8 @@
 // line. A YAML null (a key with nothing after the colon) leaves the key unset.
 //
 // Lists of mappings (drives, bus.pdo) exist only in the YAML file: they have
-// no environment variable and no flag, and --config's help lists their item
-// keys. Problems inside them name the item's key, e.g.
+// no environment variable and no flag, and [Describe] lists their item keys
+// (`ecagent config schema`). Problems inside them name the item's key, e.g.
 // drives[0].target.period, with the line of the file it is on (or of the
 // nearest enclosing key when it is missing). An empty list ([]) is the
 // same as none.

@@ -43,13 +43,13 @@ func RegisterFlagsFor(fs *pflag.FlagSet, keys ...string) {
 }
 
 func registerFlags(fs *pflag.FlagSet, want func(key string) bool) {
-	fs.String(FlagConfigFile, "", "read the configuration from the YAML `FILE` (or set "+EnvConfigFile+"). "+
-		"Lists of mappings have no flag or environment variable; only the file sets them "+
-		"(examples: deploy/examples/servo-*.yaml):"+listHelp())
+	fs.String(FlagConfigFile, "", "read the configuration from the YAML `FILE` (env "+EnvConfigFile+"); "+
+		"the lists of mappings (drives, bus.pdo) have no flag or environment variable, only the file sets them "+
+		"(examples: deploy/examples/servo-*.yaml; their keys: ecagent config schema)")
 	def := Default()
 	for _, f := range newSchema().fields {
 		if f.kind == kindList || !want(f.key) {
-			continue // lists are YAML only, documented under --config
+			continue // lists are YAML only (see Describe)
 		}
 		usage := f.help + " (env " + EnvName(f.key) + ")"
 		switch v := f.get(&def).(type) {

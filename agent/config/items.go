@@ -222,33 +222,3 @@ func decodeUint16(raw any) (any, string) {
 	}
 	return nil, want
 }
-
-// listHelp documents the lists of mappings, which have no flags, for the
-// --config flag's usage: one line per list and per item key.
-func listHelp() string {
-	var b strings.Builder
-	for _, f := range newSchema().fields {
-		if f.kind != kindList {
-			continue
-		}
-		fmt.Fprintf(&b, "\n%s: %s", f.key, f.help)
-		describeItem(&b, f.elem.Elem(), f.key+"[]")
-	}
-	return b.String()
-}
-
-func describeItem(b *strings.Builder, t reflect.Type, prefix string) {
-	for _, f := range structFields(reflect.New(t).Elem()) {
-		key := prefix + "." + f.name
-		ft := f.value.Type()
-		switch {
-		case ft.Kind() == reflect.Struct:
-			describeItem(b, ft, key)
-		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct && !reflect.PointerTo(ft.Elem()).Implements(textUnmarshalerType):
-			fmt.Fprintf(b, "\n  %s: %s", key, f.help)
-			describeItem(b, ft.Elem(), key+"[]")
-		default:
-			fmt.Fprintf(b, "\n  %s: %s", key, f.help)
-		}
-	}
-}
