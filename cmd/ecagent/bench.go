@@ -17,26 +17,35 @@ import (
 const defaultBenchDuration = 10 * time.Second
 
 func benchCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "bench", "[--cycles N | --duration D] [--json FILE] [--compare-cyclictest] [flags]",
-		"Run the real-time cycle exactly as 'ecagent run' would (same configuration flags;\n"+
-			"with no bus.interface the simulated segment runs in another process) for N cycles\n"+
-			"or a duration, and print the report: cycle time, jitter, wake-up latency, job time\n"+
-			"and CPU load, frame round trip, lost frames, WKC errors, overruns, the real-time\n"+
-			"settings the host granted, the jitter distribution and a wake-up latency histogram.\n"+
-			"--json writes a cyclictest-compatible --json report (1 µs histogram of the wake-up\n"+
-			"latency) with the full report under the extra key \"ecagent\". --compare-cyclictest\n"+
-			"then runs cyclictest (Debian package rt-tests) with the same interval, priority,\n"+
-			"core and loops, after the bench, and prints both side by side with their ratios.\n"+
-			"Unless cycle.shm is set, the segment is /dev/shm/ecagent-bench-PID.shm, so a bench\n"+
-			"never meets a running agent's segment.")
-	config.RegisterFlags(fs)
+	fs := newFlagSet(e, "bench", help{
+		usage: "[--cycles N | --duration D] [--json FILE] [--compare-cyclictest] [--KEY V]...",
+		about: "Run the real-time cycle exactly as 'ecagent run' would, for N cycles or a duration, " +
+			"and report cycle time, jitter, wake-up latency, job time, CPU load, frame round trip, " +
+			"lost frames, WKC errors and overruns, with the jitter distribution and a latency histogram.",
+		groups: []flagGroup{
+			{"Flags", []string{"cycles", "duration", "json", "compare-cyclictest", "cyclictest",
+				"histogram-us", "telemetry", "scrape-interval"}},
+			{"Configuration keys (as for run)", []string{config.FlagConfigFile, "bus.interface",
+				"cycle.period", "cycle.core", "cycle.priority", "cycle.busywait"}},
+		},
+		notes: "Every bus.*, cycle.* and log.* key, site, line, host and metrics.window is a flag too " +
+			"('ecagent config schema'). With no bus.interface the simulated segment (bus.devices) runs " +
+			"in another process. Unless cycle.shm is set, the segment is /dev/shm/ecagent-bench-PID.shm.",
+		examples: []string{
+			"ecagent bench --duration 60s --cycle.period 250us --cycle.core 3",
+			"ecagent bench --bus.interface eth1 --cycles 100000 --json bench.json --compare-cyclictest",
+		},
+	})
+	// What bench.Run reads: the cycle and its segment, the log, and the
+	// telemetry's labels and window.
+	config.RegisterFlagsFor(fs, "bus", "cycle", "log", "site", "line", "host", "metrics.window")
 	cycles := fs.Uint64("cycles", 0, "run this many cycles (instead of --duration)")
 	duration := fs.Duration("duration", defaultBenchDuration, "run for this long: duration / cycle.period cycles")
-	jsonFile := fs.String("json", "", "write the machine-readable report to `FILE` (cyclictest --json shape plus key \"ecagent\")")
-	compare := fs.Bool("compare-cyclictest", false, "after the bench, run cyclictest with the same interval, priority, core and loops and compare")
-	histUS := fs.Int("histogram-us", 1000, "range of the 1 µs wake-up latency histogram in µs (cyclictest -h); longer latencies count as overflow")
-	telemetry := fs.Bool("telemetry", true, "do what a running agent does beside the cycle: feed the Prometheus registry and scrape /metrics (on a loopback port) every --scrape-interval")
-	scrapeEvery := fs.Duration("scrape-interval", time.Second, "how often the bench scrapes its own /metrics when --telemetry is on")
+	jsonFile := fs.String("json", "", "write the report to `FILE` as cyclictest --json does, the full report under key \"ecagent\"")
+	compare := fs.Bool("compare-cyclictest", false, "then run cyclictest (rt-tests) with the same interval, priority, core and loops, and compare")
+	histUS := fs.Int("histogram-us", 1000, "range in µs of the 1 µs wake-up latency histogram (cyclictest -h)")
+	telemetry := fs.Bool("telemetry", true, "feed the Prometheus registry and scrape /metrics beside the cycle, as an agent does")
+	scrapeEvery := fs.Duration("scrape-interval", time.Second, "how often --telemetry scrapes /metrics")
 	cyclictest := fs.String("cyclictest", "cyclictest", "the cyclictest `binary` for --compare-cyclictest")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -13,11 +13,23 @@ import (
 // that `ecagent run` starts and supervises. It is not meant to be run by
 // hand, but it can be, against a segment file an agent created.
 func cycleCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "cycle", "--config FILE [--link-fd N] [--cycles N]",
-		"The real-time cycle process, started by 'ecagent run' (and 'ecagent bench'): it\n"+
-			"attaches to the shared-memory segment cycle.shm, brings the bus to OP and runs\n"+
-			"the cycle until SIGTERM, allocating nothing after bring-up.")
-	config.RegisterFlags(fs)
+	fs := newFlagSet(e, "cycle", help{
+		usage: "--config FILE [--link-fd N] [--cycles N] [--KEY VALUE]...",
+		about: "The real-time cycle process that 'ecagent run' and 'ecagent bench' start: it attaches " +
+			"to the shared-memory segment cycle.shm the agent created, brings the bus to OP and runs " +
+			"the cycle until SIGTERM, allocating nothing after bring-up.",
+		groups: []flagGroup{
+			{"Flags", []string{config.FlagConfigFile, "link-fd", "cycles"}},
+			{"Common configuration keys", []string{"bus.interface", "cycle.period", "cycle.shm"}},
+		},
+		notes: "Of the configuration it reads the bus.*, cycle.* and log.* keys (each also a flag) and " +
+			"drives from the file; 'ecagent config schema' lists them.",
+		examples: []string{
+			"ecagent cycle --config /dev/shm/ecagent.shm.yaml   # the file 'ecagent run' writes",
+			"ecagent cycle --cycle.shm /dev/shm/a.shm --bus.interface eth1 --cycles 10000",
+		},
+	})
+	config.RegisterFlagsFor(fs, "bus", "cycle", "log")
 	linkFD := fs.Int("link-fd", -1, "inherited file descriptor of a socket-pair link to a simulated segment; -1 opens bus.interface")
 	cycles := fs.Uint64("cycles", 0, "stop after this many cycles; 0 runs until SIGTERM")
 	if err := parseFlags(fs, args); err != nil {

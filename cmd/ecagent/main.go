@@ -10,6 +10,7 @@
 //	sim      serve a simulated segment on a network interface
 //	bench    run the cycle for N cycles and report jitter, latency and load
 //	rtcheck  check this host's real-time tuning and say how to fix it
+//	config   print the configuration schema (config schema), check a file (config check)
 //	sdo      read or write a CoE object of a slave (SDO upload/download)
 //	version  print the version and build information
 //
@@ -56,6 +57,9 @@ type command struct {
 type env struct {
 	stdout, stderr io.Writer
 	environ        []string
+	// flagSets, when set, is called with every flag set a command makes,
+	// so that tests can compare a command's --help with its flags.
+	flagSets func(*pflag.FlagSet)
 }
 
 func commands() []command {
@@ -66,6 +70,7 @@ func commands() []command {
 		{name: "sim", summary: "serve a simulated EtherCAT segment on a network interface", run: simCommand},
 		{name: "bench", summary: "run the cycle for N cycles and report jitter, latency and load", run: benchCommand},
 		{name: "rtcheck", summary: "check this host's real-time tuning and say how to fix it", run: rtcheckCommand},
+		{name: "config", summary: "print the configuration schema, or check a configuration file", run: configCommand},
 		{name: "version", summary: "print the version and build information", run: versionCommand},
 		{name: "cycle", summary: "the real-time cycle process (started by run and bench)", run: cycleCommand, hidden: true},
 	}
@@ -114,7 +119,8 @@ func usage(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'ecagent COMMAND --help' for the flags of a command.")
+	fmt.Fprintln(w, "Run 'ecagent COMMAND --help' for the flags of a command, 'ecagent config schema' for")
+	fmt.Fprintln(w, "every configuration key (docs/configuration.md).")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,")
 	fmt.Fprintln(w, "3 segment not as configured, 130 interrupted.")
 }
@@ -146,22 +152,6 @@ func exitCode(ctx context.Context, e *env, err error) int {
 		return exitInterrupted
 	}
 	return exitFailure
-}
-
-// newFlagSet returns a flag set for a subcommand whose --help prints a
-// synopsis, what the command does and every flag.
-func newFlagSet(e *env, name, synopsis, about string) *pflag.FlagSet {
-	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.SortFlags = false
-	fs.Usage = func() {
-		w := e.stdout
-		fmt.Fprintf(w, "Usage: ecagent %s %s\n\n%s\n\nFlags:\n", name, synopsis, about)
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-		fs.SetOutput(e.stderr)
-	}
-	return fs
 }
 
 // parseFlags parses args, turning flag errors into usage errors.

@@ -14,16 +14,20 @@ import (
 )
 
 func scanCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "scan", "[--iface IF] [flags]",
-		"Find the slaves of a segment, give them station addresses, read their SII and\n"+
-			"print a table: position, station address, AL state, identity, name, process\n"+
-			"data size and DC support. Without --iface it scans the built-in simulated\n"+
-			"segment (--devices). The slaves are left in INIT or the state they were in.\n"+
-			"With --sdo every slave goes to PREOP and the CoE object dictionary of each\n"+
-			"slave with a CoE mailbox follows the table (SDO information service): per\n"+
-			"object index, object code, highest sub-index and name, per entry data type,\n"+
-			"bit length, access (read/write in PREOP, SAFEOP, OP), name and, when short,\n"+
-			"the value.")
+	fs := newFlagSet(e, "scan", help{
+		usage: "[--iface IF | --devices LIST] [--expected-slaves N] [--sdo]",
+		about: "Find the slaves of a segment, give them station addresses, read their SII and print " +
+			"a table: position, station address, AL state, identity, name, process data size and DC " +
+			"support.",
+		notes: "Without --iface it scans the built-in simulated segment (--devices). The slaves stay in " +
+			"INIT or the state they were in; --sdo takes them to PREOP and lists, for each slave with " +
+			"a CoE mailbox, its object dictionary (index, object code, name, data type, bit length, " +
+			"access and the value when short).",
+		examples: []string{
+			"ecagent scan --iface eth1 --expected-slaves 7",
+			"ecagent scan --devices EK1100,EL2004,EL1014 --sdo",
+		},
+	})
 	bus := addBusFlags(fs)
 	expected := fs.Int("expected-slaves", 0, "fail (exit 3) unless exactly this many slaves answer; 0 accepts any")
 	sdo := fs.Bool("sdo", false, "also print each CoE slave's object dictionary (takes the slaves to PREOP)")

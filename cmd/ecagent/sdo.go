@@ -44,14 +44,20 @@ func lookupSDOType(name string) (sdoType, error) {
 }
 
 func sdoCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "sdo", "read|write --slave N INDEX:SUB [VALUE] [flags]",
-		"Read (upload) or write (download) one CoE object of a slave through its mailbox.\n"+
-			"The segment is scanned and every slave is taken to PREOP first. N is the ring\n"+
-			"position (the POS column of `ecagent scan`). INDEX and SUB are decimal or 0x\n"+
-			"hex, e.g. 0x1018:1. VALUE is decimal or 0x hex for the integer types and hex\n"+
-			"digits (optionally 0x-prefixed, with : or space separators) for bytes; put a\n"+
-			"negative VALUE after -- . Reads print the value in hex and decimal. Without\n"+
-			"--iface the built-in simulated segment (--devices) answers.")
+	fs := newFlagSet(e, "sdo", help{
+		usage: "read|write --slave N INDEX:SUB [VALUE] [--type T] [--iface IF]",
+		about: "Read (upload) or write (download) one CoE object of a slave through its mailbox, after " +
+			"scanning the segment and taking every slave to PREOP.",
+		notes: "N is the ring position (the POS column of 'ecagent scan'). INDEX and SUB are decimal or " +
+			"0x hex, e.g. 0x1018:1. VALUE is decimal or 0x hex for the integer types and hex digits " +
+			"(optionally 0x-prefixed, with : or space separators) for bytes; put a negative VALUE " +
+			"after -- . Reads print the value in hex and decimal. Without --iface the built-in " +
+			"simulated segment (--devices) answers.",
+		examples: []string{
+			"ecagent sdo read --iface eth1 --slave 2 0x1018:1",
+			"ecagent sdo write --iface eth1 --slave 2 --type u16 0x8000:06 0x0001",
+		},
+	})
 	bus := addBusFlags(fs)
 	slave := fs.Int("slave", -1, "ring `position` of the slave (required)")
 	typ := fs.String("type", "", "value type: u8, u16, u32, i8, i16, i32 or bytes (required for write; read: unsigned by length)")

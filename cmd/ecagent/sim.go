@@ -25,36 +25,49 @@ import (
 )
 
 func simCommand(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "sim", "--iface IF [--devices LIST]",
-		"Serve a simulated EtherCAT segment on a network interface: every EtherCAT frame\n"+
-			"that arrives on IF travels through the simulated devices and is sent back, as a\n"+
-			"real segment would answer. Point any master at the other end of a veth pair.\n"+
-			"Built-in models: "+strings.Join(sim.Models(), ", ")+".\n\n"+
-			"Distributed clocks: each device with DC runs its own local clock, exactly at the\n"+
-			"host's rate unless --drift gives it a drift in ppm (like a real quartz, within\n"+
-			"about ±100 ppm); the ESC's control loop then slews it towards the reference when\n"+
-			"the master sends the system time (FRMW 0x0910). --hop-delay sets how long a frame\n"+
-			"takes from one device to the next, which the master measures as propagation delay.\n\n"+
-			simFaultHelp)
-	iface := fs.String("iface", "", "network `interface` to serve on (needs CAP_NET_RAW); this or --link-fd")
-	linkFD := fs.Int("link-fd", -1, "serve on this inherited socket-pair file descriptor instead of an interface (used by ecagent run)")
+	fs := newFlagSet(e, "sim", help{
+		usage: "--iface IF [--devices LIST] [--control PATH | --faults FILE] [flags]",
+		about: "Serve a simulated EtherCAT segment on a network interface, answering every EtherCAT " +
+			"frame that arrives on IF as a real segment would; point any master at the other end of a veth pair.",
+		groups: []flagGroup{
+			{"Segment", []string{"iface", "link-fd", "devices", "inputs", "sii-busy-frames",
+				"preset-address", "preset-state", "priority", "log.level"}},
+			{"Clocks", []string{"drift", "hop-delay"}},
+			{"Faults", []string{"control", "faults", "help-faults", "delay", "delay-every", "delay-on-signal"}},
+		},
+		notes: "Built-in models: " + strings.Join(sim.Models(), ", ") + ". Fault commands (--help-faults " +
+			"explains them): drop, delay, corrupt, disappear POS, return POS, alerror, drift, offset, link, " +
+			"counts, seed; a schedule file runs them at times and may end in e.g. 'repeat 10s'.",
+		examples: []string{
+			"ip link add veth0 type veth peer name veth1 && ip link set veth0 up && ip link set veth1 up",
+			"ecagent sim --iface veth1 --devices EK1100,EL2004,EL1014 --control /run/ecsim.sock &",
+			"echo 'disappear 2' | socat - UNIX-CONNECT:/run/ecsim.sock   # answers: ok",
+		},
+	})
+	iface := fs.String("iface", "", "network `interface` to serve on (needs CAP_NET_RAW)")
+	linkFD := fs.Int("link-fd", -1, "serve on this inherited socket instead (ecagent run)")
 	devices := fs.StringSlice("devices", config.ReferenceDevices(),
-		"comma-separated devices in ring order: model names (EK1100) or paths to SII images (.bin)")
-	pattern := fs.String("inputs", "counter", "how simulated inputs change: constant, counter, walk, square:N or sine:N (N cycles per period)")
-	busy := fs.Int("sii-busy-frames", 2, "frames an SII EEPROM read stays busy (real ESCs: 1-2 at typical frame rates)")
-	presetAddr := fs.Uint16("preset-address", 0, "start as if a master had already given the devices station addresses from this one on (e.g. 0x03e9); for replaying captures that begin mid-session")
-	presetState := fs.String("preset-state", "PREOP", "with --preset-address: the state the devices start in (INIT or PREOP)")
-	priority := fs.Int("priority", 0, "serve with this SCHED_FIFO priority (1..99), as a real segment answers in microseconds whatever the host does; 0 keeps the normal scheduler")
-	delay := fs.Duration("delay", 0, "hold back answers by this long (fault injection: later than the master's cycle they count as lost frames); 0 disables")
+		"devices in ring order: built-in models or SII image paths (*.bin)")
+	pattern := fs.String("inputs", "counter", "how inputs change: constant, counter, walk, square:N or sine:N")
+	busy := fs.Int("sii-busy-frames", 2, "frames an SII EEPROM read stays busy")
+	presetAddr := fs.Uint16("preset-address", 0, "start with station addresses from this one on, e.g. 0x03e9")
+	presetState := fs.String("preset-state", "PREOP", "with --preset-address: INIT or PREOP")
+	priority := fs.Int("priority", 0, "SCHED_FIFO priority to serve with, 1..99; 0 keeps the normal one")
+	delay := fs.Duration("delay", 0, "hold back answers by this long; 0 disables")
 	delayEvery := fs.Int("delay-every", 1, "with --delay: delay every Nth answer only")
-	delayOnSignal := fs.Bool("delay-on-signal", false, "with --delay: start without delays and switch them on and off with SIGUSR1")
-	drift := fs.String("drift", "", "drift of each device's local clock in ppm, comma-separated in ring order, e.g. 100,-100; the `LIST` repeats when shorter than the line (at most ±"+
-		strconv.FormatFloat(sim.MaxClockDrift, 'g', -1, 64)+" ppm); empty: clocks run at the host's rate")
-	hopDelay := fs.Int("hop-delay", 140, "`NS` a frame takes from one device to the next; beyond 140 it is cable delay, which the way back meets too")
-	control := fs.String("control", "", "listen for fault commands on this Unix socket `PATH` (see Fault injection above)")
-	faultsFile := fs.String("faults", "", "run the fault schedule in `FILE` from the start of serving (see Fault injection above)")
+	delayOnSignal := fs.Bool("delay-on-signal", false, "with --delay: start without; SIGUSR1 switches delays on and off")
+	drift := fs.String("drift", "", "ppm of clock drift per device, e.g. 100,-100 (`LIST` repeats; max ±"+
+		strconv.FormatFloat(sim.MaxClockDrift, 'g', -1, 64)+")")
+	hopDelay := fs.Int("hop-delay", 140, "`NS` from one device to the next (over 140: cable delay)")
+	control := fs.String("control", "", "take fault commands on this Unix socket `PATH`")
+	faultsFile := fs.String("faults", "", "run the fault schedule in `FILE` from the start")
+	helpFaults := fs.Bool("help-faults", false, "explain the fault commands and the schedule file, with examples")
 	level := fs.String("log.level", "info", "log level: debug, info, warn or error")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *helpFaults {
+		_, err := fmt.Fprintln(e.stdout, simFaultHelp)
 		return err
 	}
 	if *iface == "" && *linkFD < 0 {
@@ -186,7 +199,7 @@ func parseDrift(list string) ([]float64, error) {
 	return ppm, nil
 }
 
-// simFaultHelp is the fault injection part of `ecagent sim --help`.
+// simFaultHelp is what `ecagent sim --help-faults` prints.
 const simFaultHelp = `Fault injection: --control PATH listens on a Unix stream socket; each
 connection sends commands, one a line, and gets one line back for each: "ok",
 "error: WHY", or for counts the counts as key=value pairs. --faults FILE runs a

@@ -30,7 +30,10 @@ func buildVersion() (version, revision string, dirty bool) {
 }
 
 func versionCommand(_ context.Context, e *env, args []string) error {
-	fs := newFlagSet(e, "version", "", "Print the version, VCS revision and Go version of this binary.")
+	fs := newFlagSet(e, "version", help{
+		about:    "Print the version, VCS revision and Go version of this binary.",
+		examples: []string{"ecagent version"},
+	})
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
