@@ -34,6 +34,7 @@ func TestMQTTSparkplugEndToEnd(t *testing.T) {
 	host.waitFrom(t, 0, "/NDATA/edge7", 10*time.Second, nil)
 	// 5 slaves with process data at 100 Hz: seq wraps twice a second.
 	host.waitFrom(t, host.len(), "/DDATA/edge7/EL1014-4", 5*time.Second, nil)
+	// Does not synchronise: lets seq wrap (twice) before the checks below.
 	time.Sleep(1200 * time.Millisecond)
 
 	dcmd := sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: uint64(time.Now().UnixMilli()),

@@ -41,19 +41,23 @@ func TestScrapeRunningAgent(t *testing.T) {
 		"--metrics.listen", addr, "--metrics.window", "1s")
 	t.Cleanup(func() { _ = a.cmd.Process.Signal(syscall.SIGTERM); _ = a.cmd.Wait() })
 	a.waitLog(t, "cycle started", 30*time.Second)
-	time.Sleep(2200 * time.Millisecond) // two windows closed
 
-	first := scrape(t, addr)
-	time.Sleep(300 * time.Millisecond)
-	second := scrape(t, addr)
+	var expected []metrics.Series
 	for _, s := range metrics.Documented() {
 		if strings.Contains(s.Conditional, "error counters") || strings.Contains(s.Conditional, "pinned") ||
 			strings.Contains(s.Conditional, "CoE emergency") || strings.Contains(s.Conditional, "CiA 402 drive") {
 			continue // not read in this version / the test does not pin the cycle / no drive on this bus (TestServoDemo has one)
 		}
-		if _, ok := second[s.Name]; !ok {
-			t.Errorf("series %s (%s) missing from the scrape", s.Name, s.Type)
+		expected = append(expected, s)
+	}
+	missing := func(fams map[string]*dto) []string {
+		var names []string
+		for _, s := range expected {
+			if _, ok := fams[s.Name]; !ok {
+				names = append(names, s.Name+" ("+string(s.Type)+")")
+			}
 		}
+		return names
 	}
 	cycles := func(fams map[string]*dto) float64 {
 		f := fams["ecagent_cycles_total"]
@@ -62,8 +66,30 @@ func TestScrapeRunningAgent(t *testing.T) {
 		}
 		return f.GetMetric()[0].GetCounter().GetValue()
 	}
-	if c1, c2 := cycles(first), cycles(second); c1 <= 0 || c2 <= c1 {
-		t.Errorf("ecagent_cycles_total went from %v to %v", c1, c2)
+	// Every series appears once the agent has read the bus and closed its
+	// first windows; then the cycle counter advances between two scrapes.
+	var first, second map[string]*dto
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		first = scrape(t, addr)
+		m := missing(first)
+		if len(m) == 0 && cycles(first) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after the cycle started, series missing from the scrape: %v (ecagent_cycles_total %v)", m, cycles(first))
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		second = scrape(t, addr)
+		if cycles(second) > cycles(first) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ecagent_cycles_total stayed at %v for 5 s", cycles(first))
+		}
+	}
+	if m := missing(second); len(m) != 0 {
+		t.Errorf("series missing from a later scrape: %v", m)
 	}
 	if st := second["ecagent_slave_al_state"]; st == nil || len(st.GetMetric()) != 7 {
 		t.Errorf("want 7 slave state series, got %v", st)

@@ -32,9 +32,23 @@ func TestServoDemo(t *testing.T) {
 				"--mqtt.embedded", freePort(t))
 			t.Cleanup(func() { _ = a.cmd.Process.Signal(syscall.SIGTERM); _ = a.cmd.Wait() })
 			a.waitLog(t, `state="operation enabled"`, 30*time.Second)
-			time.Sleep(1200 * time.Millisecond) // a window closed
-
-			fams := scrape(t, addr)
+			// The figures asserted below, once the cycle has observed enough.
+			count := func(fams map[string]*dto, name string) float64 {
+				if f := fams[name]; f != nil && len(f.GetMetric()) > 0 && f.GetMetric()[0].GetHistogram() != nil {
+					return float64(f.GetMetric()[0].GetHistogram().GetSampleCount())
+				}
+				return 0
+			}
+			var fams map[string]*dto
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				fams = scrape(t, addr)
+				if count(fams, "ecagent_dc_controller_error_seconds") >= 100 && count(fams, "ecagent_dc_time_difference_seconds") >= 100 {
+					break
+				}
+				if time.Now().After(deadline) {
+					break // the assertions below say what is missing
+				}
+			}
 			value := func(name string) float64 {
 				f := fams[name]
 				if f == nil || len(f.GetMetric()) == 0 {
