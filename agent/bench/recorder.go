@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/metrics/stats"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -21,7 +22,8 @@ const MaxExactValues = 1 << 21
 // allocated by NewRecorder; Observe does not allocate. A Recorder is not
 // safe for concurrent use.
 type Recorder struct {
-	target int64 // ns
+	target  int64 // ns
+	deriver *metrics.Deriver
 
 	period, wake, job, rtt *stats.Window
 	wakeHist               *stats.LinearHistogram // 1 µs bins of wake-up latency
@@ -54,7 +56,7 @@ func NewRecorder(target time.Duration, cycles uint64, histogramMicros int) (*Rec
 		return nil, fmt.Errorf("bench: histogram of %d µs, want ≥ 1", histogramMicros)
 	}
 	capacity := int(min(max(cycles, 1), MaxExactValues))
-	r := &Recorder{target: int64(target)}
+	r := &Recorder{target: int64(target), deriver: metrics.NewDeriver(target)}
 	var err error
 	for _, w := range []**stats.Window{&r.period, &r.wake, &r.job, &r.rtt} {
 		if *w, err = stats.NewWindow(capacity); err != nil {
@@ -97,7 +99,10 @@ func (r *Recorder) Observe(s *shm.Sample) {
 	}
 	r.last, r.havePrev = *s, true
 
-	lat := s.Wake - s.Deadline
+	// The per-sample figures are the ones the metrics endpoint derives;
+	// only the period follows the bench's own schedule rule above.
+	f := r.deriver.Derive(s)
+	lat, _ := f.Raw(metrics.QuantityWakeupLatency)
 	r.wake.Add(lat)
 	if lat < 0 {
 		// A wake-up before the deadline means the sleep was cut short
@@ -108,22 +113,19 @@ func (r *Recorder) Observe(s *shm.Sample) {
 	}
 	r.wakeHist.Add(lat)
 	r.wakeWholeMicro += uint64(lat / 1000)
-	r.job.Add(s.End - s.Wake)
+	job, _ := f.Raw(metrics.QuantityJobDuration)
+	r.job.Add(job)
 
 	r.expectedWKC = s.ExpectedWKC
 	r.wkcMin, r.wkcMax = min(r.wkcMin, s.WKC), max(r.wkcMax, s.WKC)
-	if s.Flags&shm.SampleLostFrame != 0 {
-		r.lost++
-	} else {
-		r.rtt.Add(s.Recv - s.Send)
-		if s.Flags&shm.SampleWKCMismatch != 0 {
-			r.wkcErrors++
-		}
+	r.lost += uint64(f.Count(metrics.CounterLostFrames))
+	if rtt, ok := f.Raw(metrics.QuantityFrameRTT); ok {
+		r.rtt.Add(rtt)
+		// The counter of a lost frame is unknown: never a WKC error too.
+		r.wkcErrors += uint64(f.Count(metrics.CounterWKCErrors))
 	}
-	if s.Flags&shm.SampleOverrun != 0 {
-		r.overruns++
-	}
-	r.skipped += uint64(s.Skipped)
+	r.overruns += uint64(f.Count(metrics.CounterOverruns))
+	r.skipped += uint64(f.Count(metrics.CounterSkipped))
 }
 
 // Samples returns the number of samples observed so far.
