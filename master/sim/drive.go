@@ -2,7 +2,6 @@ package sim
 
 import (
 	"errors"
-	"fmt"
 	"math"
 
 	"github.com/ecagent/ecagent/master/cia402/state"
@@ -44,6 +43,11 @@ import (
 //     rising edge of controlword bit 7 in fault clears it unless its cause
 //     persists (a CSV target velocity still beyond 0x6080), with an
 //     emergency 0x0000 (error reset).
+//
+// This file holds the drive's definitions, its state machine and its
+// control loops; its process data is in drive_pdo.go, its faults in
+// drive_faults.go, its exported view in drive_api.go and its object
+// dictionary in drive_objects.go.
 
 // Kollmorgen's EtherCAT vendor id and the AKD's product code ("AKD").
 const (
@@ -254,56 +258,6 @@ func (dr *drive) elapsed(now int64) int64 {
 	return min(max(el, 0), maxElapsed)
 }
 
-// checkCommunication notices the master leaving OP.
-func (dr *drive) checkCommunication() {
-	op := dr.d.esm.state == esc.StateOp
-	if dr.wasOP && !op {
-		switch dr.state {
-		case state.SwitchedOn, state.OperationEnabled, state.QuickStopActive:
-			dr.raise(ErrorCodeCommunication, false)
-		case state.ReadyToSwitchOn:
-			dr.state = state.SwitchOnDisabled
-		}
-	}
-	dr.wasOP = op
-}
-
-// readOutputs takes the objects the outputs map.
-func (dr *drive) readOutputs() {
-	pd := &dr.d.pd
-	prevCW := dr.controlword
-	dr.maxTorquePD = -1
-	for k := range pd.entries {
-		e := &pd.entries[k]
-		if !e.out || e.index == 0 {
-			continue
-		}
-		v := dr.d.readBits(dr.d.smArea(e.sm)*8+e.bit, e.bits)
-		switch {
-		case e.index == objControlword:
-			dr.controlword = state.Controlword(v)
-		case e.index == objModesOfOperation:
-			if m := int8(v); m == ModeCSP || m == ModeCSV || m == ModeCST {
-				if m != dr.mode {
-					dr.fresh = true
-				}
-				dr.mode = m
-			}
-		case e.index == objTargetPosition, e.index == objInterpolationData && e.sub == 1:
-			dr.targetPosition = int32(v)
-		case e.index == objTargetVelocity:
-			dr.targetVelocity = int32(v)
-		case e.index == objTargetTorque:
-			dr.targetTorque = int16(v)
-		case e.index == objTorqueOffset:
-			dr.torqueOffset = int16(v)
-		case e.index == objMaxTorque:
-			dr.maxTorquePD = int32(uint16(v))
-		}
-	}
-	dr.resetEdge = prevCW&state.CWFaultReset == 0 && dr.controlword&state.CWFaultReset != 0
-}
-
 // applyControlword carries out the command in the controlword.
 func (dr *drive) applyControlword() {
 	canReset := !dr.stickyCause || dr.velocityTargetOK()
@@ -322,48 +276,6 @@ func (dr *drive) applyControlword() {
 		dr.ramp = dr.motor.velocity
 	}
 	dr.state = next
-}
-
-// velocityTargetOK reports whether the target velocity is within 0x6080.
-func (dr *drive) velocityTargetOK() bool {
-	return math.Abs(float64(dr.targetVelocity)/countsPerRad) <= dr.maxSpeed()
-}
-
-// checkTargets looks for targets that fault the drive before it moves:
-// in CSV a target velocity beyond 0x6080 or a step beyond 0x60C5 for one
-// cycle.
-func (dr *drive) checkTargets(elapsed int64) {
-	if dr.state != state.OperationEnabled {
-		return
-	}
-	if dr.fresh {
-		dr.prevTargetPosition = dr.targetPosition
-		dr.prevTargetVelocity = dr.motor.actualVelocity()
-		dr.velocityFF = 0
-	}
-	switch dr.mode {
-	case ModeCSV:
-		if !dr.velocityTargetOK() {
-			dr.raise(ErrorCodeVelocity, true)
-			return
-		}
-		cycle := float64(max(elapsed, 1_000_000)) / 1e9
-		step := math.Abs(float64(dr.targetVelocity) - float64(dr.prevTargetVelocity))
-		if step > float64(dr.param(objMaxAcceleration, defaultMaxAcceleration))*cycle {
-			dr.raise(ErrorCodeVelocity, false)
-			return
-		}
-	case ModeCSP:
-		if elapsed == 0 && !dr.fresh {
-			return // the feed forward spans the time the motor moves
-		}
-		if !dr.fresh {
-			delta := float64(dr.targetPosition - dr.prevTargetPosition)
-			dr.velocityFF = delta / countsPerRad / (float64(elapsed) / 1e9)
-		}
-	}
-	dr.prevTargetPosition, dr.prevTargetVelocity = dr.targetPosition, dr.targetVelocity
-	dr.fresh = false
 }
 
 // run simulates elapsed ns of control loops and motor.
@@ -430,232 +342,4 @@ func (dr *drive) rampDone() {
 	} else {
 		dr.state = state.Fault
 	}
-}
-
-// checkActuals looks for actual values that fault the drive: the
-// following error in CSP, overspeed in any mode.
-func (dr *drive) checkActuals() {
-	if dr.state != state.OperationEnabled && dr.state != state.QuickStopActive {
-		return
-	}
-	if math.Abs(dr.motor.velocity) > overspeedFactor*dr.maxSpeed() {
-		dr.raise(ErrorCodeVelocity, false)
-		return
-	}
-	window := dr.param(objFollowingWindow, defaultFollowingWindow)
-	if dr.state == state.OperationEnabled && dr.mode == ModeCSP && window != math.MaxUint32 &&
-		uint32(abs32(dr.following)) > window {
-		dr.raise(ErrorCodeFollowing, false)
-	}
-}
-
-func abs32(v int32) int64 { return max(int64(v), -int64(v)) }
-
-// raise faults the drive with error code code: 0x603F and the error
-// register are set, an emergency is queued, and the fault reaction ramps
-// the motor to standstill. sticky says the cause persists until the
-// target velocity is back within 0x6080.
-func (dr *drive) raise(code uint16, sticky bool) {
-	if dr.state == state.Fault || dr.state == state.FaultReactionActive {
-		return
-	}
-	dr.errorCode, dr.stickyCause = code, sticky
-	dr.errorRegister = 0x01 // generic error
-	if code&0xFF00 == 0x8700 || code&0xFF00 == 0x8100 {
-		dr.errorRegister |= 0x10 // communication error
-	}
-	dr.setErrorRegister()
-	dr.state = state.FaultReactionActive
-	dr.ramp = dr.motor.velocity
-	dr.emergency(code, dr.errorRegister)
-}
-
-// clearFault ends a fault after a fault reset.
-func (dr *drive) clearFault() {
-	dr.errorCode, dr.errorRegister, dr.stickyCause = 0, 0, false
-	dr.setErrorRegister()
-	dr.emergency(0x0000, 0) // error reset
-}
-
-func (dr *drive) setErrorRegister() {
-	if dr.d.mbx == nil {
-		return
-	}
-	if o := dr.d.mbx.od.find(objErrorRegister); o != nil {
-		if e := o.entry(0); e != nil && len(e.value) == 1 {
-			e.value[0] = dr.errorRegister
-		}
-	}
-}
-
-// emergency queues a CoE emergency message for the master (dropped, and
-// counted by the mailbox, when its queue is full).
-func (dr *drive) emergency(code uint16, reg uint8) {
-	if dr.d.mbx != nil {
-		dr.d.mbx.emergency(code, reg, [5]byte{})
-	}
-}
-
-// status returns the statusword.
-func (dr *drive) status() uint16 {
-	sw := stateBits(dr.state)
-	if dr.wasOP {
-		sw |= state.SWRemote
-	}
-	if dr.limitActive && (dr.state == state.OperationEnabled || dr.state == state.QuickStopActive) {
-		sw |= state.SWInternalLimit
-	}
-	switch dr.state {
-	case state.OperationEnabled:
-		sw |= state.SWFollowsCommand
-		if dr.targetReached() {
-			sw |= state.SWTargetReached
-		}
-	case state.QuickStopActive:
-		if math.Abs(dr.motor.velocity) < stoppedBelow {
-			sw |= state.SWTargetReached
-		}
-	case state.Fault, state.FaultReactionActive:
-		if dr.errorCode == ErrorCodeFollowing {
-			sw |= state.SWFollowingError
-		}
-	}
-	return uint16(sw)
-}
-
-// targetReached reports whether the motor is at the target of the mode:
-// the position within 1/16 of the following error window, the velocity
-// within 1 % of 0x6080, the torque within 1 % of the rated torque.
-func (dr *drive) targetReached() bool {
-	switch dr.mode {
-	case ModeCSP:
-		return uint32(abs32(dr.following)) <= dr.param(objFollowingWindow, defaultFollowingWindow)/16
-	case ModeCSV:
-		return math.Abs(dr.motor.velocity-float64(dr.targetVelocity)/countsPerRad) <= dr.maxSpeed()/100
-	case ModeCST:
-		return math.Abs(float64(dr.motor.actualTorque())-float64(dr.targetTorque)) <= 10
-	}
-	return false
-}
-
-// writeInputs writes the objects the inputs map.
-func (dr *drive) writeInputs() {
-	dr.statusword = dr.status()
-	pd := &dr.d.pd
-	for k := range pd.entries {
-		e := &pd.entries[k]
-		if e.out || e.index == 0 {
-			continue
-		}
-		var v uint64
-		switch e.index {
-		case objStatusword:
-			v = uint64(dr.statusword)
-		case objModesDisplay:
-			v = uint64(uint8(dr.mode))
-		case objPositionActual, objPositionInternal:
-			v = uint64(uint32(dr.motor.actualPosition()))
-		case objVelocityActual:
-			v = uint64(uint32(dr.motor.actualVelocity()))
-		case objTorqueActual:
-			v = uint64(uint16(dr.motor.actualTorque()))
-		case objErrorCode:
-			v = uint64(dr.errorCode)
-		case objFollowingErrorValue:
-			v = uint64(uint32(dr.following))
-		default:
-			continue
-		}
-		dr.d.putBits(dr.d.smArea(e.sm)*8+e.bit, e.bits, v)
-	}
-}
-
-// readBits returns n (≤ 64) bits at physical bit address at, least
-// significant bit first.
-func (d *Device) readBits(at, n int) uint64 {
-	var v uint64
-	for k := range min(n, 64) {
-		b := at + k
-		if b/8 >= len(d.mem.b) {
-			break
-		}
-		if d.mem.b[b/8]&(1<<(b%8)) != 0 {
-			v |= 1 << k
-		}
-	}
-	return v
-}
-
-// theDrive returns d's drive application, or nil.
-func (d *Device) theDrive() *drive {
-	dr, _ := d.app.(*drive)
-	return dr
-}
-
-// DriveStatus is a snapshot of a simulated drive.
-type DriveStatus struct {
-	State       state.State
-	Statusword  uint16 // 0x6041 as the master reads it
-	Controlword uint16 // 0x6040 as the drive last took it
-	Mode        int8   // modes of operation display, 0x6061
-	ErrorCode   uint16 // 0x603F
-	Position    int32  // counts, 0x6064 (2^20 per revolution)
-	Velocity    int32  // counts/s, 0x606C
-	Torque      int16  // per mille of the rated torque, 0x6077
-	// FollowingError is target minus actual position in CSP (0x60F4),
-	// else 0.
-	FollowingError int32
-}
-
-// Drive returns the state of the device's drive, and false when the
-// device is not a simulated drive.
-func (d *Device) Drive() (DriveStatus, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	dr := d.theDrive()
-	if dr == nil {
-		return DriveStatus{}, false
-	}
-	before := dr.state
-	if dr.checkCommunication(); dr.state != before {
-		dr.writeInputs()
-	}
-	return DriveStatus{
-		State: dr.state, Statusword: dr.status(), Controlword: uint16(dr.controlword), Mode: dr.mode,
-		ErrorCode: dr.errorCode, Position: dr.motor.actualPosition(), Velocity: dr.motor.actualVelocity(),
-		Torque: dr.motor.actualTorque(), FollowingError: dr.following,
-	}, true
-}
-
-// DriveState returns the CiA 402 state of the device's drive, or
-// state.Unknown for a device that is not a simulated drive.
-func (d *Device) DriveState() state.State {
-	s, _ := d.Drive()
-	return s.State
-}
-
-// DriveActual returns the drive's actual position (counts, 2^20 per
-// revolution), velocity (counts/s) and torque (per mille of the rated
-// torque), as 0x6064, 0x606C and 0x6077 show them; zeros for a device
-// that is not a simulated drive.
-func (d *Device) DriveActual() (position int32, velocity int32, torque int16) {
-	s, _ := d.Drive()
-	return s.Position, s.Velocity, s.Torque
-}
-
-// InjectDriveFault faults the device's drive with error code code, as an
-// internal fault of the drive would: 0x603F, the fault bit, an emergency
-// and the fault reaction follow. A fault reset clears it. It fails with
-// ErrNotADrive for a device that is not a simulated drive, and does
-// nothing to a drive already in fault or fault reaction.
-func (d *Device) InjectDriveFault(code uint16) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	dr := d.theDrive()
-	if dr == nil {
-		return fmt.Errorf("%w: %s", ErrNotADrive, d.name)
-	}
-	dr.raise(code, false)
-	dr.writeInputs()
-	return nil
 }

@@ -1,0 +1,137 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/ecagent/ecagent/master/cia402/state"
+)
+
+// The drive's process data: the outputs it takes (controlword, mode,
+// targets), the inputs it writes (statusword, actual values, error code)
+// and the statusword bits beyond the state.
+
+// readOutputs takes the objects the outputs map.
+func (dr *drive) readOutputs() {
+	pd := &dr.d.pd
+	prevCW := dr.controlword
+	dr.maxTorquePD = -1
+	for k := range pd.entries {
+		e := &pd.entries[k]
+		if !e.out || e.index == 0 {
+			continue
+		}
+		v := dr.d.readBits(dr.d.smArea(e.sm)*8+e.bit, e.bits)
+		switch {
+		case e.index == objControlword:
+			dr.controlword = state.Controlword(v)
+		case e.index == objModesOfOperation:
+			if m := int8(v); m == ModeCSP || m == ModeCSV || m == ModeCST {
+				if m != dr.mode {
+					dr.fresh = true
+				}
+				dr.mode = m
+			}
+		case e.index == objTargetPosition, e.index == objInterpolationData && e.sub == 1:
+			dr.targetPosition = int32(v)
+		case e.index == objTargetVelocity:
+			dr.targetVelocity = int32(v)
+		case e.index == objTargetTorque:
+			dr.targetTorque = int16(v)
+		case e.index == objTorqueOffset:
+			dr.torqueOffset = int16(v)
+		case e.index == objMaxTorque:
+			dr.maxTorquePD = int32(uint16(v))
+		}
+	}
+	dr.resetEdge = prevCW&state.CWFaultReset == 0 && dr.controlword&state.CWFaultReset != 0
+}
+
+// status returns the statusword.
+func (dr *drive) status() uint16 {
+	sw := stateBits(dr.state)
+	if dr.wasOP {
+		sw |= state.SWRemote
+	}
+	if dr.limitActive && (dr.state == state.OperationEnabled || dr.state == state.QuickStopActive) {
+		sw |= state.SWInternalLimit
+	}
+	switch dr.state {
+	case state.OperationEnabled:
+		sw |= state.SWFollowsCommand
+		if dr.targetReached() {
+			sw |= state.SWTargetReached
+		}
+	case state.QuickStopActive:
+		if math.Abs(dr.motor.velocity) < stoppedBelow {
+			sw |= state.SWTargetReached
+		}
+	case state.Fault, state.FaultReactionActive:
+		if dr.errorCode == ErrorCodeFollowing {
+			sw |= state.SWFollowingError
+		}
+	}
+	return uint16(sw)
+}
+
+// targetReached reports whether the motor is at the target of the mode:
+// the position within 1/16 of the following error window, the velocity
+// within 1 % of 0x6080, the torque within 1 % of the rated torque.
+func (dr *drive) targetReached() bool {
+	switch dr.mode {
+	case ModeCSP:
+		return uint32(abs32(dr.following)) <= dr.param(objFollowingWindow, defaultFollowingWindow)/16
+	case ModeCSV:
+		return math.Abs(dr.motor.velocity-float64(dr.targetVelocity)/countsPerRad) <= dr.maxSpeed()/100
+	case ModeCST:
+		return math.Abs(float64(dr.motor.actualTorque())-float64(dr.targetTorque)) <= 10
+	}
+	return false
+}
+
+// writeInputs writes the objects the inputs map.
+func (dr *drive) writeInputs() {
+	dr.statusword = dr.status()
+	pd := &dr.d.pd
+	for k := range pd.entries {
+		e := &pd.entries[k]
+		if e.out || e.index == 0 {
+			continue
+		}
+		var v uint64
+		switch e.index {
+		case objStatusword:
+			v = uint64(dr.statusword)
+		case objModesDisplay:
+			v = uint64(uint8(dr.mode))
+		case objPositionActual, objPositionInternal:
+			v = uint64(uint32(dr.motor.actualPosition()))
+		case objVelocityActual:
+			v = uint64(uint32(dr.motor.actualVelocity()))
+		case objTorqueActual:
+			v = uint64(uint16(dr.motor.actualTorque()))
+		case objErrorCode:
+			v = uint64(dr.errorCode)
+		case objFollowingErrorValue:
+			v = uint64(uint32(dr.following))
+		default:
+			continue
+		}
+		dr.d.putBits(dr.d.smArea(e.sm)*8+e.bit, e.bits, v)
+	}
+}
+
+// readBits returns n (≤ 64) bits at physical bit address at, least
+// significant bit first.
+func (d *Device) readBits(at, n int) uint64 {
+	var v uint64
+	for k := range min(n, 64) {
+		b := at + k
+		if b/8 >= len(d.mem.b) {
+			break
+		}
+		if d.mem.b[b/8]&(1<<(b%8)) != 0 {
+			v |= 1 << k
+		}
+	}
+	return v
+}
