@@ -101,11 +101,34 @@ func TestScanSimulatedSegment(t *testing.T) {
 
 func TestRunReachesOPAndStops(t *testing.T) {
 	t.Setenv("ECAGENT_TEST_MAIN", "1") // the cycle and sim processes are this binary
-	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	shmPath := fmt.Sprintf("/dev/shm/ecagent-cmdtest-%d.shm", os.Getpid())
-	code, out, errOut := runCLI(t, ctx, nil, "run", "--status.interval", "200ms", "--metrics.listen", "",
-		"--cycle.shm", shmPath)
+	// Stopped once it has printed three status lines, however long the
+	// bring-up took on this host.
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	exited := make(chan int, 1)
+	go func() {
+		exited <- dispatch(ctx, &env{stdout: stdout, stderr: stderr}, []string{"run", "--status.interval", "200ms",
+			"--metrics.listen", "", "--cycle.shm", shmPath})
+	}()
+	var code int
+	deadline := time.After(30 * time.Second)
+wait:
+	for {
+		select {
+		case code = <-exited:
+			break wait
+		case <-deadline:
+			cancel()
+			t.Fatalf("fewer than 3 status lines within 30 s:\n%s\n%s", stdout.String(), stderr.String())
+		case <-time.After(20 * time.Millisecond):
+			if strings.Count(stdout.String(), "\n") >= 3 {
+				cancel()
+			}
+		}
+	}
+	out, errOut := stdout.String(), stderr.String()
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
