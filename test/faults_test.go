@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/sim"
 )
@@ -97,7 +99,16 @@ func (r *faultRig) startSim(t *testing.T) {
 	r.seg = sim.NewSegment(devs)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- r.seg.Serve(ctx, l) }()
+	go func() {
+		// As `ecagent sim --priority 70` in the other tests: the segment
+		// answers at a real-time priority, so that a loaded host delays
+		// the cycle's frames no more than a real segment would. The thread
+		// ends with the goroutine (it stays locked).
+		runtime.LockOSThread()
+		setup := rt.Apply(rt.Options{Priority: 70, Core: -1})
+		defer setup.Close()
+		done <- r.seg.Serve(ctx, l)
+	}()
 	stopped := false
 	owner := r.t
 	r.stopSim = func() {
