@@ -48,7 +48,7 @@ var layers = []layer{
 		why: "exporters render shared-memory samples and register values; they never reach the master or the agent"},
 	{pattern: "mqtt/...", allowed: []string{"shm", "master/esc", "master/cia402/state", "metrics/..."},
 		forbidden: []string{"metrics/otlp"},
-		why: "the MQTT publisher renders the same samples and shares the window statistics of metrics"},
+		why:       "the MQTT publisher renders the same samples and shares the window statistics of metrics"},
 	{pattern: "agent/config", allowed: []string{"mqtt/spec"},
 		why: "the configuration validates the MQTT rule syntax and nothing else"},
 	{pattern: "agent/rtcheck", allowed: nil, why: "the host doctor reads the host only"},

@@ -43,7 +43,7 @@ func TestNoTestReadsOutsideTheRepository(t *testing.T) {
 func TestOutsidePathsFinds(t *testing.T) {
 	cases := []struct {
 		name, file, src string
-		want           int
+		want            int
 	}{
 		{"climbs above", "master/x_test.go", `package x; const p = "../../shared/testdata/a.bin"`, 1},
 		{"stays inside", "master/x_test.go", `package x; const p = "../testdata/real-hw/sii"`, 0},
