@@ -1,0 +1,348 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/master/sim"
+)
+
+// faultPeriod is the cycle of the fault tests: long enough that the host
+// never makes an answer late by itself (on this VM a 1 ms cycle over veth
+// loses a frame every few seconds to scheduling), so that every lost frame
+// counted is one the simulator dropped.
+const faultPeriod = "5ms"
+
+// counter sums the samples of a counter or gauge family whose labels
+// include want.
+func counter(fams map[string]*dto, name string, want map[string]string) float64 {
+	f := fams[name]
+	if f == nil {
+		return 0
+	}
+	sum := 0.0
+next:
+	for _, m := range f.GetMetric() {
+		for k, v := range want {
+			found := false
+			for _, l := range m.GetLabel() {
+				if l.GetName() == k && l.GetValue() == v {
+					found = true
+				}
+			}
+			if !found {
+				continue next
+			}
+		}
+		switch {
+		case m.GetCounter() != nil:
+			sum += m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			sum += m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+// faultRig is an agent running against an in-process simulated segment on
+// a veth pair, whose faults the test injects through the Go API. Its
+// methods take the *testing.T of the (sub)test calling them, so that a
+// failure ends that subtest only.
+type faultRig struct {
+	t       *testing.T // the test that owns the rig: cleanups
+	w       wire
+	devices []string
+	seg     *sim.Segment
+	stopSim func()
+	a       *agentProc
+	addr    string
+	shm     string
+	// scraper opens a connection per scrape, so that the agent's
+	// keep-alive connections do not count among its goroutines.
+	scraper *http.Client
+}
+
+// startSim serves a fresh simulated segment (every device just powered
+// on) on the wire until stopSim; t is the test that fails if it cannot.
+func (r *faultRig) startSim(t *testing.T) {
+	t.Helper()
+	var devs []*sim.Device
+	for _, d := range r.devices {
+		dev, err := sim.NewDevice(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		devs = append(devs, dev)
+	}
+	var l *link.RawSocket
+	if err := inNamespace(t, r.w.NS, func() (err error) {
+		l, err = link.Open(r.w.SimEnd, nil)
+		return err
+	}); err != nil {
+		t.Fatalf("open simulator end: %v", err)
+	}
+	r.seg = sim.NewSegment(devs)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		// As `ecagent sim --priority 70` in the other tests: the segment
+		// answers at a real-time priority, so that a loaded host delays
+		// the cycle's frames no more than a real segment would. The thread
+		// ends with the goroutine (it stays locked).
+		runtime.LockOSThread()
+		setup := rt.Apply(rt.Options{Priority: 70, Core: -1})
+		defer setup.Close()
+		done <- r.seg.Serve(ctx, l)
+	}()
+	stopped := false
+	owner := r.t
+	r.stopSim = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		_ = l.Close()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			owner.Errorf("simulated segment: %v", err)
+		}
+	}
+	r.t.Cleanup(r.stopSim)
+}
+
+func newFaultRig(t *testing.T, devices []string) *faultRig {
+	w := newWire(t, "flt")
+	r := &faultRig{t: t, w: w, devices: devices,
+		scraper: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}}
+	r.startSim(t)
+	path := fmt.Sprintf("/dev/shm/ecagent-faults-%d.shm", os.Getpid())
+	r.shm = path
+	// Both listeners on ports the kernel picks; the agent logs which.
+	r.a = startAgent(t, "--bus.interface", w.MasterEnd, "--cycle.shm", path, "--cycle.period", faultPeriod,
+		"--status.interval", "0", "--metrics.listen", "127.0.0.1:0", "--metrics.window", "1s",
+		"--mqtt.embedded", "127.0.0.1:0", "--bus.expectedslaves", strconv.Itoa(len(devices)))
+	t.Cleanup(func() { _ = r.a.cmd.Process.Signal(syscall.SIGTERM); _ = r.a.cmd.Wait() })
+	r.addr = r.a.loggedAddr(t, "metrics endpoint", 30*time.Second)
+	r.a.waitLog(t, "cycle started", 30*time.Second)
+	r.waitHealthy(t, 5*time.Second)
+	return r
+}
+
+// ready reports whether /readyz says ready.
+func (r *faultRig) ready() bool {
+	resp, err := r.scraper.Get("http://" + r.addr + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// waitHealthy waits until the agent is ready and the last cycles had the
+// expected working counter; it returns how long that took.
+func (r *faultRig) waitHealthy(t *testing.T, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < within {
+		if r.ready() {
+			return time.Since(start)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("not ready %v after the fault cleared; agent log:\n%s", within, tail(r.a.log(), 30))
+	return 0
+}
+
+// alive fails t if the agent process has exited.
+func (r *faultRig) alive(t *testing.T) {
+	t.Helper()
+	if err := r.a.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the agent exited: %v\n%s", err, tail(r.a.log(), 30))
+	}
+}
+
+// scrape reads the agent's metrics over a fresh connection.
+func (r *faultRig) scrape(t *testing.T) map[string]*dto {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+r.addr+"/metrics", nil)
+	req.Header.Set("Accept", "text/plain; version=0.0.4")
+	resp, err := r.scraper.Do(req)
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("the exposition does not parse: %v", err)
+	}
+	return fams
+}
+
+// waitFor scrapes until cond holds of a scrape, and returns that scrape;
+// after within it fails t, saying what it waited for.
+func (r *faultRig) waitFor(t *testing.T, what string, within time.Duration, cond func(map[string]*dto) bool) map[string]*dto {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		fams := r.scrape(t)
+		if cond(fams) {
+			return fams
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; agent log:\n%s", what, within, tail(r.a.log(), 20))
+		}
+		// A scrape costs CPU, the agent's and this process's, where the
+		// simulator answers the cycle's frames: not more often.
+		time.Sleep(50 * time.Millisecond)
+
+	}
+}
+
+// waitSim waits until the simulator's fault counts satisfy cond: the
+// faults armed have all been applied.
+func waitSim(t *testing.T, f *sim.Faults, what string, within time.Duration, cond func(sim.FaultCounts) bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond(f.Counts()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the simulator did not apply %s within %v: %v", what, within, f.Counts())
+		}
+		time.Sleep(5 * time.Millisecond) // once a cycle: Counts takes the segment's lock
+	}
+}
+
+// frameCounts are the agent's counters of a cycle's frames in one scrape.
+type frameCounts struct{ cycles, lost, late, wkc float64 }
+
+func framesOf(fams map[string]*dto) frameCounts {
+	return frameCounts{
+		cycles: counter(fams, "ecagent_cycles_total", nil),
+		lost:   counter(fams, "ecagent_lost_frames_total", nil),
+		late:   counter(fams, "ecagent_late_answers_total", nil),
+		wkc:    counter(fams, "ecagent_wkc_errors_total", nil),
+	}
+}
+
+func (c frameCounts) minus(o frameCounts) frameCounts {
+	return frameCounts{cycles: c.cycles - o.cycles, lost: c.lost - o.lost, late: c.late - o.late, wkc: c.wkc - o.wkc}
+}
+
+// settleCycles is how many cycles in a row settle wants without a lost
+// frame, a late answer or a working counter error: the answer to a frame
+// lost late in a window would arrive in the next cycle, so a quiet stretch
+// this long means none is still to come.
+const settleCycles = 5
+
+// settle waits until the frame counters stand still for settleCycles
+// cycles in a row, and returns that scrape: every frame lost before it is
+// counted, and every late answer to one of them too.
+func (r *faultRig) settle(t *testing.T) map[string]*dto {
+	t.Helper()
+	const within = 10 * time.Second
+	deadline := time.Now().Add(within)
+	prev := r.scrape(t)
+	for {
+		p := framesOf(prev)
+		cur := r.waitFor(t, "the cycle to advance", time.Until(deadline), func(f map[string]*dto) bool {
+			return framesOf(f).cycles >= p.cycles+settleCycles
+		})
+		if d := framesOf(cur).minus(p); d.lost == 0 && d.late == 0 && d.wkc == 0 {
+			return cur
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the frame counters did not stand still for %d cycles within %v", settleCycles, within)
+		}
+		prev = cur
+	}
+}
+
+// checkLost checks that the frames lost between two settled scrapes, less
+// those whose answer came back late (a cycle that discards an answer to an
+// earlier frame), are exactly the injected ones. A loaded host can lose a
+// frame of its own: its answer comes back late, and the late answer
+// cancels it, unless one cycle discarded several (the counter counts
+// cycles); so more than injected is the host's only in a window with late
+// answers, and is logged as such. Fewer is always an error: a fault the
+// agent did not count.
+func checkLost(t *testing.T, kind string, injected float64, d frameCounts) {
+	t.Helper()
+	dropped := d.lost - d.late
+	switch {
+	case dropped < injected:
+		t.Errorf("%s: %v frames lost (%v lost, %v late answers), want the %v injected", kind, dropped, d.lost, d.late, injected)
+	case dropped > injected && d.late == 0:
+		t.Errorf("%s: %v frames lost, %v injected, and no late answer tells the rest apart as the host's", kind, dropped, injected)
+	case dropped > injected:
+		t.Logf("%s: %v injected frames counted, and %v lost spontaneously (the host made answers late: %v cycles discarded late answers)",
+			kind, injected, dropped-injected, d.late)
+	}
+}
+
+// cyclePIDOf reads the cycle process's PID from the bus description the
+// cycle writes beside its shared memory.
+func cyclePIDOf(shmPath string) int {
+	b, err := os.ReadFile(shmPath + ".bus.json")
+	if err != nil {
+		return 0
+	}
+	var info struct {
+		CyclePID int `json:"cycle_pid"`
+	}
+	if json.Unmarshal(b, &info) != nil {
+		return 0
+	}
+	return info.CyclePID
+}
+
+// openFDs lists what a process's descriptors point to.
+func openFDs(pid int) []string {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		target, _ := os.Readlink(dir + "/" + e.Name())
+		out = append(out, e.Name()+"→"+target)
+	}
+	return out
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
+// quiet scrapes until the agent's goroutines and descriptors read the same
+// in two scrapes in a row: the connections of earlier scrapes are closed.
+// Each scrape comes over a fresh connection, so the agent's HTTP
+// keep-alive goroutines do not count.
+func (r *faultRig) quiet(t *testing.T) map[string]*dto {
+	t.Helper()
+	figures := func(fams map[string]*dto) [2]float64 {
+		return [2]float64{counter(fams, "go_goroutines", nil), counter(fams, "process_open_fds", nil)}
+	}
+	prev := r.scrape(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		cur := r.scrape(t)
+		if figures(cur) == figures(prev) || time.Now().After(deadline) {
+			return cur
+		}
+		prev = cur
+	}
+}
