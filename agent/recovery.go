@@ -66,6 +66,12 @@ type slaveRecovery struct {
 	refused  bool      // another device is at its position (reported)
 	attempts int       // failed returns to OP in a row
 	next     time.Time // not before this
+	// reported is the AL status and code last reported for the slave
+	// (EventSlaveState); reportedSet is false until the first report or
+	// after the slave was lost, when any state read is news.
+	reported    esc.ALStatus
+	reportedErr esc.ALStatusCode
+	reportedSet bool
 }
 
 func newRecoverer(m *master.Master, e *cycle.Engine, turns *cycle.Turns, log *slog.Logger) *recoverer {
@@ -138,8 +144,13 @@ func (r *recoverer) pass(ctx context.Context) bool {
 	for _, h := range r.health {
 		st := r.slaves[h.Position]
 		if st == nil {
-			st = &slaveRecovery{}
+			// Every slave was in OP at bring-up, which is where it
+			// was reported last.
+			st = &slaveRecovery{reported: esc.ALStatus{State: esc.StateOp}, reportedSet: true}
 			r.slaves[h.Position] = st
+		}
+		if h.Present {
+			r.reportState(h, st)
 		}
 		switch {
 		case !h.Present, st.lost && !configured(h):
@@ -174,6 +185,7 @@ func (r *recoverer) absent(ctx context.Context, pos int, st *slaveRecovery) {
 	if !st.lost {
 		st.lost, st.refused, st.attempts = true, false, 0
 		st.next = time.Time{}
+		st.reportedSet = false
 		r.report(shm.EventSlaveLost, pos, 0, 0, "does not answer")
 	}
 	if r.now().Before(st.next) {
@@ -186,6 +198,7 @@ func (r *recoverer) absent(ctx context.Context, pos int, st *slaveRecovery) {
 	switch {
 	case err == nil:
 		st.lost, st.refused, st.attempts = false, false, 0
+		st.reported, st.reportedErr, st.reportedSet = esc.ALStatus{State: esc.StateOp}, 0, true
 		text := "reconfigured, in OP"
 		if rep.Replaced {
 			text = "replaced: serial " + rep.Identity.String()
@@ -230,6 +243,7 @@ func (r *recoverer) toOp(ctx context.Context, h master.SlaveHealth, st *slaveRec
 	r.slow("recover", h.Position, start, err)
 	if err == nil {
 		st.attempts = 0
+		st.reported, st.reportedErr, st.reportedSet = esc.ALStatus{State: esc.StateOp}, 0, true
 		r.report(shm.EventALAcknowledged, h.Position, 0, code, "back in OP")
 		return
 	}
@@ -244,6 +258,25 @@ func (r *recoverer) toOp(ctx context.Context, h master.SlaveHealth, st *slaveRec
 	r.report(shm.EventRecoveryFailed, h.Position, uint64(st.attempts), code, "refuses OP")
 	if st.attempts&(st.attempts-1) == 0 {
 		r.log.Warn("slave refuses to return to OP", "position", h.Position, "attempt", st.attempts, "err", err)
+	}
+}
+
+// reportState reports the AL status a per-slave read found when it is not
+// the one last reported: which slave is in SAFEOP+ERR, or back in PREOP
+// after a power cycle, is known from here only (the cycle's own read is
+// the OR of every slave's status).
+func (r *recoverer) reportState(h master.SlaveHealth, st *slaveRecovery) {
+	if st.reportedSet && h.State == st.reported && h.Code == st.reportedErr {
+		return
+	}
+	st.reported, st.reportedErr, st.reportedSet = h.State, h.Code, true
+	var b [esc.ALStatusLen]byte
+	h.State.Encode(b[:])
+	ev := shm.Event{Kind: shm.EventSlaveState, Slave: uint16(h.Position), ALStatusCode: uint16(h.Code),
+		ALState: uint16(b[0]) | uint16(b[1])<<8}
+	ev.SetText(h.State.String())
+	if !r.e.Report(ev) {
+		r.log.Warn("recovery event lost: the queue to the cycle is full", "kind", ev.Kind.String(), "position", h.Position)
 	}
 }
 

@@ -123,8 +123,8 @@ func (t *telemetry) countEvent(cp *CycleProcess, ev *shm.Event) {
 	pos := -1
 	switch ev.Kind {
 	case shm.EventCommandDone, shm.EventCommandRejected, shm.EventNote, shm.EventDriveState,
-		shm.EventInvalid:
-		return // not faults of the bus; drive states have their own series
+		shm.EventSlaveState, shm.EventInvalid:
+		return // not faults of the bus; slave and drive states have their own series
 	case shm.EventSlaveLost, shm.EventSlaveFound, shm.EventSlaveReconnected, shm.EventSlaveRefused,
 		shm.EventALAcknowledged, shm.EventRecoveryFailed, shm.EventEmergency, shm.EventDriveFault,
 		shm.EventDriveFaultCleared:

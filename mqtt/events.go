@@ -79,6 +79,16 @@ func appendShmEvent(o *jsonObject, ev *shm.Event, model *Model) {
 		if ev.ALStatusCode != 0 {
 			o.string("al_status", alStatusCode(ev.ALStatusCode))
 		}
+	case shm.EventSlaveState:
+		appendSlave(o, ev, model)
+		st := alStatus(ev.ALState)
+		o.string("state", st.State.String())
+		o.bool("error", st.Error)
+		o.int("al_status_code", int64(ev.ALStatusCode))
+		if ev.ALStatusCode != 0 {
+			o.string("al_status", alStatusCode(ev.ALStatusCode))
+		}
+		text = "" // the state's name, written above
 	case shm.EventBusAlarm, shm.EventBusAlarmCleared:
 		o.uint("cycles", ev.Value)
 	case shm.EventLinkDown, shm.EventLinkUp, shm.EventCycleStarted:

@@ -102,6 +102,12 @@ const (
 	// EventLinkUp: they can again.
 	EventLinkDown
 	EventLinkUp
+	// EventSlaveState: a per-slave read of the slave at Slave found its AL
+	// status (ALState) and AL status code (ALStatusCode) changed since the
+	// last report: the recovery worker reports it, so that which slave is
+	// in which state is known even when the in-cycle read (the OR of every
+	// slave's state) cannot tell.
+	EventSlaveState
 )
 
 // EmergencyValue packs a CoE emergency message into an Event.Value: the
@@ -168,6 +174,8 @@ func (k EventKind) String() string {
 		return "link-down"
 	case EventLinkUp:
 		return "link-up"
+	case EventSlaveState:
+		return "slave-state"
 	}
 	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }

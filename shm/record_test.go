@@ -56,6 +56,7 @@ func TestKindStrings(t *testing.T) {
 		{EventRecoveryFailed.String(), "recovery-failed"},
 		{EventLinkDown.String(), "link-down"},
 		{EventLinkUp.String(), "link-up"},
+		{EventSlaveState.String(), "slave-state"},
 		{EventKind(77).String(), "EventKind(77)"},
 	}
 	for _, tt := range tests {
