@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/mqtt"
 	"github.com/ecagent/ecagent/shm"
@@ -99,7 +100,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 			c.restarts++
 			tel.reg.CycleProcessExited()
 			tel.reg.CountEvent("cycle-died", -1, "")
-			tel.notReady("the cycle process died")
+			c.model.CycleDown()
+			c.updateReady()
 			sd.cycleDown("the cycle process died; restarting it")
 			log.Error("the cycle process died; restarting it", "pid", c.cp.pid, "restarts", c.restarts, "after", backoff)
 			c.mqtt.detach("the cycle process died")
@@ -158,13 +160,14 @@ type consumer struct {
 	prevWake                                   int64
 	prevCycle                                  uint64
 	havePrev                                   bool
-	busState                                   esc.ALStatus
-	missing                                    map[uint16]bool // slaves lost and not back
-	alarm, linkDown                            bool
+	// model is the one state of the bus and its slaves that every
+	// output renders: /readyz and the status line here, the metrics and
+	// MQTT through the registry and the publisher.
+	model *busstate.Model
 }
 
 func newConsumer(cfg config.Config, cp *CycleProcess, log *slog.Logger, tel *telemetry) *consumer {
-	c := &consumer{cfg: cfg, log: log, tel: tel, buf: make([]shm.Sample, 1024)}
+	c := &consumer{cfg: cfg, log: log, tel: tel, buf: make([]shm.Sample, 1024), model: busstate.New(nil)}
 	c.attach(cp)
 	return c
 }
@@ -175,13 +178,15 @@ func (c *consumer) attach(cp *CycleProcess) {
 	c.cp = cp
 	c.runSamples = 0
 	c.havePrev = false
-	c.busState = esc.ALStatus{State: esc.StateOp}
-	c.missing = map[uint16]bool{}
-	c.alarm, c.linkDown = false, false
+	slaves := make([]busstate.SlaveInfo, len(cp.info.Slaves))
+	for i, s := range cp.info.Slaves {
+		slaves[i] = busstate.SlaveInfo{Position: s.Position, Name: slaveLabel(s)}
+	}
+	c.model.Reset(slaves) // the cycle process brought every slave to OP
 	c.expectedWKC = cp.info.ExpectedWKC
 	c.tel.cycleStarted(cp, cp.cmd == nil)
 	c.otlp.restart()
-	c.tel.setReady()
+	c.updateReady()
 }
 
 // drain consumes every waiting sample and event.
@@ -252,94 +257,79 @@ func (c *consumer) observe(s *shm.Sample) {
 }
 
 func (c *consumer) event(ev *shm.Event) {
+	c.model.Apply(ev) // first: the publisher and the log render the model after it
 	c.mqtt.event(ev)
-	var b [2]byte
-	b[0], b[1] = byte(ev.ALState), byte(ev.ALState>>8)
-	st := esc.DecodeALStatus(b[:])
 	c.tel.countEvent(c.cp, ev)
+	slave, _ := c.model.Slave(int(ev.Slave))
+	who := slave.Label()
 	switch ev.Kind {
 	case shm.EventStateChange, shm.EventALError:
-		c.busState = st
-		c.tel.busState(c.cp, uint8(st.State), ev.ALStatusCode)
-		c.log.Warn("bus state changed", "state", st.String(), "cycle", ev.Cycle)
+		bus := c.model.Snapshot()
+		c.log.Warn("bus state changed", "state", bus.Summary(), "cycle", ev.Cycle)
+	case shm.EventSlaveState:
+		c.log.Info("slave state", "slave", who, "state", slave.Condition(), "cycle", ev.Cycle)
 	case shm.EventSlaveLost:
-		c.missing[ev.Slave] = true
-		c.log.Warn("slave lost", "slave", ev.Slave, "cycle", ev.Cycle, "note", ev.TextString())
+		c.log.Warn("slave lost", "slave", who, "state", slave.Condition(), "cycle", ev.Cycle, "note", ev.TextString())
 	case shm.EventSlaveFound, shm.EventSlaveReconnected:
-		delete(c.missing, ev.Slave)
-		c.log.Info("slave back in OP", "slave", ev.Slave, "cycle", ev.Cycle, "how", ev.Kind.String(),
-			"took", time.Duration(ev.Value).String())
+		c.log.Info("slave answers again", "slave", who, "state", slave.Condition(), "cycle", ev.Cycle, "how", ev.Kind.String(),
+			"took", time.Duration(ev.Value).String(), "note", ev.TextString())
 	case shm.EventSlaveRefused:
-		c.log.Error("another device at a slave's position: not configured", "slave", ev.Slave, "found", ev.TextString())
+		c.log.Error("another device at a slave's position: not configured", "slave", who, "state", slave.Condition())
 	case shm.EventALAcknowledged:
-		c.log.Info("slave AL error acknowledged, back in OP", "slave", ev.Slave, "al_status_code", fmt.Sprintf("%#04x", ev.ALStatusCode))
+		c.log.Info("slave AL error acknowledged, back in OP", "slave", who, "state", slave.Condition(),
+			"al_status_code", fmt.Sprintf("%#04x", ev.ALStatusCode))
 	case shm.EventRecoveryFailed:
-		c.log.Warn("slave refuses to return to OP", "slave", ev.Slave, "attempts", ev.Value,
-			"al_status_code", fmt.Sprintf("%#04x", ev.ALStatusCode), "note", ev.TextString())
+		c.log.Warn("slave refuses to return to OP", "slave", who, "state", slave.Condition(), "attempts", ev.Value,
+			"al_status", esc.ALStatusCode(ev.ALStatusCode).String())
 	case shm.EventBusAlarm:
-		c.alarm = true
-		c.log.Error("bus alarm", "why", ev.TextString(), "cycles", ev.Value)
+		c.log.Warn("bus alarm", "what", ev.TextString(), "cycles", ev.Value)
 	case shm.EventBusAlarmCleared:
-		c.alarm = false
 		c.log.Info("bus alarm cleared", "clean_cycles", ev.Value)
 	case shm.EventLinkDown:
-		c.linkDown = true
 		c.log.Error("link down: cyclic frames cannot be sent", "cycle", ev.Cycle)
 	case shm.EventLinkUp:
-		c.linkDown = false
-		c.log.Info("link up", "cycle", ev.Cycle)
+		c.log.Info("link up again", "cycle", ev.Cycle)
 	case shm.EventCycleStarted:
-		c.log.Info("cycle started", "pid", c.cp.pid)
+		c.log.Info("cycle started", "pid", c.cp.pid, "cycle", ev.Cycle)
 	case shm.EventNote:
-		c.log.Info("cycle process", "note", ev.TextString())
+		c.log.Info("cycle note", "text", ev.TextString())
 	case shm.EventCommandRejected:
 		c.log.Warn("command rejected", "seq", ev.Value, "slave", ev.Slave, "reason", ev.TextString())
 	case shm.EventEmergency:
 		c.tel.slaveEvent(c.cp, ev, c.otlp)
-		code, reg, data := ev.Emergency()
-		c.log.Warn("CoE emergency", "slave", ev.Slave, "error_code", fmt.Sprintf("%#04x", code),
-			"meaning", mqtt.EmergencyMeaning(code), "error_register", fmt.Sprintf("%#02x", reg), "data", fmt.Sprintf("% x", data[:]))
+		code, register, data := ev.Emergency()
+		c.log.Warn("CoE emergency", "slave", who, "error_code", fmt.Sprintf("%#04x", code),
+			"error_register", fmt.Sprintf("%#02x", register), "data", fmt.Sprintf("% x", data[:]), "meaning", mqtt.EmergencyMeaning(code))
 	case shm.EventDriveState:
 		c.tel.slaveEvent(c.cp, ev, c.otlp)
-		c.log.Info("drive state", "slave", ev.Slave, "state", ev.TextString())
+		c.log.Info("drive state", "slave", who, "state", ev.TextString())
 	case shm.EventDriveFault:
 		c.tel.slaveEvent(c.cp, ev, c.otlp)
-		c.log.Error("drive fault", "slave", ev.Slave, "error_code", fmt.Sprintf("%#04x", ev.Value),
+		c.log.Error("drive fault", "slave", who, "error_code", fmt.Sprintf("%#04x", ev.Value),
 			"meaning", mqtt.EmergencyMeaning(uint16(ev.Value)), "state", ev.TextString())
 	case shm.EventDriveFaultCleared:
 		c.tel.slaveEvent(c.cp, ev, c.otlp)
-		c.log.Info("drive fault cleared", "slave", ev.Slave, "state", ev.TextString())
+		c.log.Info("drive fault cleared", "slave", who, "state", ev.TextString())
 	}
 	c.updateReady()
 }
 
-// updateReady sets /readyz from the bus state: every slave in OP without
-// an error and answering, no bus alarm, the link up.
+// updateReady sets /readyz from the model: ready when the cycle runs, the
+// link is up, every slave answers in OP without an error and no bus alarm
+// is raised; otherwise the model's reason, in the words every output uses.
 func (c *consumer) updateReady() {
-	switch {
-	case c.linkDown:
-		c.tel.notReady("link down")
-	case len(c.missing) > 0:
-		c.tel.notReady(fmt.Sprintf("%d slave(s) not answering", len(c.missing)))
-	case c.busState.State != esc.StateOp || c.busState.Error:
-		c.tel.notReady("bus in " + c.busState.String())
-	case c.alarm:
-		c.tel.notReady("bus alarm: frames lost or working counter off")
-	default:
-		c.tel.setReady()
+	if ok, why := c.model.Ready(); !ok {
+		c.tel.notReady(why)
+		return
 	}
+	c.tel.setReady()
 }
 
 // writeStatus prints one status line and starts a new interval for the
 // worst-case figures.
 func (c *consumer) writeStatus(w io.Writer) {
-	state := c.busState.String()
-	if !c.busState.State.Valid() {
-		state = fmt.Sprintf("MIXED(%#02x)", uint8(c.busState.State))
-	}
-	if len(c.missing) > 0 {
-		state += " (slave missing)"
-	}
+	bus := c.model.Snapshot()
+	state := bus.Summary()
 	if !c.cp.alive() {
 		state = "CYCLE-DOWN"
 	}
