@@ -60,12 +60,16 @@ const (
 )
 
 // driveObjects adds the CiA 402 objects of the simulated drive. The
-// objects PDOs map are process entries: they have no value of their own
-// and read the process image (the drive writes its inputs there every
-// cycle, the master its outputs), so an SDO upload of 0x6041 returns the
-// statusword the master sees. The parameters (following error window,
-// limits, ramps) are writable in any state and take effect in the next
-// cycle.
+// objects PDOs map are process entries: an input (statusword, actual
+// values) has no value of its own and reads the process image (the drive
+// writes its inputs there every cycle), so an SDO upload of 0x6041 returns
+// the statusword the master sees. An output (controlword, mode, targets,
+// offset) is writable over SDO in PREOP, SAFEOP and OP, as on the real
+// AKD: the value written is what the drive takes where no assigned RxPDO
+// maps the object, and what the process image holds until the master's
+// next outputs where one does (see mailbox.store and drive.sdoWritten).
+// The parameters (following error window, limits, ramps) are writable in
+// any state and take effect in the next cycle.
 func driveObjects(od *objectDictionary) {
 	od.addVar(0x1000, "Device type", typeUint32, u32(deviceTypeServo), readOnly)
 	od.addVar(objErrorRegister, "Error register", typeUint8, []byte{0}, readOnly)
@@ -74,29 +78,36 @@ func driveObjects(od *objectDictionary) {
 		name     string
 		dataType uint16
 		bits     int
+		out      bool // RxPDO-mappable: writable over SDO
 	}{
-		{objErrorCode, "Error code", typeUint16, 16},
-		{objControlword, "Controlword", typeUint16, 16},
-		{objStatusword, "Statusword", typeUint16, 16},
-		{objModesOfOperation, "Modes of operation", typeInt8, 8},
-		{objModesDisplay, "Modes of operation display", typeInt8, 8},
-		{objPositionInternal, "Position actual internal value", typeInt32, 32},
-		{objPositionActual, "Position actual value", typeInt32, 32},
-		{objVelocityActual, "Velocity actual value", typeInt32, 32},
-		{objTargetTorque, "Target torque", typeInt16, 16},
-		{objTorqueActual, "Torque actual value", typeInt16, 16},
-		{objTargetPosition, "Target position", typeInt32, 32},
-		{objTorqueOffset, "Torque offset", typeInt16, 16},
-		{objFollowingErrorValue, "Following error actual value", typeInt32, 32},
-		{objDigitalInputs, "Digital inputs", typeUint32, 32},
-		{objTargetVelocity, "Target velocity", typeInt32, 32},
+		{objErrorCode, "Error code", typeUint16, 16, false},
+		{objControlword, "Controlword", typeUint16, 16, true},
+		{objStatusword, "Statusword", typeUint16, 16, false},
+		{objModesOfOperation, "Modes of operation", typeInt8, 8, true},
+		{objModesDisplay, "Modes of operation display", typeInt8, 8, false},
+		{objPositionInternal, "Position actual internal value", typeInt32, 32, false},
+		{objPositionActual, "Position actual value", typeInt32, 32, false},
+		{objVelocityActual, "Velocity actual value", typeInt32, 32, false},
+		{objTargetTorque, "Target torque", typeInt16, 16, true},
+		{objTorqueActual, "Torque actual value", typeInt16, 16, false},
+		{objTargetPosition, "Target position", typeInt32, 32, true},
+		{objTorqueOffset, "Torque offset", typeInt16, 16, true},
+		{objFollowingErrorValue, "Following error actual value", typeInt32, 32, false},
+		{objDigitalInputs, "Digital inputs", typeUint32, 32, false},
+		{objTargetVelocity, "Target velocity", typeInt32, 32, true},
 	} {
 		e := entry{sub: 0, name: p.name, dataType: p.dataType, bits: p.bits, process: true}
+		if p.out {
+			e = outputEntry(e)
+		}
+		if p.index == objModesOfOperation {
+			e.value[0] = byte(ModeCSP) // the mode the drive starts in
+		}
 		od.add(object{index: p.index, name: p.name, code: codeVar, entries: []entry{e}})
 	}
 	od.add(object{index: objInterpolationData, name: "Interpolation data record", code: codeArray, entries: []entry{
 		{sub: 0, name: "SubIndex 000", dataType: typeUint8, bits: 8, value: []byte{1}},
-		{sub: 1, name: "1st set-point", dataType: typeInt32, bits: 32, process: true},
+		outputEntry(entry{sub: 1, name: "1st set-point", dataType: typeInt32, bits: 32, process: true}),
 	}})
 	od.addVar(objQuickStopOption, "Quick stop option code", typeInt16, u16(quickStopOptionRamp), readOnly)
 	od.addVar(objFollowingWindow, "Following error window", typeUint32, u32(defaultFollowingWindow), writableAlways)
@@ -115,6 +126,14 @@ func driveObjects(od *objectDictionary) {
 		{sub: 2, name: "Motor revolutions", dataType: typeUint32, bits: 32, value: u32(1)},
 	}})
 	od.addVar(objSupportedModes, "Supported drive modes", typeUint32, u32(supportedModes), readOnly)
+}
+
+// outputEntry makes process entry e an output that SDO writes in any
+// state: it gets a value of its own, zero until written.
+func outputEntry(e entry) entry {
+	e.access = writableAlways
+	e.value = make([]byte, (e.bits+7)/8)
+	return e
 }
 
 // paramU32 returns the value of parameter index (sub-index 0, at most 4

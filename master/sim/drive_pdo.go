@@ -43,7 +43,44 @@ func (dr *drive) readOutputs() {
 			dr.maxTorquePD = int32(uint16(v))
 		}
 	}
-	dr.resetEdge = prevCW&state.CWFaultReset == 0 && dr.controlword&state.CWFaultReset != 0
+	// An edge an SDO write of the controlword made counts too.
+	dr.resetEdge = dr.resetEdge || prevCW&state.CWFaultReset == 0 && dr.controlword&state.CWFaultReset != 0
+}
+
+// sdoWritten takes an output object written over SDO as readOutputs takes
+// a mapped one: where an RxPDO maps the object, the master's next outputs
+// replace the value, as on a real drive. The drive acts on the
+// controlword in OP only, as on its outputs; a valid mode takes effect at
+// once and shows in 0x6061.
+func (dr *drive) sdoWritten(index uint16, sub uint8, b []byte) {
+	var v uint64
+	for i, x := range b[:min(len(b), 8)] {
+		v |= uint64(x) << (8 * i)
+	}
+	switch {
+	case index == objControlword:
+		cw := state.Controlword(v)
+		if dr.wasOP && dr.controlword&state.CWFaultReset == 0 && cw&state.CWFaultReset != 0 {
+			dr.resetEdge = true
+		}
+		dr.controlword = cw
+	case index == objModesOfOperation:
+		if m := int8(v); m == ModeCSP || m == ModeCSV || m == ModeCST {
+			if m != dr.mode {
+				dr.fresh = true
+			}
+			dr.mode = m
+			dr.writeInputs()
+		}
+	case index == objTargetPosition, index == objInterpolationData && sub == 1:
+		dr.targetPosition = int32(v)
+	case index == objTargetVelocity:
+		dr.targetVelocity = int32(v)
+	case index == objTargetTorque:
+		dr.targetTorque = int16(v)
+	case index == objTorqueOffset:
+		dr.torqueOffset = int16(v)
+	}
 }
 
 // status returns the statusword.

@@ -147,3 +147,73 @@ func TestDriveFollowingWindowParameter(t *testing.T) {
 		}
 	}
 }
+
+// The outputs a master may map into RxPDOs (controlword, mode, targets,
+// torque offset) are writable over SDO in PREOP, SAFEOP and OP, as on the
+// real AKD, and read back what was written; the inputs stay read-only.
+func TestDriveOutputObjectsWritableOverSDO(t *testing.T) {
+	outputs := []struct {
+		index uint16
+		sub   uint8
+		value []byte
+	}{
+		{objControlword, 0, []byte{0x06, 0x00}},
+		{objModesOfOperation, 0, []byte{byte(ModeCSV)}},
+		{objTargetTorque, 0, []byte{0x2C, 0x01}},
+		{objTargetPosition, 0, []byte{1, 2, 3, 4}},
+		{objTorqueOffset, 0, []byte{0x0A, 0x00}},
+		{objTargetVelocity, 0, []byte{5, 6, 7, 0}},
+		{objInterpolationData, 1, []byte{8, 9, 10, 0}},
+	}
+	r := newDriveRigWith(t, "AKD", akdOutLen, akdInLen, func(seg *Segment) {
+		for _, o := range outputs {
+			akdSDODownload(t, seg, o.index, o.sub, o.value)
+			if got := akdSDOUpload(t, &driveRig{t: t, seg: seg}, o.index, o.sub); !bytes.Equal(got, o.value) {
+				t.Errorf("PREOP: %#04x:%d reads % x after writing % x", o.index, o.sub, got, o.value)
+			}
+		}
+		if m := akdSDOUpload(t, &driveRig{t: t, seg: seg}, objModesDisplay, 0); !bytes.Equal(m, []byte{byte(ModeCSV)}) {
+			t.Errorf("PREOP: 0x6061 = % x after writing 0x6060 = 09, want 09", m)
+		}
+	})
+	// In OP the mode goes on over SDO while the PDO does not carry one
+	// (0 leaves the mode as it is).
+	r.setMode(0)
+	r.settle()
+	akdSDODownload(t, r.seg, objModesOfOperation, 0, []byte{byte(ModeCST)})
+	r.settle()
+	if m := r.modeDisplay(); m != ModeCST {
+		t.Errorf("OP: 0x6061 in the inputs = %d after writing 0x6060 = 10 over SDO", m)
+	}
+	rep := akdSDO(t, r.seg, []byte{0x2B, 0x41, 0x60, 0, 0, 0, 0, 0}) // download 0x6041:0
+	if rep[0] != 0x80 || binary.LittleEndian.Uint32(rep[4:]) != abortReadOnly {
+		t.Errorf("write of the statusword 0x6041: reply % x, want abort %#08x", rep, abortReadOnly)
+	}
+}
+
+// An output that no assigned RxPDO maps takes its value from SDO: with
+// 0x1702 (target velocity, controlword) assigned, 0x6060 written over SDO
+// in PREOP runs the drive in CSV.
+func TestDriveModeOverSDOWhenNotMapped(t *testing.T) {
+	r := newDriveRigWith(t, "AKD", 6, akdInLen, func(seg *Segment) {
+		akdSDODownload(t, seg, 0x1C12, 0, []byte{0})
+		akdSDODownload(t, seg, 0x1C12, 1, binary.LittleEndian.AppendUint16(nil, 0x1702))
+		akdSDODownload(t, seg, 0x1C12, 0, []byte{1})
+		akdSDODownload(t, seg, objModesOfOperation, 0, []byte{byte(ModeCSV)})
+	})
+	for _, cw := range []uint16{0x06, 0x07, 0x0F} {
+		binary.LittleEndian.PutUint16(r.out[4:], cw)
+		r.cycle(time.Millisecond)
+	}
+	binary.LittleEndian.PutUint32(r.out[0:], uint32(rpm(60)))
+	r.run(200 * time.Millisecond)
+	if r.state() != state.OperationEnabled || r.modeDisplay() != ModeCSV {
+		t.Fatalf("state %v, mode display %d; want operation enabled in CSV", r.state(), r.modeDisplay())
+	}
+	if got := akdSDOUpload(t, r, objModesOfOperation, 0); !bytes.Equal(got, []byte{byte(ModeCSV)}) {
+		t.Errorf("0x6060 reads % x, want 09", got)
+	}
+	if v := float64(r.velocity()); !within(v, float64(rpm(60)), float64(rpm(60))/10) {
+		t.Errorf("velocity %v counts/s, want about %d (60 rpm)", v, rpm(60))
+	}
+}

@@ -32,8 +32,9 @@ const (
 	writableAlways       // writable in PREOP, SAFEOP and OP
 )
 
-// entry is one sub-index of an object. Process data entries have no value
-// of their own: they read the bits of the process image they map.
+// entry is one sub-index of an object. Process data entries read the bits
+// of the process image they map; only outputs written over SDO have a
+// value of their own, for when no assigned PDO maps them.
 type entry struct {
 	sub      uint8
 	name     string
@@ -41,8 +42,9 @@ type entry struct {
 	bits     int
 	value    []byte
 	access   uint8 // readOnly, writablePreOp or writableAlways
-	// process marks an entry that PDOs map: it has no value of its own
-	// and reads its bits where the current PDO assignment puts them.
+	// process marks an entry that PDOs map: it reads its bits where the
+	// current PDO assignment puts them (an output without a mapping reads
+	// its value, an input zeros).
 	process bool
 }
 

@@ -8,7 +8,9 @@ import "github.com/ecagent/ecagent/master/esc"
 
 // value returns the current value of entry e of object index appended to
 // buf. A process data entry reads the bits where the current PDO
-// assignment puts it, or zeros when no assigned PDO maps it.
+// assignment puts it; where no assigned PDO maps it, an output entry
+// (one with a value of its own, see outputEntry) reads its value, an
+// input entry zeros.
 func (m *mailbox) value(index uint16, e *entry, buf []byte) []byte {
 	if !e.process {
 		return append(buf, e.value...)
@@ -19,10 +21,41 @@ func (m *mailbox) value(index uint16, e *entry, buf []byte) []byte {
 		pe := &m.d.pd.entries[k]
 		if pe.index == index && pe.sub == e.sub {
 			copyBits(buf[at:], 0, m.d.mem.b[:], m.d.smArea(pe.sm)*8+pe.bit, min(e.bits, pe.bits))
-			break
+			return buf
 		}
 	}
+	copy(buf[at:], e.value)
 	return buf
+}
+
+// store writes data, as long as e's value, into entry e of object index.
+// A process data entry (an output: only those are writable) also puts
+// the bits where the current PDO assignment maps it, as the master's
+// next outputs would, so that a read returns what was written until
+// those outputs overwrite it; and the device's application, which takes
+// its outputs from the process image, hears of the write.
+func (m *mailbox) store(index uint16, e *entry, data []byte) {
+	copy(e.value, data)
+	if !e.process {
+		return
+	}
+	for k := range m.d.pd.entries {
+		pe := &m.d.pd.entries[k]
+		if pe.index == index && pe.sub == e.sub && pe.out {
+			copyBits(m.d.mem.b[:], m.d.smArea(pe.sm)*8+pe.bit, e.value, 0, min(e.bits, pe.bits))
+		}
+	}
+	if w, ok := m.d.app.(outputWriter); ok {
+		w.sdoWritten(index, e.sub, e.value)
+	}
+}
+
+// outputWriter is an application that takes output objects written over
+// SDO (a drive's controlword, mode, targets).
+type outputWriter interface {
+	// sdoWritten follows an SDO write of output object index:sub with
+	// value v (little endian, the entry's length).
+	sdoWritten(index uint16, sub uint8, v []byte)
 }
 
 // read returns the value of index:sub (all sub-indexes for a complete
@@ -82,7 +115,7 @@ func (m *mailbox) write(index uint16, sub uint8, data []byte, complete bool) uin
 	if code := m.d.pdoWriteAbort(m.od, index, sub, data); code != 0 {
 		return code
 	}
-	copy(e.value, data)
+	m.store(index, e, data)
 	m.written(index)
 	return 0
 }
@@ -99,7 +132,7 @@ func (m *mailbox) writable(e *entry) uint32 {
 	switch {
 	case e == nil:
 		return abortNoSubIndex
-	case e.process || e.access == readOnly:
+	case e.access == readOnly: // inputs among the process data entries too
 		return abortReadOnly
 	case e.access == writablePreOp && m.d.esm.state != esc.StatePreOp:
 		return abortDeviceState
@@ -151,7 +184,8 @@ func (m *mailbox) writeComplete(o *object, sub uint8, data []byte) uint32 {
 	}
 	for k := 1; k <= n; k++ {
 		e := o.entry(uint8(k))
-		data = data[copy(e.value, data):]
+		m.store(o.index, e, data[:len(e.value)])
+		data = data[len(e.value):]
 	}
 	m.written(o.index)
 	return 0
