@@ -5,8 +5,8 @@
 // the Eclipse Sparkplug specification and the Eclipse Tahu project publish
 // (sparkplug_b.proto, message Payload). This package writes and reads the
 // subset an edge node needs — the payload's timestamp, metrics and seq; a
-// metric's name, alias, timestamp, datatype, is_historical, is_null and its
-// scalar value — directly on the wire format with
+// metric's name, alias, timestamp, datatype, is_historical, is_null, its
+// scalar value and its properties (a PropertySet of scalar values) — directly on the wire format with
 // google.golang.org/protobuf/encoding/protowire, so that encoding appends to
 // a caller's buffer without allocating. Fields it does not know are skipped
 // when decoding, as protobuf requires.
@@ -69,6 +69,7 @@ const (
 	metricIsHistorical = 5
 	metricIsTransient  = 6
 	metricIsNull       = 7
+	metricProperties   = 9
 	metricIntValue     = 10
 	metricLongValue    = 11
 	metricFloatValue   = 12
@@ -76,6 +77,48 @@ const (
 	metricBooleanValue = 14
 	metricStringValue  = 15
 )
+
+// Field numbers of message Payload.PropertySet and Payload.PropertyValue.
+const (
+	setKeys   = 1
+	setValues = 2
+
+	propType   = 1
+	propIsNull = 2
+	propInt    = 3
+	propLong   = 4
+	propFloat  = 5
+	propDouble = 6
+	propBool   = 7
+	propString = 8
+)
+
+// Property names and values of the Sparkplug B 3.0 specification and its
+// common practice.
+const (
+	// PropertyQuality is the data quality of a metric's value (Int32):
+	// QualityBad, QualityGood or QualityStale.
+	PropertyQuality = "Quality"
+	// PropertyEngUnit is a metric's engineering unit (String), as host
+	// applications (Ignition's "engUnit") read it.
+	PropertyEngUnit = "engUnit"
+	QualityBad      = 0
+	QualityGood     = 192
+	QualityStale    = 500
+)
+
+// Property is one key and value of a metric's PropertySet. Which value
+// field counts depends on Type, as for Metric; nested property sets are
+// not encoded.
+type Property struct {
+	Key   string
+	Type  DataType
+	Null  bool
+	Int   uint64
+	Float float64
+	Bool  bool
+	Str   string
+}
 
 // Metric is one metric of a payload. Which value field counts depends on
 // DataType: Int for the integer types and DateTime (two's complement for
@@ -103,6 +146,9 @@ type Metric struct {
 	// HasValue reports, after DecodePayload, whether a value field was
 	// present.
 	HasValue bool
+	// Properties is the metric's PropertySet (engineering unit, quality,
+	// …), in order.
+	Properties []Property
 }
 
 // Payload is a Sparkplug B payload.
@@ -154,6 +200,11 @@ func AppendMetric(b []byte, m *Metric) []byte {
 	if m.Historical {
 		b = protowire.AppendTag(b, metricIsHistorical, protowire.VarintType)
 		b = protowire.AppendVarint(b, 1)
+	}
+	if len(m.Properties) > 0 {
+		b = protowire.AppendTag(b, metricProperties, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(propertySetSize(m.Properties)))
+		b = appendPropertySet(b, m.Properties)
 	}
 	if m.Null {
 		b = protowire.AppendTag(b, metricIsNull, protowire.VarintType)
@@ -225,6 +276,9 @@ func metricSize(m *Metric) int {
 	if m.Historical {
 		n += protowire.SizeTag(metricIsHistorical) + 1
 	}
+	if len(m.Properties) > 0 {
+		n += protowire.SizeTag(metricProperties) + protowire.SizeBytes(propertySetSize(m.Properties))
+	}
 	if m.Null {
 		return n + protowire.SizeTag(metricIsNull) + 1
 	}
@@ -241,6 +295,79 @@ func metricSize(m *Metric) int {
 		n += protowire.SizeTag(f) + 1
 	case metricStringValue:
 		n += protowire.SizeTag(f) + protowire.SizeBytes(len(m.Str))
+	}
+	return n
+}
+
+// appendPropertySet appends the fields of a PropertySet: every key, then
+// every value.
+func appendPropertySet(b []byte, ps []Property) []byte {
+	for i := range ps {
+		b = protowire.AppendTag(b, setKeys, protowire.BytesType)
+		b = protowire.AppendString(b, ps[i].Key)
+	}
+	for i := range ps {
+		pv := &ps[i]
+		b = protowire.AppendTag(b, setValues, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(propertyValueSize(pv)))
+		b = protowire.AppendTag(b, propType, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(pv.Type))
+		if pv.Null {
+			b = protowire.AppendTag(b, propIsNull, protowire.VarintType)
+			b = protowire.AppendVarint(b, 1)
+			continue
+		}
+		switch valueField(pv.Type) {
+		case metricIntValue:
+			b = protowire.AppendTag(b, propInt, protowire.VarintType)
+			b = protowire.AppendVarint(b, pv.Int&math.MaxUint32)
+		case metricLongValue:
+			b = protowire.AppendTag(b, propLong, protowire.VarintType)
+			b = protowire.AppendVarint(b, pv.Int)
+		case metricFloatValue:
+			b = protowire.AppendTag(b, propFloat, protowire.Fixed32Type)
+			b = protowire.AppendFixed32(b, math.Float32bits(float32(pv.Float)))
+		case metricDoubleValue:
+			b = protowire.AppendTag(b, propDouble, protowire.Fixed64Type)
+			b = protowire.AppendFixed64(b, math.Float64bits(pv.Float))
+		case metricBooleanValue:
+			b = protowire.AppendTag(b, propBool, protowire.VarintType)
+			b = protowire.AppendVarint(b, protowire.EncodeBool(pv.Bool))
+		case metricStringValue:
+			b = protowire.AppendTag(b, propString, protowire.BytesType)
+			b = protowire.AppendString(b, pv.Str)
+		}
+	}
+	return b
+}
+
+func propertySetSize(ps []Property) int {
+	n := 0
+	for i := range ps {
+		n += protowire.SizeTag(setKeys) + protowire.SizeBytes(len(ps[i].Key))
+		n += protowire.SizeTag(setValues) + protowire.SizeBytes(propertyValueSize(&ps[i]))
+	}
+	return n
+}
+
+func propertyValueSize(pv *Property) int {
+	n := protowire.SizeTag(propType) + protowire.SizeVarint(uint64(pv.Type))
+	if pv.Null {
+		return n + protowire.SizeTag(propIsNull) + 1
+	}
+	switch valueField(pv.Type) {
+	case metricIntValue:
+		n += protowire.SizeTag(propInt) + protowire.SizeVarint(pv.Int&math.MaxUint32)
+	case metricLongValue:
+		n += protowire.SizeTag(propLong) + protowire.SizeVarint(pv.Int)
+	case metricFloatValue:
+		n += protowire.SizeTag(propFloat) + protowire.SizeFixed32()
+	case metricDoubleValue:
+		n += protowire.SizeTag(propDouble) + protowire.SizeFixed64()
+	case metricBooleanValue:
+		n += protowire.SizeTag(propBool) + 1
+	case metricStringValue:
+		n += protowire.SizeTag(propString) + protowire.SizeBytes(len(pv.Str))
 	}
 	return n
 }
@@ -330,6 +457,11 @@ func decodeMetric(b []byte, m *Metric) error {
 					m.Name = string(s)
 				case metricStringValue:
 					m.Str, m.HasValue = string(s), true
+				case metricProperties:
+					var err error
+					if m.Properties, err = decodePropertySet(s, m.Properties[:0]); err != nil {
+						return fmt.Errorf("properties: %w", err)
+					}
 				}
 			}
 		default:
@@ -366,11 +498,108 @@ func decodeMetric(b []byte, m *Metric) error {
 	return nil
 }
 
+// decodePropertySet decodes a PropertySet's scalar values, pairing its
+// keys and values in order; nested sets are skipped, their keys kept with
+// a null value.
+func decodePropertySet(b []byte, dst []Property) ([]Property, error) {
+	var keys int
+	vals := 0
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ != protowire.BytesType || (num != setKeys && num != setValues) {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return nil, protowire.ParseError(n)
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num == setKeys {
+			if keys >= len(dst) {
+				dst = append(dst, Property{Null: true})
+			}
+			dst[keys].Key = string(v)
+			keys++
+			continue
+		}
+		if vals >= len(dst) {
+			dst = append(dst, Property{})
+		}
+		if err := decodePropertyValue(v, &dst[vals]); err != nil {
+			return nil, err
+		}
+		vals++
+	}
+	if keys != vals {
+		return nil, fmt.Errorf("%d keys and %d values", keys, vals)
+	}
+	return dst, nil
+}
+
+func decodePropertyValue(b []byte, p *Property) error {
+	key := p.Key
+	*p = Property{Key: key}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		var v uint64
+		switch typ {
+		case protowire.VarintType:
+			v, n = protowire.ConsumeVarint(b)
+		case protowire.Fixed32Type:
+			var u uint32
+			u, n = protowire.ConsumeFixed32(b)
+			v = uint64(u)
+		case protowire.Fixed64Type:
+			v, n = protowire.ConsumeFixed64(b)
+		case protowire.BytesType:
+			var s []byte
+			s, n = protowire.ConsumeBytes(b)
+			if n >= 0 && num == propString {
+				p.Str = string(s)
+			}
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch {
+		case num == propType && typ == protowire.VarintType:
+			p.Type = DataType(v)
+		case num == propIsNull && typ == protowire.VarintType:
+			p.Null = v != 0
+		case (num == propInt || num == propLong) && typ == protowire.VarintType:
+			p.Int = v
+		case num == propFloat && typ == protowire.Fixed32Type:
+			p.Float = float64(math.Float32frombits(uint32(v)))
+		case num == propDouble && typ == protowire.Fixed64Type:
+			p.Float = math.Float64frombits(v)
+		case num == propBool && typ == protowire.VarintType:
+			p.Bool = v != 0
+		}
+	}
+	return nil
+}
+
 // wireTypeFits reports whether a known Metric field came with the wire
 // type its schema gives it; unknown field numbers fit any.
 func wireTypeFits(num protowire.Number, typ protowire.Type) bool {
 	switch num {
-	case metricName, metricStringValue:
+	case metricName, metricStringValue, metricProperties:
 		return typ == protowire.BytesType
 	case metricAlias, metricTimestamp, metricDataType, metricIsHistorical, metricIsTransient, metricIsNull,
 		metricIntValue, metricLongValue, metricBooleanValue:

@@ -194,3 +194,48 @@ func FuzzDecodePayload(f *testing.F) {
 		}
 	})
 }
+
+// TestPropertiesRoundTrip: a metric's PropertySet (engineering unit,
+// quality) decodes to what was encoded, keys paired with their values in
+// order, and leaves the metric's own value intact.
+func TestPropertiesRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		props []sparkplug.Property
+	}{
+		{"unit", []sparkplug.Property{{Key: sparkplug.PropertyEngUnit, Type: sparkplug.String, Str: "°C"}}},
+		{"quality", []sparkplug.Property{{Key: sparkplug.PropertyQuality, Type: sparkplug.Int32, Int: sparkplug.QualityStale}}},
+		{"several", []sparkplug.Property{
+			{Key: sparkplug.PropertyEngUnit, Type: sparkplug.String, Str: "V"},
+			{Key: sparkplug.PropertyQuality, Type: sparkplug.Int32, Int: sparkplug.QualityBad},
+			{Key: "d", Type: sparkplug.Double, Float: 0.25},
+			{Key: "b", Type: sparkplug.Boolean, Bool: true},
+			{Key: "l", Type: sparkplug.UInt64, Int: 1 << 40},
+			{Key: "n", Type: sparkplug.String, Null: true},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := sparkplug.Payload{Metrics: []sparkplug.Metric{{Name: "Inputs/Channel 1", HasAlias: true, Alias: 9,
+				DataType: sparkplug.Double, Float: 21.5, Properties: tc.props}}}
+			var out sparkplug.Payload
+			if err := sparkplug.DecodePayload(sparkplug.AppendPayload(nil, &in), &out); err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Metrics) != 1 {
+				t.Fatalf("%d metrics", len(out.Metrics))
+			}
+			m := out.Metrics[0]
+			if m.Name != "Inputs/Channel 1" || m.Float != 21.5 || !m.HasValue || m.Alias != 9 {
+				t.Errorf("metric %+v", m)
+			}
+			if !reflect.DeepEqual(m.Properties, tc.props) {
+				t.Errorf("properties\n got %+v\nwant %+v", m.Properties, tc.props)
+			}
+			// The protobuf runtime reads the payload too (it skips what it
+			// does not model).
+			if _, err := mqtttest.DecodeSparkplug(sparkplug.AppendPayload(nil, &in)); err != nil {
+				t.Errorf("protobuf runtime: %v", err)
+			}
+		})
+	}
+}
