@@ -24,8 +24,9 @@
 //		WebConfigFile: cfg.Metrics.WebConfig, Ready: busInOPAndCycleRunning})
 //	go srv.Run(ctx)
 //
-// and tells the registry what it learns elsewhere: SetSlaves after a scan,
-// SetSlave on a state change, SetSlaveErrorCounters, CycleProcessStarted,
+// gives it the bus model the agent folds the cycle's events into
+// (SetBusModel, package busstate), and tells the registry what it learns
+// elsewhere: SetSlaves after a scan, SetSlaveErrorCounters, CycleProcessStarted,
 // CycleProcessAttached and CycleProcessExited, SetRTSetting for each
 // real-time setting the cycle process asked the host for, SetRTCheck
 // for each host check, and SetDC once the distributed clocks are
@@ -79,8 +80,7 @@
 //     messages, 0 from the scan on) and
 //     ecagent_drive_faults_total{position,name} (CiA 402 drives).
 //   - Gauges: ecagent_cycle_target_seconds, ecagent_expected_wkc,
-//     ecagent_bus_slaves, ecagent_slave_al_state and
-//     ecagent_slave_al_status_code{position,name},
+//     ecagent_bus_slaves, the slave states (see below),
 //     ecagent_slave_port_errors{position,name,port,counter} and
 //     ecagent_slave_esc_errors{position,name,counter},
 //     ecagent_coe_last_emergency_code{position,name},
@@ -108,6 +108,32 @@
 // (pass, warn, fail, skip), 1 for the current status and 0 for the others.
 // `ecagent_rt_check{status="fail"} == 1` alerts on a failing check; a
 // check changing status flips two series instead of creating a new one.
+//
+// # Slave states
+//
+// The per-slave state series are not kept here: at each scrape they are
+// rendered from one snapshot of the bus model, the model /readyz, MQTT and
+// the log render too, so no output can call a slave OP that another calls
+// lost. Each carries position and name:
+//
+//   - ecagent_slave_up: 1 while the slave answers (present or being
+//     reconnected), 0 while it does not (lost, or refused: another device
+//     at its position). Like Prometheus's own up, `== 0` is the alert.
+//   - ecagent_slave_al_state: the AL state as last read while the slave
+//     answers (1 INIT, 2 PREOP, 3 BOOT, 4 SAFEOP, 8 OP), 0 while it does
+//     not. A slave that does not answer has no state, and the OP it was
+//     last seen in must not stand for one; removing the series instead
+//     would leave `ecagent_slave_al_state != 8` quiet, since an absent
+//     series compares to nothing.
+//   - ecagent_slave_al_error (the AL status error bit) and
+//     ecagent_slave_al_status_code (its reason, 0 without the bit):
+//     SAFEOP+ERR 0x001B is al_state 4, al_error 1, al_status_code 27.
+//   - ecagent_slave_presence{presence} (present, lost, refused,
+//     reconnecting) and ecagent_slave_data_quality{quality} (good, stale,
+//     invalid): state sets like ecagent_rt_check.
+//   - ecagent_slave_data_quality_since_timestamp_seconds: when the data
+//     quality took its current value; `time() - …` is how long a slave's
+//     inputs have been stale.
 //
 // The host busy fractions are computed from /proc/stat between the last
 // two readings, which are taken at scrape time but at most once a second.

@@ -61,8 +61,7 @@ type Registry struct {
 	host     *hostCollector
 
 	busSlaves       prometheus.Gauge
-	slaveALState    *prometheus.GaugeVec
-	slaveALStatus   *prometheus.GaugeVec
+	slaves          *slaveStates
 	slavePortErrors *prometheus.GaugeVec
 	slaveESCErrors  *prometheus.GaugeVec
 	processUp       prometheus.Gauge
@@ -108,8 +107,8 @@ func NewRegistry(opts Options) (*Registry, error) {
 	r.consumer = c
 
 	r.busSlaves = b.gauge(nameBusSlaves)
-	r.slaveALState = b.gaugeVec(nameSlaveALState, labelPosition, labelName)
-	r.slaveALStatus = b.gaugeVec(nameSlaveALStatus, labelPosition, labelName)
+	r.slaves = newSlaveStates(b.catalog)
+	b.register(r.slaves)
 	r.slavePortErrors = b.gaugeVec(nameSlavePortErrors, labelPosition, labelName, labelPort, labelCounter)
 	r.slaveESCErrors = b.gaugeVec(nameSlaveESCErrors, labelPosition, labelName, labelCounter)
 	r.processUp = b.gauge(nameProcessUp)
@@ -157,53 +156,27 @@ func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
 // drains the sample ring.
 func (r *Registry) Consumer() *Consumer { return r.consumer }
 
-// ALState is an EtherCAT application-layer state as exported by
-// ecagent_slave_al_state (the state nibble of the AL status register).
-type ALState uint8
-
-// The AL states.
-const (
-	ALStateInit   ALState = 1
-	ALStatePreOp  ALState = 2
-	ALStateBoot   ALState = 3
-	ALStateSafeOp ALState = 4
-	ALStateOp     ALState = 8
-)
-
-// Slave is what the agent knows about one slave for the slave gauges.
+// Slave names one slave of a bus scan for SetSlaves. What the slave is
+// (whether it answers, its AL state, the quality of its data) is the bus
+// model's to say (SetBusModel).
 type Slave struct {
 	// Position is the slave's 0-based position on the bus.
 	Position int
-	// Name is the slave's device name, e.g. "EL2004".
+	// Name is the slave's device name, e.g. "EL2004", the name label of
+	// its series; it must be the name the bus model gives it.
 	Name string
-	// ALState is its current AL state.
-	ALState ALState
-	// ALStatusCode is its AL status code, 0 when it reports no error.
-	ALStatusCode uint16
 }
 
-// SetSlaves replaces the slave gauges with the given slaves (after a scan)
-// and sets ecagent_bus_slaves to their number. The error counters of
-// slaves no longer on the bus are dropped as well, and so are their
-// emergency and drive series; ecagent_coe_emergencies_total starts at 0
-// for every new slave and keeps counting for every slave still there.
+// SetSlaves starts over for the given slaves (after a scan): it sets
+// ecagent_bus_slaves to their number and drops the error counters of
+// slaves no longer on the bus, and their emergency and drive series;
+// ecagent_coe_emergencies_total starts at 0 for every new slave and keeps
+// counting for every slave still there.
 func (r *Registry) SetSlaves(slaves []Slave) {
-	r.slaveALState.Reset()
-	r.slaveALStatus.Reset()
 	r.slavePortErrors.Reset()
 	r.slaveESCErrors.Reset()
-	for _, s := range slaves {
-		r.SetSlave(s)
-	}
 	r.devices.setSlaves(slaves)
 	r.busSlaves.Set(float64(len(slaves)))
-}
-
-// SetSlave updates the AL state and status code of one slave.
-func (r *Registry) SetSlave(s Slave) {
-	pos := strconv.Itoa(s.Position)
-	r.slaveALState.WithLabelValues(pos, s.Name).Set(float64(s.ALState))
-	r.slaveALStatus.WithLabelValues(pos, s.Name).Set(float64(s.ALStatusCode))
 }
 
 // PortErrorCounters are the ESC error counters of one port (registers

@@ -13,7 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/master/cia402/state"
+	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -48,10 +50,12 @@ func populate(t testing.TB, r *Registry) {
 	c.CloseWindow()
 
 	r.SetSlaves([]Slave{
-		{Position: 0, Name: "EK1100", ALState: ALStateOp},
-		{Position: 1, Name: "EL2004", ALState: ALStateOp},
-		{Position: 2, Name: "EL1014", ALState: ALStateSafeOp, ALStatusCode: 0x001B},
+		{Position: 0, Name: "EK1100"},
+		{Position: 1, Name: "EL2004"},
+		{Position: 2, Name: "EL1014"},
 	})
+	r.SetBusModel(testModel(t, []busstate.SlaveInfo{{Position: 0, Name: "EK1100"}, {Position: 1, Name: "EL2004"}, {Position: 2, Name: "EL1014"}},
+		testEvent(shm.EventSlaveState, 2, esc.ALStatus{State: esc.StateSafeOp, Error: true}, 0x001B, "")))
 	r.SetSlaveErrorCounters(2, "EL1014", ESCErrorCounters{
 		Ports: [4]PortErrorCounters{{InvalidFrame: 1, RXError: 2}, {LostLink: 3}},
 		PDI:   4,
@@ -165,26 +169,20 @@ func TestBuildInfo(t *testing.T) {
 	}
 }
 
-// TestSetSlaves checks that a new scan replaces the slave series.
+// TestSetSlaves checks that a new scan replaces the error counter series
+// and the slave count, and leaves the slave states to the bus model.
 func TestSetSlaves(t *testing.T) {
 	r := newTestRegistry(t, testOptions())
 	populate(t, r)
-	r.SetSlaves([]Slave{{Position: 0, Name: "EK1100", ALState: ALStateInit}})
-	if n := len(family(t, r, nameSlaveALState).GetMetric()); n != 1 {
-		t.Errorf("%d AL state series after a rescan to one slave, want 1", n)
-	}
-	if got := gaugeByLabel(t, family(t, r, nameSlaveALState), labelName, "EK1100"); got != 1 {
-		t.Errorf("EK1100 AL state %g, want 1 (INIT)", got)
-	}
+	r.SetSlaves([]Slave{{Position: 0, Name: "EK1100"}})
 	if got := family(t, r, nameBusSlaves).GetMetric()[0].GetGauge().GetValue(); got != 1 {
 		t.Errorf("bus slaves %g, want 1", got)
 	}
 	if n, _ := testutil.GatherAndCount(r.Gatherer(), nameSlavePortErrors); n != 0 {
 		t.Errorf("%d port error series of departed slaves, want 0", n)
 	}
-	r.SetSlave(Slave{Position: 0, Name: "EK1100", ALState: ALStateOp})
-	if got := gaugeByLabel(t, family(t, r, nameSlaveALState), labelName, "EK1100"); got != 8 {
-		t.Errorf("EK1100 AL state %g, want 8 (OP)", got)
+	if n, _ := testutil.GatherAndCount(r.Gatherer(), nameSlaveALState); n != 3 {
+		t.Errorf("%d AL state series, want the model's 3", n)
 	}
 }
 
@@ -341,9 +339,9 @@ const fleet = `host="ipc-7",line="line-3",site="plant-1"`
 func TestEmergenciesAndDrives(t *testing.T) {
 	r := newTestRegistry(t, testOptions())
 	r.SetSlaves([]Slave{
-		{Position: 0, Name: "EK1100", ALState: ALStateOp},
-		{Position: 1, Name: "AKD", ALState: ALStateOp},
-		{Position: 2, Name: "EL3004", ALState: ALStateOp},
+		{Position: 0, Name: "EK1100"},
+		{Position: 1, Name: "AKD"},
+		{Position: 2, Name: "EL3004"},
 	})
 	r.Emergency(1, "AKD", 0x8611)
 	r.Emergency(1, "AKD", 0x0000) // error reset: counted, last code 0
@@ -396,8 +394,8 @@ ecagent_drive_error_code{host="ipc-7",line="line-3",name="EL7201",position="3",s
 	// series of those that left (EK1100, EL3004, and the EL7201 and EL6751
 	// that were never scanned); a new slave starts at 0.
 	r.SetSlaves([]Slave{
-		{Position: 1, Name: "AKD", ALState: ALStateOp},
-		{Position: 2, Name: "EL1008", ALState: ALStateOp},
+		{Position: 1, Name: "AKD"},
+		{Position: 2, Name: "EL1008"},
 	})
 	want = `
 # HELP ecagent_coe_emergencies_total CoE emergency messages a slave sent, error resets (error code 0) included.

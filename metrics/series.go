@@ -38,57 +38,62 @@ type Series struct {
 // counters end in _total; window gauges repeat the histogram's name with
 // "window" before the unit.
 const (
-	nameCyclePeriod     = "ecagent_cycle_period_seconds"
-	nameCycleJitter     = "ecagent_cycle_jitter_seconds"
-	nameWakeupLatency   = "ecagent_wakeup_latency_seconds"
-	nameJobDuration     = "ecagent_job_duration_seconds"
-	nameFrameRTT        = "ecagent_frame_rtt_seconds"
-	nameDCTimeDiff      = "ecagent_dc_time_difference_seconds"
-	nameDCCtlErr        = "ecagent_dc_controller_error_seconds"
-	nameCPULoad         = "ecagent_cycle_cpu_load_ratio"
-	nameCyclePeriodWin  = "ecagent_cycle_period_window_seconds"
-	nameCycleJitterWin  = "ecagent_cycle_jitter_window_seconds"
-	nameWakeupWin       = "ecagent_wakeup_latency_window_seconds"
-	nameJobWin          = "ecagent_job_duration_window_seconds"
-	nameFrameRTTWin     = "ecagent_frame_rtt_window_seconds"
-	nameDCTimeDiffWin   = "ecagent_dc_time_difference_window_seconds"
-	nameDCCtlErrWin     = "ecagent_dc_controller_error_window_seconds"
-	nameCPULoadWin      = "ecagent_cycle_cpu_load_window_ratio"
-	nameWindowSamples   = "ecagent_window_samples"
-	nameCycles          = "ecagent_cycles_total"
-	nameOverruns        = "ecagent_cycle_overruns_total"
-	nameSkipped         = "ecagent_cycle_skipped_total"
-	nameLostFrames      = "ecagent_lost_frames_total"
-	nameLateAnswers     = "ecagent_late_answers_total"
-	nameWKCErrors       = "ecagent_wkc_errors_total"
-	nameRingDrops       = "ecagent_sample_ring_drops_total"
-	nameTarget          = "ecagent_cycle_target_seconds"
-	nameExpectedWKC     = "ecagent_expected_wkc"
-	nameBusSlaves       = "ecagent_bus_slaves"
-	nameSlaveALState    = "ecagent_slave_al_state"
-	nameSlaveALStatus   = "ecagent_slave_al_status_code"
-	nameSlavePortErrors = "ecagent_slave_port_errors"
-	nameSlaveESCErrors  = "ecagent_slave_esc_errors"
-	nameProcessUp       = "ecagent_cycle_process_up"
-	nameProcessStarts   = "ecagent_cycle_process_starts_total"
-	nameBusEvents       = "ecagent_bus_events_total"
-	nameProcessCPU      = "ecagent_cycle_process_cpu_seconds_total"
-	nameHostBusy        = "ecagent_host_cpu_busy_ratio"
-	nameCoreBusy        = "ecagent_cycle_core_busy_ratio"
-	nameCollectorOK     = "ecagent_scrape_collector_success"
-	nameRTSetting       = "ecagent_rt_setting"
-	nameRTCheck         = "ecagent_rt_check"
-	nameBuildInfo       = "ecagent_build_info"
-	nameDCEnabled       = "ecagent_dc_enabled"
-	nameDCReference     = "ecagent_dc_reference_position"
-	nameDCSync0Cycle    = "ecagent_dc_sync0_cycle_seconds"
-	nameDCSync0Shift    = "ecagent_dc_sync0_shift_seconds"
-	nameDCSync1Shift    = "ecagent_dc_sync1_shift_seconds"
-	nameEmergencies     = "ecagent_coe_emergencies_total"
-	nameLastEmergency   = "ecagent_coe_last_emergency_code"
-	nameDriveState      = "ecagent_drive_state"
-	nameDriveFaults     = "ecagent_drive_faults_total"
-	nameDriveErrorCode  = "ecagent_drive_error_code"
+	nameCyclePeriod       = "ecagent_cycle_period_seconds"
+	nameCycleJitter       = "ecagent_cycle_jitter_seconds"
+	nameWakeupLatency     = "ecagent_wakeup_latency_seconds"
+	nameJobDuration       = "ecagent_job_duration_seconds"
+	nameFrameRTT          = "ecagent_frame_rtt_seconds"
+	nameDCTimeDiff        = "ecagent_dc_time_difference_seconds"
+	nameDCCtlErr          = "ecagent_dc_controller_error_seconds"
+	nameCPULoad           = "ecagent_cycle_cpu_load_ratio"
+	nameCyclePeriodWin    = "ecagent_cycle_period_window_seconds"
+	nameCycleJitterWin    = "ecagent_cycle_jitter_window_seconds"
+	nameWakeupWin         = "ecagent_wakeup_latency_window_seconds"
+	nameJobWin            = "ecagent_job_duration_window_seconds"
+	nameFrameRTTWin       = "ecagent_frame_rtt_window_seconds"
+	nameDCTimeDiffWin     = "ecagent_dc_time_difference_window_seconds"
+	nameDCCtlErrWin       = "ecagent_dc_controller_error_window_seconds"
+	nameCPULoadWin        = "ecagent_cycle_cpu_load_window_ratio"
+	nameWindowSamples     = "ecagent_window_samples"
+	nameCycles            = "ecagent_cycles_total"
+	nameOverruns          = "ecagent_cycle_overruns_total"
+	nameSkipped           = "ecagent_cycle_skipped_total"
+	nameLostFrames        = "ecagent_lost_frames_total"
+	nameLateAnswers       = "ecagent_late_answers_total"
+	nameWKCErrors         = "ecagent_wkc_errors_total"
+	nameRingDrops         = "ecagent_sample_ring_drops_total"
+	nameTarget            = "ecagent_cycle_target_seconds"
+	nameExpectedWKC       = "ecagent_expected_wkc"
+	nameBusSlaves         = "ecagent_bus_slaves"
+	nameSlaveALState      = "ecagent_slave_al_state"
+	nameSlaveALStatus     = "ecagent_slave_al_status_code"
+	nameSlaveUp           = "ecagent_slave_up"
+	nameSlaveALError      = "ecagent_slave_al_error"
+	nameSlavePresence     = "ecagent_slave_presence"
+	nameSlaveQuality      = "ecagent_slave_data_quality"
+	nameSlaveQualitySince = "ecagent_slave_data_quality_since_timestamp_seconds"
+	nameSlavePortErrors   = "ecagent_slave_port_errors"
+	nameSlaveESCErrors    = "ecagent_slave_esc_errors"
+	nameProcessUp         = "ecagent_cycle_process_up"
+	nameProcessStarts     = "ecagent_cycle_process_starts_total"
+	nameBusEvents         = "ecagent_bus_events_total"
+	nameProcessCPU        = "ecagent_cycle_process_cpu_seconds_total"
+	nameHostBusy          = "ecagent_host_cpu_busy_ratio"
+	nameCoreBusy          = "ecagent_cycle_core_busy_ratio"
+	nameCollectorOK       = "ecagent_scrape_collector_success"
+	nameRTSetting         = "ecagent_rt_setting"
+	nameRTCheck           = "ecagent_rt_check"
+	nameBuildInfo         = "ecagent_build_info"
+	nameDCEnabled         = "ecagent_dc_enabled"
+	nameDCReference       = "ecagent_dc_reference_position"
+	nameDCSync0Cycle      = "ecagent_dc_sync0_cycle_seconds"
+	nameDCSync0Shift      = "ecagent_dc_sync0_shift_seconds"
+	nameDCSync1Shift      = "ecagent_dc_sync1_shift_seconds"
+	nameEmergencies       = "ecagent_coe_emergencies_total"
+	nameLastEmergency     = "ecagent_coe_last_emergency_code"
+	nameDriveState        = "ecagent_drive_state"
+	nameDriveFaults       = "ecagent_drive_faults_total"
+	nameDriveErrorCode    = "ecagent_drive_error_code"
 )
 
 // Label names.
@@ -107,6 +112,8 @@ const (
 	labelStatus   = "status"
 	labelColl     = "collector"
 	labelKind     = "kind"
+	labelPresence = "presence"
+	labelQuality  = "quality"
 )
 
 // FleetLabels returns the names of the labels every series carries, with
@@ -145,12 +152,27 @@ func Documented() []Series {
 		{Name: nameExpectedWKC, Type: TypeGauge, Help: "Working counter the bus configuration expects of the cyclic frame.",
 			Conditional: "after the first cycle sample"},
 		{Name: nameBusSlaves, Type: TypeGauge, Help: "Number of slaves found on the EtherCAT segment."},
+		{Name: nameSlaveUp, Type: TypeGauge, Labels: []string{labelPosition, labelName},
+			Help:        "1 while a configured slave answers at its position (present, or being reconnected), 0 while it does not (lost, or another device answers in its place).",
+			Conditional: "once the cycle process brought the bus up"},
 		{Name: nameSlaveALState, Type: TypeGauge, Labels: []string{labelPosition, labelName},
-			Help:        "EtherCAT application-layer state of a slave: 1 INIT, 2 PREOP, 3 BOOT, 4 SAFEOP, 8 OP.",
-			Conditional: "once the bus was scanned"},
+			Help:        "EtherCAT application-layer state of a slave as last read while it answers: 1 INIT, 2 PREOP, 3 BOOT, 4 SAFEOP, 8 OP; 0 while it does not answer (lost or refused).",
+			Conditional: "once the cycle process brought the bus up"},
+		{Name: nameSlaveALError, Type: TypeGauge, Labels: []string{labelPosition, labelName},
+			Help:        "1 while a slave's AL status has the error bit set (e.g. SAFEOP+ERR), 0 otherwise.",
+			Conditional: "once the cycle process brought the bus up"},
 		{Name: nameSlaveALStatus, Type: TypeGauge, Labels: []string{labelPosition, labelName},
-			Help:        "AL status code of a slave (0 when it reports no error).",
-			Conditional: "once the bus was scanned"},
+			Help:        "AL status code of a slave (register 0x0134) while its AL status has the error bit set; 0 otherwise.",
+			Conditional: "once the cycle process brought the bus up"},
+		{Name: nameSlavePresence, Type: TypeGauge, Labels: []string{labelPosition, labelName, labelPresence},
+			Help:        "Presence of a configured slave as a state set: 1 for the current one (present, lost, refused: another device at its position, reconnecting), 0 for the others.",
+			Conditional: "once the cycle process brought the bus up"},
+		{Name: nameSlaveQuality, Type: TypeGauge, Labels: []string{labelPosition, labelName, labelQuality},
+			Help:        "Quality of a slave's process data as a state set: 1 for the current one (good: exchanged in the last cycle; stale: the last values received; invalid: none to show), 0 for the others.",
+			Conditional: "once the cycle process brought the bus up"},
+		{Name: nameSlaveQualitySince, Type: TypeGauge, Labels: []string{labelPosition, labelName},
+			Help:        "Unix time at which a slave's process data took its current quality.",
+			Conditional: "once the cycle process brought the bus up"},
 		{Name: nameSlavePortErrors, Type: TypeGauge, Labels: []string{labelPosition, labelName, labelPort, labelCounter},
 			Help:        "ESC error counter of a slave's port (registers 0x0300-0x030B, 0x0310-0x0313; saturates at 255): invalid_frame, rx_error, forwarded_rx_error or lost_link.",
 			Conditional: "once the agent read the slaves' error counters"},
