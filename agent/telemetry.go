@@ -10,6 +10,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/rtcheck"
+	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -86,9 +87,9 @@ func (t *telemetry) cycleStarted(cp *CycleProcess, attached bool) {
 	t.reg.Consumer().Restart()
 	var slaves []metrics.Slave
 	for _, s := range cp.info.Slaves {
-		slaves = append(slaves, metrics.Slave{Position: s.Position, Name: slaveLabel(s), ALState: metrics.ALStateOp})
+		slaves = append(slaves, metrics.Slave{Position: s.Position, Name: slaveLabel(s)})
 	}
-	t.reg.SetSlaves(slaves)
+	t.reg.SetSlaves(slaves) // the count and the error counters; the states are the model's
 	dc := metrics.DCSettings{ReferencePosition: -1}
 	if d := cp.info.DC; d != nil {
 		dc = metrics.DCSettings{Enabled: true, ReferencePosition: d.ReferencePosition, Sync0Cycle: d.Sync0,
@@ -102,20 +103,11 @@ func (t *telemetry) cycleStarted(cp *CycleProcess, attached bool) {
 	}
 }
 
-// busState records the bus state the cycle reported for every slave when
-// all slaves agree on it (the in-cycle AL status read is the OR of their
-// states, so a single valid state means every slave is in it).
-func (t *telemetry) busState(cp *CycleProcess, state uint8, code uint16) {
-	st := metrics.ALState(state)
-	switch st {
-	case metrics.ALStateInit, metrics.ALStatePreOp, metrics.ALStateBoot, metrics.ALStateSafeOp, metrics.ALStateOp:
-	default:
-		return // mixed: which slave is where needs a per-slave read
-	}
-	for _, s := range cp.info.Slaves {
-		t.reg.SetSlave(metrics.Slave{Position: s.Position, Name: slaveLabel(s), ALState: st, ALStatusCode: code})
-	}
-}
+// setBusModel hands the agent's bus model to the registry: every scrape
+// renders the slave state series (ecagent_slave_up, _al_state,
+// _presence, _data_quality, …) from it, so the metrics say of each slave
+// what /readyz, MQTT and the log say.
+func (t *telemetry) setBusModel(m *busstate.Model) { t.reg.SetBusModel(m) }
 
 // countEvent counts the events of the bus in ecagent_bus_events_total, by
 // kind and slave (-1 for the bus as a whole).
