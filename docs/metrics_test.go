@@ -97,7 +97,7 @@ func agentRegistry(t *testing.T) *metrics.Registry {
 	s := shm.Sample{Cycle: 1, Deadline: 1e9, Wake: 1e9 + 1e4, Send: 1e9 + 2e4, Recv: 1e9 + 3e4, End: 1e9 + 5e4, WKC: 3, ExpectedWKC: 3}
 	reg.Consumer().Observe(&s)
 	reg.Consumer().CloseWindow()
-	reg.SetSlaves([]metrics.Slave{{Position: 0, Name: "EK1100", ALState: metrics.ALStateOp}, {Position: 1, Name: "AKD", ALState: metrics.ALStateOp}})
+	reg.SetSlaves([]metrics.Slave{{Position: 0, Name: "EK1100"}, {Position: 1, Name: "AKD"}})
 	reg.SetSlaveErrorCounters(0, "EK1100", metrics.ESCErrorCounters{})
 	reg.CountEvent("slave-lost", 1, "AKD")
 	reg.CycleProcessStarted(1)
