@@ -20,17 +20,35 @@ const (
 	nativeMinResetDuration = time.Hour
 )
 
+// timingSteps are the 1-2-5 steps from 1 µs to 10 ms of the
+// microsecond-scale timings.
+func timingSteps() []time.Duration {
+	return []time.Duration{
+		1 * time.Microsecond, 2 * time.Microsecond, 5 * time.Microsecond,
+		10 * time.Microsecond, 20 * time.Microsecond, 50 * time.Microsecond,
+		100 * time.Microsecond, 200 * time.Microsecond, 500 * time.Microsecond,
+		1 * time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
+		10 * time.Millisecond,
+	}
+}
+
 // timingBuckets are the classic bucket bounds, in seconds, of the
 // microsecond-scale timings (jitter, wake-up latency, job duration, frame
 // round trip): 1-2-5 steps from 1 µs to 10 ms.
-func timingBuckets() []float64 {
-	return []float64{
-		1e-6, 2e-6, 5e-6,
-		10e-6, 20e-6, 50e-6,
-		100e-6, 200e-6, 500e-6,
-		1e-3, 2e-3, 5e-3,
-		10e-3,
+func timingBuckets() []float64 { return boundsInSeconds(timingSteps()) }
+
+// boundsInSeconds converts durations to bucket bounds in seconds. Each
+// bound is the integer count of nanoseconds divided by 1e9, one correctly
+// rounded division: the float64 nearest the exact decimal, which the
+// exposition prints as that decimal (le="0.0012"). Adding or subtracting
+// seconds as floats instead leaves binary noise
+// (le="0.0012000000000000001").
+func boundsInSeconds(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = float64(d.Nanoseconds()) / 1e9
 	}
+	return out
 }
 
 // dcBuckets are the classic bucket bounds, in seconds, of the absolute
@@ -59,21 +77,20 @@ func loadBuckets() []float64 {
 // times the target for cycles that skipped deadlines. Bounds at or below
 // zero are left out.
 func periodBuckets(target time.Duration) []float64 {
-	t := target.Seconds()
-	steps := timingBuckets()
-	bounds := make([]float64, 0, 2*len(steps)+4)
+	steps := timingSteps()
+	bounds := make([]time.Duration, 0, 2*len(steps)+4)
 	for _, d := range steps {
-		if b := t - d; b > 0 {
+		if b := target - d; b > 0 {
 			bounds = append(bounds, b)
 		}
 	}
-	bounds = append(bounds, t)
+	bounds = append(bounds, target)
 	for _, d := range steps {
-		if d < t { // the multiples of the target take over from here
-			bounds = append(bounds, t+d)
+		if d < target { // the multiples of the target take over from here
+			bounds = append(bounds, target+d)
 		}
 	}
-	bounds = append(bounds, 2*t, 3*t, 5*t)
+	bounds = append(bounds, 2*target, 3*target, 5*target)
 	slices.Sort(bounds)
-	return slices.Compact(bounds)
+	return boundsInSeconds(slices.Compact(bounds))
 }
