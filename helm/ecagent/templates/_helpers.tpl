@@ -78,6 +78,7 @@ The agent's configuration file: .Values.config with the keys the chart
 manages. The node name comes from the environment (ECAGENT_HOST).
 */}}
 {{- define "ecagent.config" -}}
+{{- include "ecagent.checkConfigDurations" . }}
 {{- $config := deepCopy .Values.config }}
 {{- $metrics := default (dict) $config.metrics }}
 {{- $_ := set $metrics "listen" (printf ":%d" (int .Values.containerPort)) }}
