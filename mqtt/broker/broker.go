@@ -16,6 +16,7 @@ import (
 // Broker is a running embedded broker.
 type Broker struct {
 	srv  *mochi.Server
+	tcp  *connListener
 	addr string
 }
 
@@ -32,7 +33,7 @@ func Start(addr string, log *slog.Logger) (*Broker, error) {
 	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
 		return nil, fmt.Errorf("embedded MQTT broker: %w", err)
 	}
-	tcp := listeners.NewTCP(listeners.Config{ID: "tcp", Address: addr})
+	tcp := newConnListener(listeners.NewTCP(listeners.Config{ID: "tcp", Address: addr}))
 	if err := srv.AddListener(tcp); err != nil {
 		_ = srv.Close()
 		return nil, fmt.Errorf("embedded MQTT broker on %s: %w", addr, err)
@@ -41,7 +42,7 @@ func Start(addr string, log *slog.Logger) (*Broker, error) {
 		_ = srv.Close()
 		return nil, fmt.Errorf("embedded MQTT broker: %w", err)
 	}
-	return &Broker{srv: srv, addr: tcp.Address()}, nil
+	return &Broker{srv: srv, tcp: tcp, addr: tcp.Address()}, nil
 }
 
 // Addr returns the address the broker listens on.
@@ -50,9 +51,14 @@ func (b *Broker) Addr() string { return b.addr }
 // URL returns the broker's URL for a client, tcp://host:port.
 func (b *Broker) URL() string { return "tcp://" + b.addr }
 
-// Close disconnects every client and stops the broker.
+// Close disconnects every client and stops the broker; it returns once
+// the clients' connections are closed. A clean stop logs nothing above
+// debug level.
 func (b *Broker) Close() error {
-	if err := b.srv.Close(); err != nil {
+	b.tcp.beginClose()
+	err := b.srv.Close()
+	b.tcp.wait()
+	if err != nil {
 		return fmt.Errorf("embedded MQTT broker: %w", err)
 	}
 	return nil

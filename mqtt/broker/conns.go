@@ -1,0 +1,97 @@
+package broker
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"syscall"
+
+	"github.com/mochi-mqtt/server/v2/listeners"
+)
+
+// connListener wraps a mochi-mqtt listener to handle the end of each
+// client connection itself. mochi-mqtt's listeners log whatever error a
+// connection ended with at warning level and with an empty message, the
+// server closing every connection on Close included (msg="" error="use
+// of closed network connection"); here a connection the broker's Close
+// or the client's going away ended is logged at debug level, any other
+// error at warning level with a message. Close waits for the handlers of
+// the connections, so nothing is logged after it returns.
+type connListener struct {
+	listeners.Listener
+	log *slog.Logger
+
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when active drops to 0
+	closing bool
+	active  int // connections being handled
+}
+
+func newConnListener(l listeners.Listener) *connListener {
+	c := &connListener{Listener: l, log: slog.New(slog.DiscardHandler)}
+	c.idle = sync.NewCond(&c.mu)
+	return c
+}
+
+// Init implements listeners.Listener; log is the broker's, with the
+// listener's id.
+func (l *connListener) Init(log *slog.Logger) error {
+	l.log = log
+	return l.Listener.Init(log)
+}
+
+// Serve implements listeners.Listener.
+func (l *connListener) Serve(establish listeners.EstablishFn) {
+	l.Listener.Serve(func(id string, c net.Conn) error {
+		l.mu.Lock()
+		if l.closing {
+			l.mu.Unlock()
+			_ = c.Close()
+			return nil
+		}
+		l.active++
+		l.mu.Unlock()
+		err := establish(id, c)
+		l.mu.Lock()
+		closing := l.closing
+		l.active--
+		if l.active == 0 {
+			l.idle.Broadcast()
+		}
+		l.mu.Unlock()
+		switch {
+		case err == nil:
+		case closing || connectionGone(err):
+			l.log.Debug("MQTT client connection closed", "remote", c.RemoteAddr().String(), "error", err)
+		default:
+			l.log.Warn("MQTT client connection failed", "remote", c.RemoteAddr().String(), "error", err)
+		}
+		return nil // logged here, not again by the listener
+	})
+}
+
+// beginClose marks the listener as closing: connections it ends from now
+// on are the broker's doing.
+func (l *connListener) beginClose() {
+	l.mu.Lock()
+	l.closing = true
+	l.mu.Unlock()
+}
+
+// wait returns once no connection is being handled.
+func (l *connListener) wait() {
+	l.mu.Lock()
+	for l.active > 0 {
+		l.idle.Wait()
+	}
+	l.mu.Unlock()
+}
+
+// connectionGone reports whether err is a connection's plain end: the
+// client hung up, or the socket was closed under the reader.
+func connectionGone(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
