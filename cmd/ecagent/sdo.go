@@ -48,13 +48,15 @@ func sdoCommand(ctx context.Context, e *env, args []string) error {
 		usage: "read|write --slave N INDEX:SUB [VALUE] [--type T] [--iface IF]",
 		about: "Read (upload) or write (download) one CoE object of a slave through its mailbox, after " +
 			"scanning the segment and taking every slave to PREOP.",
-		notes: "N is the ring position (the POS column of 'ecagent scan'). INDEX and SUB are decimal or " +
-			"0x hex, e.g. 0x1018:1. VALUE is decimal or 0x hex for the integer types and hex digits " +
-			"(optionally 0x-prefixed, with : or space separators) for bytes; put a negative VALUE " +
-			"after -- . Reads print the value in hex and decimal. Without --iface the built-in " +
-			"simulated segment (--devices) answers.",
+		notes: "N is the ring position (the POS column of 'ecagent scan'). INDEX and SUB are hex, with " +
+			"or without 0x, as the object list of 'ecagent scan' and the vendors' documentation write " +
+			"them: 0x6000:11 and 6000:11 both name sub-index 0x11 (17) of object 0x6000. VALUE is " +
+			"decimal or 0x hex for the integer types and hex digits (optionally 0x-prefixed, with : or " +
+			"space separators) for bytes; put a negative VALUE after -- . Reads print the value in hex " +
+			"and decimal. Without --iface the built-in simulated segment (--devices) answers.",
 		examples: []string{
 			"ecagent sdo read --iface eth1 --slave 2 0x1018:1",
+			"ecagent sdo read --devices EK1100,EL3004 --slave 1 6000:11   # sub-index 0x11: channel 1's value",
 			"ecagent sdo write --iface eth1 --slave 2 --type u16 0x8000:06 0x0001",
 		},
 	})
@@ -146,13 +148,13 @@ func parseSDORequest(args []string, slave int, typ string) (sdoRequest, error) {
 	if !ok {
 		return r, fmt.Errorf("sdo: object %q: want INDEX:SUB", args[1])
 	}
-	i, err := strconv.ParseUint(idx, 0, 16)
+	i, err := parseHex(idx, 16)
 	if err != nil {
-		return r, fmt.Errorf("sdo: index %q: %w", idx, err)
+		return r, fmt.Errorf("sdo: index %q: want hex 0000 to FFFF (0x optional): %w", idx, err)
 	}
-	s, err := strconv.ParseUint(sub, 0, 8)
+	s, err := parseHex(sub, 8)
 	if err != nil {
-		return r, fmt.Errorf("sdo: sub-index %q: %w", sub, err)
+		return r, fmt.Errorf("sdo: sub-index %q: want hex 00 to FF (0x optional): %w", sub, err)
 	}
 	r.index, r.sub = uint16(i), uint8(s)
 	if r.write {
@@ -161,6 +163,20 @@ func parseSDORequest(args []string, slave int, typ string) (sdoRequest, error) {
 		}
 	}
 	return r, nil
+}
+
+// parseHex parses an index or sub-index: hex digits, 0x optional, so that
+// "11" and "0x11" are both 17, as EtherCAT documentation writes them.
+func parseHex(s string, bits int) (uint64, error) {
+	digits := s
+	if len(digits) > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') {
+		digits = digits[2:]
+	}
+	v, err := strconv.ParseUint(digits, 16, bits)
+	if err != nil {
+		return 0, errors.Unwrap(err) // ErrSyntax or ErrRange, without repeating s
+	}
+	return v, nil
 }
 
 // parseSDOValue encodes s as t, little endian as CoE transfers it.

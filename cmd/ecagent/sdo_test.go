@@ -18,6 +18,11 @@ func TestSDOCommandOnSimulatedSegment(t *testing.T) {
 		stderr string // must appear in stderr
 	}{
 		{"vendor id", []string{"read", "--slave", "1", "0x1018:1"}, exitOK, "0x1018:01 = 0x00000002 (2)", ""},
+		// Sub-indexes are hex like the index, with or without 0x:
+		// 0x6000:11 is the EL3004's channel 1 value (0x11), not 0x0B.
+		{"hex sub-index", []string{"read", "--slave", "2", "0x6000:11"}, exitOK, "0x6000:11 = 0x", ""},
+		{"hex without 0x", []string{"read", "--slave", "2", "6000:0x11"}, exitOK, "0x6000:11 = 0x", ""},
+		{"sub-index beyond 0xFF", []string{"read", "--slave", "2", "0x6000:100"}, exitUsage, "", `sub-index "100": want hex`},
 		{"product code as i32", []string{"read", "--slave", "1", "--type", "i32", "0x1018:02"}, exitOK, "= 0x10243052 (270807122)", ""},
 		{"device name", []string{"read", "--slave", "2", "0x1008:0"}, exitOK, `"EL3004 4K. Ana. Eingang -10-+10V"`, ""},
 		{"write code word", []string{"write", "--slave", "2", "--type", "u32", "0xF008:0", "0x12345678"}, exitOK, "written: 0x12345678 (305419896)", ""},
@@ -38,6 +43,44 @@ func TestSDOCommandOnSimulatedSegment(t *testing.T) {
 		code, out, errOut := runCLI(t, ctx, nil, args...)
 		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
 			t.Errorf("%s: ecagent %s: exit %d (want %d)\nstdout: %s\nstderr: %s", c.name, strings.Join(args, " "), code, c.code, out, errOut)
+		}
+	}
+}
+
+func TestParseSDORequestReadsHex(t *testing.T) {
+	cases := []struct {
+		object string
+		index  uint16
+		sub    uint8
+		ok     bool
+	}{
+		{"0x6000:11", 0x6000, 0x11, true},
+		{"6000:11", 0x6000, 0x11, true},
+		{"0x6000:0x11", 0x6000, 0x11, true},
+		{"0X1A00:0A", 0x1A00, 0x0A, true},
+		{"1018:1", 0x1018, 0x01, true},
+		{"0x8000:06", 0x8000, 0x06, true},
+		{"0x6000:FF", 0x6000, 0xFF, true},
+		{"0x6000:100", 0, 0, false},
+		{"0x10000:0", 0, 0, false},
+		{"0x6000:", 0, 0, false},
+		{"0x:1", 0, 0, false},
+		{"0x6000:-1", 0, 0, false},
+		{"0x6000:0x", 0, 0, false},
+	}
+	for _, c := range cases {
+		r, err := parseSDORequest([]string{"read", c.object}, 1, "")
+		switch {
+		case !c.ok && err == nil:
+			t.Errorf("%s: %#04x:%02x, want an error", c.object, r.index, r.sub)
+		case c.ok && (err != nil || r.index != c.index || r.sub != c.sub):
+			t.Errorf("%s: %#04x:%02x, %v; want %#04x:%02x", c.object, r.index, r.sub, err, c.index, c.sub)
+		}
+	}
+	help, _ := helpOf(t, "sdo")
+	for _, want := range []string{"INDEX and SUB are hex", "6000:11"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("sdo --help does not say %q:\n%s", want, help)
 		}
 	}
 }
