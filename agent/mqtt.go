@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt"
@@ -83,7 +85,7 @@ func startMQTT(cfg config.Config, log *slog.Logger, reg *metrics.Registry) (*mqt
 		QoS: byte(mc.QoS), Scheme: scheme, Root: mc.Prefix + "/" + cfg.Site + "/" + cfg.Host,
 		Group: mc.Sparkplug.Group, Node: node, Rules: rules, Scan: mc.Scan, Buffer: mc.Buffer,
 		BufferFile: mc.BufferFile, Timeout: mc.Timeout, ReconnectMin: mc.ReconnectMin, ReconnectMax: mc.ReconnectMax,
-		WritesEnabled: mc.Writes.Enabled, Logger: log,
+		WritesEnabled: mc.Writes.Enabled, Logger: log, StateDir: mqttStateDir(mc),
 	})
 	if err != nil {
 		b.closeBroker()
@@ -98,6 +100,20 @@ func startMQTT(cfg config.Config, log *slog.Logger, reg *metrics.Registry) (*mqt
 	log.Info("MQTT publisher", "broker", url, "scheme", mc.Scheme, "interval", mc.Interval, "onchange", mc.OnChange,
 		"writes", mc.Writes.Enabled)
 	return b, nil
+}
+
+// mqttStateDir is where the publisher keeps its state across restarts
+// (the Sparkplug bdSeq): systemd's StateDirectory= ($STATE_DIRECTORY,
+// /var/lib/ecagent in the unit we ship), else the directory of
+// mqtt.bufferfile, else nowhere (kept in memory).
+func mqttStateDir(mc config.MQTT) string {
+	if d := os.Getenv("STATE_DIRECTORY"); d != "" {
+		return filepath.SplitList(d)[0]
+	}
+	if mc.BufferFile != "" {
+		return filepath.Dir(mc.BufferFile)
+	}
+	return ""
 }
 
 // mqttRules parses the rules of the MQTT section (Validate has checked
@@ -184,6 +200,15 @@ func (b *mqttBridge) attach(cp *CycleProcess) {
 		b.log.Warn("MQTT configuration does not fit the bus", "problem", p)
 	}
 	b.pub.SetBus(model, cp.Segment().Image(), cp.Segment().Commands())
+}
+
+// setBusModel makes the publisher render the bus's state from model (the
+// consumer's, fed with every event before the publisher gets it).
+func (b *mqttBridge) setBusModel(model *busstate.Model) {
+	if b == nil {
+		return
+	}
+	b.pub.SetBusModel(model)
 }
 
 // detach stops reading the segment of the cycle process, before it goes.

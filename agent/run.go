@@ -60,6 +60,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	sd.cycleRunning(cp)
 	defer mq.stop() // before the cycle stops: it reads the cycle's memory
 	c.mqtt = mq
+	mq.setBusModel(c.model) // every message shows the bus as the model does
 	c.otlp = ot
 	mq.attach(cp)
 	window := time.NewTicker(cfg.Metrics.Window)

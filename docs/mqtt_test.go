@@ -439,8 +439,8 @@ func (n normalizer) sparkplugFields(payload []byte) []string {
 	for _, m := range p.Metrics {
 		var f string
 		switch {
-		case slices.Contains(n.signals, m.Name):
-			f = "metrics[].<signal> (name, alias, value)"
+		case slices.Contains(n.signals, m.Name), strings.HasPrefix(m.Name, "Inputs/"), strings.HasPrefix(m.Name, "Outputs/"):
+			f = "metrics[].Inputs|Outputs/<signal> (name, alias, value, engUnit)"
 		case m.Name != "":
 			f = "metrics[]." + m.Name
 		default:

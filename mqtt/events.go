@@ -13,12 +13,14 @@ import (
 // how a cycle event is written as JSON.
 
 // Event publishes an event of the cycle on …/events; the answers to writes
-// are matched to the writes.
+// are matched to the writes. An event that may change what the bus model
+// shows (a slave lost, found, refused, a state, the link) wakes the
+// sampler, which renders the change.
 func (p *Publisher) Event(ev *shm.Event, at time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	switch ev.Kind {
 	case shm.EventCommandDone, shm.EventCommandRejected:
+		p.wmu.Lock()
+		defer p.wmu.Unlock()
 		w, ok := p.pending[ev.Value]
 		if !ok {
 			return // not one of ours
@@ -40,27 +42,28 @@ func (p *Publisher) Event(ev *shm.Event, at time.Time) {
 	case shm.EventInvalid:
 		return
 	}
-	p.eventLocked(at, func(o *jsonObject) { appendShmEvent(o, ev, p.model) })
+	model := p.current.Load()
+	p.eventLocked(at, func(o *jsonObject) { appendShmEvent(o, ev, model) })
+	select {
+	case p.poke <- struct{}{}:
+	default:
+	}
 }
 
-// eventLocked queues one JSON event on …/events.
+// eventLocked queues one JSON event on …/events. Any lock but qmu may be
+// held.
 func (p *Publisher) eventLocked(at time.Time, fill func(o *jsonObject)) {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
 	p.eventSeq++
 	o := beginObject(p.out.buffer())
 	o.int("ts", at.UnixMilli())
 	o.uint("seq", p.eventSeq)
 	fill(&o)
-	p.queueLocked(p.eventsTopic(), o.end(), p.qosEvents(), false, false, at)
+	p.push(message{topic: p.eventsTopic(), payload: o.end(), qos: p.sch.eventsQoS()}, at)
 }
 
 func (p *Publisher) eventsTopic() string { return p.cfg.Root + "/events" }
-
-func (p *Publisher) qosEvents() byte {
-	if p.cfg.Scheme == SchemeSparkplug {
-		return 1
-	}
-	return p.cfg.QoS
-}
 
 // appendShmEvent fills a JSON event from a cycle event. Events about one
 // slave carry its position ("slave") and published name ("slave_name",

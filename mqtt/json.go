@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
+	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/metrics/stats"
 )
@@ -92,16 +94,31 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendProcessData appends the pd payload of device d from the snapshot
-// img: {"ts":…,"seq":…,"cycle":…,"values":{…},"units":{…}}. ts is in
-// milliseconds since the Unix epoch; seq counts the device's pd messages,
-// so a subscriber sees a gap where one was dropped. It allocates only when
-// b lacks capacity.
-func appendProcessData(b []byte, d *Device, img []byte, tsMillis int64, seq, cycle uint64) []byte {
+// pdHeader is what a pd payload says besides the values: when (ts, in
+// milliseconds since the Unix epoch), which message of the device (seq,
+// so a subscriber sees a gap where one was dropped), from which cycle, and
+// the quality of the values, with since when they are stale.
+type pdHeader struct {
+	tsMillis   int64
+	seq, cycle uint64
+	quality    busstate.Quality
+	since      time.Time
+}
+
+// appendProcessData appends the pd payload of device d holding the raw
+// values vals (one per signal):
+// {"ts":…,"seq":…,"cycle":…,"quality":"good","values":{…},"units":{…}}.
+// Stale values carry "stale_since" (milliseconds since the Unix epoch);
+// invalid ones are null. It allocates only when b lacks capacity.
+func appendProcessData(b []byte, d *Device, vals []uint64, h pdHeader) []byte {
 	o := beginObject(b)
-	o.int("ts", tsMillis)
-	o.uint("seq", seq)
-	o.uint("cycle", cycle)
+	o.int("ts", h.tsMillis)
+	o.uint("seq", h.seq)
+	o.uint("cycle", h.cycle)
+	o.string("quality", h.quality.String())
+	if h.quality == busstate.QualityStale {
+		o.int("stale_since", h.since.UnixMilli())
+	}
 	o.key("values")
 	o.b = append(o.b, '{')
 	units := false
@@ -112,7 +129,11 @@ func appendProcessData(b []byte, d *Device, img []byte, tsMillis int64, seq, cyc
 		}
 		o.b = appendJSONString(o.b, s.Name)
 		o.b = append(o.b, ':')
-		o.b = s.AppendJSON(o.b, s.Raw(img))
+		if h.quality == busstate.QualityInvalid {
+			o.b = append(o.b, "null"...)
+		} else {
+			o.b = s.AppendJSON(o.b, vals[i])
+		}
 		units = units || s.Unit != ""
 	}
 	o.b = append(o.b, '}')
@@ -200,18 +221,31 @@ func appendSummary(b []byte, s *stats.Summary, unit float64) []byte {
 
 // metaPayload is the retained …/meta/<slave> message describing a device.
 type metaPayload struct {
-	Slave       string       `json:"slave"`
-	Position    int          `json:"position"`
-	OrderCode   string       `json:"order_code"`
-	Device      string       `json:"device"`
-	VendorID    uint32       `json:"vendor_id"`
-	ProductCode uint32       `json:"product_code"`
-	Revision    uint32       `json:"revision"`
-	Serial      uint32       `json:"serial"`
-	IntervalMS  float64      `json:"interval_ms"`
-	OnChange    bool         `json:"onchange"`
-	Topic       string       `json:"topic"`
-	Signals     []metaSignal `json:"signals"`
+	Slave       string  `json:"slave"`
+	Position    int     `json:"position"`
+	OrderCode   string  `json:"order_code"`
+	Device      string  `json:"device"`
+	VendorID    uint32  `json:"vendor_id"`
+	ProductCode uint32  `json:"product_code"`
+	Revision    uint32  `json:"revision"`
+	Serial      uint32  `json:"serial"`
+	IntervalMS  float64 `json:"interval_ms"`
+	OnChange    bool    `json:"onchange"`
+	Topic       string  `json:"topic"`
+	// State is the slave's state when the meta was published.
+	State   metaState    `json:"state"`
+	Signals []metaSignal `json:"signals"`
+}
+
+// metaState is a slave's state in its meta message, in the words of
+// package busstate.
+type metaState struct {
+	Presence     string `json:"presence"`
+	AL           string `json:"al_state"`
+	ALStatusCode uint16 `json:"al_status_code"`
+	Quality      string `json:"quality"`
+	SinceMS      int64  `json:"since"`
+	Condition    string `json:"condition"`
 }
 
 type metaSignal struct {
@@ -233,11 +267,13 @@ type metaSignal struct {
 	SetTopic  string   `json:"set_topic,omitempty"`
 }
 
-// metaJSON returns the meta payload of device d; pdTopic and setTopic are
-// where its data goes and where writes to its signal go (setTopic
-// without the signal level, "" without writes).
-func metaJSON(d *Device, pdTopic, setTopic string) ([]byte, error) {
+// metaJSON returns the meta payload of device d in state sl; pdTopic and
+// setTopic are where its data goes and where writes to its signal go
+// (setTopic without the signal level, "" without writes).
+func metaJSON(d *Device, sl *busstate.Slave, pdTopic, setTopic string) ([]byte, error) {
 	m := metaPayload{
+		State: metaState{Presence: sl.Presence.String(), AL: sl.AL.String(), ALStatusCode: uint16(sl.ALStatusCode),
+			Quality: sl.Quality.String(), SinceMS: sl.Since.UnixMilli(), Condition: sl.Condition()},
 		Slave: d.Name, Position: d.Slave.Position, OrderCode: d.Slave.OrderCode, Device: d.Slave.DeviceName,
 		VendorID: d.Slave.VendorID, ProductCode: d.Slave.ProductCode, Revision: d.Slave.Revision, Serial: d.Slave.Serial,
 		IntervalMS: float64(d.Interval.Microseconds()) / 1000, OnChange: d.OnChange, Topic: pdTopic,

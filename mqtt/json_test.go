@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/metrics/stats"
 )
@@ -22,7 +23,7 @@ func TestAppendProcessData(t *testing.T) {
 	var got map[string]any
 	check := func(dev string, want map[string]any) {
 		t.Helper()
-		b := appendProcessData(nil, m.Device(dev), img, 1700000000123, 7, 42)
+		b := appendProcessData(nil, m.Device(dev), rawValues(m.Device(dev), img), pdHeader{tsMillis: 1700000000123, seq: 7, cycle: 42, quality: busstate.QualityGood})
 		if err := json.Unmarshal(b, &got); err != nil {
 			t.Fatalf("%s: %v\n%s", dev, err, b)
 		}
@@ -30,9 +31,9 @@ func TestAppendProcessData(t *testing.T) {
 			t.Errorf("%s:\n got %v\nwant %v", dev, got, want)
 		}
 	}
-	check("EL2004-1", map[string]any{"ts": 1700000000123.0, "seq": 7.0, "cycle": 42.0, "values": map[string]any{
+	check("EL2004-1", map[string]any{"ts": 1700000000123.0, "seq": 7.0, "cycle": 42.0, "quality": "good", "values": map[string]any{
 		"channel_1.output": true, "channel_2.output": false, "channel_3.output": true, "channel_4.output": false}})
-	b := appendProcessData(nil, m.Device("EL3204-7"), img, 1, 1, 1)
+	b := appendProcessData(nil, m.Device("EL3204-7"), rawValues(m.Device("EL3204-7"), img), pdHeader{tsMillis: 1, seq: 1, cycle: 1, quality: busstate.QualityGood})
 	var pd struct {
 		Values map[string]any    `json:"values"`
 		Units  map[string]string `json:"units"`
@@ -54,7 +55,10 @@ func TestAppendProcessDataAllocatesNothing(t *testing.T) {
 	img := make([]byte, m.ImageBytes)
 	buf := make([]byte, 0, 4096)
 	d := m.Device("EL3204-7")
-	if n := testing.AllocsPerRun(100, func() { buf = appendProcessData(buf[:0], d, img, 1, 2, 3) }); n != 0 {
+	vals := rawValues(d, img)
+	if n := testing.AllocsPerRun(100, func() {
+		buf = appendProcessData(buf[:0], d, vals, pdHeader{tsMillis: 1, seq: 2, cycle: 3, quality: busstate.QualityStale, since: time.UnixMilli(1)})
+	}); n != 0 {
 		t.Errorf("appendProcessData allocates %v times", n)
 	}
 }
@@ -64,9 +68,10 @@ func BenchmarkAppendProcessData(b *testing.B) {
 	img := make([]byte, m.ImageBytes)
 	buf := make([]byte, 0, 4096)
 	d := m.Device("EL3204-7")
+	vals := rawValues(d, img)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = appendProcessData(buf[:0], d, img, 1, 2, 3)
+		buf = appendProcessData(buf[:0], d, vals, pdHeader{tsMillis: 1, seq: 2, cycle: 3, quality: busstate.QualityStale, since: time.UnixMilli(1)})
 	}
 }
 
@@ -120,7 +125,7 @@ func FuzzAppendJSONString(f *testing.F) {
 
 func TestMetaJSON(t *testing.T) {
 	m := writableModel(t)
-	b, err := metaJSON(m.Device("EL4132-5"), "r/pd/EL4132-5", "r/set/EL4132-5")
+	b, err := metaJSON(m.Device("EL4132-5"), &busstate.Slave{}, "r/pd/EL4132-5", "r/set/EL4132-5")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,4 +139,13 @@ func TestMetaJSON(t *testing.T) {
 		*s.Min != -5 || *s.Max != 5 || s.SetTopic != "r/set/EL4132-5/ao_output_channel_1.analog_output" || s.Scale == nil {
 		t.Errorf("meta: %s", b)
 	}
+}
+
+// rawValues reads d's raw values from the snapshot img, one per signal.
+func rawValues(d *Device, img []byte) []uint64 {
+	vals := make([]uint64, len(d.Signals))
+	for i := range d.Signals {
+		vals[i] = d.Signals[i].Raw(img)
+	}
+	return vals
 }

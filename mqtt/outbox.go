@@ -17,7 +17,31 @@ type message struct {
 	// made is when the message was produced (Unix nanoseconds), for the
 	// publish delay.
 	made int64
+	// kind says what the scheme makes of the message at send time
+	// (scheme.prepare); device names the device a device message is about
+	// ("" for messages of an earlier run, read from the buffer file), and
+	// dev and gen locate it in the bus attached by the gen-th SetBus.
+	kind   msgKind
+	device string
+	dev    int
+	gen    uint64
 }
+
+// msgKind is what a message in the outbox is to its scheme.
+type msgKind uint8
+
+// The message kinds. The zero value is a message sent as it is.
+const (
+	_ msgKind = iota // a plain message
+	// kindData is a device's process data.
+	kindData
+	// kindBirth is a device's birth, rendered when it is sent (so that it
+	// carries the values and state of that moment, and is sent once per
+	// connection); it has no payload until then and is not saved.
+	kindBirth
+	// kindDeath is a device's death.
+	kindDeath
+)
 
 // outbox is the bounded FIFO of messages waiting for the broker. When it
 // is full, pushing drops the oldest message and counts it: a dropped

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/ecagent/ecagent/mqtt/sparkplug"
+	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -67,6 +68,9 @@ type Config struct {
 	Timeout time.Duration
 	// ReconnectMin and ReconnectMax bound the reconnect back-off.
 	ReconnectMin, ReconnectMax time.Duration
+	// StateDir is where the Sparkplug bdSeq is kept across restarts, so
+	// that each NBIRTH pairs with its NDEATH; empty keeps it in memory.
+	StateDir string
 	// WritesEnabled accepts writes (to allowed outputs) at all.
 	WritesEnabled bool
 	// Logger receives the publisher's log; nil discards it.
@@ -111,18 +115,28 @@ type deviceState struct {
 	next      time.Time // when the next periodic publication is due
 	published bool
 	seq       uint64
-	last      []uint64 // raw values last published
+	last      []uint64 // raw values last published: the last good ones
+	cur       []uint64 // raw values of the current snapshot
 	lastF     []float64
 	pdTopic   string // JSON pd topic or Sparkplug DDATA topic
+	// shown is the device's state as last rendered.
+	shown busstate.Slave
 }
 
 // Publisher publishes one bus to one broker. Create it with New, start it
-// with Start, give it the bus with SetBus, and stop it with Close. Its
-// methods are safe for concurrent use.
+// with Start, give it the bus with SetBus (and its state with
+// SetBusModel), and stop it with Close. Its methods are safe for
+// concurrent use.
+//
+// Its locks are narrow: smu guards the bus being sampled, wmu the writes
+// waiting for the cycle's answer, qmu the numbering of events and
+// statistics; the session holds none of them while it talks to the
+// broker, and the outbox has its own.
 type Publisher struct {
 	cfg Config
 	log *slog.Logger
 	out *outbox
+	sch scheme
 
 	published, delivered, reconnects, accepted atomic.Uint64
 	connected                                  atomic.Bool
@@ -131,30 +145,44 @@ type Publisher struct {
 	rejectMu sync.Mutex
 	rejected map[RejectCode]uint64
 
-	mu       sync.Mutex // guards the bus and everything derived from it
-	model    *Model
-	image    ImageSource
+	// current is the published model, for readers that need no snapshot
+	// (writes, events).
+	current atomic.Pointer[Model]
+
+	smu    sync.Mutex // guards the bus being sampled
+	model  *Model
+	image  ImageSource
+	img    []byte
+	states []deviceState
+	gen    uint64          // counts SetBus calls
+	state  *busstate.Model // the bus's state; nil shows every slave present
+	shown  uint64          // the state's version last rendered
+	dv     deviceView      // the sampler's view of the device it renders
+	tick   time.Duration
+
+	wmu      sync.Mutex // guards the writes
 	commands CommandSink
-	img      []byte
-	states   []deviceState
 	pending  map[uint64]pendingWrite
 	cmdSeq   uint64
-	nodeStat []sparkplug.Metric // last window's statistics (Sparkplug)
-	statsSeq uint64             // stats messages so far
-	eventSeq uint64             // events so far
-	tick     time.Duration
-	retick   chan struct{}
-	wake     chan struct{} // wakes the session for a rebirth
+
+	qmu      sync.Mutex // orders the numbered messages with their seq
+	statsSeq uint64     // stats messages so far
+	eventSeq uint64     // events so far
+
+	retick chan struct{}
+	wake   chan struct{} // wakes the session for a rebirth
+	poke   chan struct{} // wakes the sampler for a change of state
 
 	startOnce, closeOnce sync.Once
 	closing              chan struct{}
 	grace                time.Duration // set by Close before closing: how long goodbye may flush
 	samplerDone          chan struct{}
 	sessionDone          chan struct{}
-	bdSeq                uint64
+	bdSeq                *bdSeqStore
 }
 
-// New returns a publisher for cfg. It loads cfg.BufferFile, if any.
+// New returns a publisher for cfg. It loads cfg.BufferFile, if any, and
+// the last bdSeq from cfg.StateDir (Sparkplug).
 func New(cfg Config) (*Publisher, error) {
 	if cfg.Scheme == SchemeInvalid {
 		return nil, errors.New("mqtt: no scheme")
@@ -183,8 +211,20 @@ func New(cfg Config) (*Publisher, error) {
 	p := &Publisher{
 		cfg: cfg, log: log, out: newOutbox(cfg.Buffer),
 		rejected: map[RejectCode]uint64{}, pending: map[uint64]pendingWrite{},
-		retick: make(chan struct{}, 1), wake: make(chan struct{}, 1),
+		retick: make(chan struct{}, 1), wake: make(chan struct{}, 1), poke: make(chan struct{}, 1),
 		closing: make(chan struct{}), samplerDone: make(chan struct{}), sessionDone: make(chan struct{}),
+	}
+	switch cfg.Scheme {
+	case SchemeSparkplug:
+		store, err := openBdSeq(cfg.StateDir, cfg.Group, cfg.Node)
+		if err != nil {
+			return nil, err
+		}
+		p.bdSeq = store
+		p.sch = newSparkplugScheme(p)
+	default:
+		p.bdSeq = &bdSeqStore{}
+		p.sch = &jsonScheme{p: p}
 	}
 	p.tick = p.tickFor(nil)
 	if cfg.BufferFile != "" {
@@ -227,7 +267,10 @@ func (p *Publisher) Close(grace time.Duration) error {
 			p.log.Warn("mqtt: the session did not stop in time")
 		}
 		if p.cfg.BufferFile != "" {
-			err = saveOutbox(p.cfg.BufferFile, p.out.drain())
+			// Births are rendered when sent: the next run's connection
+			// sends its own.
+			ms := slices.DeleteFunc(p.out.drain(), func(m message) bool { return m.kind == kindBirth })
+			err = saveOutbox(p.cfg.BufferFile, ms)
 		}
 	})
 	return err
@@ -248,87 +291,130 @@ func (p *Publisher) Stats() Stats {
 	return s
 }
 
+// SetBusModel gives the publisher the state of the bus: every message
+// then shows each slave's presence, AL state and data quality as state
+// holds them, and changes of it are published within a scan interval.
+// Without one, every slave is shown present in OP with good data. Set it
+// before SetBus, or at any time: the next scan renders the change.
+func (p *Publisher) SetBusModel(state *busstate.Model) {
+	p.smu.Lock()
+	p.state = state
+	p.shown = 0
+	p.tick = p.tickFor(p.model)
+	p.smu.Unlock()
+	p.signalRetick()
+}
+
 // SetBus makes the publisher publish model (see NewModel), reading the
 // process image from image and writing commands to commands (which may
 // be nil: writes are then refused). The retained meta (JSON) or the
 // DBIRTHs (Sparkplug) of the new bus are queued.
 func (p *Publisher) SetBus(model *Model, image ImageSource, commands CommandSink) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.model, p.image, p.commands = model, image, commands
+	p.smu.Lock()
+	p.model, p.image = model, image
+	p.gen++
 	p.img = make([]byte, model.ImageBytes)
 	p.states = make([]deviceState, len(model.Devices))
-	now := time.Now()
-	for i := range model.Devices {
-		d := &model.Devices[i]
-		st := &p.states[i]
-		st.next = now
-		st.last = make([]uint64, len(d.Signals))
-		st.lastF = make([]float64, len(d.Signals))
-		if p.cfg.Scheme == SchemeSparkplug {
-			st.pdTopic = sparkplug.DeviceTopic(p.cfg.Group, sparkplug.DDATA, p.cfg.Node, d.Name)
-		} else {
-			st.pdTopic = p.cfg.Root + "/pd/" + d.Name
-		}
-	}
 	cycle, ok := image.Snapshot(p.img)
 	if !ok {
 		clear(p.img)
 	}
-	if p.cfg.Scheme == SchemeSparkplug {
-		for i := range model.Devices {
-			p.queueLocked(sparkplug.DeviceTopic(p.cfg.Group, sparkplug.DBIRTH, p.cfg.Node, model.Devices[i].Name),
-				p.deviceBirth(p.out.buffer(), &model.Devices[i], now), 0, false, true, now)
+	v := p.viewLocked(time.Now(), cycle)
+	for i := range model.Devices {
+		d := &model.Devices[i]
+		st := &p.states[i]
+		st.next = v.now
+		st.last = make([]uint64, len(d.Signals))
+		st.cur = make([]uint64, len(d.Signals))
+		st.lastF = make([]float64, len(d.Signals))
+		st.pdTopic = p.sch.dataTopic(d)
+		st.shown = p.slaveLocked(d, v.now)
+		for k := range d.Signals {
+			st.last[k] = d.Signals[k].Raw(p.img)
+			st.lastF[k] = d.Signals[k].Float(st.last[k])
 		}
-	} else {
-		for i := range model.Devices {
-			d := &model.Devices[i]
-			b, err := metaJSON(d, p.states[i].pdTopic, p.setTopic(d))
-			if err != nil {
-				p.log.Error("mqtt: meta", "err", err)
-				continue
-			}
-			p.queueLocked(p.cfg.Root+"/meta/"+d.Name, b, 1, true, false, now)
-		}
-		p.eventLocked(now, func(o *jsonObject) {
-			o.string("kind", "bus-attached")
-			o.int("slaves", int64(len(model.Devices)))
-			o.uint("cycle", cycle)
-		})
 	}
+	p.shown = v.version
+	p.current.Store(model)
+	p.wmu.Lock()
+	p.commands = commands
+	p.wmu.Unlock()
+	p.sch.attached(&v.busView)
+	p.eventLocked(v.now, func(o *jsonObject) {
+		o.string("kind", "bus-attached")
+		o.int("slaves", int64(len(model.Devices)))
+		o.uint("cycle", cycle)
+	})
 	p.tick = p.tickFor(model)
-	select {
-	case p.retick <- struct{}{}:
-	default:
-	}
+	p.smu.Unlock()
+	p.signalRetick()
 }
 
 // Detach stops reading the current image and command ring (the cycle
-// process is going away: its memory will be unmapped). Sparkplug devices
-// get their DDEATH.
+// process is going away: its memory will be unmapped). Each device's data
+// is then stale: JSON shows it so, Sparkplug devices get their DDEATH.
 func (p *Publisher) Detach(reason string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.smu.Lock()
 	if p.model == nil {
+		p.smu.Unlock()
 		return
 	}
-	now := time.Now()
-	if p.cfg.Scheme == SchemeSparkplug {
-		for i := range p.model.Devices {
-			var pl sparkplug.Payload
-			pl.Timestamp = uint64(now.UnixMilli())
-			p.queueLocked(sparkplug.DeviceTopic(p.cfg.Group, sparkplug.DDEATH, p.cfg.Node, p.model.Devices[i].Name),
-				sparkplug.AppendPayload(p.out.buffer(), &pl), 0, false, true, now)
+	v := p.viewLocked(time.Now(), 0)
+	v.state.CycleRunning = false
+	for i := range p.states {
+		if st := &p.states[i]; st.shown.Quality == busstate.QualityGood {
+			st.shown.Quality, st.shown.Since = busstate.QualityStale, v.now
 		}
 	}
-	p.eventLocked(now, func(o *jsonObject) {
+	p.sch.detached(&v.busView, reason)
+	p.eventLocked(v.now, func(o *jsonObject) {
 		o.string("kind", "bus-detached")
 		o.string("reason", reason)
 	})
-	p.model, p.image, p.commands = nil, nil, nil
+	p.model, p.image = nil, nil
+	p.current.Store(nil)
+	p.smu.Unlock()
+
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	p.commands = nil
 	for seq, w := range p.pending {
-		p.rejectLocked(now, reject(RejectCycleDown, "the cycle process stopped before applying it: %s", reason), w.slave, w.signal, w.topic)
+		p.rejectLocked(v.now, reject(RejectCycleDown, "the cycle process stopped before applying it: %s", reason), w.slave, w.signal, w.topic)
 		delete(p.pending, seq)
+	}
+}
+
+// snapshotView is a busView with the state version it was taken at.
+type snapshotView struct {
+	busView
+	version uint64
+}
+
+// viewLocked returns the bus as the sampler holds it, with the bus's
+// state read now. smu is held.
+func (p *Publisher) viewLocked(now time.Time, cycle uint64) snapshotView {
+	v := snapshotView{busView: busView{model: p.model, states: p.states, img: p.img, cycle: cycle, gen: p.gen, now: now}}
+	if p.state != nil {
+		v.version = p.state.Version()
+		v.state, v.hasState = p.state.Snapshot(), true
+	}
+	return v
+}
+
+// slaveLocked returns device d's state from the bus model.
+func (p *Publisher) slaveLocked(d *Device, now time.Time) busstate.Slave {
+	if p.state != nil {
+		if s, ok := p.state.Slave(d.Slave.Position); ok {
+			return s
+		}
+	}
+	return presentSlave(d, now)
+}
+
+func (p *Publisher) signalRetick() {
+	select {
+	case p.retick <- struct{}{}:
+	default:
 	}
 }
 
@@ -338,6 +424,9 @@ func (p *Publisher) tickFor(model *Model) time.Duration {
 	t := p.cfg.Rules.Interval
 	if p.cfg.Rules.OnChange || t <= 0 {
 		t = p.cfg.Scan
+	}
+	if p.state != nil {
+		t = min(t, p.cfg.Scan) // changes of state are noticed within a scan
 	}
 	if model == nil {
 		return t
@@ -353,13 +442,8 @@ func (p *Publisher) tickFor(model *Model) time.Duration {
 	return max(t, time.Millisecond)
 }
 
-func (p *Publisher) setTopic(d *Device) string {
-	if p.cfg.Scheme == SchemeSparkplug {
-		return sparkplug.DeviceTopic(p.cfg.Group, sparkplug.DCMD, p.cfg.Node, d.Name)
-	}
-	return p.cfg.Root + "/set/" + d.Name
-}
-
-func (p *Publisher) queueLocked(topic string, payload []byte, qos byte, retain, sp bool, made time.Time) {
-	p.out.push(message{topic: topic, payload: payload, qos: qos, retain: retain, sparkplug: sp, made: made.UnixNano()})
+// push queues m, made at made.
+func (p *Publisher) push(m message, made time.Time) {
+	m.made = made.UnixNano()
+	p.out.push(m)
 }

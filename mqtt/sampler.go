@@ -3,20 +3,21 @@ package mqtt
 import (
 	"time"
 
+	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/mqtt/sparkplug"
 )
 
 // The periodic publications: the sampler, which snapshots the process
-// image and publishes the devices that are due or changed, and the
-// statistics of each metrics window.
+// image, renders the changes of the bus's state and publishes the devices
+// that are due or changed, and the statistics of each metrics window.
 
-// runSampler snapshots the image every tick and queues what is due.
+// runSampler snapshots the image every tick, and when an event may have
+// changed the bus's state, and queues what is due.
 func (p *Publisher) runSampler() {
 	defer close(p.samplerDone)
-	p.mu.Lock()
+	p.smu.Lock()
 	tick := p.tick
-	p.mu.Unlock()
+	p.smu.Unlock()
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -24,21 +25,35 @@ func (p *Publisher) runSampler() {
 		case <-p.closing:
 			return
 		case <-p.retick:
-			p.mu.Lock()
+			p.smu.Lock()
 			tick = p.tick
-			p.mu.Unlock()
+			p.smu.Unlock()
 			t.Reset(tick)
+		case <-p.poke:
+			p.sampleState(time.Now())
 		case now := <-t.C:
 			p.sample(now, tick)
 		}
 	}
 }
 
-// sample takes one snapshot and queues the messages of the devices that
-// are due (their interval passed) or changed (on-change devices).
+// sampleState renders the changes of the bus's state only.
+func (p *Publisher) sampleState(now time.Time) {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	if p.model != nil && p.state != nil && p.state.Version() != p.shown {
+		p.renderStateLocked(now, 0)
+	}
+}
+
+// sample takes one snapshot, renders what changed in the bus's state, and
+// queues the messages of the devices whose data is good and that are due
+// (their interval passed) or changed (on-change devices). A device whose
+// data is not good is published when its state changes only, by the
+// scheme (changed).
 func (p *Publisher) sample(now time.Time, tick time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.smu.Lock()
+	defer p.smu.Unlock()
 	if p.model == nil {
 		return
 	}
@@ -46,16 +61,23 @@ func (p *Publisher) sample(now time.Time, tick time.Duration) {
 	if !ok {
 		return
 	}
+	if p.state != nil && p.state.Version() != p.shown {
+		p.renderStateLocked(now, cycle)
+	}
 	historical := !p.connected.Load()
+	tmpl := p.sch.dataMessage()
 	for i := range p.model.Devices {
 		d := &p.model.Devices[i]
 		st := &p.states[i]
-		if len(d.Signals) == 0 {
-			continue // a coupler: nothing to publish but its meta
+		if len(d.Signals) == 0 || st.shown.Quality != busstate.QualityGood {
+			continue // a coupler (nothing to publish but its meta), or data not fresh
+		}
+		for k := range d.Signals {
+			st.cur[k] = d.Signals[k].Raw(p.img)
 		}
 		due := !st.published || (d.Interval > 0 && now.After(st.next.Add(-tick/2)))
 		if !due && d.OnChange {
-			due = p.changed(d, st)
+			due = changed(d, st)
 		}
 		if !due {
 			continue
@@ -67,29 +89,58 @@ func (p *Publisher) sample(now time.Time, tick time.Duration) {
 			}
 		}
 		for k := range d.Signals {
-			s := &d.Signals[k]
-			raw := s.Raw(p.img)
-			st.last[k], st.lastF[k] = raw, s.Float(raw)
+			st.last[k], st.lastF[k] = st.cur[k], d.Signals[k].Float(st.cur[k])
 		}
 		st.published = true
 		st.seq++
-		b := p.out.buffer()
-		if p.cfg.Scheme == SchemeSparkplug {
-			b = p.deviceData(b, d, now, historical)
-			p.queueLocked(st.pdTopic, b, 0, false, true, now)
-		} else {
-			b = appendProcessData(b, d, p.img, now.UnixMilli(), st.seq, cycle)
-			p.queueLocked(st.pdTopic, b, p.cfg.QoS, false, false, now)
+		// The view is the publisher's, not a local: a scheme is an
+		// interface, and a pointer passed to it would move to the heap.
+		v := &p.dv
+		*v = deviceView{i: i, d: d, st: st, slave: st.shown, vals: st.last, cycle: cycle, gen: p.gen, now: now}
+		m := tmpl
+		m.topic, m.payload, m.device, m.dev, m.gen = st.pdTopic, p.sch.data(p.out.buffer(), v, historical), d.Name, i, p.gen
+		p.push(m, now)
+	}
+}
+
+// renderStateLocked renders what changed in the bus's state since it was
+// last rendered: the bus's, then each device's whose state changed.
+func (p *Publisher) renderStateLocked(now time.Time, cycle uint64) {
+	v := p.viewLocked(now, cycle)
+	p.shown = v.version
+	p.sch.busChanged(&v.busView)
+	for i := range p.model.Devices {
+		d := &p.model.Devices[i]
+		st := &p.states[i]
+		sl, ok := busstate.Slave{}, false
+		for k := range v.state.Slaves {
+			if v.state.Slaves[k].Position == d.Slave.Position {
+				sl, ok = v.state.Slaves[k], true
+				break
+			}
 		}
+		if !ok {
+			sl = presentSlave(d, now)
+		}
+		if sameShown(st.shown, sl) {
+			continue
+		}
+		was := st.shown
+		st.shown = sl
+		if sl.Quality != busstate.QualityGood {
+			st.published = false // the first good sample after this is published at once
+		}
+		dv := v.device(i)
+		p.sch.changed(dv, was)
 	}
 }
 
 // changed reports whether a signal of d moved beyond its deadband since it
 // was last published.
-func (p *Publisher) changed(d *Device, st *deviceState) bool {
+func changed(d *Device, st *deviceState) bool {
 	for k := range d.Signals {
 		s := &d.Signals[k]
-		raw := s.Raw(p.img)
+		raw := st.cur[k]
 		if s.Deadband == 0 {
 			if raw != st.last[k] {
 				return true
@@ -106,22 +157,5 @@ func (p *Publisher) changed(d *Device, st *deviceState) bool {
 // Window publishes the statistics of one metrics window: on …/stats
 // (JSON) or as NDATA (Sparkplug).
 func (p *Publisher) Window(r *metrics.WindowReport, at time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cfg.Scheme == SchemeSparkplug {
-		p.nodeStat = nodeStats(p.nodeStat[:0], r)
-		var pl sparkplug.Payload
-		pl.Timestamp = uint64(at.UnixMilli())
-		b := sparkplug.AppendPayload(p.out.buffer(), &pl)
-		historical := !p.connected.Load()
-		for i := range p.nodeStat {
-			m := p.nodeStat[i]
-			m.Name, m.HasAlias, m.Alias, m.Historical = "", true, nodeStatAlias(i), historical
-			b = sparkplug.AppendMetric(b, &m)
-		}
-		p.queueLocked(sparkplug.NodeTopic(p.cfg.Group, sparkplug.NDATA, p.cfg.Node), b, 0, false, true, at)
-		return
-	}
-	p.statsSeq++
-	p.queueLocked(p.cfg.Root+"/stats", appendStats(p.out.buffer(), r, at.UnixMilli(), p.statsSeq), p.cfg.QoS, false, false, at)
+	p.sch.window(r, at)
 }

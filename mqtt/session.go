@@ -3,7 +3,6 @@ package mqtt
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
@@ -93,12 +92,12 @@ func (p *Publisher) connect() (paho.Client, chan error, error) {
 	if p.cfg.TLS != nil {
 		opts.SetTLSConfig(p.cfg.TLS)
 	}
-	if p.cfg.Scheme == SchemeSparkplug {
-		p.bdSeq = (p.bdSeq + 1) % 256
-		opts.SetBinaryWill(sparkplug.NodeTopic(p.cfg.Group, sparkplug.NDEATH, p.cfg.Node), nodeDeath(p.bdSeq), 1, false)
-	} else {
-		opts.SetWill(p.statusTopic(), "offline", 1, true)
+	bdSeq, err := p.bdSeq.next()
+	if err != nil {
+		p.log.Warn("mqtt: the bdSeq is not kept for the next run", "err", err)
 	}
+	will := p.sch.will(bdSeq)
+	opts.SetBinaryWill(will.topic, will.payload, will.qos, will.retain)
 	lost := make(chan error, 1)
 	opts.SetConnectionLostHandler(func(_ paho.Client, err error) {
 		select {
@@ -117,8 +116,6 @@ func (p *Publisher) connect() (paho.Client, chan error, error) {
 	}
 	return c, lost, nil
 }
-
-func (p *Publisher) statusTopic() string { return p.cfg.Root + "/status" }
 
 // flights is the FIFO of messages in flight, a fixed ring so that the
 // steady flow allocates nothing.
@@ -181,6 +178,10 @@ func (p *Publisher) serve(c paho.Client, lost chan error) (err error) {
 			m, ok := p.out.pop()
 			if !ok {
 				break
+			}
+			if !p.sch.prepare(&m) {
+				p.out.recycle(m.payload)
+				continue
 			}
 			inflight.push(flight{m: m, tok: p.send(c, m, &seq), sent: time.Now()})
 		}
@@ -267,55 +268,28 @@ func (p *Publisher) publishNow(c paho.Client, topic string, qos byte, retain boo
 	return nil
 }
 
-// announce publishes what a new connection (or a rebirth) starts with:
-// status online and every slave's meta (JSON), or NBIRTH and the DBIRTHs
-// with seq from 0 (Sparkplug).
+// announce publishes what a new connection (or a rebirth) starts with —
+// the scheme says what: status and meta (JSON), NBIRTH and the DBIRTHs
+// (Sparkplug) — with seq from 0 for the messages that carry one.
 func (p *Publisher) announce(c paho.Client, seq *uint64) error {
-	now := time.Now()
-	type msg struct {
-		topic   string
-		payload []byte
-		qos     byte
-		retain  bool
-	}
-	var ms []msg
-	p.mu.Lock()
+	p.smu.Lock()
+	var v *busView
 	if p.model != nil {
-		if _, ok := p.image.Snapshot(p.img); !ok {
+		cycle, ok := p.image.Snapshot(p.img)
+		if !ok {
 			clear(p.img)
 		}
+		sv := p.viewLocked(time.Now(), cycle)
+		v = &sv.busView
 	}
-	if p.cfg.Scheme == SchemeSparkplug {
-		*seq = 0
-		ms = append(ms, msg{topic: sparkplug.NodeTopic(p.cfg.Group, sparkplug.NBIRTH, p.cfg.Node),
-			payload: nodeBirth(nil, p.bdSeq, p.nodeStat, now)})
-		if p.model != nil {
-			for i := range p.model.Devices {
-				d := &p.model.Devices[i]
-				ms = append(ms, msg{topic: sparkplug.DeviceTopic(p.cfg.Group, sparkplug.DBIRTH, p.cfg.Node, d.Name),
-					payload: p.deviceBirth(nil, d, now)})
-			}
-		}
-		for i := range ms {
-			ms[i].payload = sparkplug.AppendSeq(ms[i].payload, *seq)
+	ms := p.sch.announce(nil, v, p.bdSeq.current())
+	p.smu.Unlock()
+	*seq = 0
+	for _, m := range ms {
+		if m.sparkplug {
+			m.payload = sparkplug.AppendSeq(m.payload, *seq)
 			*seq = (*seq + 1) % 256
 		}
-	} else {
-		ms = append(ms, msg{topic: p.statusTopic(), payload: []byte("online"), qos: 1, retain: true})
-		if p.model != nil {
-			for i := range p.model.Devices {
-				d := &p.model.Devices[i]
-				b, err := metaJSON(d, p.states[i].pdTopic, p.setTopic(d))
-				if err != nil {
-					p.mu.Unlock()
-					return err
-				}
-				ms = append(ms, msg{topic: p.cfg.Root + "/meta/" + d.Name, payload: b, qos: 1, retain: true})
-			}
-		}
-	}
-	p.mu.Unlock()
-	for _, m := range ms {
 		if err := p.publishNow(c, m.topic, m.qos, m.retain, m.payload); err != nil {
 			return err
 		}
@@ -323,17 +297,10 @@ func (p *Publisher) announce(c paho.Client, seq *uint64) error {
 	return nil
 }
 
-// subscribe subscribes to the command topics: writes (always, so that
-// refused writes are answered) and, for Sparkplug, the node commands.
+// subscribe subscribes to the scheme's command topics (writes always, so
+// that refused writes are answered).
 func (p *Publisher) subscribe(c paho.Client) error {
-	subs := map[string]byte{}
-	if p.cfg.Scheme == SchemeSparkplug {
-		subs[sparkplug.NodeTopic(p.cfg.Group, sparkplug.NCMD, p.cfg.Node)] = 0
-		subs[sparkplug.DeviceTopic(p.cfg.Group, sparkplug.DCMD, p.cfg.Node, "+")] = 0
-	} else {
-		subs[p.cfg.Root+"/set/#"] = 1
-	}
-	tok := c.SubscribeMultiple(subs, func(_ paho.Client, m paho.Message) { p.command(m.Topic(), m.Payload()) })
+	tok := c.SubscribeMultiple(p.sch.subscriptions(), func(_ paho.Client, m paho.Message) { p.command(m.Topic(), m.Payload()) })
 	if !tok.WaitTimeout(p.cfg.Timeout) {
 		return fmt.Errorf("subscribe: no answer within %v", p.cfg.Timeout)
 	}
@@ -341,82 +308,6 @@ func (p *Publisher) subscribe(c paho.Client) error {
 		return fmt.Errorf("subscribe: %w", err)
 	}
 	return nil
-}
-
-// command dispatches a message on a command topic. It runs on the MQTT
-// client's goroutine and must not block.
-func (p *Publisher) command(topic string, payload []byte) {
-	if p.cfg.Scheme != SchemeSparkplug {
-		if strings.HasPrefix(topic, p.cfg.Root+"/set/") {
-			p.handleJSONWrite(topic, payload)
-		}
-		return
-	}
-	t, ok := sparkplug.ParseTopic(topic)
-	if !ok || t.Group != p.cfg.Group || t.Node != p.cfg.Node {
-		return
-	}
-	var pl sparkplug.Payload
-	err := sparkplug.DecodePayload(payload, &pl)
-	switch t.Type {
-	case sparkplug.NCMD:
-		if err != nil {
-			p.log.Warn("mqtt: malformed NCMD", "err", err)
-			return
-		}
-		for _, m := range pl.Metrics {
-			if m.Name == sparkplug.MetricRebirth && m.DataType == sparkplug.Boolean && m.Bool {
-				p.log.Info("mqtt: rebirth requested")
-				p.rebirth.Store(true)
-				select {
-				case p.wake <- struct{}{}:
-				default:
-				}
-			}
-		}
-	case sparkplug.DCMD:
-		if err == nil && len(pl.Metrics) > maxDCMDMetrics {
-			err = fmt.Errorf("DCMD with %d metrics; at most %d per message", len(pl.Metrics), maxDCMDMetrics)
-		}
-		if err != nil {
-			p.mu.Lock()
-			p.rejectLocked(time.Now(), reject(RejectMalformed, "%v", err), t.Device, "", topic)
-			p.mu.Unlock()
-			return
-		}
-		for i := range pl.Metrics {
-			m := &pl.Metrics[i]
-			name := m.Name
-			if name == "" && m.HasAlias {
-				name = p.signalByAlias(t.Device, m.Alias)
-			}
-			p.write(t.Device, name, topic, func(s *Signal) (float64, uint64, error) {
-				return checkValue(metricValue(m), s)
-			})
-		}
-	}
-}
-
-// maxDCMDMetrics bounds the writes one DCMD may carry: each is answered
-// with an event, so an unbounded message could flood the outbox.
-const maxDCMDMetrics = 64
-
-// signalByAlias returns the name of device's signal with alias a, "" if
-// none.
-func (p *Publisher) signalByAlias(device string, a uint64) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.model == nil {
-		return ""
-	}
-	if d := p.model.Device(device); d != nil {
-		for _, s := range d.Signals {
-			if s.Alias == a {
-				return s.Name
-			}
-		}
-	}
-	return ""
 }
 
 // goodbye ends a connection on Close: it tries to deliver what is
@@ -431,16 +322,21 @@ func (p *Publisher) goodbye(c paho.Client, inflight *flights, seq *uint64) {
 		if !ok {
 			break
 		}
+		if !p.sch.prepare(&m) {
+			p.out.recycle(m.payload)
+			continue
+		}
 		inflight.push(flight{m: m, tok: p.send(c, m, seq), sent: time.Now()})
 		err = p.flushInflight(inflight)
 	}
 	p.out.requeue(inflight.messages())
 	if err == nil {
-		if p.cfg.Scheme == SchemeSparkplug {
-			_ = p.publishNow(c, sparkplug.NodeTopic(p.cfg.Group, sparkplug.NDEATH, p.cfg.Node), 1, false, nodeDeath(p.bdSeq))
-		} else {
-			_ = p.publishNow(c, p.statusTopic(), 1, true, []byte("offline"))
-		}
+		m := p.sch.goodbye(p.bdSeq.current())
+		_ = p.publishNow(c, m.topic, m.qos, m.retain, m.payload)
 	}
 	c.Disconnect(250)
 }
+
+// command dispatches a message on a command topic to the scheme. It runs
+// on the MQTT client's goroutine and must not block.
+func (p *Publisher) command(topic string, payload []byte) { p.sch.command(topic, payload) }

@@ -19,7 +19,9 @@ type pendingWrite struct {
 	topic         string
 }
 
-// rejectLocked counts a refused write and answers it on …/events.
+// rejectLocked counts a refused write and answers it on …/events, and on
+// the scheme's own topics (Sparkplug: NDATA). Any lock but qmu may be
+// held.
 func (p *Publisher) rejectLocked(at time.Time, re *RejectError, slave, signal, topic string) {
 	p.rejectMu.Lock()
 	p.rejected[re.Code]++
@@ -33,23 +35,25 @@ func (p *Publisher) rejectLocked(at time.Time, re *RejectError, slave, signal, t
 		o.string("signal", signal)
 		o.string("topic", topic)
 	})
+	p.sch.refused(re, slave, signal, topic, at)
 }
 
 // write validates one write (value as decoded from the payload) and hands
 // it to the cycle; a refusal is answered on …/events.
 func (p *Publisher) write(slave, signal, topic string, value func(*Signal) (float64, uint64, error)) {
 	now := time.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
 	if !p.cfg.WritesEnabled {
 		p.rejectLocked(now, reject(RejectDisabled, "writes from MQTT are disabled (mqtt.writes.enabled is false)"), slave, signal, topic)
 		return
 	}
-	if p.model == nil {
+	model := p.current.Load()
+	if model == nil {
 		p.rejectLocked(now, reject(RejectCycleDown, "the cycle process is not running"), slave, signal, topic)
 		return
 	}
-	d := p.model.Device(slave)
+	d := model.Device(slave)
 	if d == nil {
 		p.rejectLocked(now, reject(RejectUnknown, "no slave %q", slave), slave, signal, topic)
 		return
@@ -129,10 +133,14 @@ func (p *Publisher) resetDriveLocked(now time.Time, d *Device, slave, topic stri
 func (p *Publisher) handleJSONWrite(topic string, payload []byte) {
 	slave, signal, ok := commandTarget(topic[len(p.cfg.Root)+len("/set/"):])
 	if !ok {
-		p.mu.Lock()
+		p.wmu.Lock()
 		p.rejectLocked(time.Now(), reject(RejectUnknown, "want %s/set/<slave>/<signal>", p.cfg.Root), "", "", topic)
-		p.mu.Unlock()
+		p.wmu.Unlock()
 		return
 	}
 	p.write(slave, signal, topic, func(s *Signal) (float64, uint64, error) { return ParseCommandValue(payload, s) })
 }
+
+// maxDCMDMetrics bounds the writes one DCMD may carry: each is answered
+// with an event, so an unbounded message could flood the outbox.
+const maxDCMDMetrics = 64
