@@ -17,6 +17,9 @@
 // Exit codes: 0 success, 1 runtime failure (link, bus, I/O), 2 usage or
 // configuration error, 3 the segment is not as configured (slave count,
 // a slave refusing a state), 130 interrupted before the work was done.
+// `ecagent run` has no end of its own: SIGINT (Ctrl-C) stops it with 130,
+// SIGTERM, how systemd and Kubernetes stop a service, with 0 (a clean
+// stop, not a failure of the unit).
 package main
 
 import (
@@ -76,18 +79,61 @@ func commands() []command {
 	}
 }
 
-func main() {
+func main() { os.Exit(mainCode(os.Args[1:])) }
+
+// mainCode runs the command line args as main does and returns the exit
+// code; the tests' stand-in binary runs it too.
+func mainCode(args []string) int {
 	ctx, stop := context.Background(), func() {}
 	// The cycle process takes SIGTERM/SIGINT itself, on a channel: the
 	// signal context's cancellation allocates, and would do so while the
 	// cycle still runs.
-	if len(os.Args) < 2 || os.Args[1] != "cycle" {
-		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	if len(args) < 1 || args[0] != "cycle" {
+		ctx, stop = signalContext(ctx, os.Interrupt, syscall.SIGTERM)
 	}
-	code := dispatch(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ()}, os.Args[1:])
+	code := dispatch(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ()}, args)
 	stop()
-	os.Exit(code)
+	return code
 }
+
+// stopSignal is the cause (context.Cause) of the cancellation of main's
+// context: the signal that asked the command to stop.
+type stopSignal struct{ sig os.Signal }
+
+func (s stopSignal) Error() string { return s.sig.String() + " signal received" }
+
+// signalContext returns a copy of parent that the first of sigs cancels,
+// with that signal as a stopSignal cause, so that a command can tell an
+// interrupt from a termination. Until stop, later signals are ignored
+// rather than killing the process.
+func signalContext(parent context.Context, sigs ...os.Signal) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			cancel(stopSignal{s})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// interruptedBy reports whether ctx was cancelled by signal sig.
+func interruptedBy(ctx context.Context, sig os.Signal) bool {
+	var s stopSignal
+	return errors.As(context.Cause(ctx), &s) && s.sig == sig
+}
+
+// errInterrupted is returned by a command that stopped cleanly on SIGINT;
+// it exits with exitInterrupted and prints nothing.
+var errInterrupted = errors.New("interrupted")
 
 // dispatch runs the subcommand named by args[0] and maps its error to an
 // exit code.
@@ -122,7 +168,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Run 'ecagent COMMAND --help' for the flags of a command, 'ecagent config schema' for")
 	fmt.Fprintln(w, "every configuration key (docs/configuration.md).")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,")
-	fmt.Fprintln(w, "3 segment not as configured, 130 interrupted.")
+	fmt.Fprintln(w, "3 segment not as configured, 130 interrupted (run: SIGINT; SIGTERM stops it with 0).")
 }
 
 // usageError marks errors in the command line or configuration.
@@ -137,6 +183,9 @@ func exitCode(ctx context.Context, e *env, err error) int {
 	}
 	if errors.Is(err, pflag.ErrHelp) {
 		return exitOK
+	}
+	if err == errInterrupted {
+		return exitInterrupted
 	}
 	fmt.Fprintf(e.stderr, "ecagent: %v\n", err)
 	var ue usageError

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
@@ -58,6 +59,14 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 	v, rev, _ := buildVersion()
 	if err := agent.Run(ctx, cfg, log, e.stdout, agent.Build{Version: v, Revision: rev}); err != nil {
 		return fmt.Errorf("run: %w", err)
+	}
+	// A clean stop: on SIGINT (Ctrl-C) the run was interrupted, which
+	// exits 130 as documented (and as bench does); on SIGTERM it is how a
+	// service manager stops the agent, which must exit 0: the systemd unit
+	// (deploy/systemd/ecagent.service) sets no SuccessExitStatus, so 143
+	// would mark every `systemctl stop` a failure.
+	if interruptedBy(ctx, os.Interrupt) {
+		return errInterrupted
 	}
 	return nil
 }

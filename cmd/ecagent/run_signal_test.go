@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// `ecagent run` stopped by SIGINT (Ctrl-C) exits 130, the documented code
+// for an interrupt; stopped by SIGTERM, as systemd and Kubernetes stop a
+// service, it exits 0: the unit counts anything else as a failure.
+func TestRunExitCodeOnSignals(t *testing.T) {
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, exitInterrupted}, {syscall.SIGTERM, exitOK}} {
+		t.Run(c.sig.String(), func(t *testing.T) {
+			shmPath := fmt.Sprintf("/dev/shm/ecagent-cmdtest-%d-%d.shm", os.Getpid(), int(c.sig))
+			cmd := exec.Command(os.Args[0], "run", "--status.interval", "100ms", "--metrics.listen", "",
+				"--cycle.shm", shmPath, "--log.level", "warn")
+			cmd.Env = append(os.Environ(), "ECAGENT_TEST_MAIN=1")
+			var stderr syncBuffer
+			cmd.Stderr = &stderr
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			// The first status line: the agent runs in cyclic operation.
+			lines := bufio.NewScanner(stdout)
+			if !lines.Scan() || !strings.Contains(lines.Text(), " OP ") {
+				t.Fatalf("no status line in OP: %q\n%s", lines.Text(), stderr.String())
+			}
+			go func() {
+				for lines.Scan() { // keep the pipe drained until the agent exits
+				}
+			}()
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			err = cmd.Wait()
+			code := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				code = exit.ExitCode() // -1 when a signal killed it
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != c.code {
+				t.Errorf("exit %d on %v, want %d\n%s", code, c.sig, c.code, stderr.String())
+			}
+			if _, err := os.Stat(shmPath); err == nil {
+				t.Errorf("segment %s left behind", shmPath)
+			}
+		})
+	}
+}
