@@ -144,7 +144,7 @@ func TestQueriesReadExportedSeries(t *testing.T) {
 }
 
 // TestDashboardsShape checks what importing needs: a UID, the datasource,
-// site and host variables, and every panel (and every query) reading the
+// site, line and host variables, and every panel (and every query) reading the
 // data source the datasource variable selects.
 func TestDashboardsShape(t *testing.T) {
 	for file, b := range committed(t) {
@@ -168,8 +168,8 @@ func TestDashboardsShape(t *testing.T) {
 		for _, v := range d.Templating.List {
 			vars = append(vars, v.Name)
 		}
-		if !slices.Equal(vars, []string{"datasource", "site", "host"}) {
-			t.Errorf("%s: variables %v, want datasource, site, host", file, vars)
+		if !slices.Equal(vars, []string{"datasource", "site", "line", "host"}) {
+			t.Errorf("%s: variables %v, want datasource, site, line, host", file, vars)
 		}
 		// The only data source named anywhere is the variable.
 		if n, m := bytes.Count(b, []byte(`"datasource": {`)), bytes.Count(b, []byte(`"uid": "${datasource}"`)); n != m || n == 0 {
@@ -189,6 +189,10 @@ func TestQueriesFindsEveryTarget(t *testing.T) {
 	  "templating": {"list": [
 	    {"type": "datasource", "name": "datasource", "query": "prometheus"},
 	    {"type": "query", "name": "host", "query": "label_values(ecagent_build_info{site=~\"$site\"}, host)"}
+	  ]},
+	  "annotations": {"list": [
+	    {"name": "Annotations & Alerts", "builtIn": 1},
+	    {"name": "events", "expr": "increase(e_total[1m]) > 0"}
 	  ]}
 	}`)
 	qs, err := Queries(doc)
@@ -198,6 +202,7 @@ func TestQueriesFindsEveryTarget(t *testing.T) {
 	want := []Query{
 		{"panel a", "up"}, {"panel b", "x"}, {"panel b", "y"},
 		{"variable host", `ecagent_build_info{site=~"$site"}`},
+		{"annotation events", "increase(e_total[1m]) > 0"},
 	}
 	if !slices.Equal(qs, want) {
 		t.Errorf("Queries = %v, want %v", qs, want)

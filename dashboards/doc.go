@@ -3,22 +3,36 @@
 //
 // Two dashboards:
 //
-//   - Fleet overview (uid ecagent-fleet): variables datasource, site and
-//     host; stat panels for the fleet (drives in fault and the worst DC
-//     time difference among them); a table of hosts with p99 and exact
-//     maximum jitter, cycle and host CPU load, lost frames/s, WKC errors/s,
-//     slaves not in OP and failed real-time checks over the dashboard's
-//     time range; the worst hosts by p99 jitter; each host's p99 relative
-//     to one week earlier.
+//   - Fleet overview (uid ecagent-fleet): variables datasource, site, line
+//     and host; stat panels for the fleet (agents reporting and agents that
+//     stopped reporting, cycle processes down, slaves not in OP and slaves
+//     not answering, drives in fault, the worst p99 jitter as a share of
+//     its host's cycle period, the worst DC time difference); a table of
+//     hosts — every host that reported in the time range, one that stopped
+//     marked STOPPED instead of dropping out — with p99 and exact maximum
+//     jitter (in seconds and as a share of the cycle period, coloured by
+//     the share so one threshold fits every period), cycle and host CPU
+//     load, lost frames/s, WKC errors/s, slaves not in OP, slaves not
+//     answering and failed real-time checks; the worst hosts by p99 jitter
+//     relative to their period; each host's p99 relative to one week
+//     earlier.
 //   - Host detail (uid ecagent-host): jitter and wake-up latency heatmaps
 //     from the native histograms (classic-bucket heatmaps in a collapsed
-//     row), the cycle period's min/max band with the exact window maximum,
-//     job time and CPU load, frame round trip, bus errors and the slave
-//     state timeline; a distributed-clocks row (on/off, reference clock,
-//     SYNC0/SYNC1 settings, DC time difference and controller error); a
-//     drives row (CiA 402 state timeline, drives in fault with their error
-//     codes, faults and CoE emergencies per second, last emergency codes);
-//     MQTT delivery, and every real-time check.
+//     row), the jitter quantiles against the budget (10 % of the cycle
+//     period), the cycle period's min/max band with the exact window
+//     maximum, job time and CPU load, frame round trip, bus errors, the
+//     slave state timeline (AL state while a slave answers, +ERR with the
+//     error bit, lost or refused while it does not — never the green of
+//     its last OP), the quality of each slave's process data and how long
+//     it has been stale; a distributed-clocks row (on/off, reference
+//     clock, SYNC0/SYNC1 settings, DC time difference and controller
+//     error); a drives row (CiA 402 state timeline, drives in fault with
+//     their error codes, faults and CoE emergencies per second, last
+//     emergency codes); MQTT delivery, and every real-time check.
+//
+// Both mark the bus's events (ecagent_bus_events_total: slaves lost,
+// found, refused, AL errors, bus alarms, link changes, cycle process
+// crashes) as annotations on every time series panel.
 //
 // Every query reads only series the agent exports (no recording rules), so
 // the dashboards work without deploy/prometheus loaded; histogram queries

@@ -43,27 +43,33 @@ func FleetOverview() (dashboard.Dashboard, error) {
 			AsDropdown(true).IncludeVars(true).KeepTime(true)).
 		WithVariable(datasourceVariable()).
 		WithVariable(labelVariable("site", "Site", "", true)).
-		WithVariable(labelVariable("host", "Host", `{site=~"$site"}`, true)).
+		WithVariable(labelVariable("line", "Line", `{site=~"$site"}`, true)).
+		WithVariable(labelVariable("host", "Host", `{site=~"$site", line=~"$line"}`, true)).
+		Annotation(busEventAnnotation(sel)).
 		WithRow(dashboard.NewRowBuilder("Fleet now")).
 		WithPanel(fleetStat("Agents", "Agents reporting (ecagent_build_info).",
-			fmt.Sprintf("count(%s)", series("ecagent_build_info", sel)), nil)).
+			fmt.Sprintf("count(%s)", series("ecagent_build_info", sel)), nil).Span(2)).
+		WithPanel(fleetStat("Agents not reporting", "Agents that reported in the dashboard's time range and do not now (the scrape fails: the agent or its host is down, or unreachable). They stay listed in the hosts table, marked stopped.",
+			fmt.Sprintf("count(%s) or vector(0)", silentAgents(sel)), thresholds(1, 1)).Span(2)).
 		WithPanel(fleetStat("Cycle processes down", "Agents whose real-time cycle process is not running.",
-			fmt.Sprintf("count(%s == 0) or vector(0)", series("ecagent_cycle_process_up", sel)), thresholds(1, 1))).
-		WithPanel(fleetStat("Slaves not in OP", "Slaves of all selected hosts in an AL state other than OP.",
-			fmt.Sprintf("count(%s != 8) or vector(0)", series("ecagent_slave_al_state", sel)), thresholds(1, 1))).
+			fmt.Sprintf("count(%s == 0) or vector(0)", series("ecagent_cycle_process_up", sel)), thresholds(1, 1)).Span(2)).
+		WithPanel(fleetStat("Slaves not in OP", "Slaves of all selected hosts that are not in OP without an error: lost, refused (another device at their position), or answering in another state or with the AL error bit set.",
+			fmt.Sprintf("count(%s) or vector(0)", notOperational(sel)), thresholds(1, 1)).Span(2)).
+		WithPanel(fleetStat("Slaves not answering", "Slaves of all selected hosts that do not answer: lost, or another device answers at their position.",
+			fmt.Sprintf("count(%s == 0) or vector(0)", series("ecagent_slave_up", sel)), thresholds(1, 1)).Span(2)).
 		WithPanel(fleetStat("Failed RT checks", "Host real-time checks that fail now, summed over the selected hosts.",
-			fmt.Sprintf("sum(%s) or vector(0)", series("ecagent_rt_check", sel, `status="fail"`)), thresholds(1, 1))).
+			fmt.Sprintf("sum(%s) or vector(0)", series("ecagent_rt_check", sel, `status="fail"`)), thresholds(1, 1)).Span(2)).
 		WithPanel(fleetStat("Lost frames/s", "Cyclic frames lost per second, all selected hosts.",
 			fmt.Sprintf("sum(rate(%s[%s])) or vector(0)", series("ecagent_lost_frames_total", sel), rateInterval), thresholds(1e-9, 1)).
-			Unit(unitPerSec)).
-		WithPanel(fleetStat("Worst p99 jitter", "The largest p99 cycle jitter of any selected host over the dashboard's time range.",
-			fmt.Sprintf("max(%s)", quantile(0.99, "ecagent_cycle_jitter_seconds", sel, byHost, dashRange)), nil).
-			Unit(unitSeconds)).
+			Unit(unitPerSec).Span(4)).
+		WithPanel(fleetStat("Worst p99 jitter", "The largest p99 cycle jitter of any selected host over the dashboard's time range, as a share of that host's cycle period: orange from 5 %, red from 10 % (the default jitter budget of the alert rules).",
+			fmt.Sprintf("max(%s)", perPeriod(quantile(0.99, "ecagent_cycle_jitter_seconds", sel, byHost, dashRange), sel)), thresholds(0.05, 0.1)).
+			Unit(unitRatio).Span(4)).
 		WithPanel(fleetStat("Drives in fault", "CiA 402 drives of all selected hosts that are in fault now.",
-			fmt.Sprintf("count(%s != 0) or vector(0)", series("ecagent_drive_error_code", sel)), thresholds(1, 1))).
+			fmt.Sprintf("count(%s != 0) or vector(0)", series("ecagent_drive_error_code", sel)), thresholds(1, 1)).Span(2)).
 		WithPanel(fleetStat("Worst p99 DC difference", "The largest p99 distributed-clock system time difference of any selected host over the dashboard's time range; EtherCAT keeps it under 1 µs.",
 			fmt.Sprintf("max(%s)", quantile(0.99, "ecagent_dc_time_difference_seconds", sel, byHost, dashRange)), thresholds(500e-9, 1e-6)).
-			Unit(unitSeconds)).
+			Unit(unitSeconds).Span(2)).
 		WithRow(dashboard.NewRowBuilder("Hosts")).
 		WithPanel(hostsTable(sel)).
 		WithRow(dashboard.NewRowBuilder("Jitter")).
@@ -100,7 +106,23 @@ func fleetStat(title, description, expr string, th *dashboard.ThresholdsConfigBu
 // site, line and host.
 type hostColumn struct {
 	ref, name, unit, expr string
-	orange, red           float64 // thresholds; 0 leaves the column uncoloured
+	orange, red           float64                  // thresholds; 0 leaves the column uncoloured
+	mapping               []dashboard.ValueMapping // value texts and colours, if any
+}
+
+// silentAgents selects the agents that reported in the dashboard's time
+// range and are not reporting now: once a scrape fails, Prometheus marks
+// the agent's series stale, so the heartbeat ecagent_build_info is gone
+// from an instant query but still in the range.
+func silentAgents(sel string) string {
+	info := series("ecagent_build_info", sel)
+	return fmt.Sprintf("group by (%s) (max_over_time(%s[%s]))\nunless\ngroup by (%s) (%s)", byHost, info, dashRange, byHost, info)
+}
+
+// reporting maps the hosts table's agent column: 1 reporting now, 0 it
+// reported in the time range and stopped.
+func reporting() []dashboard.ValueMapping {
+	return valueText([3]string{"1", "reporting", "green"}, [3]string{"0", "STOPPED", "red"})
 }
 
 // hostsTable is one row per host with the figures over the dashboard's
@@ -108,10 +130,18 @@ type hostColumn struct {
 func hostsTable(sel string) *table.PanelBuilder {
 	jitter := "ecagent_cycle_jitter_seconds"
 	columns := []hostColumn{
-		{ref: "A", name: "p99 jitter", unit: unitSeconds, orange: 50e-6, red: 100e-6,
+		{ref: "J", name: "agent", unit: "none", mapping: reporting(),
+			expr: fmt.Sprintf("group by (%s) (%s)\nor\n0 * group by (%s) (max_over_time(%s[%s]))", byHost, series("ecagent_build_info", sel), byHost, series("ecagent_build_info", sel), dashRange)},
+		{ref: "K", name: "cycle period", unit: unitSeconds,
+			expr: fmt.Sprintf("max by (%s) (max_over_time(%s[%s]))", byHost, series("ecagent_cycle_target_seconds", sel), dashRange)},
+		{ref: "A", name: "p99 jitter", unit: unitSeconds,
 			expr: quantile(0.99, jitter, sel, byHost, dashRange)},
-		{ref: "B", name: "max jitter", unit: unitSeconds, orange: 100e-6, red: 250e-6,
+		{ref: "L", name: "p99 jitter / period", unit: unitRatio, orange: 0.05, red: 0.1,
+			expr: perPeriod(quantile(0.99, jitter, sel, byHost, dashRange), sel)},
+		{ref: "B", name: "max jitter", unit: unitSeconds,
 			expr: fmt.Sprintf("max by (%s) (max_over_time(%s[%s]))", byHost, series("ecagent_cycle_jitter_window_seconds", sel, `stat="max"`), dashRange)},
+		{ref: "M", name: "max jitter / period", unit: unitRatio, orange: 0.25, red: 0.5,
+			expr: perPeriod(fmt.Sprintf("max by (%s) (max_over_time(%s[%s]))", byHost, series("ecagent_cycle_jitter_window_seconds", sel, `stat="max"`), dashRange), sel)},
 		{ref: "C", name: "p99 vs week before", unit: "none", orange: 1.2, red: 1.5,
 			expr: fmt.Sprintf("(%s)\n/\n(%s)", quantile(0.99, jitter, sel, byHost, dashRange), quantileOffset(0.99, jitter, sel, byHost, dashRange, "1w"))},
 		{ref: "D", name: "cycle CPU load max", unit: unitRatio, orange: 0.5, red: 0.8,
@@ -123,7 +153,9 @@ func hostsTable(sel string) *table.PanelBuilder {
 		{ref: "G", name: "WKC errors/s", unit: unitPerSec, orange: 1e-9, red: 0.01,
 			expr: fmt.Sprintf("sum by (%s) (rate(%s[%s]))", byHost, series("ecagent_wkc_errors_total", sel), dashRange)},
 		{ref: "H", name: "slaves not in OP", unit: unitCount, orange: 1, red: 1,
-			expr: fmt.Sprintf("count by (%s) (%s != 8)\nor\n0 * max by (%s) (%s)", byHost, series("ecagent_slave_al_state", sel), byHost, series("ecagent_bus_slaves", sel))},
+			expr: fmt.Sprintf("count by (%s) %s\nor\n0 * max by (%s) (%s)", byHost, notOperational(sel), byHost, series("ecagent_bus_slaves", sel))},
+		{ref: "N", name: "slaves not answering", unit: unitCount, orange: 1, red: 1,
+			expr: fmt.Sprintf("count by (%s) (%s == 0)\nor\n0 * max by (%s) (%s)", byHost, series("ecagent_slave_up", sel), byHost, series("ecagent_bus_slaves", sel))},
 		{ref: "I", name: "failed RT checks", unit: unitCount, orange: 1, red: 1,
 			expr: fmt.Sprintf("sum by (%s) (%s)", byHost, series("ecagent_rt_check", sel, `status="fail"`))},
 	}
@@ -131,20 +163,25 @@ func hostsTable(sel string) *table.PanelBuilder {
 	order := map[string]any{"site": 0, "line": 1, "host": 2}
 	t := table.NewPanelBuilder().
 		Title("Hosts").
-		Description("One row per host over the dashboard's time range (p99 from the histogram, max from the exact window statistics, week comparison over the same range one week earlier); slaves and checks are as of now. Click a host for its detail.").
+		Description("One row per host that reported in the dashboard's time range, also one that stopped (agent STOPPED): p99 from the histogram, max from the exact window statistics, each also as a share of the host's cycle period (coloured: the same threshold fits every period), week comparison over the same range one week earlier; slaves and checks are as of now. Click a host for its detail.").
 		Datasource(datasource()).
 		Height(12).Span(24).
 		CellHeight(common.TableCellHeightSm).
 		SortBy([]cog.Builder[common.TableSortByFieldState]{common.NewTableSortByFieldStateBuilder().DisplayName("p99 jitter").Desc(true)}).
 		OverrideByName("host", []dashboard.DynamicConfigValue{{Id: "links", Value: []map[string]any{{
 			"title": "Host detail",
-			"url":   "/d/" + HostUID + "?var-datasource=${datasource}&var-site=${__data.fields.site}&var-host=${__data.fields.host}&${__url_time_range}",
+			"url":   "/d/" + HostUID + "?var-datasource=${datasource}&var-site=${__data.fields.site}&var-line=${__data.fields.line}&var-host=${__data.fields.host}&${__url_time_range}",
 		}}}})
 	for i, c := range columns {
 		t = t.WithTarget(tableQuery(c.ref, c.expr))
 		rename["Value #"+c.ref] = c.name
 		order["Value #"+c.ref] = 3 + i
 		props := []dashboard.DynamicConfigValue{{Id: "unit", Value: c.unit}}
+		if c.mapping != nil {
+			props = append(props,
+				dashboard.DynamicConfigValue{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background", "mode": "basic"}},
+				dashboard.DynamicConfigValue{Id: "mappings", Value: c.mapping})
+		}
 		if c.red > 0 {
 			props = append(props,
 				dashboard.DynamicConfigValue{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background", "mode": "basic"}},
@@ -168,15 +205,15 @@ func hostsTable(sel string) *table.PanelBuilder {
 // worstHosts ranks the hosts by p99 jitter over the dashboard's range.
 func worstHosts(sel string) *bargauge.PanelBuilder {
 	return bargauge.NewPanelBuilder().
-		Title(fmt.Sprintf("Worst %d hosts by p99 jitter", worstN)).
-		Description("Hosts with the largest p99 cycle jitter over the dashboard's time range.").
+		Title(fmt.Sprintf("Worst %d hosts by p99 jitter relative to their cycle period", worstN)).
+		Description("Hosts with the largest p99 cycle jitter over the dashboard's time range, as a share of each host's cycle period (so a 125 µs and a 4 ms cycle rank on the same scale): orange from 5 %, red from 10 %, the default jitter budget of the alert rules.").
 		Datasource(datasource()).
-		WithTarget(query(fmt.Sprintf("topk(%d,\n%s\n)", worstN, quantile(0.99, "ecagent_cycle_jitter_seconds", sel, byHost, dashRange)), "{{site}} / {{host}}").Instant()).
-		Unit(unitSeconds).
+		WithTarget(query(fmt.Sprintf("topk(%d,\n%s\n)", worstN, perPeriod(quantile(0.99, "ecagent_cycle_jitter_seconds", sel, byHost, dashRange), sel)), "{{site}} / {{line}} / {{host}}").Instant()).
+		Unit(unitRatio).
 		Orientation(common.VizOrientationHorizontal).
 		DisplayMode(common.BarGaugeDisplayModeGradient).
 		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
-		Thresholds(thresholds(50e-6, 100e-6)).
+		Thresholds(thresholds(0.05, 0.1)).
 		Min(0).
 		Height(10).Span(12)
 }
@@ -187,7 +224,7 @@ func weekOverWeek(sel string) *timeseries.PanelBuilder {
 	jitter := "ecagent_cycle_jitter_seconds"
 	expr := fmt.Sprintf("(%s)\n/\n(%s)", quantile(0.99, jitter, sel, byHost, "1h"), quantileOffset(0.99, jitter, sel, byHost, "1h", "1w"))
 	return timeSeries("p99 jitter relative to one week earlier", "none",
-		"Each host's p99 cycle jitter over the last hour divided by the same hour one week earlier. 1 means unchanged; EcagentJitterP99Regressed fires above 1.5 (and 20 µs worse).").
+		"Each host's p99 cycle jitter over the last hour divided by the same hour one week earlier. 1 means unchanged; EcagentJitterP99Regressed fires above 1.5 (and 2 % of the cycle period worse).").
 		WithTarget(query(expr, "{{host}}")).
 		Thresholds(thresholds(1.2, 1.5)).
 		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).

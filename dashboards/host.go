@@ -70,7 +70,9 @@ func HostDetail() (dashboard.Dashboard, error) {
 			AsDropdown(true).IncludeVars(true).KeepTime(true)).
 		WithVariable(datasourceVariable()).
 		WithVariable(labelVariable("site", "Site", "", false)).
-		WithVariable(labelVariable("host", "Host", `{site="$site"}`, false)).
+		WithVariable(labelVariable("line", "Line", `{site="$site"}`, false)).
+		WithVariable(labelVariable("host", "Host", `{site="$site", line="$line"}`, false)).
+		Annotation(busEventAnnotation(sel)).
 		WithRow(dashboard.NewRowBuilder("Now")).
 		WithPanel(hostStat("Cycle period", "Configured (target) cycle period.", series("ecagent_cycle_target_seconds", sel), unitSeconds)).
 		WithPanel(hostStat("p99 jitter", "p99 of |period − target| in the last closed window (exact).", series(jitter.window, sel, `stat="p99"`), unitSeconds)).
@@ -88,7 +90,12 @@ func HostDetail() (dashboard.Dashboard, error) {
 		WithPanel(heatmapPanel(jitter.title+" (native histogram)", jitter.unit,
 			"Distribution of "+jitter.what+" per time step, from the native histogram. Without native histograms in Prometheus, use the classic-bucket heatmaps at the bottom.",
 			query(heatmapNative(jitter.histogram, sel), "")).Height(9).Span(12)).
-		WithPanel(quantilePanel(jitter, sel).Height(9).Span(12)).
+		WithPanel(quantilePanel(jitter, sel).
+			WithTarget(query("0.1 * "+series("ecagent_cycle_target_seconds", sel), "budget (10 % of the period)")).
+			OverrideByName("budget (10 % of the period)", []dashboard.DynamicConfigValue{
+				{Id: "custom.lineStyle", Value: map[string]any{"fill": "dash", "dash": []int{10, 10}}},
+				{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "orange"}},
+			}).Height(9).Span(12)).
 		WithPanel(heatmapPanel(wakeup.title+" (native histogram)", wakeup.unit,
 			"Distribution of "+wakeup.what+" per time step, from the native histogram. Growing wake-up latency points at the scheduler or power management.",
 			query(heatmapNative(wakeup.histogram, sel), "")).Height(9).Span(12)).
@@ -102,6 +109,8 @@ func HostDetail() (dashboard.Dashboard, error) {
 		WithPanel(busErrors(sel).Height(8).Span(12)).
 		WithPanel(slaveStates(sel).Height(8).Span(16)).
 		WithPanel(alStatusCodes(sel).Height(8).Span(8)).
+		WithPanel(slaveData(sel).Height(8).Span(16)).
+		WithPanel(staleSlaves(sel).Height(8).Span(8)).
 		WithPanel(escErrors(sel).Height(8).Span(12)).
 		WithPanel(busEvents(sel).Height(8).Span(12)).
 		WithRow(dashboard.NewRowBuilder("Distributed clocks")).
@@ -238,17 +247,54 @@ func escErrors(sel string) *timeseries.PanelBuilder {
 		Min(0)
 }
 
-// slaveStates is the AL state of each slave over time.
+// slaveStates is the state of each slave over time: its AL state while it
+// answers, lost or refused while it does not.
 func slaveStates(sel string) *statetimeline.PanelBuilder {
 	return statetimeline.NewPanelBuilder().
 		Title("Slave states").
-		Description("EtherCAT AL state of each slave; ecagent_slave_al_status_code says why a slave left OP.").
+		Description("EtherCAT AL state of each slave while it answers (+ERR with the AL status error bit set; the table beside says why), lost while it does not answer, refused while another device answers at its position.").
 		Datasource(datasource()).
-		WithTarget(query(series("ecagent_slave_al_state", sel), "{{position}} {{name}}")).
-		Mappings(alStates()).
+		WithTarget(query(slaveState(sel), "{{position}} {{name}}")).
+		Mappings(slaveStateNames()).
 		ShowValue(common.VisibilityModeAuto).
 		MergeValues(true).
 		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false))
+}
+
+// slaveData is the quality of each slave's process data over time. The
+// state set ecagent_slave_data_quality{quality} becomes one code per
+// slave: 1 good, 2 stale, 3 invalid.
+func slaveData(sel string) *statetimeline.PanelBuilder {
+	var terms []string
+	for i, q := range []string{"good", "stale", "invalid"} {
+		terms = append(terms, fmt.Sprintf("%d * sum by (position, name) (%s)", i+1, series("ecagent_slave_data_quality", sel, `quality="`+q+`"`)))
+	}
+	return statetimeline.NewPanelBuilder().
+		Title("Slave process data").
+		Description("Quality of each slave's process data: good while it is exchanged every cycle; stale while the values are the last ones received (the slave is lost or out of SAFEOP/OP, the cycle or the link is down, a bus alarm is raised); invalid when there are none to show (another device at its position).").
+		Datasource(datasource()).
+		WithTarget(query(strings.Join(terms, "\n+ "), "{{position}} {{name}}")).
+		Mappings(dataQualities()).
+		ShowValue(common.VisibilityModeNever).
+		MergeValues(true).
+		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false))
+}
+
+// staleSlaves lists the slaves whose process data is not good and for how
+// long.
+func staleSlaves(sel string) *table.PanelBuilder {
+	return table.NewPanelBuilder().
+		Title("Slaves without good data").
+		Description("Slaves whose process data is stale or invalid now, and for how long (ecagent_slave_data_quality_since_timestamp_seconds).").
+		Datasource(datasource()).
+		WithTarget(tableQuery("A", fmt.Sprintf("time() - %s\nand on (%s)\n(%s == 0)",
+			series("ecagent_slave_data_quality_since_timestamp_seconds", sel), bySlave, series("ecagent_slave_data_quality", sel, `quality="good"`)))).
+		OverrideByName("Value", []dashboard.DynamicConfigValue{{Id: "unit", Value: unitSeconds}}).
+		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+			"excludeByName": map[string]any{"Time": true, "__name__": true, "site": true, "line": true, "host": true, "job": true, "instance": true},
+			"renameByName":  map[string]any{"Value": "for"},
+		}}).
+		NoValue("every slave's data is good")
 }
 
 // alStatusCodes lists the slaves that report an AL status code.

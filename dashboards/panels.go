@@ -1,6 +1,8 @@
 package dashboards
 
 import (
+	"fmt"
+
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
@@ -114,15 +116,55 @@ func valueText(pairs ...[3]string) []dashboard.ValueMapping {
 	return []dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{Type: dashboard.MappingTypeValueToText, Options: options}}}
 }
 
-// alStates maps ecagent_slave_al_state values.
-func alStates() []dashboard.ValueMapping {
+// slaveStateNames maps the codes of slaveState: the AL states, the same
+// with the error bit (+16), and the slaves that do not answer.
+func slaveStateNames() []dashboard.ValueMapping {
 	return valueText(
+		[3]string{"-2", "refused (another device)", "dark-red"},
+		[3]string{"-1", "lost", "red"},
+		[3]string{"0", "no state", "red"},
 		[3]string{"1", "INIT", "red"},
 		[3]string{"2", "PREOP", "orange"},
 		[3]string{"3", "BOOT", "purple"},
 		[3]string{"4", "SAFEOP", "yellow"},
 		[3]string{"8", "OP", "green"},
+		[3]string{"17", "INIT+ERR", "red"},
+		[3]string{"18", "PREOP+ERR", "red"},
+		[3]string{"19", "BOOT+ERR", "red"},
+		[3]string{"20", "SAFEOP+ERR", "red"},
+		[3]string{"24", "OP+ERR", "orange"},
 	)
+}
+
+// dataQualities maps the data quality code the host detail computes from
+// the state set ecagent_slave_data_quality (1 good, 2 stale, 3 invalid).
+func dataQualities() []dashboard.ValueMapping {
+	return valueText(
+		[3]string{"1", "good", "green"},
+		[3]string{"2", "stale", "orange"},
+		[3]string{"3", "invalid", "red"},
+	)
+}
+
+// busEventAnnotation marks every event of the bus (a slave lost, found,
+// refused, an AL error, the bus alarm, the link, the cycle process dying)
+// on every time series panel: an increase of ecagent_bus_events_total, or
+// a series that appeared (the counter of a kind is created by its first
+// event, which an increase alone would miss).
+func busEventAnnotation(sel string) *dashboard.AnnotationQueryBuilder {
+	events := series("ecagent_bus_events_total", sel)
+	expr := fmt.Sprintf("sum by (%s, kind, position, name) (\n  increase(%s[1m]) > 0\n  or\n  (%s unless %s offset 1m)\n)",
+		byHost, events, events, events)
+	return dashboard.NewAnnotationQueryBuilder().
+		Name("Bus events").
+		Datasource(datasource()).
+		Enable(true).
+		IconColor("red").
+		Expr(expr).
+		Step("1m").
+		TitleFormat("{{kind}}").
+		TextFormat("{{host}}: {{kind}} at slave {{position}} ({{name}})").
+		TagKeys("kind,host")
 }
 
 // driveStateNames maps ecagent_drive_state values (the CiA 402 states,

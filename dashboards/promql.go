@@ -5,13 +5,41 @@ import (
 	"strings"
 )
 
-// Label selectors of the dashboard variables. The fleet overview's site and
-// host are multi-valued (regular expressions); the host detail's are single
-// values.
+// Label selectors of the dashboard variables. The fleet overview's site,
+// line and host are multi-valued (regular expressions); the host detail's
+// are single values.
 const (
-	fleetSelector = `site=~"$site", host=~"$host"`
-	hostSelector  = `site="$site", host="$host"`
+	fleetSelector = `site=~"$site", line=~"$line", host=~"$host"`
+	hostSelector  = `site="$site", line="$line", host="$host"`
 )
+
+// bySlave is the grouping that keeps a slave's identity.
+const bySlave = "site, line, host, position, name"
+
+// slaveState is the code the slave state timelines show for each slave:
+// its AL state (1 INIT … 8 OP) plus 16 with the error bit set (20 is
+// SAFEOP+ERR), -1 while it is lost and -2 while another device answers in
+// its place (both with AL state 0: a slave that does not answer has no
+// state), so a dead device is red, never the green of its last OP.
+func slaveState(sel string) string {
+	return fmt.Sprintf("max by (%s) (%s + 16 * %s)\n- on (%s)\nsum by (%s) (%s + ignoring (presence) 2 * %s)",
+		bySlave, series("ecagent_slave_al_state", sel), series("ecagent_slave_al_error", sel),
+		bySlave, bySlave, series("ecagent_slave_presence", sel, `presence="lost"`),
+		series("ecagent_slave_presence", sel, `presence="refused"`))
+}
+
+// notOperational selects the slaves not in OP without an error: lost and
+// refused ones read AL state 0, so they are among them.
+func notOperational(sel string) string {
+	return fmt.Sprintf("(%s != 8 or (%s and %s == 1))",
+		series("ecagent_slave_al_state", sel), series("ecagent_slave_al_state", sel), series("ecagent_slave_al_error", sel))
+}
+
+// perPeriod divides a per-host figure in seconds by the host's configured
+// cycle period, so that one threshold fits a 125 µs and a 4 ms cycle.
+func perPeriod(expr, sel string) string {
+	return fmt.Sprintf("(%s)\n/ on (%s)\nmax by (%s) (%s)", expr, byHost, byHost, series("ecagent_cycle_target_seconds", sel))
+}
 
 // Grafana's range variables as they appear in queries.
 const (

@@ -19,7 +19,13 @@ type Query struct {
 
 // dashboardJSON is the part of a Grafana dashboard that holds queries.
 type dashboardJSON struct {
-	Panels     []panelJSON `json:"panels"`
+	Panels      []panelJSON `json:"panels"`
+	Annotations struct {
+		List []struct {
+			Name string `json:"name"`
+			Expr string `json:"expr"`
+		} `json:"list"`
+	} `json:"annotations"`
 	Templating struct {
 		List []struct {
 			Type  string `json:"type"`
@@ -43,9 +49,10 @@ type panelJSON struct {
 var labelValues = regexp.MustCompile(`^\s*label_values\((.*),\s*[a-zA-Z_][a-zA-Z0-9_]*\s*\)\s*$`)
 
 // Queries lists every Prometheus query of a Grafana dashboard's JSON: the
-// targets of every panel (those of collapsed rows too) and the query
-// variables (for label_values(selector, label), the selector). A target
-// without an expression is an error: Grafana would show an empty panel.
+// targets of every panel (those of collapsed rows too), the query
+// variables (for label_values(selector, label), the selector) and the
+// annotation queries that have an expression. A target without an
+// expression is an error: Grafana would show an empty panel.
 func Queries(dashboard []byte) ([]Query, error) {
 	var d dashboardJSON
 	if err := json.Unmarshal(dashboard, &d); err != nil {
@@ -82,6 +89,11 @@ func Queries(dashboard []byte) ([]Query, error) {
 			q = m[1]
 		}
 		out = append(out, Query{Where: "variable " + v.Name, Expr: q})
+	}
+	for _, a := range d.Annotations.List {
+		if strings.TrimSpace(a.Expr) != "" {
+			out = append(out, Query{Where: "annotation " + a.Name, Expr: a.Expr})
+		}
 	}
 	return out, nil
 }
