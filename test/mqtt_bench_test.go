@@ -102,6 +102,7 @@ func BenchmarkMQTTReference128(b *testing.B) {
 		b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds())/1000, "delay-p99-ms")
 		b.ReportMetric(mallocs/delivered, "agent-allocs/msg")
 		b.ReportMetric(m1["ecagent_mqtt_messages_dropped_total"], "dropped")
+		b.ReportMetric(100*(m1["process_cpu_seconds_total"]-m0["process_cpu_seconds_total"])/elapsed.Seconds(), "agent-cpu-%")
 	}
 }
 
