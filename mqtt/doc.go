@@ -12,8 +12,9 @@
 // The JSON scheme (default) publishes under <root> = <prefix>/<site>/<host>:
 //
 //	<root>/status            "online" / "offline" (retained; "offline" is the last will)
-//	<root>/meta/<slave>      the slave's signals: name, type, unit, direction, scaling (retained)
-//	<root>/pd/<slave>        {"ts":…,"seq":…,"cycle":…,"values":{…},"units":{…}}
+//	<root>/state             the bus: ready, why not, summary (retained)
+//	<root>/meta/<slave>      the slave's signals and state (presence, AL state, quality) (retained)
+//	<root>/pd/<slave>        {"ts":…,"seq":…,"cycle":…,"quality":"good","values":{…},"units":{…}}
 //	<root>/stats             the statistics of each metrics window
 //	<root>/events            bus state changes, AL status codes, CoE emergencies, drive states and faults, write results
 //	<root>/set/<slave>/<signal>   writes (subscribed; refused unless enabled);
@@ -32,11 +33,20 @@
 // Every pd, stats and events payload carries "seq", counting the messages
 // of its topic from 1: a gap is a message dropped from the full outbox.
 //
+// Every output renders the bus's state from one busstate.Model
+// (SetBusModel): a slave's data that is not good is published when its
+// quality changes only, marked "stale" (with "stale_since") or "invalid",
+// with the last good values. The schemes are implementations of one
+// internal interface (scheme.go) over the same sampling, outbox and
+// session.
+//
 // The Sparkplug B scheme publishes NBIRTH/NDATA/NDEATH for the agent (the
 // edge node; NDATA carries the window statistics) and DBIRTH/DDATA/DDEATH
 // for each slave (a device), with metric aliases after the births, seq
 // 0–255 per connection and bdSeq in NBIRTH and in the NDEATH will; it
-// answers "Node Control/Rebirth" and takes writes as DCMD. Events are
+// answers "Node Control/Rebirth" and takes writes as DCMD. A device is
+// born while its slave answers: DDEATH when it is lost or refused, a fresh
+// DBIRTH before its first DDATA when it is back. Events are
 // published on the JSON events topic in both schemes.
 //
 // # Delivery
