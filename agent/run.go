@@ -53,6 +53,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 		return err
 	}
 	c := newConsumer(cfg, cp, log, tel)
+	tel.setBusModel(c.model) // every scrape shows the bus as the model does
 	defer func() { c.cp.stop(log, cfg.Bus.StateTimeout+2*time.Second) }()
 	sd := newServiceNotifier(log) // systemd Type=notify (agent/systemd.go)
 	defer sd.close()
