@@ -12,11 +12,14 @@
 // wake-up latency (wake − deadline), job time (end − wake) and its CPU load
 // (job time / target), frame round trip; lost frames, WKC errors, overruns
 // and skipped deadlines; the real-time settings the host applied or
-// refused; the cycle-time distribution in five equal-width bins between
-// the shortest and the longest cycle with counts and percentages, and the
-// interval target ± h holding 95 % of cycles (the way IgH EtherCAT master
-// write-ups publish it); and the wake-up latency in 1 µs bins, as
-// cyclictest's histogram. WriteText prints it for people.
+// refused; the cycle-time distribution in bins of jitter whose edges grow
+// in 1-2-5 steps either side of the target, from about the median
+// |jitter| out to the shortest and the longest cycle, with counts and
+// percentages (equal-width bins between the extremes would put all but a
+// stall's cycle in the first), and the interval target ± h holding 95 %
+// of cycles (the way IgH EtherCAT master write-ups publish it); and the
+// wake-up latency in 1 µs bins, as cyclictest's histogram. WriteText
+// prints it for people.
 //
 // Percentiles are nearest-rank over every cycle (exact) up to
 // MaxExactValues cycles per quantity, from a uniform sample beyond.

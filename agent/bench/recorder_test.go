@@ -114,14 +114,18 @@ func TestRecorderTimings(t *testing.T) {
 	if rep.WakeupWholeMicrosAvg != 30 {
 		t.Errorf("truncated wake avg %v, want 30", rep.WakeupWholeMicrosAvg)
 	}
-	// Bins of 990..1030 µs, width 8 µs: 990, 990 | — | 1020 | — | 1030.
-	wantBins := []int{2, 0, 0, 1, 1}
+	// Jitter -10, -10, +20, +30 µs; median |jitter| 10 µs: bins ±10 µs,
+	// [+10, +20), [+20, +50) µs.
+	wantBins := []int{2, 0, 2}
+	if len(rep.Jitter.Bins) != len(wantBins) {
+		t.Fatalf("bins %+v, want %d", rep.Jitter.Bins, len(wantBins))
+	}
 	for i, b := range rep.Jitter.Bins {
 		if b.Count != wantBins[i] {
 			t.Errorf("bin %d [%v, %v] holds %d, want %d", i, b.Lower, b.Upper, b.Count, wantBins[i])
 		}
 	}
-	if b := rep.Jitter.Bins[0]; b.Lower != float64(ms-10*us1) || b.Upper != float64(ms-2*us1) || b.Percent != 50 {
+	if b := rep.Jitter.Bins[0]; b.Lower != float64(ms-10*us1) || b.Upper != float64(ms+10*us1) || b.Percent != 50 {
 		t.Errorf("first bin %+v", b)
 	}
 	h := rep.WakeupHistogram

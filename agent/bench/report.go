@@ -9,10 +9,6 @@ import (
 	"github.com/ecagent/ecagent/metrics/stats"
 )
 
-// JitterBins is the number of equal-width bins of the jitter distribution,
-// as IgH EtherCAT master write-ups publish it.
-const JitterBins = 5
-
 // IntervalFraction is the share of cycles the reported symmetric interval
 // around the target holds.
 const IntervalFraction = 0.95
@@ -108,8 +104,9 @@ type Jitter struct {
 	// Interval is the narrowest interval around the target holding
 	// IntervalFraction of the cycle times.
 	Interval Interval `json:"interval"`
-	// Bins is the cycle-time distribution in JitterBins equal-width bins
-	// between the shortest and the longest cycle.
+	// Bins is the cycle-time distribution in bins of jitter whose edges
+	// grow in 1-2-5 steps away from the target, from about the median
+	// |jitter| (see jitterBins), from the shortest to the longest cycle.
 	Bins []Bin `json:"bins"`
 }
 
@@ -122,9 +119,8 @@ type Interval struct {
 	Fraction  float64 `json:"fraction"`
 }
 
-// Bin is one bin of the cycle-time distribution: Lower ≤ period < Upper
-// (the last bin includes its upper edge), in nanoseconds of cycle time;
-// subtract the target for jitter.
+// Bin is one bin of the cycle-time distribution: Lower ≤ period < Upper,
+// in nanoseconds of cycle time; subtract the target for jitter.
 type Bin struct {
 	Lower   float64 `json:"lower_ns"`
 	Upper   float64 `json:"upper_ns"`
@@ -241,12 +237,8 @@ func (r *Recorder) Report(run RunInfo) (*Report, error) {
 		return nil, fmt.Errorf("bench: jitter interval: %w", err)
 	}
 	j.Interval = Interval{Lower: in.Lower, Upper: in.Upper, HalfWidth: in.HalfWidth, Count: in.Count, Fraction: in.Fraction}
-	bins, err := stats.Bins(periods, JitterBins)
-	if err != nil {
-		return nil, fmt.Errorf("bench: jitter bins: %w", err)
-	}
-	for _, b := range bins {
-		j.Bins = append(j.Bins, Bin{Lower: b.Lower, Upper: b.Upper, Count: b.Count, Percent: b.Percent})
+	if j.Bins, err = jitterBins(periods, r.target); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	return rep, nil
 }

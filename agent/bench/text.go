@@ -15,8 +15,9 @@ import (
 const histogramBarWidth = 40
 
 // WriteText prints the report for people: aligned sections, times in µs
-// with one decimal (ns below 1 µs), the jitter distribution in
-// JitterBins bins and a log-scale text histogram of the wake-up latency.
+// with one decimal (ns below 1 µs), the jitter distribution in 1-2-5
+// steps away from the target and a log-scale text histogram of the
+// wake-up latency.
 func (r *Report) WriteText(w io.Writer) error {
 	b := bufio.NewWriter(w)
 	r.writeHeader(b)
@@ -117,6 +118,12 @@ func (r *Report) writeTimings(b *bufio.Writer) {
 		fmt.Fprintf(b, "  (percentiles from a uniform sample of %d cycles; min, avg, max and stddev cover all)\n", MaxExactValues)
 	}
 	fmt.Fprintf(b, "  %-18s avg %.2f %%   max %.2f %%   (job time / target cycle)\n", "CPU load", r.CPULoadAvg, r.CPULoadMax)
+	if r.CPULoadMax > 100 {
+		// Not a load: one job outlasted its cycle, which is a stall.
+		fmt.Fprintf(b, "  %-18s max: one cycle's job took %.1f target cycles, a stall (the host held the thread\n"+
+			"  %-18s off its CPU, or the frame came back late), not a load the cycle can carry; see overruns\n",
+			"", r.CPULoadMax/100, "")
+	}
 }
 
 func (r *Report) writeJitter(b *bufio.Writer) {
@@ -146,17 +153,13 @@ func (r *Report) writeFaults(b *bufio.Writer) {
 }
 
 func (r *Report) writeDistribution(b *bufio.Writer) {
-	fmt.Fprintf(b, "\nJitter distribution (%d equal-width bins between the shortest and the longest cycle)\n", JitterBins)
+	b.WriteString("\nJitter distribution (bin edges in 1-2-5 steps either side of the target)\n")
 	fmt.Fprintf(b, "  %-27s  %-27s%10s%11s\n", "jitter", "cycle time", "cycles", "share")
 	t := float64(r.Target)
-	for i, bin := range r.Jitter.Bins {
-		closing := ")"
-		if i == len(r.Jitter.Bins)-1 {
-			closing = "]"
-		}
-		fmt.Fprintf(b, "  [%12s, %12s%s  [%12s, %12s%s%10d%9.2f %%\n",
-			signedUS(int64(math.Round(bin.Lower-t))), signedUS(int64(math.Round(bin.Upper-t))), closing,
-			us(bin.Lower), us(bin.Upper), closing, bin.Count, bin.Percent)
+	for _, bin := range r.Jitter.Bins {
+		fmt.Fprintf(b, "  [%12s, %12s)  [%12s, %12s)%10d%9.2f %%\n",
+			signedUS(int64(math.Round(bin.Lower-t))), signedUS(int64(math.Round(bin.Upper-t))),
+			us(bin.Lower), us(bin.Upper), bin.Count, bin.Percent)
 	}
 }
 

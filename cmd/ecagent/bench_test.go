@@ -40,7 +40,7 @@ func TestBenchSimulatedSegment(t *testing.T) {
 		"Timing                       min         avg         max      stddev         p99       p99.9",
 		"  cycle time ", "  wake-up latency ", "  job time ", "  frame round trip ", "  CPU load ",
 		"|jitter| p99", "95 % of cycles in     1000.0 µs ± ",
-		"Jitter distribution (5 equal-width bins",
+		"Jitter distribution (bin edges in 1-2-5 steps",
 		"Wake-up latency histogram",
 		"(scrapes: ",
 	} {
