@@ -15,10 +15,12 @@ import (
 // client connection itself. mochi-mqtt's listeners log whatever error a
 // connection ended with at warning level and with an empty message, the
 // server closing every connection on Close included (msg="" error="use
-// of closed network connection"); here a connection the broker's Close
-// or the client's going away ended is logged at debug level, any other
-// error at warning level with a message. Close waits for the handlers of
-// the connections, so nothing is logged after it returns.
+// of closed network connection"); here a connection that ended because
+// its socket was closed (by the broker's Close) or the client went away
+// is logged at debug level, any other error (a client breaking the
+// protocol) at warning level with a message. Close waits for the handlers
+// of the connections, so nothing is logged after it returns, and
+// connections accepted once Close has begun are closed at once.
 type connListener struct {
 	listeners.Listener
 	log *slog.Logger
@@ -53,17 +55,10 @@ func (l *connListener) Serve(establish listeners.EstablishFn) {
 		}
 		l.active++
 		l.mu.Unlock()
-		err := establish(id, c)
-		l.mu.Lock()
-		closing := l.closing
-		l.active--
-		if l.active == 0 {
-			l.idle.Broadcast()
-		}
-		l.mu.Unlock()
-		switch {
+		defer l.done() // after the logging: Close waits for it
+		switch err := establish(id, c); {
 		case err == nil:
-		case closing || connectionGone(err):
+		case connectionGone(err):
 			l.log.Debug("MQTT client connection closed", "remote", c.RemoteAddr().String(), "error", err)
 		default:
 			l.log.Warn("MQTT client connection failed", "remote", c.RemoteAddr().String(), "error", err)
@@ -72,8 +67,18 @@ func (l *connListener) Serve(establish listeners.EstablishFn) {
 	})
 }
 
-// beginClose marks the listener as closing: connections it ends from now
-// on are the broker's doing.
+// done ends the handling of a connection.
+func (l *connListener) done() {
+	l.mu.Lock()
+	l.active--
+	if l.active == 0 {
+		l.idle.Broadcast()
+	}
+	l.mu.Unlock()
+}
+
+// beginClose marks the listener as closing: connections accepted from now
+// on are closed without a handler.
 func (l *connListener) beginClose() {
 	l.mu.Lock()
 	l.closing = true
