@@ -26,6 +26,8 @@ const (
 	aliasBusSummary                                   // Bus/Summary
 	aliasRefusedLast                                  // Commands/Last Refused
 	aliasRefusedCount                                 // Commands/Refused
+	aliasBdSeq                                        // bdSeq
+	aliasRebirth                                      // Node Control/Rebirth
 )
 
 func nodeStatAlias(i int) uint64 { return nodeStatAliasBase + uint64(i) }
@@ -196,9 +198,7 @@ func appendDeviceData(b []byte, v *deviceView, historical bool) []byte {
 		m.HasAlias, m.Alias, m.Historical = true, s.Alias, historical
 		m.Null = v.slave.Quality == busstate.QualityInvalid
 		m.Properties = quality
-		if historical {
-			m.Timestamp = ts
-		}
+		m.Timestamp = ts // Sparkplug 3.0: every metric of a DATA has its timestamp
 		b = sparkplug.AppendMetric(b, &m)
 	}
 	return b
@@ -441,9 +441,7 @@ func (s *sparkplugScheme) queueNodeData(ms []sparkplug.Metric, at time.Time) {
 	b := sparkplug.AppendPayload(s.p.out.buffer(), &sparkplug.Payload{Timestamp: uint64(at.UnixMilli())})
 	for i := range ms {
 		ms[i].Historical = historical
-		if historical {
-			ms[i].Timestamp = uint64(at.UnixMilli())
-		}
+		ms[i].Timestamp = uint64(at.UnixMilli())
 		b = sparkplug.AppendMetric(b, &ms[i])
 	}
 	s.p.push(message{topic: s.nodeTopic(sparkplug.NDATA), payload: b, sparkplug: true}, at)
@@ -455,8 +453,10 @@ func (s *sparkplugScheme) queueNodeData(ms []sparkplug.Metric, at time.Time) {
 func (s *sparkplugScheme) nodeBirth(bdSeq uint64, now time.Time) []byte {
 	ts := uint64(now.UnixMilli())
 	b := sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: ts})
-	b = sparkplug.AppendMetric(b, &sparkplug.Metric{Name: sparkplug.MetricBdSeq, Timestamp: ts, DataType: sparkplug.UInt64, Int: bdSeq})
-	b = sparkplug.AppendMetric(b, &sparkplug.Metric{Name: sparkplug.MetricRebirth, Timestamp: ts, DataType: sparkplug.Boolean})
+	b = sparkplug.AppendMetric(b, &sparkplug.Metric{Name: sparkplug.MetricBdSeq, HasAlias: true, Alias: aliasBdSeq,
+		Timestamp: ts, DataType: sparkplug.UInt64, Int: bdSeq})
+	b = sparkplug.AppendMetric(b, &sparkplug.Metric{Name: sparkplug.MetricRebirth, HasAlias: true, Alias: aliasRebirth,
+		Timestamp: ts, DataType: sparkplug.Boolean})
 	s.nmu.Lock()
 	defer s.nmu.Unlock()
 	for i, nm := range nodeStatMetrics() {
@@ -518,7 +518,7 @@ func (s *sparkplugScheme) command(topic string, payload []byte) {
 			return
 		}
 		for _, m := range pl.Metrics {
-			if m.Name == sparkplug.MetricRebirth && m.DataType == sparkplug.Boolean && m.Bool {
+			if (m.Name == sparkplug.MetricRebirth || (m.Name == "" && m.HasAlias && m.Alias == aliasRebirth)) && m.DataType == sparkplug.Boolean && m.Bool {
 				p.log.Info("mqtt: rebirth requested")
 				p.rebirth.Store(true)
 				select {
