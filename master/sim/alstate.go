@@ -29,6 +29,10 @@ type stateMachine struct {
 	request uint16 // the AL control value of the pending request
 	left    int    // frames before the pending request is decided
 	armed   bool   // the request was written during the current frame
+	// holdErr, when not ALNoError, is an application error that does not
+	// go away: every request for OP is refused with it (a device whose
+	// application stays faulty until repaired; Faults.HoldALError).
+	holdErr esc.ALStatusCode
 }
 
 // status returns the AL status register value.
@@ -102,6 +106,8 @@ func (m *stateMachine) decide(check transitionChecker) bool {
 		// An error indication must be acknowledged before going up.
 	case !allowedUp(m.state, to):
 		m.refuse(esc.ALInvalidStateChange)
+	case to == esc.StateOp && m.holdErr != esc.ALNoError:
+		m.refuse(m.holdErr)
 	default:
 		if code := check.checkTransition(m.state, to); code != esc.ALNoError {
 			m.refuse(code)

@@ -308,6 +308,39 @@ func (f *Faults) ALError(pos int, code uint16) error {
 	return nil
 }
 
+// HoldALError raises an application error on the device at pos as ALError
+// does, and keeps it: until ReleaseALError, every request for OP is refused
+// with the same code, so the device stays in SAFEOP+ERR however often the
+// master acknowledges (a device whose application stays faulty until it is
+// repaired).
+func (f *Faults) HoldALError(pos int, code uint16) error {
+	if code == 0 {
+		return fmt.Errorf("sim: hold AL error on %d: code 0 is no error", pos)
+	}
+	if err := f.ALError(pos, code); err != nil {
+		return err
+	}
+	s := f.seg
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.devices[pos].esm.holdErr = esc.ALStatusCode(code)
+	return nil
+}
+
+// ReleaseALError ends HoldALError on the device at pos: its next request
+// for OP, after an acknowledge, succeeds.
+func (f *Faults) ReleaseALError(pos int) error {
+	s := f.seg
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, err := s.deviceAt(pos, "release AL error on")
+	if err != nil {
+		return err
+	}
+	d.esm.holdErr = esc.ALNoError
+	return nil
+}
+
 // DriftJump sets the drift of the local clock of the device at pos to ppm
 // (clamped to ±MaxClockDrift) from now on, as an oscillator that jumps:
 // the local time stays continuous, its rate changes, and the ESC's drift
