@@ -180,6 +180,24 @@ type Bus struct {
 	Slaves []Slave
 }
 
+// Answering reports whether slave i answers now: it is up (present or
+// being reconnected) and the cycle runs over a link that is up. With the
+// link or the cycle process down nothing answers, whatever the last
+// per-slave read said.
+func (b *Bus) Answering(i int) bool {
+	return b.CycleRunning && b.LinkUp && b.Slaves[i].Up()
+}
+
+// ALState is slave i's AL state as it is shown: as last read while it
+// answers, StateNone (unknown) while it does not — never the OP it was
+// last seen in.
+func (b *Bus) ALState(i int) esc.ALState {
+	if !b.Answering(i) {
+		return esc.StateNone
+	}
+	return b.Slaves[i].AL.State
+}
+
 // Ready reports whether the bus is as it should be — the cycle running,
 // the link up, every slave answering in OP without an error, no bus alarm
 // — and, when it is not, why, in the words of Condition.

@@ -122,6 +122,12 @@ func TestModel(t *testing.T) {
 				if s.Presence == PresenceLost && s.Operational() {
 					t.Errorf("slave %d lost but operational", i)
 				}
+				if answers := b.Answering(i); answers != (w.presence == PresencePresent || w.presence == PresenceReconnecting) && !c.down && !strings.Contains(c.name, "link down") {
+					t.Errorf("slave %d: Answering() = %v with presence %v", i, answers, w.presence)
+				}
+				if (c.down || strings.HasPrefix(c.name, "link down")) && (b.Answering(i) || b.ALState(i) != esc.StateNone) {
+					t.Errorf("slave %d answers (AL state %v) with the link or the cycle down", i, b.ALState(i))
+				}
 			}
 			ok, why := b.Ready()
 			if ok != c.ready || !strings.Contains(why, c.why) {

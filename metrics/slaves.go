@@ -73,8 +73,8 @@ func (c *slaveStates) Collect(ch chan<- prometheus.Metric) {
 		gauge := func(d *prometheus.Desc, v float64, extra ...string) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{pos, name}, extra...)...)
 		}
-		gauge(c.up, oneIf(s.Up()))
-		gauge(c.alState, float64(s.AL.State))
+		gauge(c.up, oneIf(bus.Answering(i)))
+		gauge(c.alState, float64(bus.ALState(i)))
 		gauge(c.alError, oneIf(s.AL.Error))
 		gauge(c.alStatus, float64(s.ALStatusCode))
 		for _, p := range busstate.Presences {
