@@ -45,7 +45,11 @@ const (
 
 // outbox is the bounded FIFO of messages waiting for the broker. When it
 // is full, pushing drops the oldest message and counts it: a dropped
-// message was never sent, so it is lost, no doubt about it. Messages that
+// message was never sent, so it is lost, no doubt about it. Retained
+// plain messages (status, state, meta: what a topic says now) are kept
+// apart, the latest per topic, and never dropped for room: a newer one
+// supersedes the one still waiting, which no subscriber would have kept
+// anyway, and they go out before the FIFO. Messages that
 // were sent but not acknowledged when a connection broke (at most
 // maxInflight) go back in front of the others and are not dropped for
 // room: the broker may have them, and counting them as lost could be
@@ -55,7 +59,11 @@ const (
 type outbox struct {
 	mu    sync.Mutex
 	retry []message // sent once, unacknowledged: they go first
-	ring  []message
+	// retained holds the latest retained plain message per topic, in
+	// the order the topics first came (retainedOrder).
+	retained      map[string]message
+	retainedOrder []string
+	ring          []message
 	head  int // index of the oldest message
 	n     int
 	free  [][]byte
@@ -69,8 +77,11 @@ type outbox struct {
 const maxFreeBuffers = 4096
 
 func newOutbox(bound int) *outbox {
-	return &outbox{ring: make([]message, max(bound, 1)), ready: make(chan struct{}, 1)}
+	return &outbox{ring: make([]message, max(bound, 1)), ready: make(chan struct{}, 1), retained: map[string]message{}}
 }
+
+// lengthLocked is the number of queued messages.
+func (o *outbox) lengthLocked() int64 { return int64(len(o.retry) + len(o.retainedOrder) + o.n) }
 
 // buffer returns an empty payload buffer, recycled if one is free.
 func (o *outbox) buffer() []byte {
@@ -105,12 +116,24 @@ func (o *outbox) recycleLocked(b []byte) {
 // outbox is full. It never blocks.
 func (o *outbox) push(m message) {
 	o.mu.Lock()
+	if m.retain && m.kind == 0 {
+		if old, ok := o.retained[m.topic]; ok {
+			o.recycleLocked(old.payload) // superseded: the topic says m now
+		} else {
+			o.retainedOrder = append(o.retainedOrder, m.topic)
+		}
+		o.retained[m.topic] = m
+		o.length.Store(o.lengthLocked())
+		o.mu.Unlock()
+		o.signal()
+		return
+	}
 	if o.n == len(o.ring) {
 		o.dropOldestLocked()
 	}
 	o.ring[(o.head+o.n)%len(o.ring)] = m
 	o.n++
-	o.length.Store(int64(len(o.retry) + o.n))
+	o.length.Store(o.lengthLocked())
 	o.mu.Unlock()
 	o.signal()
 }
@@ -123,7 +146,7 @@ func (o *outbox) requeue(ms []message) {
 	}
 	o.mu.Lock()
 	o.retry = append(append(make([]message, 0, len(ms)+len(o.retry)), ms...), o.retry...)
-	o.length.Store(int64(len(o.retry) + o.n))
+	o.length.Store(o.lengthLocked())
 	o.mu.Unlock()
 	o.signal()
 }
@@ -155,7 +178,15 @@ func (o *outbox) pop() (message, bool) {
 		if len(o.retry) == 0 {
 			o.retry = nil
 		}
-		o.length.Store(int64(len(o.retry) + o.n))
+		o.length.Store(o.lengthLocked())
+		return m, true
+	}
+	if len(o.retainedOrder) > 0 {
+		topic := o.retainedOrder[0]
+		o.retainedOrder = o.retainedOrder[1:]
+		m := o.retained[topic]
+		delete(o.retained, topic)
+		o.length.Store(o.lengthLocked())
 		return m, true
 	}
 	if o.n == 0 {
@@ -165,7 +196,7 @@ func (o *outbox) pop() (message, bool) {
 	o.ring[o.head] = message{}
 	o.head = (o.head + 1) % len(o.ring)
 	o.n--
-	o.length.Store(int64(o.n))
+	o.length.Store(o.lengthLocked())
 	return m, true
 }
 

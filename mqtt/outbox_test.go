@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -120,3 +121,35 @@ func TestSpoolRejectsGarbage(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
+
+// TestOutboxKeepsTheLatestRetained checks that retained plain messages
+// are kept apart from the bounded FIFO: the latest per topic supersedes
+// the one still waiting, none is dropped for room (the drop counter counts
+// FIFO messages only), and they go out before the FIFO, topics in the
+// order they first came.
+func TestOutboxKeepsTheLatestRetained(t *testing.T) {
+	o := newOutbox(2)
+	o.push(message{topic: "r/state", payload: []byte("lost"), retain: true})
+	for i := range 5 {
+		o.push(message{topic: "r/pd/x", payload: []byte{byte('0' + i)}})
+	}
+	o.push(message{topic: "r/meta/x", payload: []byte("m"), retain: true})
+	o.push(message{topic: "r/state", payload: []byte("ready"), retain: true})
+	if got := o.Dropped(); got != 3 {
+		t.Errorf("dropped %d, want 3 (five pd in a FIFO of two; no retained message)", got)
+	}
+	if got := o.Len(); got != 4 {
+		t.Errorf("Len() = %d, want 4", got)
+	}
+	var got []string
+	for _, m := range o.drain() {
+		got = append(got, m.topic+"="+string(m.payload))
+	}
+	want := []string{"r/state=ready", "r/meta/x=m", "r/pd/x=3", "r/pd/x=4"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("sent %v, want %v", got, want)
+	}
+	if o.Len() != 0 {
+		t.Errorf("Len() = %d after draining", o.Len())
+	}
+}

@@ -99,7 +99,7 @@ func TestMQTTBrokerOutage(t *testing.T) {
 	var messages, duplicates, missing int
 	// Every pd, stats and events message carries its topic's seq.
 	for _, m := range sub.all() {
-		if m.Topic == root+"/status" || strings.HasPrefix(m.Topic, root+"/meta/") {
+		if m.Topic == root+"/status" || m.Topic == root+"/state" || strings.HasPrefix(m.Topic, root+"/meta/") {
 			continue
 		}
 		pd := decodePD(t, m)
