@@ -64,10 +64,10 @@ type outbox struct {
 	retained      map[string]message
 	retainedOrder []string
 	ring          []message
-	head  int // index of the oldest message
-	n     int
-	free  [][]byte
-	ready chan struct{} // signalled (never blocking) when a message arrives
+	head          int // index of the oldest message
+	n             int
+	free          [][]byte
+	ready         chan struct{} // signalled (never blocking) when a message arrives
 
 	dropped atomic.Uint64
 	length  atomic.Int64
