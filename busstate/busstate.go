@@ -18,7 +18,9 @@
 //     it is back in OP.
 //   - Process data is Good while the slave answers in SAFEOP or OP (inputs
 //     are exchanged in both, ETG.1000.6 table "state machine"), the cycle
-//     runs, the link is up and no bus alarm is raised. When it stops being
+//     runs, the link is up and no bus alarm for lost frames is raised (a
+//     working counter off says some slave did not take part, and that
+//     slave is found by the per-slave read; the others' data is current). When it stops being
 //     Good it is Stale since that moment — the values are the last ones
 //     received — or Invalid when it never was Good since the slave was
 //     configured or another device answers in its place.

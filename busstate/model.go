@@ -192,7 +192,10 @@ func (m *Model) setPresence(s *Slave, p Presence) {
 // settle derives every slave's data quality from its presence, its state
 // and the bus, keeping Since where the quality did not change.
 func (m *Model) settle(now time.Time) {
-	exchanging := m.bus.CycleRunning && m.bus.LinkUp && !m.bus.Alarm
+	// A working counter off leaves the data of the slaves that answer
+	// exchanged (the ones that do not are lost); frames lost exchange
+	// nothing.
+	exchanging := m.bus.CycleRunning && m.bus.LinkUp && !(m.bus.Alarm && m.bus.AlarmText != shm.AlarmWorkingCounter)
 	for i := range m.bus.Slaves {
 		s := &m.bus.Slaves[i]
 		q := QualityInvalid

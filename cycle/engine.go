@@ -274,9 +274,9 @@ func (e *Engine) watchAlarm(res *master.CycleResult) {
 	case n <= 0:
 	case !e.alarm && e.badRun >= n:
 		e.alarm = true
-		text := "working counter off"
+		text := shm.AlarmWorkingCounter
 		if res.Lost > 0 {
-			text = "frames lost"
+			text = shm.AlarmFramesLost
 		}
 		e.event = shm.Event{Cycle: e.cycle, Time: rt.Now(), Kind: shm.EventBusAlarm, Value: uint64(e.badRun)}
 		e.event.SetText(text)

@@ -110,6 +110,15 @@ const (
 	EventSlaveState
 )
 
+// The texts of an EventBusAlarm: what made the cycles bad. Frames lost
+// means nothing was exchanged; a working counter off means the frames came
+// back but some slave did not process its part (which slave, a per-slave
+// read tells).
+const (
+	AlarmFramesLost     = "frames lost"
+	AlarmWorkingCounter = "working counter off"
+)
+
 // EmergencyValue packs a CoE emergency message into an Event.Value: the
 // error code in bits 0–15, the error register in bits 16–23 and the five
 // manufacturer-specific bytes in bits 24–63.

@@ -125,7 +125,9 @@ func (r *faultRig) startSim(t *testing.T) {
 	r.t.Cleanup(r.stopSim)
 }
 
-func newFaultRig(t *testing.T, devices []string) *faultRig {
+// newFaultRig starts the rig: the simulated segment of devices and an
+// agent against it, with extra flags after the rig's own.
+func newFaultRig(t *testing.T, devices []string, extra ...string) *faultRig {
 	w := newWire(t, "flt")
 	r := &faultRig{t: t, w: w, devices: devices,
 		scraper: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}}
@@ -133,9 +135,10 @@ func newFaultRig(t *testing.T, devices []string) *faultRig {
 	path := fmt.Sprintf("/dev/shm/ecagent-faults-%d.shm", os.Getpid())
 	r.shm = path
 	// Both listeners on ports the kernel picks; the agent logs which.
-	r.a = startAgent(t, "--bus.interface", w.MasterEnd, "--cycle.shm", path, "--cycle.period", faultPeriod,
+	args := append([]string{"--bus.interface", w.MasterEnd, "--cycle.shm", path, "--cycle.period", faultPeriod,
 		"--status.interval", "0", "--metrics.listen", "127.0.0.1:0", "--metrics.window", "1s",
-		"--mqtt.embedded", "127.0.0.1:0", "--bus.expectedslaves", strconv.Itoa(len(devices)))
+		"--mqtt.embedded", "127.0.0.1:0", "--bus.expectedslaves", strconv.Itoa(len(devices))}, extra...)
+	r.a = startAgent(t, args...)
 	t.Cleanup(func() { _ = r.a.cmd.Process.Signal(syscall.SIGTERM); _ = r.a.cmd.Wait() })
 	r.addr = r.a.loggedAddr(t, "metrics endpoint", 30*time.Second)
 	r.a.waitLog(t, "cycle started", 30*time.Second)
