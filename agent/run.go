@@ -10,6 +10,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/busstate"
+	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/mqtt"
 	"github.com/ecagent/ecagent/shm"
@@ -96,6 +97,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 		case <-drain.C:
 			c.drain()
 			if c.cp.alive() {
+				c.watchHeartbeat()
 				sd.feedWatchdog(c.cp)
 				continue
 			}
@@ -314,6 +316,29 @@ func (c *consumer) event(ev *shm.Event) {
 		c.log.Info("drive fault cleared", "slave", who, "state", ev.TextString())
 	}
 	c.updateReady()
+}
+
+// stallAfter is how long the cycle's heartbeat may stand still before the
+// bus model says the cycle process is not responding: 50 cycles, at least
+// 100 ms, so that a loaded host delaying the agent's own reads is no stall
+// (the heartbeat's time is the cycle's, not the reader's).
+func stallAfter(period time.Duration) time.Duration { return max(50*period, 100*time.Millisecond) }
+
+// watchHeartbeat tells the model whether the cycle process still beats: a
+// process that exists but runs no cycles (stopped, hung, starved) leaves
+// the image as it was, and its data must not be shown as fresh.
+func (c *consumer) watchHeartbeat() {
+	_, mono, ok := c.cp.seg.Heartbeat().Read()
+	stalled := ok && rt.Now()-mono > int64(stallAfter(c.cfg.Cycle.Period))
+	if c.model.SetCycleStalled(stalled) {
+		c.tel.reg.CycleProcessResponding(!stalled)
+		if stalled {
+			c.log.Error("cycle process not responding: its heartbeat stopped", "pid", c.cp.pid, "after", stallAfter(c.cfg.Cycle.Period))
+		} else {
+			c.log.Info("cycle process responding again", "pid", c.cp.pid)
+		}
+		c.updateReady()
+	}
 }
 
 // updateReady sets /readyz from the model: ready when the cycle runs, the

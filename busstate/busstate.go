@@ -168,6 +168,10 @@ type Bus struct {
 	// CycleRunning reports that a cycle process runs and exchanges the
 	// process data.
 	CycleRunning bool
+	// CycleStalled reports a cycle process that runs no cycles (stopped,
+	// hung or starved of CPU): its heartbeat stopped. Nothing is exchanged
+	// while it is.
+	CycleStalled bool
 	// LinkUp reports that the cyclic frames can be sent.
 	LinkUp bool
 	// Alarm reports a raised bus alarm (frames lost, or the working
@@ -187,7 +191,7 @@ type Bus struct {
 // link or the cycle process down nothing answers, whatever the last
 // per-slave read said.
 func (b *Bus) Answering(i int) bool {
-	return b.CycleRunning && b.LinkUp && b.Slaves[i].Up()
+	return b.CycleRunning && !b.CycleStalled && b.LinkUp && b.Slaves[i].Up()
 }
 
 // ALState is slave i's AL state as it is shown: as last read while it
@@ -207,6 +211,8 @@ func (b *Bus) Ready() (ok bool, why string) {
 	switch {
 	case !b.CycleRunning:
 		return false, "cycle process down"
+	case b.CycleStalled:
+		return false, "cycle process not responding (its heartbeat stopped)"
 	case !b.LinkUp:
 		return false, "link down"
 	}
@@ -240,6 +246,8 @@ func (b *Bus) Summary() string {
 	switch {
 	case !b.CycleRunning:
 		return "CYCLE-DOWN"
+	case b.CycleStalled:
+		return "CYCLE-STALLED"
 	case !b.LinkUp:
 		return "LINK-DOWN"
 	}

@@ -63,6 +63,20 @@ func (m *Model) CycleDown() {
 	m.settle(m.now())
 }
 
+// SetCycleStalled records whether the cycle process stopped beating while
+// it exists, and reports whether that changed anything.
+func (m *Model) SetCycleStalled(stalled bool) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.bus.CycleStalled == stalled {
+		return false
+	}
+	m.bus.CycleStalled = stalled
+	m.version++
+	m.settle(m.now())
+	return true
+}
+
 // Apply folds one event of the cycle process into the model and reports
 // whether it changed anything an output shows.
 func (m *Model) Apply(ev *shm.Event) bool {
@@ -195,7 +209,8 @@ func (m *Model) settle(now time.Time) {
 	// A working counter off leaves the data of the slaves that answer
 	// exchanged (the ones that do not are lost); frames lost exchange
 	// nothing.
-	exchanging := m.bus.CycleRunning && m.bus.LinkUp && !(m.bus.Alarm && m.bus.AlarmText != shm.AlarmWorkingCounter)
+	exchanging := m.bus.CycleRunning && !m.bus.CycleStalled && m.bus.LinkUp &&
+		!(m.bus.Alarm && m.bus.AlarmText != shm.AlarmWorkingCounter)
 	for i := range m.bus.Slaves {
 		s := &m.bus.Slaves[i]
 		q := QualityInvalid

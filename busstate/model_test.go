@@ -143,6 +143,36 @@ func TestModel(t *testing.T) {
 	}
 }
 
+// TestCycleStalled checks that a cycle process whose heartbeat stopped
+// makes every slave's data stale and readiness name it, and that its
+// return makes the data good again.
+func TestCycleStalled(t *testing.T) {
+	m := New(nil)
+	m.Reset([]SlaveInfo{{0, "EK1100"}, {1, "EL1014"}})
+	if m.SetCycleStalled(false) {
+		t.Error("a change reported where there was none")
+	}
+	if !m.SetCycleStalled(true) {
+		t.Error("no change reported for a stall")
+	}
+	b := m.Snapshot()
+	for i := range b.Slaves {
+		if b.Slaves[i].Quality != QualityStale || b.Answering(i) {
+			t.Errorf("slave %d during a stall: %v, answering %v", i, b.Slaves[i].Quality, b.Answering(i))
+		}
+	}
+	if ok, why := b.Ready(); ok || !strings.Contains(why, "not responding") || b.Summary() != "CYCLE-STALLED" {
+		t.Errorf("during a stall: ready %v %q, summary %q", ok, why, b.Summary())
+	}
+	m.SetCycleStalled(false)
+	if b = m.Snapshot(); b.Slaves[1].Quality != QualityGood {
+		t.Errorf("after the stall: %v", b.Slaves[1].Quality)
+	}
+	if ok, _ := b.Ready(); !ok {
+		t.Error("not ready after the stall")
+	}
+}
+
 // TestStaleSince checks that Since is the moment the data stopped being
 // good and does not move while it stays stale.
 func TestStaleSince(t *testing.T) {

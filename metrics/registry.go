@@ -225,6 +225,17 @@ func (r *Registry) CycleProcessAttached(pid int) {
 	r.host.setPID(pid)
 }
 
+// CycleProcessResponding records whether the running cycle process still
+// runs cycles (its heartbeat beats): one that exists but runs none is not
+// up either.
+func (r *Registry) CycleProcessResponding(responding bool) {
+	if responding {
+		r.processUp.Set(1)
+	} else {
+		r.processUp.Set(0)
+	}
+}
+
 // CycleProcessExited records that the cycle process is gone.
 func (r *Registry) CycleProcessExited() {
 	r.processUp.Set(0)

@@ -207,7 +207,7 @@ func Documented() []Series {
 				"al-acknowledged, recovery-failed, bus-alarm, bus-alarm-cleared, link-down, link-up, cycle-died, cycle-restarted, …) " +
 				"and slave (position and name; position -1, name bus for the bus as a whole).",
 			Conditional: "once such an event happened"},
-		{Name: nameProcessUp, Type: TypeGauge, Help: "1 while the cycle process runs, 0 otherwise."},
+		{Name: nameProcessUp, Type: TypeGauge, Help: "1 while the cycle process runs cycles, 0 when it is not running or its heartbeat stopped."},
 		{Name: nameProcessStarts, Type: TypeCounter, Help: "Times the agent started the cycle process."},
 		{Name: nameProcessCPU, Type: TypeCounter, Help: "CPU time (user and system) the running cycle process has used, from /proc/PID/stat.",
 			Conditional: "while the cycle process runs"},

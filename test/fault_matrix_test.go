@@ -214,6 +214,29 @@ func faultRows() []matrixRow {
 			all:   &alarmed, ready: "bus alarm: ",
 		},
 		{
+			name: "cycle process stopped: alive, no cycles",
+			inject: func(t *testing.T, r *faultRig) map[string]*dto {
+				pid := cyclePIDOf(r.shm)
+				if pid <= 0 {
+					t.Fatal("no cycle process PID in the bus description")
+				}
+				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+				return r.waitFor(t, "the cycle process shown not up", 5*time.Second, func(f map[string]*dto) bool {
+					return counter(f, "ecagent_cycle_process_up", nil) == 0
+				})
+			},
+			clear: func(t *testing.T, r *faultRig) {
+				if err := syscall.Kill(cyclePIDOf(r.shm), syscall.SIGCONT); err != nil {
+					t.Fatal(err)
+				}
+			},
+			all: &silenced, ready: "cycle process not responding",
+			alerts: []string{"EcagentCycleProcessDown"},
+		},
+		{
 			name: "cycle process killed",
 			// The agent restarts the cycle within a few hundred ms: the
 			// checks read the scrape that counted the death, and /readyz
