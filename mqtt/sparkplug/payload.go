@@ -210,26 +210,7 @@ func AppendMetric(b []byte, m *Metric) []byte {
 		b = protowire.AppendTag(b, metricIsNull, protowire.VarintType)
 		return protowire.AppendVarint(b, 1)
 	}
-	switch valueField(m.DataType) {
-	case metricIntValue:
-		b = protowire.AppendTag(b, metricIntValue, protowire.VarintType)
-		b = protowire.AppendVarint(b, m.Int&math.MaxUint32)
-	case metricLongValue:
-		b = protowire.AppendTag(b, metricLongValue, protowire.VarintType)
-		b = protowire.AppendVarint(b, m.Int)
-	case metricFloatValue:
-		b = protowire.AppendTag(b, metricFloatValue, protowire.Fixed32Type)
-		b = protowire.AppendFixed32(b, math.Float32bits(float32(m.Float)))
-	case metricDoubleValue:
-		b = protowire.AppendTag(b, metricDoubleValue, protowire.Fixed64Type)
-		b = protowire.AppendFixed64(b, math.Float64bits(m.Float))
-	case metricBooleanValue:
-		b = protowire.AppendTag(b, metricBooleanValue, protowire.VarintType)
-		b = protowire.AppendVarint(b, protowire.EncodeBool(m.Bool))
-	case metricStringValue:
-		b = protowire.AppendTag(b, metricStringValue, protowire.BytesType)
-		b = protowire.AppendString(b, m.Str)
-	}
+	b = appendValue(b, metricIntValue, m.DataType, m.Int, m.Float, m.Bool, m.Str)
 	return b
 }
 
@@ -317,26 +298,35 @@ func appendPropertySet(b []byte, ps []Property) []byte {
 			b = protowire.AppendVarint(b, 1)
 			continue
 		}
-		switch valueField(pv.Type) {
-		case metricIntValue:
-			b = protowire.AppendTag(b, propInt, protowire.VarintType)
-			b = protowire.AppendVarint(b, pv.Int&math.MaxUint32)
-		case metricLongValue:
-			b = protowire.AppendTag(b, propLong, protowire.VarintType)
-			b = protowire.AppendVarint(b, pv.Int)
-		case metricFloatValue:
-			b = protowire.AppendTag(b, propFloat, protowire.Fixed32Type)
-			b = protowire.AppendFixed32(b, math.Float32bits(float32(pv.Float)))
-		case metricDoubleValue:
-			b = protowire.AppendTag(b, propDouble, protowire.Fixed64Type)
-			b = protowire.AppendFixed64(b, math.Float64bits(pv.Float))
-		case metricBooleanValue:
-			b = protowire.AppendTag(b, propBool, protowire.VarintType)
-			b = protowire.AppendVarint(b, protowire.EncodeBool(pv.Bool))
-		case metricStringValue:
-			b = protowire.AppendTag(b, propString, protowire.BytesType)
-			b = protowire.AppendString(b, pv.Str)
-		}
+		b = appendValue(b, propInt, pv.Type, pv.Int, pv.Float, pv.Bool, pv.Str)
+	}
+	return b
+}
+
+// appendValue appends the value field of a metric or a property value of
+// type dt: the two messages number their six value fields in the same
+// order (int, long, float, double, boolean, string) from first on.
+func appendValue(b []byte, first protowire.Number, dt DataType, i uint64, f float64, bo bool, str string) []byte {
+	field := first + protowire.Number(valueField(dt)-metricIntValue)
+	switch valueField(dt) {
+	case metricIntValue:
+		b = protowire.AppendTag(b, field, protowire.VarintType)
+		b = protowire.AppendVarint(b, i&math.MaxUint32)
+	case metricLongValue:
+		b = protowire.AppendTag(b, field, protowire.VarintType)
+		b = protowire.AppendVarint(b, i)
+	case metricFloatValue:
+		b = protowire.AppendTag(b, field, protowire.Fixed32Type)
+		b = protowire.AppendFixed32(b, math.Float32bits(float32(f)))
+	case metricDoubleValue:
+		b = protowire.AppendTag(b, field, protowire.Fixed64Type)
+		b = protowire.AppendFixed64(b, math.Float64bits(f))
+	case metricBooleanValue:
+		b = protowire.AppendTag(b, field, protowire.VarintType)
+		b = protowire.AppendVarint(b, protowire.EncodeBool(bo))
+	case metricStringValue:
+		b = protowire.AppendTag(b, field, protowire.BytesType)
+		b = protowire.AppendString(b, str)
 	}
 	return b
 }
