@@ -71,9 +71,9 @@ func BenchmarkSample(b *testing.B) {
 }
 
 // BenchmarkPublishToMosquitto measures the whole path of a pd message —
-// snapshot, JSON, outbox, paho, QoS 1 acknowledgement by a local
+// snapshot, JSON, outbox, mqttconn, QoS 1 acknowledgement by a local
 // mosquitto — and reports messages per second and heap allocations per
-// message (of the whole process: paho's included).
+// message (of the whole process: the MQTT client's included).
 func BenchmarkPublishToMosquitto(b *testing.B) {
 	broker := mqtttest.StartMosquitto(b, mqtttest.MosquittoOptions{})
 	p, err := New(Config{Broker: broker.URL(), ClientID: "bench", Scheme: SchemeJSON, QoS: 1, Root: "bench",

@@ -1,12 +1,12 @@
 package mqtt
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
-	paho "github.com/eclipse/paho.mqtt.golang"
-
+	"github.com/ecagent/ecagent/mqtt/mqttconn"
 	"github.com/ecagent/ecagent/mqtt/sparkplug"
 )
 
@@ -20,10 +20,11 @@ const keepAlive = 10 * time.Second
 // errClosing ends a session because Close was called.
 var errClosing = errors.New("mqtt: closing")
 
-// flight is a message handed to the client, until its token completes.
+// flight is a message handed to the client, until it is acknowledged:
+// id is its packet identifier (0 at QoS 0: nothing to wait for).
 type flight struct {
 	m    message
-	tok  paho.Token
+	id   uint16
 	sent time.Time
 }
 
@@ -39,7 +40,7 @@ func (p *Publisher) runSession() {
 			return
 		default:
 		}
-		c, lost, err := p.connect()
+		c, err := p.connect()
 		if err != nil {
 			if wasUp || first {
 				p.log.Warn("mqtt: cannot reach the broker; buffering", "broker", p.cfg.Broker, "err", err,
@@ -63,7 +64,7 @@ func (p *Publisher) runSession() {
 		backoff = p.cfg.ReconnectMin
 		p.connected.Store(true)
 		p.log.Info("mqtt: connected", "broker", p.cfg.Broker, "client_id", p.cfg.ClientID, "buffered", p.out.Len())
-		err = p.serve(c, lost)
+		err = p.serve(c)
 		p.connected.Store(false)
 		if errors.Is(err, errClosing) {
 			return
@@ -74,47 +75,25 @@ func (p *Publisher) runSession() {
 
 // connect opens one connection, with the will of this connection: status
 // offline (JSON) or NDEATH with a new bdSeq (Sparkplug).
-func (p *Publisher) connect() (paho.Client, chan error, error) {
-	opts := paho.NewClientOptions().
-		AddBroker(p.cfg.Broker).
-		SetClientID(p.cfg.ClientID).
-		SetCleanSession(true). // Sparkplug requires it; the outbox does the buffering
-		SetAutoReconnect(false).
-		SetConnectRetry(false).
-		SetConnectTimeout(p.cfg.Timeout).
-		SetWriteTimeout(p.cfg.Timeout).
-		SetPingTimeout(p.cfg.Timeout).
-		SetKeepAlive(keepAlive)
-	if p.cfg.Username != "" {
-		opts.SetUsername(p.cfg.Username)
-		opts.SetPassword(p.cfg.Password)
-	}
-	if p.cfg.TLS != nil {
-		opts.SetTLSConfig(p.cfg.TLS)
-	}
+func (p *Publisher) connect() (*mqttconn.Conn, error) {
 	bdSeq, err := p.bdSeq.next()
 	if err != nil {
 		p.log.Warn("mqtt: the bdSeq is not kept for the next run", "err", err)
 	}
 	will := p.sch.will(bdSeq)
-	opts.SetBinaryWill(will.topic, will.payload, will.qos, will.retain)
-	lost := make(chan error, 1)
-	opts.SetConnectionLostHandler(func(_ paho.Client, err error) {
-		select {
-		case lost <- err:
-		default:
-		}
+	return mqttconn.Dial(context.Background(), mqttconn.Options{
+		Broker:       p.cfg.Broker,
+		TLS:          p.cfg.TLS,
+		ClientID:     p.cfg.ClientID,
+		CleanSession: true, // Sparkplug requires it; the outbox does the buffering
+		KeepAlive:    keepAlive,
+		Username:     p.cfg.Username,
+		Password:     p.cfg.Password,
+		Will:         &mqttconn.Will{Topic: will.topic, Payload: will.payload, QoS: will.qos, Retain: will.retain},
+		Timeout:      p.cfg.Timeout,
+		MaxInflight:  maxInflight,
+		OnMessage:    p.command,
 	})
-	c := paho.NewClient(opts)
-	tok := c.Connect()
-	if !tok.WaitTimeout(p.cfg.Timeout) {
-		c.Disconnect(0)
-		return nil, nil, fmt.Errorf("no answer to CONNECT within %v", p.cfg.Timeout)
-	}
-	if err := tok.Error(); err != nil {
-		return nil, nil, err
-	}
-	return c, lost, nil
 }
 
 // flights is the FIFO of messages in flight, a fixed ring so that the
@@ -146,7 +125,7 @@ func (f *flights) messages() []message {
 // serve announces the node on c, subscribes to commands, and pumps the
 // outbox until the connection breaks (or Close). Messages still in flight
 // then go back to the front of the outbox.
-func (p *Publisher) serve(c paho.Client, lost chan error) (err error) {
+func (p *Publisher) serve(c *mqttconn.Conn) (err error) {
 	inflight := new(flights)
 	seq := uint64(0)
 	defer func() {
@@ -154,7 +133,7 @@ func (p *Publisher) serve(c paho.Client, lost chan error) (err error) {
 			p.goodbye(c, inflight, &seq)
 			return
 		}
-		c.Disconnect(0)
+		_ = c.Disconnect()
 		p.out.requeue(inflight.messages())
 	}()
 	if err := p.announce(c, &seq); err != nil {
@@ -167,7 +146,7 @@ func (p *Publisher) serve(c paho.Client, lost chan error) (err error) {
 	defer timer.Stop()
 	for {
 		if p.rebirth.Swap(false) {
-			if err := p.flushInflight(inflight); err != nil {
+			if err := p.flushInflight(c, inflight); err != nil {
 				return err
 			}
 			if err := p.announce(c, &seq); err != nil {
@@ -183,30 +162,38 @@ func (p *Publisher) serve(c paho.Client, lost chan error) (err error) {
 				p.out.recycle(m.payload)
 				continue
 			}
-			inflight.push(flight{m: m, tok: p.send(c, m, &seq), sent: time.Now()})
+			id, err := p.send(c, m, &seq)
+			inflight.push(flight{m: m, id: id, sent: time.Now()})
+			if err != nil {
+				return fmt.Errorf("publish to %s: %w", m.topic, err)
+			}
 		}
-		var front <-chan struct{}
+		if p.popAcked(c, inflight) {
+			// Acknowledged while the last batch was sent: send more
+			// before waiting, unless told to stop.
+			select {
+			case <-p.closing:
+				return errClosing
+			case <-c.Done():
+				return fmt.Errorf("connection lost: %w", c.Err())
+			default:
+			}
+			continue
+		}
+		var acks <-chan struct{}
 		if inflight.len() > 0 {
-			front = inflight.front().tok.Done()
+			acks = c.Acks()
 			timer.Reset(time.Until(inflight.front().sent.Add(p.cfg.Timeout)))
 		}
 		select {
 		case <-p.closing:
 			return errClosing
-		case err := <-lost:
-			return fmt.Errorf("connection lost: %w", err)
+		case <-c.Done():
+			return fmt.Errorf("connection lost: %w", c.Err())
 		case <-p.out.ready:
 		case <-p.wake:
-		case <-front:
-			for inflight.len() > 0 && isDone(inflight.front().tok) {
-				f := inflight.front()
-				if err := f.tok.Error(); err != nil {
-					return fmt.Errorf("publish to %s: %w", f.m.topic, err)
-				}
-				p.delivered.Add(1)
-				p.out.recycle(f.m.payload)
-				inflight.popFront()
-			}
+		case <-acks:
+			p.popAcked(c, inflight)
 		case <-timer.C:
 			if inflight.len() > 0 && time.Since(inflight.front().sent) >= p.cfg.Timeout {
 				return fmt.Errorf("no acknowledgement within %v", p.cfg.Timeout)
@@ -215,38 +202,52 @@ func (p *Publisher) serve(c paho.Client, lost chan error) (err error) {
 	}
 }
 
-// send hands m to the client; a Sparkplug message gets the next seq.
-func (p *Publisher) send(c paho.Client, m message, seq *uint64) paho.Token {
+// popAcked takes the acknowledged messages off the front of inflight,
+// and says whether there were any.
+func (p *Publisher) popAcked(c *mqttconn.Conn, inflight *flights) bool {
+	popped := false
+	for inflight.len() > 0 && c.Acked(inflight.front().id) {
+		p.delivered.Add(1)
+		p.out.recycle(inflight.front().m.payload)
+		inflight.popFront()
+		popped = true
+	}
+	return popped
+}
+
+// send hands m to the client; a Sparkplug message gets the next seq. It
+// returns the packet identifier to wait for (0 at QoS 0).
+func (p *Publisher) send(c *mqttconn.Conn, m message, seq *uint64) (uint16, error) {
 	payload := m.payload
 	if m.sparkplug {
 		payload = sparkplug.AppendSeq(payload, *seq)
 		*seq = (*seq + 1) % 256
 	}
 	p.published.Add(1)
-	return c.Publish(m.topic, m.qos, m.retain, payload)
+	return c.Publish(m.topic, payload, m.qos, m.retain)
 }
 
-func isDone(t paho.Token) bool {
-	select {
-	case <-t.Done():
-		return true
-	default:
-		return false
+// waitAck waits until the publication with packet identifier id is
+// acknowledged, until deadline.
+func (p *Publisher) waitAck(c *mqttconn.Conn, topic string, id uint16, deadline time.Time) error {
+	if err := c.Wait(id, time.Until(deadline)); err != nil {
+		if c.Err() == nil {
+			return fmt.Errorf("publish to %s: no acknowledgement within %v", topic, p.cfg.Timeout)
+		}
+		return fmt.Errorf("publish to %s: %w", topic, err)
 	}
+	p.delivered.Add(1)
+	return nil
 }
 
 // flushInflight waits (bounded) until every message in flight is
 // acknowledged, so that births follow the data sent before them.
-func (p *Publisher) flushInflight(inflight *flights) error {
+func (p *Publisher) flushInflight(c *mqttconn.Conn, inflight *flights) error {
 	for inflight.len() > 0 {
 		f := inflight.front()
-		if !f.tok.WaitTimeout(time.Until(f.sent.Add(p.cfg.Timeout))) {
-			return fmt.Errorf("no acknowledgement within %v", p.cfg.Timeout)
+		if err := p.waitAck(c, f.m.topic, f.id, f.sent.Add(p.cfg.Timeout)); err != nil {
+			return err
 		}
-		if err := f.tok.Error(); err != nil {
-			return fmt.Errorf("publish to %s: %w", f.m.topic, err)
-		}
-		p.delivered.Add(1)
 		p.out.recycle(f.m.payload)
 		inflight.popFront()
 	}
@@ -254,24 +255,20 @@ func (p *Publisher) flushInflight(inflight *flights) error {
 }
 
 // publishNow publishes one message directly (not through the outbox) and
-// waits, bounded, for its token.
-func (p *Publisher) publishNow(c paho.Client, topic string, qos byte, retain bool, payload []byte) error {
-	tok := c.Publish(topic, qos, retain, payload)
+// waits, bounded, for its acknowledgement.
+func (p *Publisher) publishNow(c *mqttconn.Conn, topic string, qos byte, retain bool, payload []byte) error {
+	id, err := c.Publish(topic, payload, qos, retain)
 	p.published.Add(1)
-	if !tok.WaitTimeout(p.cfg.Timeout) {
-		return fmt.Errorf("publish to %s: no acknowledgement within %v", topic, p.cfg.Timeout)
-	}
-	if err := tok.Error(); err != nil {
+	if err != nil {
 		return fmt.Errorf("publish to %s: %w", topic, err)
 	}
-	p.delivered.Add(1)
-	return nil
+	return p.waitAck(c, topic, id, time.Now().Add(p.cfg.Timeout))
 }
 
 // announce publishes what a new connection (or a rebirth) starts with —
 // the scheme says what: status and meta (JSON), NBIRTH and the DBIRTHs
 // (Sparkplug) — with seq from 0 for the messages that carry one.
-func (p *Publisher) announce(c paho.Client, seq *uint64) error {
+func (p *Publisher) announce(c *mqttconn.Conn, seq *uint64) error {
 	p.smu.Lock()
 	var v *busView
 	if p.model != nil {
@@ -298,25 +295,17 @@ func (p *Publisher) announce(c paho.Client, seq *uint64) error {
 }
 
 // subscribe subscribes to the scheme's command topics (writes always, so
-// that refused writes are answered).
-func (p *Publisher) subscribe(c paho.Client) error {
-	tok := c.SubscribeMultiple(p.sch.subscriptions(), func(_ paho.Client, m paho.Message) { p.command(m.Topic(), m.Payload()) })
-	if !tok.WaitTimeout(p.cfg.Timeout) {
-		return fmt.Errorf("subscribe: no answer within %v", p.cfg.Timeout)
-	}
-	if err := tok.Error(); err != nil {
-		return fmt.Errorf("subscribe: %w", err)
-	}
-	return nil
-}
+// that refused writes are answered); the connection hands what arrives to
+// command.
+func (p *Publisher) subscribe(c *mqttconn.Conn) error { return c.Subscribe(p.sch.subscriptions()) }
 
 // goodbye ends a connection on Close: it tries to deliver what is
 // buffered (for up to Close's grace), then publishes status offline or
 // NDEATH, which a graceful disconnect does not make the broker send.
 // What could not be delivered stays in the outbox.
-func (p *Publisher) goodbye(c paho.Client, inflight *flights, seq *uint64) {
+func (p *Publisher) goodbye(c *mqttconn.Conn, inflight *flights, seq *uint64) {
 	deadline := time.Now().Add(p.grace)
-	err := p.flushInflight(inflight)
+	err := p.flushInflight(c, inflight)
 	for err == nil && time.Now().Before(deadline) {
 		m, ok := p.out.pop()
 		if !ok {
@@ -326,17 +315,20 @@ func (p *Publisher) goodbye(c paho.Client, inflight *flights, seq *uint64) {
 			p.out.recycle(m.payload)
 			continue
 		}
-		inflight.push(flight{m: m, tok: p.send(c, m, seq), sent: time.Now()})
-		err = p.flushInflight(inflight)
+		id, perr := p.send(c, m, seq)
+		inflight.push(flight{m: m, id: id, sent: time.Now()})
+		if err = perr; err == nil {
+			err = p.flushInflight(c, inflight)
+		}
 	}
 	p.out.requeue(inflight.messages())
 	if err == nil {
 		m := p.sch.goodbye(p.bdSeq.current())
 		_ = p.publishNow(c, m.topic, m.qos, m.retain, m.payload)
 	}
-	c.Disconnect(250)
+	_ = c.Disconnect()
 }
 
 // command dispatches a message on a command topic to the scheme. It runs
-// on the MQTT client's goroutine and must not block.
+// on the connection's reader goroutine and must not block.
 func (p *Publisher) command(topic string, payload []byte) { p.sch.command(topic, payload) }
