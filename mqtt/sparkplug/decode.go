@@ -1,0 +1,252 @@
+package sparkplug
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Decoding: what DecodePayload reads of a payload, and how it refuses a
+// malformed one.
+
+// ErrMalformed is matched (errors.Is) by every error DecodePayload returns.
+var ErrMalformed = errors.New("sparkplug: malformed payload")
+
+// DecodePayload decodes a Sparkplug B payload (a command, NCMD or DCMD,
+// typically) into p, replacing its contents. Unknown fields, and known
+// ones with an unexpected wire type, are skipped as protobuf skips them;
+// the metric fields above are read. On error p is left empty.
+func DecodePayload(b []byte, p *Payload) error {
+	*p = Payload{Metrics: p.Metrics[:0]}
+	err := decodePayload(b, p)
+	if err != nil {
+		*p = Payload{Metrics: p.Metrics[:0]}
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return nil
+}
+
+func decodePayload(b []byte, p *Payload) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch {
+		case num == fieldTimestamp && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			p.Timestamp, b = v, b[n:]
+		case num == fieldSeq && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			p.Seq, p.HasSeq, b = v, true, b[n:]
+		case num == fieldMetrics && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			var m Metric
+			if err := decodeMetric(v, &m); err != nil {
+				return fmt.Errorf("metric %d: %w", len(p.Metrics), err)
+			}
+			p.Metrics = append(p.Metrics, m)
+			b = b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			b = b[n:]
+		}
+	}
+	return nil
+}
+
+func decodeMetric(b []byte, m *Metric) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		var v uint64
+		switch typ {
+		case protowire.VarintType:
+			v, n = protowire.ConsumeVarint(b)
+		case protowire.Fixed32Type:
+			var u uint32
+			u, n = protowire.ConsumeFixed32(b)
+			v = uint64(u)
+		case protowire.Fixed64Type:
+			v, n = protowire.ConsumeFixed64(b)
+		case protowire.BytesType:
+			var s []byte
+			s, n = protowire.ConsumeBytes(b)
+			if n >= 0 {
+				switch num {
+				case metricName:
+					m.Name = string(s)
+				case metricStringValue:
+					m.Str, m.HasValue = string(s), true
+				case metricProperties:
+					var err error
+					if m.Properties, err = decodePropertySet(s, m.Properties[:0]); err != nil {
+						return fmt.Errorf("properties: %w", err)
+					}
+				}
+			}
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if !wireTypeFits(num, typ) {
+			continue // as protobuf does: a known number with another wire type is an unknown field
+		}
+		switch num {
+		case metricAlias:
+			m.Alias, m.HasAlias = v, true
+		case metricTimestamp:
+			m.Timestamp = v
+		case metricDataType:
+			m.DataType = DataType(v)
+		case metricIsHistorical:
+			m.Historical = v != 0
+		case metricIsNull:
+			m.Null = v != 0
+		case metricIntValue, metricLongValue:
+			m.Int, m.HasValue = v, true
+		case metricFloatValue:
+			m.Float, m.HasValue = float64(math.Float32frombits(uint32(v))), true
+		case metricDoubleValue:
+			m.Float, m.HasValue = math.Float64frombits(v), true
+		case metricBooleanValue:
+			m.Bool, m.HasValue = v != 0, true
+		}
+	}
+	return nil
+}
+
+// decodePropertySet decodes a PropertySet's scalar values, pairing its
+// keys and values in order; nested sets are skipped, their keys kept with
+// a null value.
+func decodePropertySet(b []byte, dst []Property) ([]Property, error) {
+	var keys int
+	vals := 0
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ != protowire.BytesType || (num != setKeys && num != setValues) {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return nil, protowire.ParseError(n)
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num == setKeys {
+			if keys >= len(dst) {
+				dst = append(dst, Property{Null: true})
+			}
+			dst[keys].Key = string(v)
+			keys++
+			continue
+		}
+		if vals >= len(dst) {
+			dst = append(dst, Property{})
+		}
+		if err := decodePropertyValue(v, &dst[vals]); err != nil {
+			return nil, err
+		}
+		vals++
+	}
+	if keys != vals {
+		return nil, fmt.Errorf("%d keys and %d values", keys, vals)
+	}
+	return dst, nil
+}
+
+func decodePropertyValue(b []byte, p *Property) error {
+	key := p.Key
+	*p = Property{Key: key}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		var v uint64
+		switch typ {
+		case protowire.VarintType:
+			v, n = protowire.ConsumeVarint(b)
+		case protowire.Fixed32Type:
+			var u uint32
+			u, n = protowire.ConsumeFixed32(b)
+			v = uint64(u)
+		case protowire.Fixed64Type:
+			v, n = protowire.ConsumeFixed64(b)
+		case protowire.BytesType:
+			var s []byte
+			s, n = protowire.ConsumeBytes(b)
+			if n >= 0 && num == propString {
+				p.Str = string(s)
+			}
+		default:
+			n = protowire.ConsumeFieldValue(num, typ, b)
+		}
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch {
+		case num == propType && typ == protowire.VarintType:
+			p.Type = DataType(v)
+		case num == propIsNull && typ == protowire.VarintType:
+			p.Null = v != 0
+		case (num == propInt || num == propLong) && typ == protowire.VarintType:
+			p.Int = v
+		case num == propFloat && typ == protowire.Fixed32Type:
+			p.Float = float64(math.Float32frombits(uint32(v)))
+		case num == propDouble && typ == protowire.Fixed64Type:
+			p.Float = math.Float64frombits(v)
+		case num == propBool && typ == protowire.VarintType:
+			p.Bool = v != 0
+		}
+	}
+	return nil
+}
+
+// wireTypeFits reports whether a known Metric field came with the wire
+// type its schema gives it; unknown field numbers fit any.
+func wireTypeFits(num protowire.Number, typ protowire.Type) bool {
+	switch num {
+	case metricName, metricStringValue, metricProperties:
+		return typ == protowire.BytesType
+	case metricAlias, metricTimestamp, metricDataType, metricIsHistorical, metricIsTransient, metricIsNull,
+		metricIntValue, metricLongValue, metricBooleanValue:
+		return typ == protowire.VarintType
+	case metricFloatValue:
+		return typ == protowire.Fixed32Type
+	case metricDoubleValue:
+		return typ == protowire.Fixed64Type
+	}
+	return true
+}

@@ -1,0 +1,117 @@
+package mqtt
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/ecagent/ecagent/mqtt/sparkplug"
+)
+
+// The Sparkplug commands: NCMD and DCMD, the metrics they name and the
+// values they carry.
+
+// command takes NCMD (rebirth) and DCMD (writes, by name — the metric's
+// or the signal's — or by alias).
+func (s *sparkplugScheme) command(topic string, payload []byte) {
+	p := s.p
+	t, ok := sparkplug.ParseTopic(topic)
+	if !ok || t.Group != s.group || t.Node != s.node {
+		return
+	}
+	var pl sparkplug.Payload
+	err := sparkplug.DecodePayload(payload, &pl)
+	switch t.Type {
+	case sparkplug.NCMD:
+		if err != nil {
+			p.log.Warn("mqtt: malformed NCMD", "err", err)
+			return
+		}
+		for _, m := range pl.Metrics {
+			if (m.Name == sparkplug.MetricRebirth || (m.Name == "" && m.HasAlias && m.Alias == aliasRebirth)) && m.DataType == sparkplug.Boolean && m.Bool {
+				p.log.Info("mqtt: rebirth requested")
+				p.rebirth.Store(true)
+				select {
+				case p.wake <- struct{}{}:
+				default:
+				}
+			}
+		}
+	case sparkplug.DCMD:
+		if err == nil && len(pl.Metrics) > maxDCMDMetrics {
+			err = fmt.Errorf("DCMD with %d metrics; at most %d per message", len(pl.Metrics), maxDCMDMetrics)
+		}
+		if err != nil {
+			p.wmu.Lock()
+			p.rejectLocked(time.Now(), reject(RejectMalformed, "%v", err), t.Device, "", topic)
+			p.wmu.Unlock()
+			return
+		}
+		for i := range pl.Metrics {
+			m := &pl.Metrics[i]
+			name := s.signalName(t.Device, m)
+			p.write(t.Device, name, topic, func(sig *Signal) (float64, uint64, error) {
+				return checkValue(metricValue(m), sig)
+			})
+		}
+	}
+}
+
+// signalName returns the name of the device's signal a command metric
+// means: by alias, by metric name ("Outputs/Channel 1/Output") or by
+// signal name; the metric's name when none fits.
+func (s *sparkplugScheme) signalName(device string, m *sparkplug.Metric) string {
+	model := s.p.current.Load()
+	var d *Device
+	if model != nil {
+		d = model.Device(device)
+	}
+	if d == nil {
+		return m.Name
+	}
+	if m.Name == "" && m.HasAlias {
+		for _, sig := range d.Signals {
+			if sig.Alias == m.Alias {
+				return sig.Name
+			}
+		}
+		return ""
+	}
+	for k, n := range sparkplugNames(d) {
+		if n == m.Name {
+			return d.Signals[k].Name
+		}
+	}
+	return m.Name
+}
+
+// metricValue turns the value of a command metric into what checkValue
+// takes: bool, number, string, nil or nonFinite.
+func metricValue(m *sparkplug.Metric) any {
+	if m.Null || !m.HasValue {
+		return nil
+	}
+	switch m.DataType {
+	case sparkplug.Boolean:
+		return m.Bool
+	case sparkplug.Int8:
+		return number(strconv.FormatInt(int64(int8(m.Int)), 10))
+	case sparkplug.Int16:
+		return number(strconv.FormatInt(int64(int16(m.Int)), 10))
+	case sparkplug.Int32:
+		return number(strconv.FormatInt(int64(int32(m.Int)), 10))
+	case sparkplug.Int64:
+		return number(strconv.FormatInt(int64(m.Int), 10))
+	case sparkplug.UInt8, sparkplug.UInt16, sparkplug.UInt32, sparkplug.UInt64:
+		return number(strconv.FormatUint(m.Int, 10))
+	case sparkplug.Float, sparkplug.Double:
+		if math.IsNaN(m.Float) || math.IsInf(m.Float, 0) {
+			return nonFinite{}
+		}
+		return number(strconv.FormatFloat(m.Float, 'g', -1, 64))
+	case sparkplug.String, sparkplug.Text:
+		return m.Str
+	}
+	return []any{} // a type no output has
+}
