@@ -154,8 +154,8 @@ func TestRunCommandOverVeth(t *testing.T) {
 	_ = cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case err := <-exited:
-		if err != nil {
-			t.Fatalf("ecagent run: %v\n%s", err, a.log())
+		if code := exitCode(err); code != 130 {
+			t.Fatalf("ecagent run after SIGINT: exit code %d (%v), want 130\n%s", code, err, a.log())
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatalf("ecagent run did not stop within 20 s of SIGINT:\n%s", a.log())

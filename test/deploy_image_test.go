@@ -2,6 +2,7 @@ package test
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -122,7 +123,8 @@ func TestImageBinaryIsStaticAndRuns(t *testing.T) {
 const runFor = "3"
 
 // runBriefly runs cmd (which stops the agent with SIGINT after runFor
-// seconds) and returns its output; the agent must exit 0.
+// seconds) and returns its output; the agent must exit 130, the exit code
+// of an interrupted run (and of nothing else).
 func runBriefly(t *testing.T, cmd *exec.Cmd) string {
 	t.Helper()
 	done := make(chan struct{})
@@ -136,10 +138,23 @@ func runBriefly(t *testing.T, cmd *exec.Cmd) string {
 		<-done
 		t.Fatalf("the agent did not stop within 60 s:\n%s", out)
 	}
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+	if code := exitCode(err); code != 130 {
+		t.Fatalf("%s: exit code %d (%v), want 130 (interrupted)\n%s", strings.Join(cmd.Args, " "), code, err, out)
 	}
 	return string(out)
+}
+
+// exitCode is the exit code of a finished command's error: 0 for nil, -1
+// when it did not exit (it could not start, or a signal ended it).
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
 }
 
 // checkRanInOP wants a status line showing the simulated reference

@@ -382,7 +382,8 @@ tests:
 // on PATH).
 func promtoolPath(t *testing.T) string {
 	t.Helper()
-	for _, p := range []string{filepath.Join(os.Getenv("HOME"), "go", "bin", "promtool"), "/root/go/bin/promtool"} {
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		p := filepath.Join(strings.TrimSpace(string(out)), "bin", "promtool")
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
