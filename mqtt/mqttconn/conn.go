@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -132,6 +133,7 @@ type Conn struct {
 	subacks chan suback
 
 	done    chan struct{}
+	closing atomic.Bool // Disconnect began: what breaks now is ErrClosed
 	errOnce sync.Once
 	err     error
 	readers sync.WaitGroup
@@ -250,7 +252,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	}
 	if err != nil {
 		nc.Close()
-		if ctx.Err() != nil && !errors.As(err, new(*ConnectError)) {
+		if (ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded)) && !errors.As(err, new(*ConnectError)) {
 			err = fmt.Errorf("no CONNACK within %v: %w", o.Timeout, err)
 		}
 		return nil, wrap(err)
@@ -289,6 +291,9 @@ func (c *Conn) Err() error {
 // fail ends the connection with err, once; later calls do nothing.
 func (c *Conn) fail(err error) {
 	c.errOnce.Do(func() {
+		if c.closing.Load() {
+			err = ErrClosed
+		}
 		c.err = err
 		close(c.done)
 		_ = c.conn.Close()
@@ -492,6 +497,7 @@ func (c *Conn) Subscribe(subs map[string]byte) error {
 // Disconnect sends DISCONNECT (so that the broker discards the will) and
 // closes the connection. It does not wait for publications in flight.
 func (c *Conn) Disconnect() error {
+	c.closing.Store(true)
 	err := c.write("disconnect", func(b []byte) []byte { return append(b, typeDisconnect<<4, 0) })
 	c.Close()
 	if errors.Is(err, ErrClosed) {
@@ -501,7 +507,8 @@ func (c *Conn) Disconnect() error {
 }
 
 // Close closes the connection without DISCONNECT (the broker publishes the
-// will) and waits for its goroutines. Closing twice is safe.
+// will) and waits for its goroutines, so it must not be called from
+// OnMessage. Closing twice is safe.
 func (c *Conn) Close() {
 	c.fail(ErrClosed)
 	c.readers.Wait()
