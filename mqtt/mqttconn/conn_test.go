@@ -199,7 +199,11 @@ func fakeBroker(t *testing.T, reply []byte) string {
 		if reply != nil {
 			_, _ = nc.Write(reply)
 		}
-		_, _ = nc.Read(buf) // until the client hangs up
+		for { // until the client hangs up; PINGREQs are not answered
+			if _, err := nc.Read(buf); err != nil {
+				return
+			}
+		}
 	}()
 	return "tcp://" + l.Addr().String()
 }
@@ -368,5 +372,49 @@ func TestWebSocket(t *testing.T) {
 	}
 	if err := c.Disconnect(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestUnansweredPingEndsTheConnection(t *testing.T) {
+	url := fakeBroker(t, []byte{0x20, 2, 0, 0})
+	c := dial(t, Options{Broker: url, ClientID: "x", KeepAlive: time.Second, Timeout: 300 * time.Millisecond})
+	select {
+	case <-c.Done():
+	case <-time.After(wait):
+		t.Fatal("an unanswered PINGREQ is not noticed")
+	}
+	if err := c.Err(); err == nil || !strings.Contains(err.Error(), "no PINGRESP") {
+		t.Fatalf("Err() = %v", err)
+	}
+}
+
+// TestSteadyPublishAllocatesNothing: a QoS 1 publication on a real
+// connection, and taking its acknowledgement, allocate nothing.
+func TestSteadyPublishAllocatesNothing(t *testing.T) {
+	b := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
+	c := dial(t, Options{Broker: b.URL(), ClientID: "pub", CleanSession: true})
+	payload := []byte(`{"ts":1,"pd":"0011223344556677"}`)
+	timeout := time.NewTimer(time.Minute)
+	defer timeout.Stop()
+	step := func() {
+		id, err := c.Publish("t/steady", payload, 1, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for !c.Acked(id) {
+			select {
+			case <-c.Acks():
+			case <-c.Done():
+				t.Fatal(c.Err())
+			case <-timeout.C:
+				t.Fatal("no PUBACK within a minute")
+			}
+		}
+	}
+	for range 10 {
+		step()
+	}
+	if n := testing.AllocsPerRun(500, step); n != 0 {
+		t.Fatalf("a QoS 1 publish and its PUBACK allocate %v times", n)
 	}
 }
