@@ -144,6 +144,9 @@ func (p *Publisher) serve(c *mqttconn.Conn) (err error) {
 	}
 	timer := time.NewTimer(p.cfg.Timeout)
 	defer timer.Stop()
+	// m is taken out of the loop: prepare(&m), an interface call, moves
+	// it to the heap, once per connection rather than once per message.
+	var m message
 	for {
 		if p.rebirth.Swap(false) {
 			if err := p.flushInflight(c, inflight); err != nil {
@@ -154,8 +157,8 @@ func (p *Publisher) serve(c *mqttconn.Conn) (err error) {
 			}
 		}
 		for inflight.len() < maxInflight {
-			m, ok := p.out.pop()
-			if !ok {
+			var ok bool
+			if m, ok = p.out.pop(); !ok {
 				break
 			}
 			if !p.sch.prepare(&m) {
