@@ -1,0 +1,108 @@
+package mqttconn
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The reading side of a connection: packets from the broker, and the
+// keep-alive pings.
+
+// readLoop reads packets until the connection fails.
+func (c *Conn) readLoop(buf []byte) {
+	defer c.readers.Done()
+	for {
+		h, body, err := readPacket(c.br, &buf, c.maxPacket)
+		if err == nil {
+			err = c.handle(h, body)
+		}
+		if err != nil {
+			c.fail(fmt.Errorf("mqttconn: read from %s: %w", c.addr, err))
+			return
+		}
+	}
+}
+
+// handle handles one inbound packet.
+func (c *Conn) handle(h byte, body []byte) error {
+	c.lastRead.Store(time.Now().UnixNano())
+	switch h >> 4 {
+	case typePuback:
+		id, err := parseID("PUBACK", body)
+		if err != nil {
+			return err
+		}
+		c.imu.Lock()
+		if c.ids[id] == idInflight {
+			c.ids[id] = idAcked
+		}
+		c.imu.Unlock()
+		select {
+		case c.acks <- struct{}{}:
+		default:
+		}
+	case typePingresp:
+		c.pingSent.Store(0)
+	case typeSuback:
+		id, codes, err := parseSuback(body)
+		if err != nil {
+			return err
+		}
+		select {
+		case c.subacks <- suback{id: id, codes: slices.Clone(codes)}:
+		default:
+		}
+	case typeUnsuback:
+	case typePublish:
+		p, err := parsePublish(h, body)
+		if err != nil {
+			return err
+		}
+		if p.qos > 1 {
+			return errors.New("inbound PUBLISH at QoS 2 (not supported)")
+		}
+		if c.onMessage != nil {
+			c.onMessage(string(p.topic), slices.Clone(p.payload))
+		}
+		if p.qos == 1 {
+			return c.write("puback", func(b []byte) []byte { return appendUint16(append(b, typePuback<<4, 2), p.id) })
+		}
+	default:
+		return fmt.Errorf("unexpected packet of type %d", h>>4)
+	}
+	return nil
+}
+
+// pinger sends PINGREQ after half the keep-alive without traffic either
+// way, and fails the connection when one is not answered within the
+// timeout. It uses one timer.
+func (c *Conn) pinger() {
+	defer c.readers.Done()
+	every := c.keepAlive / 2
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		next := every
+		if sent := c.pingSent.Load(); sent != 0 {
+			if left := time.Duration(sent + int64(c.timeout) - now.UnixNano()); left > 0 {
+				next = min(next, left)
+			} else {
+				c.fail(fmt.Errorf("mqttconn: no PINGRESP from %s within %v", c.addr, c.timeout))
+				return
+			}
+		} else if idle := max(now.UnixNano()-c.lastWrite.Load(), now.UnixNano()-c.lastRead.Load()); time.Duration(idle) >= every-every/10 {
+			c.pingSent.Store(now.UnixNano())
+			_ = c.write("ping", func(b []byte) []byte { return append(b, typePingreq<<4, 0) })
+			next = min(every, c.timeout)
+		}
+		t.Reset(next)
+	}
+}
