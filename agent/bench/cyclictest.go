@@ -3,9 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -20,7 +18,8 @@ import (
 const CyclictestPackage = "rt-tests"
 
 // The targets of the comparison: ecagent's wake-up latency p99 within
-// 1.2× and p99.9 within 1.5× of cyclictest's in the same run.
+// 1.2× and p99.9 within 1.5× of cyclictest's, over the union of each
+// side's interleaved blocks.
 const (
 	TargetP99Ratio  = 1.2
 	TargetP999Ratio = 1.5
@@ -145,80 +144,6 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], " | ")
 }
 
-// LatencyColumn is one side of the comparison: wake-up latency in whole
-// microseconds, truncated as cyclictest records every sample.
-type LatencyColumn struct {
-	Cycles int64 `json:"cycles"`
-	Min    int64 `json:"min_us"`
-	// Avg is the mean of the truncated values, in µs.
-	Avg  float64 `json:"avg_us"`
-	Max  int64   `json:"max_us"`
-	P99  int64   `json:"p99_us"`
-	P999 int64   `json:"p99_9_us"`
-	// PercentilesExact is false when a percentile lies beyond the
-	// histogram (cyclictest's overflow): it is then a lower bound.
-	PercentilesExact bool `json:"percentiles_exact"`
-}
-
-// Comparison sets ecagent's wake-up latency beside cyclictest's from the
-// same invocation: same interval, priority, core and loops, run one after
-// the other (never at the same time, so neither disturbs the other).
-type Comparison struct {
-	// Cmdline is the cyclictest command line that ran.
-	Cmdline string `json:"cmdline"`
-	// Ecagent and Cyclictest are the two columns.
-	Ecagent    LatencyColumn `json:"ecagent"`
-	Cyclictest LatencyColumn `json:"cyclictest"`
-	// P99Ratio, P999Ratio and MaxRatio are ecagent / cyclictest; a
-	// cyclictest figure of 0 µs counts as 1 µs (its resolution).
-	P99Ratio  float64 `json:"p99_ratio"`
-	P999Ratio float64 `json:"p99_9_ratio"`
-	MaxRatio  float64 `json:"max_ratio"`
-	// P99Met and P999Met say whether the ratios meet TargetP99Ratio and
-	// TargetP999Ratio.
-	P99Met  bool `json:"p99_target_met"`
-	P999Met bool `json:"p99_9_target_met"`
-	// BusyWait is cycle.busywait: with a busy-wait tail ecagent spins
-	// before each deadline, which cyclictest does not.
-	BusyWait time.Duration `json:"busywait_ns,omitempty"`
-}
-
-// ErrNoCyclictestThread is returned by Compare for a cyclictest report
-// without a thread or without a histogram.
-var ErrNoCyclictestThread = errors.New("bench: cyclictest report has no thread with a histogram")
-
-// Compare builds the side-by-side of r's wake-up latency and cyclictest's
-// report ct (its first thread, which needs a histogram: cyclictest -h).
-// Both sides are compared in whole microseconds, truncated as cyclictest
-// records them, so the ratios compare like with like.
-func Compare(r *Report, ct *stats.CyclictestReport) (*Comparison, error) {
-	if len(ct.Threads) == 0 || ct.Threads[0].Histogram == nil {
-		return nil, ErrNoCyclictestThread
-	}
-	t := &ct.Threads[0]
-	p99, ok99 := t.Percentile(0.99)
-	p999, ok999 := t.Percentile(0.999)
-	wl := &r.WakeupLatency
-	c := &Comparison{
-		Cmdline: ct.Cmdline,
-		Ecagent: LatencyColumn{
-			Cycles: wl.Count, Min: floorMicros(wl.Min), Avg: r.WakeupWholeMicrosAvg, Max: floorMicros(wl.Max),
-			P99: floorMicros(wl.P99), P999: floorMicros(wl.P999), PercentilesExact: !wl.Sampled,
-		},
-		Cyclictest: LatencyColumn{
-			Cycles: t.Cycles, Min: floorMicros(t.Min), Avg: t.Avg / 1000, Max: floorMicros(t.Max),
-			P99: floorMicros(p99), P999: floorMicros(p999), PercentilesExact: ok99 && ok999,
-		},
-		BusyWait: r.BusyWait,
-	}
-	c.P99Ratio = ratio(c.Ecagent.P99, c.Cyclictest.P99)
-	c.P999Ratio = ratio(c.Ecagent.P999, c.Cyclictest.P999)
-	c.MaxRatio = ratio(c.Ecagent.Max, c.Cyclictest.Max)
-	c.P99Met = c.P99Ratio <= TargetP99Ratio
-	c.P999Met = c.P999Ratio <= TargetP999Ratio
-	return c, nil
-}
-
 func floorMicros(ns int64) int64 {
 	if ns < 0 {
 		return 0
@@ -227,41 +152,3 @@ func floorMicros(ns int64) int64 {
 }
 
 func ratio(a, b int64) float64 { return float64(a) / float64(max(b, 1)) }
-
-// WriteText prints the comparison as a table with the ratios and whether
-// the targets are met.
-func (c *Comparison) WriteText(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString("\nWake-up latency: ecagent vs cyclictest (same interval, priority, core and loops;\n")
-	b.WriteString("run one after the other; whole µs, truncated as cyclictest records them)\n")
-	fmt.Fprintf(&b, "  %-10s%12s%12s%9s   %s\n", "", "ecagent", "cyclictest", "ratio", "target")
-	fmt.Fprintf(&b, "  %-10s%12d%12d\n", "cycles", c.Ecagent.Cycles, c.Cyclictest.Cycles)
-	fmt.Fprintf(&b, "  %-10s%12d%12d\n", "min", c.Ecagent.Min, c.Cyclictest.Min)
-	fmt.Fprintf(&b, "  %-10s%12.2f%12.2f\n", "avg", c.Ecagent.Avg, c.Cyclictest.Avg)
-	fmt.Fprintf(&b, "  %-10s%12d%12d%9.2f\n", "max", c.Ecagent.Max, c.Cyclictest.Max, c.MaxRatio)
-	bound := func(v int64, exact bool) string {
-		if exact {
-			return strconv.FormatInt(v, 10)
-		}
-		return ">=" + strconv.FormatInt(v, 10)
-	}
-	verdict := func(met bool) string {
-		if met {
-			return "met"
-		}
-		return "NOT met"
-	}
-	fmt.Fprintf(&b, "  %-10s%12s%12s%9.2f   <= %.1f  %s\n", "p99", bound(c.Ecagent.P99, c.Ecagent.PercentilesExact),
-		bound(c.Cyclictest.P99, c.Cyclictest.PercentilesExact), c.P99Ratio, TargetP99Ratio, verdict(c.P99Met))
-	fmt.Fprintf(&b, "  %-10s%12s%12s%9.2f   <= %.1f  %s\n", "p99.9", bound(c.Ecagent.P999, c.Ecagent.PercentilesExact),
-		bound(c.Cyclictest.P999, c.Cyclictest.PercentilesExact), c.P999Ratio, TargetP999Ratio, verdict(c.P999Met))
-	if !c.Cyclictest.PercentilesExact {
-		b.WriteString("  (a cyclictest percentile lies beyond its histogram: raise --histogram-us)\n")
-	}
-	if c.BusyWait > 0 {
-		fmt.Fprintf(&b, "  (ecagent spins the last %v before each deadline; cyclictest does not)\n", c.BusyWait)
-	}
-	fmt.Fprintf(&b, "  cyclictest: %s\n", c.Cmdline)
-	_, err := io.WriteString(w, b.String())
-	return err
-}

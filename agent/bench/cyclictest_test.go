@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -30,99 +28,6 @@ func cyclictestOf(t *testing.T, histMicros int, lats ...int64) *stats.Cyclictest
 		h.Add(l * us1)
 	}
 	return &stats.CyclictestReport{Cmdline: "cyclictest -m", Threads: []stats.CyclictestThread{stats.NewCyclictestThread(0, w.Snapshot(), h, 0, 0)}}
-}
-
-// latencies returns n latencies: base µs for all but the top 1 % (p99
-// and above), which get tail µs, and the top 0.1 %, which get spike µs.
-func latencies(n int, base, tail, spike int64) []int64 {
-	out := make([]int64, n)
-	for i := range out {
-		switch {
-		case i >= n-n/1000-1:
-			out[i] = spike
-		case i >= n-n/100-1:
-			out[i] = tail
-		default:
-			out[i] = base
-		}
-	}
-	return out
-}
-
-func TestCompare(t *testing.T) {
-	cases := []struct {
-		name                   string
-		ecagent, cyclic        []int64
-		p99, p999              float64
-		p99Met, p999Met, exact bool
-	}{
-		{"both met", latencies(2000, 10, 22, 40), latencies(2000, 10, 20, 30), 1.1, 40.0 / 30, true, true, true},
-		{"p99 missed", latencies(2000, 10, 30, 40), latencies(2000, 10, 20, 30), 1.5, 40.0 / 30, false, true, true},
-		{"p99.9 missed", latencies(2000, 10, 20, 50), latencies(2000, 10, 20, 30), 1, 50.0 / 30, true, false, true},
-		{"cyclictest 0 µs counts as 1 µs", latencies(2000, 0, 1, 1), latencies(2000, 0, 0, 0), 1, 1, true, true, true},
-		{"cyclictest beyond its histogram", latencies(2000, 10, 20, 30), latencies(2000, 10, 20, 200), 1, 30.0 / 100, true, true, false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var cs []cycleSpec
-			for i, l := range c.ecagent {
-				cs = append(cs, cycleSpec{cycle: uint64(i), lat: l, job: 10, rtt: 5, wkc: 8})
-			}
-			// A sub-µs part on ecagent's side must be truncated away.
-			rec, err := NewRecorder(target, uint64(len(cs)), 1000)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, spec := range cs {
-				s := sample(spec)
-				s.Wake += 700
-				rec.Observe(&s)
-			}
-			rep, err := rec.Report(RunInfo{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmp, err := Compare(rep, cyclictestOf(t, 100, c.cyclic...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cmp.P99Ratio != c.p99 || cmp.P999Ratio != c.p999 || cmp.P99Met != c.p99Met || cmp.P999Met != c.p999Met {
-				t.Errorf("p99 ratio %v met %v, p99.9 ratio %v met %v; want %v %v, %v %v",
-					cmp.P99Ratio, cmp.P99Met, cmp.P999Ratio, cmp.P999Met, c.p99, c.p99Met, c.p999, c.p999Met)
-			}
-			if cmp.Cyclictest.PercentilesExact != c.exact || !cmp.Ecagent.PercentilesExact {
-				t.Errorf("exact: cyclictest %v ecagent %v", cmp.Cyclictest.PercentilesExact, cmp.Ecagent.PercentilesExact)
-			}
-			if cmp.Ecagent.Cycles != 2000 || cmp.Cyclictest.Cycles != 2000 {
-				t.Errorf("cycles %d / %d", cmp.Ecagent.Cycles, cmp.Cyclictest.Cycles)
-			}
-			var b bytes.Buffer
-			if err := cmp.WriteText(&b); err != nil {
-				t.Fatal(err)
-			}
-			verdict := map[bool]string{true: "met", false: "NOT met"}
-			for _, want := range []string{"<= 1.2  " + verdict[c.p99Met] + "\n", "<= 1.5  " + verdict[c.p999Met] + "\n", "cyclictest: cyclictest -m"} {
-				if !strings.Contains(b.String(), want) {
-					t.Errorf("comparison lacks %q:\n%s", want, b.String())
-				}
-			}
-			if _, err := json.Marshal(cmp); err != nil {
-				t.Errorf("comparison does not encode: %v", err)
-			}
-		})
-	}
-}
-
-func TestCompareNeedsAHistogram(t *testing.T) {
-	rep := record(t, simple(10, 20, 30), 100)
-	ct := cyclictestOf(t, 100, 10, 20)
-	ct.Threads[0].Histogram = nil
-	if _, err := Compare(rep, ct); !errors.Is(err, ErrNoCyclictestThread) {
-		t.Errorf("err %v", err)
-	}
-	if _, err := Compare(rep, &stats.CyclictestReport{}); !errors.Is(err, ErrNoCyclictestThread) {
-		t.Errorf("err %v", err)
-	}
 }
 
 func TestCyclictestArgs(t *testing.T) {

@@ -36,13 +36,19 @@
 //
 // # Comparison with cyclictest
 //
-// Cyclictest runs Debian's cyclictest (package rt-tests) with the same
-// interval, priority, core and loops, -m and a -h histogram, after the
-// bench's own run in the same invocation: one after the other, never at
-// the same time, so that neither disturbs the other on a small host.
-// Compare sets the two wake-up latencies side by side in whole
-// microseconds, truncated on both sides as cyclictest records its
-// samples, and checks the targets p99 ≤ 1.2× and p99.9 ≤ 1.5× cyclictest's.
+// RunInterleaved compares the cycle with Debian's cyclictest (package
+// rt-tests) fairly on a shared host: blocks of equal length alternate
+// between a cycle process and cyclictest in ABBA order (BlockOrder), both
+// with the same interval, priority, core, locked memory and 1 µs
+// histogram of the same range, one at a time, so that both sides sample
+// the same stretches of the host's noise. A run of each, one after the
+// other, does not: their ratio then measures the difference between two
+// noise windows as much as the two programs. CompareBlocks reports the
+// wake-up latency p50, p99, p99.9 and max over the union of each side's
+// blocks (merged histograms, whole µs, truncated on both sides as
+// cyclictest records its samples), the ratio of the unions, and the
+// minimum, median and maximum of the ratio over the block pairs, and
+// checks the targets p99 ≤ 1.2× and p99.9 ≤ 1.5× on the unions.
 //
 // # Telemetry
 //

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ecagent/ecagent/metrics"
@@ -40,8 +41,17 @@ type Recorder struct {
 	expectedWKC    uint16
 	wkcMin, wkcMax uint16
 
-	first, last shm.Sample
-	havePrev    bool
+	last     shm.Sample
+	havePrev bool
+
+	// Blocks (see StartBlock): the wake-up latency of the current block
+	// alone, and the time measured in the blocks before it.
+	blockHist       *stats.LinearHistogram
+	blockMax        int64 // ns, ≥ 0
+	blockSamples    uint64
+	blockFirst      shm.Sample
+	priorBlocksSpan int64 // ns: Σ (last end − first wake) of earlier blocks
+	blocks          int
 }
 
 // NewRecorder returns a recorder for a run of about cycles cycles of the
@@ -66,6 +76,9 @@ func NewRecorder(target time.Duration, cycles uint64, histogramMicros int) (*Rec
 	if r.wakeHist, err = stats.NewLinearHistogram(0, 1000, histogramMicros); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
+	if r.blockHist, err = stats.NewLinearHistogram(0, 1000, histogramMicros); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
 	return r, nil
 }
 
@@ -80,10 +93,13 @@ func NewRecorder(target time.Duration, cycles uint64, histogramMicros int) (*Rec
 // periods instead of counting as a long one.
 func (r *Recorder) Observe(s *shm.Sample) {
 	if r.samples == 0 {
-		r.first = *s
 		r.wkcMin, r.wkcMax = s.WKC, s.WKC
 	}
+	if r.blockSamples == 0 {
+		r.blockFirst = *s
+	}
 	r.samples++
+	r.blockSamples++
 	if r.havePrev {
 		prev := &r.last
 		switch {
@@ -112,6 +128,8 @@ func (r *Recorder) Observe(s *shm.Sample) {
 		lat = 0
 	}
 	r.wakeHist.Add(lat)
+	r.blockHist.Add(lat)
+	r.blockMax = max(r.blockMax, lat)
 	r.wakeWholeMicro += uint64(lat / 1000)
 	job, _ := f.Raw(metrics.QuantityJobDuration)
 	r.job.Add(job)
@@ -130,3 +148,27 @@ func (r *Recorder) Observe(s *shm.Sample) {
 
 // Samples returns the number of samples observed so far.
 func (r *Recorder) Samples() uint64 { return r.samples }
+
+// StartBlock begins a new block of samples from a new cycle process: the
+// samples after it are not paired with the ones before (no period, gap or
+// schedule break across blocks), the run's duration adds up the blocks'
+// own spans (the time between blocks is not the cycle's), and Block
+// returns the wake-up latency of the samples since. A recorder used
+// without StartBlock is one block.
+func (r *Recorder) StartBlock() {
+	if r.blockSamples > 0 {
+		r.priorBlocksSpan += r.last.End - r.blockFirst.Wake
+	}
+	r.blocks++
+	r.havePrev = false
+	r.blockHist.Reset()
+	r.blockMax, r.blockSamples = 0, 0
+}
+
+// Block returns the wake-up latency of the current block: a copy of its
+// 1 µs histogram (early wake-ups at 0), its largest value and its count.
+func (r *Recorder) Block() LatencyBlock {
+	h := *r.blockHist
+	h.Bins = slices.Clone(r.blockHist.Bins)
+	return LatencyBlock{Side: SideEcagent, Cycles: int64(r.blockSamples), Max: r.blockMax, Histogram: &h}
+}

@@ -181,8 +181,9 @@ type Report struct {
 	// WakeupWholeMicrosAvg is the mean of the wake-up latencies truncated
 	// to whole microseconds, in µs: what cyclictest reports as avg.
 	WakeupWholeMicrosAvg float64 `json:"-"`
-	// Comparison is the side-by-side with cyclictest, when it ran.
-	Comparison *Comparison `json:"cyclictest_comparison,omitempty"`
+	// Comparison is the side-by-side with cyclictest in interleaved
+	// blocks, when it ran.
+	Comparison *BlockComparison `json:"cyclictest_comparison,omitempty"`
 }
 
 // Report computes the figures of the samples observed so far, adding run
@@ -198,7 +199,7 @@ func (r *Recorder) Report(run RunInfo) (*Report, error) {
 		Target:           time.Duration(r.target),
 		Cycles:           r.samples,
 		MissingCycles:    r.gaps,
-		Duration:         time.Duration(r.last.End - r.first.Wake),
+		Duration:         time.Duration(r.span()),
 		CycleTime:        figuresOf(r.period.Snapshot()),
 		WakeupLatency:    figuresOf(r.wake.Snapshot()),
 		JobTime:          figuresOf(r.job.Snapshot()),
@@ -241,4 +242,13 @@ func (r *Recorder) Report(run RunInfo) (*Report, error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	return rep, nil
+}
+
+// span is the time measured: from the first wake-up to the end of the last
+// job of each block, added up.
+func (r *Recorder) span() int64 {
+	if r.blockSamples == 0 {
+		return r.priorBlocksSpan
+	}
+	return r.priorBlocksSpan + r.last.End - r.blockFirst.Wake
 }

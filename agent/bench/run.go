@@ -73,6 +73,22 @@ func Run(ctx context.Context, cfg config.Config, o Options, log *slog.Logger) (*
 	if err != nil {
 		return nil, err
 	}
+	run, runErr := runBlock(ctx, cfg, o, log, rec)
+	if run == nil {
+		return nil, runErr
+	}
+	rep, err := rec.Report(*run)
+	if err != nil {
+		return nil, errors.Join(runErr, err)
+	}
+	return rep, runErr
+}
+
+// runBlock runs one cycle process for o.Cycles cycles as one block of rec
+// and returns what ran (nil when nothing could start), with Run's errors.
+func runBlock(ctx context.Context, cfg config.Config, o Options, log *slog.Logger, rec *Recorder) (*RunInfo, error) {
+	rec.StartBlock()
+	var err error
 	var tel *telemetry
 	if o.Telemetry {
 		tel, err = startTelemetry(ctx, cfg, o.ScrapeInterval, log)
@@ -160,11 +176,7 @@ loop:
 		run.Interrupted = true
 		runErr = &IncompleteError{Ran: ran, Requested: o.Cycles}
 	}
-	rep, err := rec.Report(run)
-	if err != nil {
-		return nil, errors.Join(runErr, err)
-	}
-	return rep, runErr
+	return &run, runErr
 }
 
 // drainer copies samples out of the ring into the recorder (and the

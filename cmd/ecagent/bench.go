@@ -18,19 +18,22 @@ const defaultBenchDuration = 10 * time.Second
 
 func benchCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "bench", help{
-		usage: "[--cycles N | --duration D] [--json FILE] [--compare-cyclictest] [--KEY V]...",
+		usage: "[--cycles N | --duration D] [--json FILE] [--compare-cyclictest [--blocks N]] [--KEY V]...",
 		about: "Run the real-time cycle exactly as 'ecagent run' would, for N cycles or a duration, " +
 			"and report cycle time, jitter, wake-up latency, job time, CPU load, frame round trip, " +
 			"lost frames, WKC errors and overruns, with the jitter distribution and a latency histogram.",
 		groups: []flagGroup{
-			{"Flags", []string{"cycles", "duration", "json", "compare-cyclictest", "cyclictest",
+			{"Flags", []string{"cycles", "duration", "json", "compare-cyclictest", "blocks", "cyclictest",
 				"histogram-us", "telemetry", "scrape-interval"}},
 			{"Configuration keys (as for run)", []string{config.FlagConfigFile, "bus.interface",
 				"cycle.period", "cycle.core", "cycle.priority", "cycle.busywait"}},
 		},
 		notes: "Every bus.*, cycle.* and log.* key, site, line, host and metrics.window is a flag too " +
 			"('ecagent config schema'). With no bus.interface the simulated segment (bus.devices) runs " +
-			"in another process. Unless cycle.shm is set, the segment is /dev/shm/ecagent-bench-PID.shm.",
+			"in another process. Unless cycle.shm is set, the segment is /dev/shm/ecagent-bench-PID.shm. " +
+			"With --compare-cyclictest each side runs the cycles of --cycles or --duration, split into " +
+			"--blocks/2 blocks of equal length, the blocks of both sides interleaved (ABBA) so that both " +
+			"see the same stretches of the host's noise.",
 		examples: []string{
 			"ecagent bench --duration 60s --cycle.period 250us --cycle.core 3",
 			"ecagent bench --bus.interface eth1 --cycles 100000 --json bench.json --compare-cyclictest",
@@ -42,7 +45,8 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 	cycles := fs.Uint64("cycles", 0, "run this many cycles (instead of --duration)")
 	duration := fs.Duration("duration", defaultBenchDuration, "run for this long: duration / cycle.period cycles")
 	jsonFile := fs.String("json", "", "write the report to `FILE` as cyclictest --json does, the full report under key \"ecagent\"")
-	compare := fs.Bool("compare-cyclictest", false, "then run cyclictest (rt-tests) with the same interval, priority, core and loops, and compare")
+	compare := fs.Bool("compare-cyclictest", false, "compare with cyclictest (rt-tests), run with the same interval, priority, core, mlockall and histogram in blocks interleaved with the cycle's")
+	blocks := fs.Int("blocks", bench.DefaultBlocks, "with --compare-cyclictest: the number of blocks, even (half of them the cycle's, half cyclictest's)")
 	histUS := fs.Int("histogram-us", 1000, "range in µs of the 1 µs wake-up latency histogram (cyclictest -h)")
 	telemetry := fs.Bool("telemetry", true, "feed the Prometheus registry and scrape /metrics beside the cycle, as an agent does")
 	scrapeEvery := fs.Duration("scrape-interval", time.Second, "how often --telemetry scrapes /metrics")
@@ -74,7 +78,12 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 	}
 	ct := bench.Cyclictest{Binary: *cyclictest, Interval: cfg.Cycle.Period, Priority: cfg.Cycle.Priority,
 		Core: cfg.Cycle.Core, Loops: n, HistogramMicros: *histUS}
+	blockCycles := n
 	if *compare {
+		if blockCycles, err = benchBlockCycles(n, *blocks); err != nil {
+			return usageError{err}
+		}
+		ct.Loops = blockCycles
 		// Before spending the bench's time: cyclictest must be there.
 		if err := ct.Check(); err != nil {
 			var missing *bench.MissingCyclictestError
@@ -87,12 +96,20 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 
 	log := newLogger(e.stderr, cfg.Log.SlogLevel(), cfg.Log.Format)
 	version, _, _ := buildVersion()
-	rep, runErr := bench.Run(ctx, cfg, bench.Options{
+	opts := bench.Options{
 		Cycles: n, HistogramMicros: *histUS,
 		Progress: e.stderr, Terminal: bench.IsTerminal(e.stderr),
 		Telemetry: *telemetry, ScrapeInterval: *scrapeEvery,
 		Cmdline: "ecagent bench " + strings.Join(args, " "), Version: "ecagent " + version,
-	}, log)
+	}
+	var rep *bench.Report
+	var runErr error
+	if *compare {
+		opts.Cycles = blockCycles
+		rep, runErr = bench.RunInterleaved(ctx, cfg, opts, ct, *blocks, log)
+	} else {
+		rep, runErr = bench.Run(ctx, cfg, opts, log)
+	}
 	if rep == nil {
 		return fmt.Errorf("bench: %w", runErr)
 	}
@@ -103,16 +120,10 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "ecagent bench: warning: %d samples were dropped from the full sample ring; the figures cover the %d received\n",
 			rep.RingDrops, rep.Cycles)
 	}
-	if *compare && runErr == nil {
-		fmt.Fprintf(e.stderr, "ecagent bench: running cyclictest for %d loops of %v...\n", n, cfg.Cycle.Period)
-		ctRep, err := ct.Run(ctx)
-		if err == nil {
-			rep.Comparison, err = bench.Compare(rep, ctRep)
+	if rep.Comparison != nil {
+		if err := rep.Comparison.WriteText(e.stdout); err != nil {
+			return err
 		}
-		if err == nil {
-			err = rep.Comparison.WriteText(e.stdout)
-		}
-		runErr = err
 	}
 	if *jsonFile != "" {
 		data, err := rep.JSON(bench.HostSysinfo())
@@ -142,4 +153,18 @@ func benchCycles(cyclesSet bool, cycles uint64, durationSet bool, duration, peri
 		return 0, fmt.Errorf("bench: %d cycles: want at least 2 (a period needs two wake-ups)", cycles)
 	}
 	return cycles, nil
+}
+
+// benchBlockCycles returns the cycles of each block when each side's n
+// cycles are split into blocks/2 blocks (rounded up, so no side runs
+// fewer than asked).
+func benchBlockCycles(n uint64, blocks int) (uint64, error) {
+	if blocks < 2 || blocks%2 != 0 {
+		return 0, fmt.Errorf("bench: --blocks %d: want an even number, at least 2", blocks)
+	}
+	per := (n + uint64(blocks/2) - 1) / uint64(blocks/2)
+	if per < 2 {
+		return 0, fmt.Errorf("bench: %d cycles in %d blocks per side is %d a block: want at least 2", n, blocks/2, per)
+	}
+	return per, nil
 }
