@@ -130,7 +130,7 @@ type Quantiles struct {
 	P999   int64 `json:"p99_9_us"`
 	Max    int64 `json:"max_us"`
 	// Exact is false when a percentile lies in the histogram's overflow:
-	// it is then the histogram's range, a lower bound.
+	// that one is then the histogram's range, a lower bound.
 	Exact bool `json:"percentiles_exact"`
 }
 
@@ -215,6 +215,9 @@ type BlockComparison struct {
 	// length (BlockCycles × interval).
 	BlockCycles uint64        `json:"block_cycles"`
 	Block       time.Duration `json:"block_ns"`
+	// HistogramMicros is the range of both sides' 1 µs histograms: a
+	// percentile at it lies beyond it (a lower bound).
+	HistogramMicros int `json:"histogram_us"`
 	// Cmdline is the cyclictest command line of one block (the JSON file
 	// name differs between blocks).
 	Cmdline string `json:"cmdline"`
@@ -254,7 +257,7 @@ func CompareBlocks(order []Side, blocks []LatencyBlock) (*BlockComparison, error
 		return nil, fmt.Errorf("bench: %d ecagent and %d cyclictest blocks, want as many of each, at least 1",
 			len(sides[0]), len(sides[1]))
 	}
-	c := &BlockComparison{Order: slices.Clone(order)}
+	c := &BlockComparison{Order: slices.Clone(order), HistogramMicros: len(blocks[0].Histogram.Bins)}
 	for k := range sides[0] {
 		e, ct := QuantilesOf(sides[0][k]), QuantilesOf(sides[1][k])
 		c.Pairs = append(c.Pairs, BlockPair{Ecagent: e, Cyclictest: ct, Ratio: ratiosOf(e, ct)})
@@ -301,7 +304,7 @@ func (c *BlockComparison) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "(order %s; same interval, priority, core, mlockall and 1 µs histogram; whole µs)\n", strings.Join(order, " "))
 	fmt.Fprintf(&b, "  %-8s%10s%12s%9s   %-22s %s\n", "", "ecagent", "cyclictest", "ratio", "pair ratio min/med/max", "target")
 	bound := func(v int64, exact bool) string {
-		if exact {
+		if exact || v < int64(c.HistogramMicros) {
 			return strconv.FormatInt(v, 10)
 		}
 		return ">=" + strconv.FormatInt(v, 10)

@@ -265,7 +265,7 @@ func TestBlockComparisonJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"block_cycles", "block_ns", "cmdline", "cyclictest", "ecagent", "order", "p99_9_target_met",
+	want := []string{"block_cycles", "block_ns", "cmdline", "cyclictest", "ecagent", "histogram_us", "order", "p99_9_target_met",
 		"p99_target_met", "pair_ratio_spread", "pairs", "ratio"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("keys %q, want %q", keys, want)
@@ -283,6 +283,9 @@ func TestBlockComparisonJSON(t *testing.T) {
 	if spread["min"] != 0.5 || spread["median"] != 0.5 || spread["max"] != 2.0 {
 		t.Errorf("p99 spread %v", spread)
 	}
+	if got["histogram_us"] != 1000.0 {
+		t.Errorf("histogram_us %v", got["histogram_us"])
+	}
 	if pairs := got["pairs"].([]any); len(pairs) != 3 {
 		t.Errorf("%d pairs", len(pairs))
 	} else if r := pairs[0].(map[string]any)["ratio"].(map[string]any); r["p50"] != 1.0 || r["max"] != 2.0 {
@@ -292,6 +295,8 @@ func TestBlockComparisonJSON(t *testing.T) {
 
 func TestBlockComparisonText(t *testing.T) {
 	c := comparison(t)
+	c.Cyclictest.Exact = false // only a figure at the range (1000 µs) is a bound
+	c.Cyclictest.P999 = 1000
 	c.BlockCycles, c.Cmdline = 1000, "cyclictest -m -i 1000"
 	var b bytes.Buffer
 	if err := c.WriteText(&b); err != nil {
@@ -301,7 +306,8 @@ func TestBlockComparisonText(t *testing.T) {
 		"in 6 interleaved blocks of 1000 cycles",
 		"(order E C C E E C;",
 		"  p99             20          10     2.00   0.50 / 0.50 / 2.00     <= 1.2 NOT met\n",
-		"  p99.9           30          60     0.50   0.50 / 0.50 / 2.00     <= 1.5 met\n",
+		"  p50             10           5     2.00",
+		"  p99.9           30      >=1000     0.50   0.50 / 0.50 / 2.00     <= 1.5 met\n",
 		"  max            100         600     0.17   0.10 / 0.25 / 2.00\n",
 		"     2  p99 20/40 (0.50)",
 		"cyclictest: cyclictest -m -i 1000",
