@@ -40,6 +40,7 @@ func cycleCommand(ctx context.Context, e *env, args []string) error {
 		return usageError{err}
 	}
 	log := newLogger(e.stderr, cfg.Log.SlogLevel(), cfg.Log.Format).With("process", "cycle")
+	quietCycleRuntime(log)
 	rep, err := agent.RunCycleProcess(ctx, cfg, agent.CycleOptions{LinkFD: *linkFD, Cycles: *cycles}, log)
 	if err != nil {
 		return fmt.Errorf("cycle: %w", err)
