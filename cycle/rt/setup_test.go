@@ -85,10 +85,11 @@ func TestSleepUntilSpinReachesDeadline(t *testing.T) {
 }
 
 // TestLockMemoryOnFault runs, in a child process (mlockall is for the
-// whole process), the memory locking the cycle process does, then maps
-// 64 MiB: the mapping must not become resident at once (that would pin a
-// whole 8 MiB thread stack for every thread the runtime creates later),
-// and the pages it touches must be locked.
+// whole process), the memory locking the cycle process does: the pages
+// touched before it must be locked and no others. Then it maps 64 MiB:
+// the mapping must not become resident at once (that would pin a whole
+// 8 MiB thread stack for every thread the runtime creates later), and the
+// pages it touches must be locked.
 func TestLockMemoryOnFault(t *testing.T) {
 	if os.Getenv("RT_LOCK_CHILD") == "1" {
 		lockMemoryChild()
@@ -113,10 +114,27 @@ func lockMemoryChild() {
 		fmt.Printf(format+"\n", args...)
 		os.Exit(1)
 	}
+	// Touched before the locking: those pages must be locked, the rest of
+	// the mapping neither locked nor made resident.
+	early, err := unix.Mmap(-1, 0, 4<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		fail("mmap: %v", err)
+	}
+	for i := range 8 {
+		early[i*4096] = 1
+	}
 	s := Apply(Options{Core: -1, LockMemory: true})
 	defer s.Close()
 	if r := s.Refused(); len(r) != 0 {
 		fail("refused: %+v", r)
+	}
+	if l := lockedKiB(uintptr(unsafe.Pointer(&early[0]))); l != 32 {
+		fail("%d KiB locked of a mapping with 32 KiB touched before the locking", l)
+	}
+	// Only what is resident is locked, not the address space the runtime
+	// reserved (VmLck was 1.25 GiB with mlockall MCL_CURRENT).
+	if lck, rss := statusKiB("VmLck"), statusKiB("VmRSS"); lck > rss+1<<10 {
+		fail("VmLck %d KiB with VmRSS %d KiB: more than the resident pages locked", lck, rss)
 	}
 	const size = 64 << 20
 	before := statusKiB("VmRSS")
