@@ -59,3 +59,15 @@ func TestClockAllocatesNothing(t *testing.T) {
 		t.Errorf("Now+SleepUntil allocate %v times", n)
 	}
 }
+
+// TestSleepKeepsP runs the deadline and signal checks with the raw sleep
+// that keeps the P.
+func TestSleepKeepsP(t *testing.T) {
+	SleepKeepsP(true)
+	defer SleepKeepsP(false)
+	TestSleepUntilReachesDeadline(t)
+	TestSleepUntilSurvivesSignals(t)
+	if n := testing.AllocsPerRun(100, func() { SleepUntil(Now() + 1000) }); n != 0 {
+		t.Errorf("the raw sleep allocates %v times", n)
+	}
+}
