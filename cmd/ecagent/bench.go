@@ -18,7 +18,7 @@ const defaultBenchDuration = 10 * time.Second
 
 func benchCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "bench", help{
-		usage: "[--cycles N | --duration D] [--json FILE] [--compare-cyclictest [--blocks N]] [--KEY V]...",
+		usage: "[--cycles N | --duration D] [--json FILE] [--compare-cyclictest] [--KEY V]...",
 		about: "Run the real-time cycle exactly as 'ecagent run' would, for N cycles or a duration, " +
 			"and report cycle time, jitter, wake-up latency, job time, CPU load, frame round trip, " +
 			"lost frames, WKC errors and overruns, with the jitter distribution and a latency histogram.",
@@ -45,8 +45,8 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 	cycles := fs.Uint64("cycles", 0, "run this many cycles (instead of --duration)")
 	duration := fs.Duration("duration", defaultBenchDuration, "run for this long: duration / cycle.period cycles")
 	jsonFile := fs.String("json", "", "write the report to `FILE` as cyclictest --json does, the full report under key \"ecagent\"")
-	compare := fs.Bool("compare-cyclictest", false, "compare with cyclictest (rt-tests), run with the same interval, priority, core, mlockall and histogram in blocks interleaved with the cycle's")
-	blocks := fs.Int("blocks", bench.DefaultBlocks, "with --compare-cyclictest: the number of blocks, even (half of them the cycle's, half cyclictest's)")
+	compare := fs.Bool("compare-cyclictest", false, "compare with cyclictest (rt-tests), run in blocks interleaved with the cycle's, same settings")
+	blocks := fs.Int("blocks", bench.DefaultBlocks, "blocks of --compare-cyclictest, even, half of each side")
 	histUS := fs.Int("histogram-us", 1000, "range in µs of the 1 µs wake-up latency histogram (cyclictest -h)")
 	telemetry := fs.Bool("telemetry", true, "feed the Prometheus registry and scrape /metrics beside the cycle, as an agent does")
 	scrapeEvery := fs.Duration("scrape-interval", time.Second, "how often --telemetry scrapes /metrics")
