@@ -100,6 +100,7 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 	e := cycle.New(m, seg, cycle.Config{
 		Period:      cfg.Cycle.Period,
 		BusyWait:    cfg.Cycle.BusyWait,
+		SleepKeepsP: runtime.GOMAXPROCS(0) >= 2, // the cycle thread is this process's only sleeper
 		Cycles:      o.Cycles,
 		AlarmCycles: cfg.Bus.AlarmCycles,
 		RT: rt.Options{Priority: cfg.Cycle.Priority, Core: cfg.Cycle.Core,

@@ -19,6 +19,10 @@ type Config struct {
 	// BusyWait is the tail before each deadline spent spinning instead of
 	// sleeping (0: sleep all the way).
 	BusyWait time.Duration
+	// SleepKeepsP makes the cycle's sleep keep its P (rt.SleepUntilKeepingP):
+	// for the cycle process, whose cycle thread is its only sleeper, with
+	// GOMAXPROCS ≥ 2.
+	SleepKeepsP bool
 	// RT is the thread set-up; settings the host refuses are reported as
 	// events and the cycle runs anyway.
 	RT rt.Options
@@ -150,7 +154,7 @@ func (e *Engine) Run() uint64 {
 		// Lend the link until shortly before the deadline, then take it
 		// back (a no-op unless a worker wants turns).
 		e.Turns.open(next - max(p/10, int64(turnMargin)))
-		rt.SleepUntilSpin(next, spin)
+		rt.SleepUntilSpin(next, spin, e.cfg.SleepKeepsP)
 		e.Turns.close()
 		end := e.step(next, skipped)
 		skipped = 0

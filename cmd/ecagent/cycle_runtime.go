@@ -3,7 +3,6 @@ package main
 import (
 	"log/slog"
 	"os"
-	"runtime"
 	"runtime/debug"
 
 	"github.com/ecagent/ecagent/cycle/rt"
@@ -23,11 +22,10 @@ const cycleMemoryLimit = 64 << 20
 
 // quietCycleRuntime sets up the Go runtime of the cycle process before its
 // heap grows and its cycle thread starts: no transparent huge pages, a
-// bounded heap, and the cycle's sleep keeping its P (with two Ps or more;
-// with one, every other goroutine would wait on the cycle's sleeps). A
-// GOMEMLIMIT in the environment is left in force.
+// bounded heap (the cycle's sleep keeping its P is the engine's
+// cycle.Config.SleepKeepsP). A GOMEMLIMIT in the environment is left in
+// force.
 func quietCycleRuntime(log *slog.Logger) {
-	rt.SleepKeepsP(runtime.GOMAXPROCS(0) >= 2)
 	if err := rt.DisableTHP(); err != nil {
 		log.Warn("transparent huge pages stay enabled for the cycle process", "err", err)
 	}

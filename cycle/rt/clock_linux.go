@@ -17,7 +17,19 @@ func Now() int64 {
 // SleepUntil blocks the calling thread until CLOCK_MONOTONIC reaches
 // deadline (ns). It returns at once for a deadline in the past and resumes
 // after signals. It does not allocate.
-func SleepUntil(deadline int64) {
+func SleepUntil(deadline int64) { sleepUntil(deadline, false) }
+
+// SleepUntilKeepingP is SleepUntil without handing the Go scheduler's P
+// off: the raw system call, for which the runtime does not enter its
+// syscall state, so sysmon has no P to retake and the waking thread no P
+// to get back (measured on the cycle process at 1 ms: 48.9 → 36.9 µs of
+// CPU and 4.97 → 2.56 context switches per cycle; docs/performance.md).
+// It is for one locked thread in a process with GOMAXPROCS ≥ 2: the P it
+// holds is lost to every other goroutine while it sleeps, and a
+// stop-the-world waits until the sleep ends (one period at most).
+func SleepUntilKeepingP(deadline int64) { sleepUntil(deadline, true) }
+
+func sleepUntil(deadline int64, raw bool) {
 	ts := unix.NsecToTimespec(deadline)
 	for {
 		// The raw system call reports failure as -errno, which Syscall6
@@ -25,7 +37,7 @@ func SleepUntil(deadline int64) {
 		// threads with SIGURG to preempt goroutines. With TIMER_ABSTIME
 		// the same deadline is simply slept to again.
 		var errno unix.Errno
-		if rawSleep {
+		if raw {
 			_, _, errno = unix.RawSyscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
 				uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 		} else {
@@ -37,18 +49,3 @@ func SleepUntil(deadline int64) {
 		}
 	}
 }
-
-// rawSleep makes SleepUntil keep the goroutine's P while it sleeps; see
-// SleepKeepsP.
-var rawSleep bool
-
-// SleepKeepsP makes SleepUntil (and SleepUntilSpin) sleep without handing
-// the Go scheduler's P off: the raw system call, for which the runtime
-// does not enter its syscall state, so sysmon has no P to retake and the
-// waking thread no P to get back (measured on the cycle process at 1 ms:
-// 48.9 → 36.9 µs of CPU and 4.97 → 2.56 context switches per cycle;
-// docs/performance.md). It is for a process whose only sleeper is one
-// locked thread, with GOMAXPROCS ≥ 2: the P it holds is lost to every
-// other goroutine, and a stop-the-world waits until the sleep ends (one
-// period at most). Call it before the sleeping goroutine starts.
-func SleepKeepsP(on bool) { rawSleep = on }

@@ -182,12 +182,17 @@ func holdDMALatency() (*os.File, error) {
 // SleepUntilSpin sleeps until spin ns before deadline and busy-waits the
 // rest: the kernel's wake-up latency then lands in the spin budget instead
 // of the cycle. It costs spin/period of a core. spin ≤ 0 is SleepUntil.
-func SleepUntilSpin(deadline, spin int64) {
+// With keepP the sleep keeps the goroutine's P (SleepUntilKeepingP).
+func SleepUntilSpin(deadline, spin int64, keepP bool) {
+	sleep := SleepUntil
+	if keepP {
+		sleep = SleepUntilKeepingP
+	}
 	if spin <= 0 {
-		SleepUntil(deadline)
+		sleep(deadline)
 		return
 	}
-	SleepUntil(deadline - spin)
+	sleep(deadline - spin)
 	for Now() < deadline {
 	}
 }

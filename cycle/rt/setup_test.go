@@ -75,11 +75,13 @@ func TestApplyAsRoot(t *testing.T) {
 }
 
 func TestSleepUntilSpinReachesDeadline(t *testing.T) {
-	for _, spin := range []int64{0, 20_000, 200_000} {
-		deadline := Now() + 500_000
-		SleepUntilSpin(deadline, spin)
-		if now := Now(); now < deadline {
-			t.Errorf("spin %d: woke %d ns early", spin, deadline-now)
+	for _, keepP := range []bool{false, true} {
+		for _, spin := range []int64{0, 20_000, 200_000} {
+			deadline := Now() + 500_000
+			SleepUntilSpin(deadline, spin, keepP)
+			if now := Now(); now < deadline {
+				t.Errorf("spin %d, keepP %v: woke %d ns early", spin, keepP, deadline-now)
+			}
 		}
 	}
 }
