@@ -27,7 +27,7 @@ type seqReport struct {
 	outOfOrder                 []string
 }
 
-// checkSequences checks the per-topic seq numbers of the pd messages under
+// checkSequences checks the per-topic seq numbers of the messages under
 // root: first occurrences strictly increasing, repeats only of numbers
 // already seen (QoS 1 redelivery), and counts the missing numbers.
 func checkSequences(t *testing.T, msgs []received, root string) seqReport {
@@ -36,7 +36,11 @@ func checkSequences(t *testing.T, msgs []received, root string) seqReport {
 	last := map[string]uint64{}
 	seen := map[string]map[uint64]bool{}
 	for _, m := range msgs {
-		if !strings.HasPrefix(m.topic, root+"/pd/") {
+		// Every non-retained message (pd, stats, events) carries its
+		// topic's seq; the retained ones (status, state, meta) wait apart
+		// and are never dropped.
+		if !strings.HasPrefix(m.topic, root+"/") || m.topic == root+"/status" || m.topic == root+"/state" ||
+			strings.HasPrefix(m.topic, root+"/meta/") {
 			continue
 		}
 		var pd jsonPD
@@ -67,7 +71,7 @@ func checkSequences(t *testing.T, msgs []received, root string) seqReport {
 // that the drops counted are exactly the messages lost.
 func TestPublisherBrokerOutage(t *testing.T) {
 	broker := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
-	sub := subscribe(t, broker.URL(), "outage-sub", "ecagent/outage/+/pd/+", true)
+	sub := subscribe(t, broker.URL(), "outage-sub", "ecagent/outage/#", true)
 	rules := Rules{Interval: 5 * time.Millisecond}
 	big, _, _ := newTestPublisher(t, Config{Broker: broker.URL(), QoS: 1, Root: "ecagent/outage/big", Rules: rules, Buffer: 100000})
 	small, _, _ := newTestPublisher(t, Config{Broker: broker.URL(), QoS: 1, Root: "ecagent/outage/small", Rules: rules, Buffer: 200})
