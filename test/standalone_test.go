@@ -45,10 +45,10 @@ func TestOutsidePathsFinds(t *testing.T) {
 		name, file, src string
 		want            int
 	}{
-		{"climbs above", "master/x_test.go", `package x; const p = "../../shared/testdata/a.bin"`, 1},
+		{"climbs above", "master/x_test.go", `package x; const p = "../../elsewhere/data/a.bin"`, 1},
 		{"stays inside", "master/x_test.go", `package x; const p = "../testdata/real-hw/sii"`, 0},
-		{"absolute work tree", "master/x_test.go", `package x; const p = "/work/shared/testdata/a"`, 1},
-		{"join climbs", "agent/x_test.go", `package x; import "path/filepath"; var p = filepath.Join("..", "..", "shared", "a")`, 1},
+		{"absolute work tree", "master/x_test.go", `package x; const p = "/work/elsewhere/data/a"`, 1},
+		{"join climbs", "agent/x_test.go", `package x; import "path/filepath"; var p = filepath.Join("..", "..", "elsewhere", "a")`, 1},
 		{"join inside", "agent/x_test.go", `package x; import "path/filepath"; var p = filepath.Join("..", "testdata", "a")`, 0},
 		{"system path", "agent/x_test.go", `package x; const p = "/proc/self/status"`, 0},
 	}
