@@ -137,7 +137,9 @@ scrape_configs:
 	p99, _ := queryScalar(t, api, `max(host:ecagent_cycle_jitter_seconds:p99_5m)`)
 	t.Logf("before: recorded p99 %.1f µs, budget %.1f µs", p99*1e6, budget*1e6)
 	if state := alertState(t, api, alert); state != "" {
-		t.Fatalf("%s is %s before any disturbance (p99 %.1f µs, budget %.1f µs): this host is too noisy for the test", alert, state, p99*1e6, budget*1e6)
+		// The alert is right: the host's own jitter is over the budget,
+		// so the disturbance this test injects could not be told apart.
+		t.Skipf("%s is %s before any disturbance (p99 %.1f µs, budget %.1f µs): this host is too noisy to test the alert against a disturbance", alert, state, p99*1e6, budget*1e6)
 	}
 
 	// The simulated segment is told to hold back every 20th answer by 3 ms
