@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -53,7 +54,13 @@ func OpenSegment(cfg config.Config, log *slog.Logger) (*Segment, error) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := seg.Serve(ctx, simEnd); err != nil && ctx.Err() == nil {
+		err := seg.Serve(ctx, simEnd)
+		switch {
+		case err == nil, ctx.Err() != nil, errors.Is(err, link.ErrClosed):
+			// Stopped, or the wire closed (the master closes its end
+			// when it is done): the normal end of a simulated segment.
+			log.Debug("simulated segment stopped", "err", err)
+		default:
 			log.Error("simulated segment stopped", "err", err)
 		}
 	}()

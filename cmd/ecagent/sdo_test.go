@@ -44,6 +44,11 @@ func TestSDOCommandOnSimulatedSegment(t *testing.T) {
 		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
 			t.Errorf("%s: ecagent %s: exit %d (want %d)\nstdout: %s\nstderr: %s", c.name, strings.Join(args, " "), code, c.code, out, errOut)
 		}
+		// A transfer that worked ends with the simulated segment's wire
+		// closed: that is its normal end, not an error to report.
+		if code == exitOK && strings.Contains(errOut, "level=ERROR") {
+			t.Errorf("%s: a successful transfer logged an error:\n%s", c.name, errOut)
+		}
 	}
 }
 
