@@ -161,9 +161,11 @@ scrape_configs:
 	lost, _ := queryScalar(t, api, `sum(rate(ecagent_lost_frames_total[3s]))`)
 	t.Logf("%s firing %.1f s after the simulator started delaying answers (state before: %q, %.0f frames lost in the 20 s before; now %.0f lost frames/s)",
 		lostAlert, time.Since(delayed).Seconds(), wasState, before, lost)
-	// Every 20th answer of 1000/s late: about 50 lost frames/s.
-	if lost < 20 || lost < 10*before/20 {
-		t.Errorf("with delays on, %.1f lost frames/s (before: %.0f in 20 s); want about 50/s", lost, before)
+	// Every 20th answer of 1000/s late: about 50 lost frames/s on top of
+	// what the host loses by itself (on a loaded VM that alone reached
+	// 17/s), so the injection must add at least 30/s to the rate before.
+	if beforeRate := before / 20; lost < 20 || lost < beforeRate+30 {
+		t.Errorf("with delays on, %.1f lost frames/s (before: %.1f/s); want about 50/s more", lost, beforeRate)
 	}
 	if err := agent.sim.Process.Signal(syscall.SIGUSR1); err != nil { // delays off again
 		t.Fatal(err)
