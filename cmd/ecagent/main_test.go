@@ -139,8 +139,14 @@ wait:
 	if len(lines) < 3 {
 		t.Fatalf("want several status lines, got:\n%s", out)
 	}
-	if !strings.Contains(lines[0], " OP  slaves 7 ") || !strings.Contains(lines[0], "wkc 8/8") {
+	if !strings.Contains(lines[0], " OP  slaves 7 ") {
 		t.Errorf("first status line %q", lines[0])
+	}
+	// The working counter shown is the last cycle's: a loaded host may
+	// lose that one frame (the line then says so, "wkc 0/8 lost N"), not
+	// every line's.
+	if !strings.Contains(out, "wkc 8/8") {
+		t.Errorf("no status line with the full working counter:\n%s", out)
 	}
 }
 
