@@ -77,39 +77,24 @@ func decodeMetric(b []byte, m *Metric) error {
 			return protowire.ParseError(n)
 		}
 		b = b[n:]
-		var v uint64
-		switch typ {
-		case protowire.VarintType:
-			v, n = protowire.ConsumeVarint(b)
-		case protowire.Fixed32Type:
-			var u uint32
-			u, n = protowire.ConsumeFixed32(b)
-			v = uint64(u)
-		case protowire.Fixed64Type:
-			v, n = protowire.ConsumeFixed64(b)
-		case protowire.BytesType:
-			var s []byte
-			s, n = protowire.ConsumeBytes(b)
-			if n >= 0 {
-				switch num {
-				case metricName:
-					m.Name = string(s)
-				case metricStringValue:
-					m.Str, m.HasValue = string(s), true
-				case metricProperties:
-					var err error
-					if m.Properties, err = decodePropertySet(s, m.Properties[:0]); err != nil {
-						return fmt.Errorf("properties: %w", err)
-					}
-				}
-			}
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
+		v, s, n := consumeValue(num, typ, b)
 		if n < 0 {
 			return protowire.ParseError(n)
 		}
 		b = b[n:]
+		if typ == protowire.BytesType {
+			switch num {
+			case metricName:
+				m.Name = string(s)
+			case metricStringValue:
+				m.Str, m.HasValue = string(s), true
+			case metricProperties:
+				var err error
+				if m.Properties, err = decodePropertySet(s, m.Properties[:0]); err != nil {
+					return fmt.Errorf("properties: %w", err)
+				}
+			}
+		}
 		if !wireTypeFits(num, typ) {
 			continue // as protobuf does: a known number with another wire type is an unknown field
 		}
@@ -193,30 +178,14 @@ func decodePropertyValue(b []byte, p *Property) error {
 			return protowire.ParseError(n)
 		}
 		b = b[n:]
-		var v uint64
-		switch typ {
-		case protowire.VarintType:
-			v, n = protowire.ConsumeVarint(b)
-		case protowire.Fixed32Type:
-			var u uint32
-			u, n = protowire.ConsumeFixed32(b)
-			v = uint64(u)
-		case protowire.Fixed64Type:
-			v, n = protowire.ConsumeFixed64(b)
-		case protowire.BytesType:
-			var s []byte
-			s, n = protowire.ConsumeBytes(b)
-			if n >= 0 && num == propString {
-				p.Str = string(s)
-			}
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
+		v, s, n := consumeValue(num, typ, b)
 		if n < 0 {
 			return protowire.ParseError(n)
 		}
 		b = b[n:]
 		switch {
+		case num == propString && typ == protowire.BytesType:
+			p.Str = string(s)
 		case num == propType && typ == protowire.VarintType:
 			p.Type = DataType(v)
 		case num == propIsNull && typ == protowire.VarintType:
@@ -249,4 +218,26 @@ func wireTypeFits(num protowire.Number, typ protowire.Type) bool {
 		return typ == protowire.Fixed64Type
 	}
 	return true
+}
+
+// consumeValue consumes the value of field num, of wire type typ, at the
+// start of b: a varint or a fixed-width number as v, a length-delimited one
+// as s (aliasing b), any other type skipped. n is the bytes consumed, < 0
+// for a malformed value (protowire.ParseError).
+func consumeValue(num protowire.Number, typ protowire.Type, b []byte) (v uint64, s []byte, n int) {
+	switch typ {
+	case protowire.VarintType:
+		v, n = protowire.ConsumeVarint(b)
+	case protowire.Fixed32Type:
+		var u uint32
+		u, n = protowire.ConsumeFixed32(b)
+		v = uint64(u)
+	case protowire.Fixed64Type:
+		v, n = protowire.ConsumeFixed64(b)
+	case protowire.BytesType:
+		s, n = protowire.ConsumeBytes(b)
+	default:
+		n = protowire.ConsumeFieldValue(num, typ, b)
+	}
+	return v, s, n
 }
