@@ -14,18 +14,8 @@ import (
 // per-slave data points: counts, last codes and states, with the position
 // and name attributes.
 func TestEventMethods(t *testing.T) {
-	clearOTELEnv(t)
-	rcv, err := otlptest.NewHTTP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rcv.Close()
+	e, rcv := newHTTPExporter(t, ProtocolHTTPProtobuf)
 	ctx := context.Background()
-	e, err := New(ctx, testOptions(rcv.URL(), ProtocolHTTPProtobuf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown(ctx)
 	e.Emergency(1, "AKD", 0x8611)
 	e.Emergency(1, "AKD", 0x8400)
 	e.Emergency(2, "EL3004", 0xFF01)

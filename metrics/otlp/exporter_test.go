@@ -26,18 +26,8 @@ func expBucketIndex(v float64, scale int32) int32 {
 // histograms whose counts, sums, extremes and buckets match the values,
 // counters equal to the consumer's, window gauges, descriptions and units.
 func TestExportOverHTTP(t *testing.T) {
-	clearOTELEnv(t)
-	rcv, err := otlptest.NewHTTP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rcv.Close()
+	e, rcv := newHTTPExporter(t, ProtocolHTTPProtobuf)
 	ctx := context.Background()
-	e, err := New(ctx, testOptions(rcv.URL(), ProtocolHTTPProtobuf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown(ctx)
 	reg, err := metrics.NewRegistry(metrics.Options{Site: "plant-1", Line: "line-3", Host: "ipc-7", Target: testTarget, CycleCore: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -354,18 +344,8 @@ func TestExportOverGRPCFromEnvironment(t *testing.T) {
 // TestCountersStartAtZero: before any sample, every counter is exported
 // with 0, as /metrics shows them.
 func TestCountersStartAtZero(t *testing.T) {
-	clearOTELEnv(t)
-	rcv, err := otlptest.NewHTTP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rcv.Close()
+	e, rcv := newHTTPExporter(t, "")
 	ctx := context.Background()
-	e, err := New(ctx, testOptions(rcv.URL(), ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown(ctx)
 	if err := e.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,11 @@
 package otlp
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/metrics/otlp/otlptest"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -78,4 +80,23 @@ func testSamples(n int) []shm.Sample {
 		out[i] = s
 	}
 	return out
+}
+
+// newHTTPExporter starts an OTLP/HTTP receiver and an exporter of protocol
+// p (testOptions) sending to it, with the OTEL_* environment cleared; both
+// stop when t ends, the exporter first.
+func newHTTPExporter(t *testing.T, p Protocol) (*Exporter, *otlptest.Receiver) {
+	t.Helper()
+	clearOTELEnv(t)
+	rcv, err := otlptest.NewHTTP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rcv.Close)
+	e, err := New(context.Background(), testOptions(rcv.URL(), p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
+	return e, rcv
 }

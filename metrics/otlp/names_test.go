@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/metrics/otlp/otlptest"
 )
 
 // prometheusOnly lists, with the reason, the documented Prometheus
@@ -56,18 +55,8 @@ func prometheusOnly() map[string]string {
 // translates to a documented Prometheus family of the same type, and each
 // documented family has an instrument unless prometheusOnly names it.
 func TestNamesMirrorPrometheus(t *testing.T) {
-	clearOTELEnv(t)
-	rcv, err := otlptest.NewHTTP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rcv.Close()
+	e, rcv := newHTTPExporter(t, ProtocolHTTPProtobuf)
 	ctx := context.Background()
-	e, err := New(ctx, testOptions(rcv.URL(), ProtocolHTTPProtobuf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Shutdown(ctx)
 	reg, err := metrics.NewRegistry(metrics.Options{Site: "plant-1", Line: "line-3", Host: "ipc-7", Target: testTarget, CycleCore: -1})
 	if err != nil {
 		t.Fatal(err)
