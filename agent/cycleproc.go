@@ -21,11 +21,6 @@ import (
 	"github.com/ecagent/ecagent/shm"
 )
 
-// recoveryFrameBudget is the time one acyclic recovery frame may take (a
-// quarter of the period at short periods): a turn must have that much
-// left for the frame to start.
-const recoveryFrameBudget = 200 * time.Microsecond
-
 // CycleOptions are what the agent tells a cycle process beyond the
 // configuration.
 type CycleOptions struct {
@@ -130,12 +125,10 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 		log.Info("cyclic operation", "period", cfg.Cycle.Period, "slaves", len(m.Slaves()),
 			"expected_wkc", m.Cyclic().ExpectedWKC(), "pid", os.Getpid())
 	}
-	// Recovery shares the link with the cycle: its frames go in the turns
-	// the engine lends between exchanges.
-	turns := cycle.NewTurns(min(recoveryFrameBudget, cfg.Cycle.Period/4))
-	e.Turns = turns
-	m.SetGate(turns)
-	rec := newRecoverer(m, e, turns, log)
+	// From here the cycle thread alone sends and receives: recovery's
+	// datagrams ride in the cycle's frames (master.QueueAcyclic).
+	m.QueueAcyclic(true, cfg.Cycle.Period)
+	rec := newRecoverer(m, e, log)
 	rec.rt = recoveryRT(rt.Options{Priority: cfg.Cycle.Priority, Core: cfg.Cycle.Core})
 	recCtx, stopRec := context.WithCancel(ctx)
 	recDone := make(chan struct{})
@@ -143,7 +136,7 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 	defer func() {
 		stopRec()
 		<-recDone
-		m.SetGate(nil) // the cycle has stopped: acyclic frames go straight out again
+		m.QueueAcyclic(false, 0) // the cycle has stopped: acyclic frames go straight out again
 	}()
 
 	var before, after runtime.MemStats
@@ -159,7 +152,7 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 
 	stopRec()
 	<-recDone
-	m.SetGate(nil)
+	m.QueueAcyclic(false, 0)
 	down, cancel := context.WithTimeout(context.Background(), cfg.Bus.StateTimeout)
 	defer cancel()
 	if err := m.RequestState(down, esc.StateInit); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/ecagent/ecagent/cycle"
@@ -30,33 +31,36 @@ const (
 	// reconnectRetryMax caps the back-off of a failed reconnect.
 	reconnectRetryMax = 400 * time.Millisecond
 	gcEvery           = 5 * time.Second
+	// parallelRecoveries bounds the slaves recovered at once: each has
+	// one datagram queued for the cycle at a time, and together they
+	// leave room in the acyclic queue.
+	parallelRecoveries = master.AcyclicQueueLen / 2
 	// slowStep: a check, reconnect or recovery of one slave that takes
 	// longer is logged with its outcome, whatever it was.
 	slowStep = 500 * time.Millisecond
 )
 
 // recoverer brings the bus back while the cycle runs: woken by the
-// engine's trouble signal, it reads every slave's state (in the turns the
-// engine lends it between exchanges), acknowledges AL errors and requests
+// engine's trouble signal, it reads every slave's state (its datagrams
+// ride in the cycle's frames), acknowledges AL errors and requests
 // OP again with back-off, reconnects slaves that come back after a power
 // loss (refusing another device at their position), and reports each
 // step as an event. It allocates — but only while something is wrong, and
 // it collects its garbage when the episode ends.
 type recoverer struct {
-	m     *master.Master
-	e     *cycle.Engine
-	turns *cycle.Turns
-	log   *slog.Logger
-	now   func() time.Time
+	m   *master.Master
+	e   *cycle.Engine
+	log *slog.Logger
+	now func() time.Time
 
 	health []master.SlaveHealth
 	slaves map[int]*slaveRecovery
 
 	// rt is how the worker's thread is set up: just below the cycle's
-	// priority, on its core. It must run within the turns the engine
-	// lends (a fraction of a period each); on the normal scheduler a busy
-	// host wakes it milliseconds late and it misses them, and it can be
-	// preempted while it holds the link, delaying the next cycle.
+	// priority, on its core, so that it runs in the cycle's idle time and
+	// has its next datagram queued before the next cycle (on the normal
+	// scheduler a busy host wakes it milliseconds late; the cycle never
+	// waits for it either way).
 	rt rt.Options
 }
 
@@ -74,8 +78,8 @@ type slaveRecovery struct {
 	reportedSet bool
 }
 
-func newRecoverer(m *master.Master, e *cycle.Engine, turns *cycle.Turns, log *slog.Logger) *recoverer {
-	return &recoverer{m: m, e: e, turns: turns, log: log, now: time.Now, slaves: map[int]*slaveRecovery{}}
+func newRecoverer(m *master.Master, e *cycle.Engine, log *slog.Logger) *recoverer {
+	return &recoverer{m: m, e: e, log: log, now: time.Now, slaves: map[int]*slaveRecovery{}}
 }
 
 // recoveryRT is the set-up of the recovery worker's thread for a cycle
@@ -97,20 +101,13 @@ func (r *recoverer) run(ctx context.Context) {
 	for _, refused := range setup.Refused() {
 		r.log.Warn("recovery worker: real-time setting refused by the host; running without it", "setting", refused.Setting, "err", refused.Err)
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-r.e.Trouble():
-		}
+	for r.e.WaitTrouble(ctx) {
 		r.episode(ctx)
 	}
 }
 
 // episode works until every slave answers in OP without an error.
 func (r *recoverer) episode(ctx context.Context) {
-	r.turns.Want(true)
-	defer r.turns.Want(false)
 	defer runtime.GC()
 	lastGC := r.now()
 	for ctx.Err() == nil {
@@ -141,6 +138,20 @@ func (r *recoverer) pass(ctx context.Context) bool {
 		return false
 	}
 	well := true
+	// Slaves are reconnected and taken back to OP in parallel, as IgH
+	// runs one state machine per slave: each has one datagram in flight
+	// per cycle, so a power-cycled segment comes back in the time of
+	// one slave, not of all of them in turn.
+	var work sync.WaitGroup
+	lanes := make(chan struct{}, parallelRecoveries)
+	do := func(f func()) {
+		lanes <- struct{}{}
+		work.Go(func() {
+			defer func() { <-lanes }()
+			f()
+		})
+	}
+	defer work.Wait()
 	for _, h := range r.health {
 		st := r.slaves[h.Position]
 		if st == nil {
@@ -158,7 +169,7 @@ func (r *recoverer) pass(ctx context.Context) bool {
 			// reconnect that was cut short (a frame lost, the device
 			// gone again), which only a full reconnect completes.
 			well = false
-			r.absent(ctx, h.Position, st)
+			do(func() { r.absent(ctx, h.Position, st) })
 		case st.lost:
 			// Back with its configuration (it kept power: a cable, or
 			// it was behind the break).
@@ -166,11 +177,11 @@ func (r *recoverer) pass(ctx context.Context) bool {
 			r.report(shm.EventSlaveFound, h.Position, 0, 0, "answers again")
 			if !h.Healthy(esc.StateOp) {
 				well = false
-				r.toOp(ctx, h, st)
+				do(func() { r.toOp(ctx, h, st) })
 			}
 		case !h.Healthy(esc.StateOp):
 			well = false
-			r.toOp(ctx, h, st)
+			do(func() { r.toOp(ctx, h, st) })
 		default:
 			st.attempts = 0
 		}

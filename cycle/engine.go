@@ -1,12 +1,15 @@
 package cycle
 
 import (
+	"context"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/internal/spsc"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/shm"
@@ -71,15 +74,15 @@ type Engine struct {
 	// them before Run.
 	Jobs []Job
 
-	// Turns, if set, lends the link to acyclic work between exchanges
-	// while a worker wants it (see Turns). Set before Run.
-	Turns *Turns
-
-	// trouble wakes the recovery worker when a cycle shows a problem;
-	// reports carries the worker's events to the cycle, which owns the
-	// event ring.
-	trouble chan struct{}
-	reports chan shm.Event
+	// trouble wakes the recovery worker when a cycle shows a problem
+	// (troubled tells it there is some); reports carries the worker's
+	// events to the cycle, which owns the event ring. Neither blocks the
+	// cycle or takes a lock (spsc).
+	trouble  spsc.Signal
+	troubled atomic.Bool
+	reports  *spsc.Ring[shm.Event]
+	reportMu sync.Mutex // among Report's callers; never the cycle's
+	report   shm.Event  // the cycle's copy of a popped report
 
 	// emergencies receives the master's queued CoE emergency messages
 	// each cycle; its capacity is allocated in New.
@@ -96,8 +99,8 @@ type Engine struct {
 // with its process image mapped, writing to the segment seg.
 func New(m *master.Master, seg *shm.Segment, cfg Config) *Engine {
 	e := &Engine{m: m, seg: seg, cfg: cfg, slaveCount: len(m.Slaves()),
-		emergencies: make([]master.SlaveEmergency, 0, master.EmergencyQueueLen),
-		trouble:     make(chan struct{}, 1), reports: make(chan shm.Event, reportQueueLen)}
+		emergencies: make([]master.SlaveEmergency, 0, master.EmergencyQueueLen)}
+	e.reports, _ = spsc.NewRing[shm.Event](reportQueueLen) // a power of two
 	if setup, _, ok := m.DC(); ok && setup.Reference != nil {
 		e.dcOn, e.dcRef = true, setup.Reference.Position
 		e.dc = newDCSync(int64(cfg.Period))
@@ -151,11 +154,7 @@ func (e *Engine) Run() uint64 {
 			// Its time is not the cycle's: start the schedule afresh.
 			next = max(next, rt.Now()+p)
 		}
-		// Lend the link until shortly before the deadline, then take it
-		// back (a no-op unless a worker wants turns).
-		e.Turns.open(next - max(p/10, int64(turnMargin)))
 		rt.SleepUntilSpin(next, spin, e.cfg.SleepKeepsP)
-		e.Turns.close()
 		end := e.step(next, skipped)
 		skipped = 0
 		next += p + e.dcStep
@@ -292,41 +291,43 @@ func (e *Engine) watchAlarm(res *master.CycleResult) {
 	}
 }
 
-// reportQueueLen bounds the worker's events waiting for the cycle.
+// reportQueueLen bounds the worker's events waiting for the cycle (a
+// power of two).
 const reportQueueLen = 256
 
-// turnMargin is the least time between the end of a turn and the deadline
-// (otherwise a tenth of the period).
-const turnMargin = 10 * time.Microsecond
+// WaitTrouble blocks until a cycle has shown fewer slaves answering, a
+// slave not in OP or one with its error indication since the last call
+// (see signalTrouble), or ctx ends; it reports whether there was trouble.
+// One goroutine (the recovery worker) calls it.
+func (e *Engine) WaitTrouble(ctx context.Context) bool {
+	for ctx.Err() == nil {
+		seq := e.trouble.Seq()
+		if e.troubled.Swap(false) {
+			return true
+		}
+		e.trouble.WaitContext(ctx, seq, troublePoll)
+	}
+	return false
+}
 
-// Trouble returns a channel that receives (coalesced) when a cycle shows
-// fewer slaves answering, a slave not in OP or one with its error
-// indication (see signalTrouble).
-func (e *Engine) Trouble() <-chan struct{} { return e.trouble }
+// troublePoll is how often WaitTrouble looks at its context.
+const troublePoll = 50 * time.Millisecond
 
 // Report hands an event to the cycle, which pushes it to the event ring
-// with its cycle number and time set. It does not block; it returns false
-// when the queue is full (the event is lost). Safe from any goroutine.
+// with its cycle number and time set. It does not block on the cycle; it
+// returns false when the queue is full (the event is lost). Safe from
+// several goroutines: they take turns on a lock the cycle never takes.
 func (e *Engine) Report(ev shm.Event) bool {
-	select {
-	case e.reports <- ev:
-		return true
-	default:
-		return false
-	}
+	e.reportMu.Lock()
+	defer e.reportMu.Unlock()
+	return e.reports.Push(&ev)
 }
 
 // forwardReports pushes the worker's events to the ring.
 func (e *Engine) forwardReports(now int64) {
-	for {
-		select {
-		case ev := <-e.reports:
-			e.event = ev
-			e.event.Cycle, e.event.Time = e.cycle, now
-			e.seg.Events().Push(&e.event)
-		default:
-			return
-		}
+	for e.reports.Pop(&e.report) {
+		e.report.Cycle, e.report.Time = e.cycle, now
+		e.seg.Events().Push(&e.report)
 	}
 }
 
@@ -342,9 +343,8 @@ func (e *Engine) signalTrouble(res *master.CycleResult) {
 	if int(res.Responding) == e.slaveCount && res.ALStates == uint8(esc.StateOp) && !res.ALError {
 		return
 	}
-	select {
-	case e.trouble <- struct{}{}:
-	default:
+	if !e.troubled.Swap(true) {
+		e.trouble.Notify()
 	}
 }
 

@@ -21,10 +21,11 @@ var broadcastMAC = [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
 // discarded and counted as stale, never taken for the current one.
 //
 // Bus serves bring-up, diagnostics and recovery: one datagram per frame,
-// with a timeout and retries. Its buffers are allocated once; a Bus is not
-// safe for concurrent use. It may run while the cyclic exchange runs in
-// another goroutine only through a Gate (Master.SetGate): each frame then
-// waits for its turn, and waits Config.RecoveryTimeout for its answer.
+// with a timeout and retries. Its buffers are allocated once; a Bus that
+// owns the link is not safe for concurrent use. While the cyclic exchange
+// runs (Master.QueueAcyclic) the Bus does not touch the link at all: each
+// datagram goes through the acyclic queue to the cycle thread, which
+// sends it, and several goroutines may transact at once.
 type Bus struct {
 	link     link.Link
 	src      [6]byte
@@ -36,10 +37,9 @@ type Bus struct {
 	retries  int
 	counters *counters
 
-	// gate, when set, lends the link to this Bus one frame at a time;
-	// gatedTimeout is the answer timeout of a frame sent through it.
-	gate         Gate
-	gatedTimeout time.Duration
+	// queue, when set, is where transactions go instead of the link: the
+	// cycle thread owns the link (Master.QueueAcyclic).
+	queue *acyclicQueue
 }
 
 func newBus(l link.Link, timeout time.Duration, retries int, c *counters) *Bus {
@@ -71,10 +71,9 @@ const AnyWKC = -1
 // retries when none comes back in time. For commands that write, data is
 // sent; for commands that read, the answer's data is copied into data. It
 // returns the working counter of the answer. An unanswered frame gives an
-// error matching ErrNoResponse. With a gate set (Master.SetGate) each frame,
-// retries included, holds the gate from before its send until its answer
-// or timeout, and a gate that does not open before ctx ends gives ctx's
-// error.
+// error matching ErrNoResponse. While the cycle owns the link
+// (Master.QueueAcyclic) each try is a datagram queued for the cycle; a
+// full queue gives an error matching ErrAcyclicQueueFull.
 func (b *Bus) Transact(ctx context.Context, cmd wire.Command, address uint32, data []byte) (uint16, error) {
 	for try := 0; ; try++ {
 		if err := ctx.Err(); err != nil {
@@ -95,24 +94,24 @@ func (b *Bus) Transact(ctx context.Context, cmd wire.Command, address uint32, da
 }
 
 // frameTimeout is how long one frame waits for its answer: the
-// configured timeout, or the recovery timeout while a gate is set.
+// configured timeout, or the queue's wait while the cycle owns the link.
 func (b *Bus) frameTimeout() time.Duration {
-	if b.gate != nil {
-		return b.gatedTimeout
+	if b.queue != nil {
+		return b.queue.wait
 	}
 	return b.timeout
 }
 
 // exchange builds one frame with a fresh index, sends it and awaits its
-// answer (ok false when none came in time). With a gate set it holds the
-// gate from before the index is drawn (the cyclic exchange draws from the
-// same counter) until the answer arrived or timed out.
+// answer (ok false when none came in time). While the cycle owns the link
+// the datagram is queued for it instead.
 func (b *Bus) exchange(ctx context.Context, cmd wire.Command, address uint32, data []byte) (wkc uint16, ok bool, err error) {
-	if g := b.gate; g != nil {
-		if err := g.Acquire(ctx); err != nil {
-			return 0, false, fmt.Errorf("wait for the link: %w", err)
+	if q := b.queue; q != nil {
+		wkc, ok, err = q.transact(ctx, cmd, address, data)
+		if err != nil {
+			return 0, false, fmt.Errorf("queue for the cycle: %w", err)
 		}
-		defer g.Release()
+		return wkc, ok, nil
 	}
 	idx := b.nextIndex()
 	if err := b.builder.Reset(b.tx, broadcastMAC, b.src); err != nil {

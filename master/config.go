@@ -21,8 +21,8 @@ const (
 	DefaultCycleTimeout = time.Millisecond
 	// DefaultSIITimeout bounds one SII EEPROM access (busy polling).
 	DefaultSIITimeout = 100 * time.Millisecond
-	// DefaultRecoveryTimeout is how long an acyclic frame sent through a
-	// Gate waits for its answer.
+	// DefaultRecoveryTimeout is how long an acyclic datagram queued for a
+	// running cycle waits for its answer beyond three cycle periods.
 	DefaultRecoveryTimeout = 2 * time.Millisecond
 	// DefaultSafeOpFrames is how many cyclic frames BringUp exchanges in
 	// SAFEOP before it requests OP.
@@ -41,11 +41,11 @@ type Config struct {
 	// negative value means no retry.
 	Retries int
 
-	// RecoveryTimeout replaces Timeout while a Gate is set (SetGate): the
-	// acyclic frames of recovery and SDO transfers then share the link with
-	// the running cycle, and an unanswered one must give the link back
-	// within the cycle's slack. Retries apply as to Timeout. Default
-	// DefaultRecoveryTimeout.
+	// RecoveryTimeout is how long, beyond three cycle periods, a datagram
+	// queued for the running cycle (QueueAcyclic) waits before it is
+	// withdrawn and sent again: the cycle resolves every datagram it
+	// carries within its exchange, so this covers a cycle that stalls.
+	// Retries apply as to Timeout. Default DefaultRecoveryTimeout.
 	RecoveryTimeout time.Duration
 
 	// StateTimeout bounds each AL state transition (write AL control,

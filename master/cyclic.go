@@ -7,6 +7,7 @@ import (
 
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/master/wire"
 )
 
 // The cyclic process-data exchange: what one cycle achieved (CycleResult)
@@ -28,6 +29,12 @@ type CycleResult struct {
 	// not come back before the deadline.
 	Frames int
 	Lost   int
+	// AcyclicFrames is 1 when the cycle sent one more frame for queued
+	// acyclic datagrams that the cyclic frames had no room for, and
+	// AcyclicLost 1 when that frame did not come back. Neither is part of
+	// Frames, Lost or Err: the process data does not depend on them.
+	AcyclicFrames int
+	AcyclicLost   int
 	// Stale counts answers discarded in this cycle because they belonged
 	// to an earlier frame (typically the late answer of a lost one).
 	Stale int
@@ -102,7 +109,8 @@ func (r CycleResult) RTT() time.Duration {
 // LRW datagram over part of the ProcessImage, the first one also reading AL
 // status of all slaves, built once when the image is mapped. The cycle
 // engine calls Exchange (or ExchangeUntil) every cycle from one goroutine;
-// neither allocates. Nothing else may use the master's link meanwhile.
+// neither allocates. Nothing else may use the master's link meanwhile:
+// other code's datagrams ride in the cycle's frames (QueueAcyclic).
 //
 // After BringUp (or ConfigureDCWith on a mapped image) the first frame
 // also carries auxiliary datagrams, in this order:
@@ -117,7 +125,7 @@ func (r CycleResult) RTT() time.Duration {
 // A CoE emergency read out of a mailbox is queued for Master.Emergencies;
 // any other message is dropped and counted (Stats.MailboxDiscarded). A
 // slave with an SDO transfer in progress (the acyclic client, through the
-// Gate) is left out of the polling until the transfer ends, so the
+// acyclic queue) is left out of the polling until the transfer ends, so the
 // polling never takes the answer the client waits for; an emergency sent
 // meanwhile is the client's to report. A message whose read-out
 // frame is lost is lost with it (the slave has released it). When the
@@ -140,6 +148,17 @@ type Cyclic struct {
 	auxBack  bool
 	dc       cyclicDC
 	mbx      mailboxPoll
+	// acyclic is the queue of datagrams other code wants sent (see
+	// Master.QueueAcyclic); extra is the frame that carries those the
+	// cyclic frames have no room for, sent (extraSent) only when the
+	// slack allows. deadline is the current exchange's, lastRTT the
+	// round trip of the last complete cycle, both in Config.Clock's ns.
+	acyclic   *acyclicQueue
+	extra     cyclicFrame
+	extraSent bool
+	carried   bool // this exchange carries acyclic datagrams
+	deadline  int64
+	lastRTT   int64
 	// timeoutErr is the link's timeout error value as last seen. Links
 	// return one pre-allocated value, so after the first timeout a plain
 	// comparison recognises it: errors.Is walks type assertions whose
@@ -148,8 +167,10 @@ type Cyclic struct {
 	timeoutErr error
 }
 
-func newCyclic(bus *Bus, image *ProcessImage, l layout, timeout time.Duration, clock func() int64, c *counters) *Cyclic {
+func newCyclic(bus *Bus, q *acyclicQueue, image *ProcessImage, l layout, timeout time.Duration, clock func() int64, c *counters) *Cyclic {
 	cy := &Cyclic{
+		acyclic:  q,
+		extra:    cyclicFrame{buf: make([]byte, wire.MaxFrameLen)},
 		link:     bus.link,
 		bus:      bus,
 		image:    image,
@@ -167,8 +188,8 @@ func newCyclic(bus *Bus, image *ProcessImage, l layout, timeout time.Duration, c
 	}
 	cy.frames[0].status = true
 	for i := range cy.frames {
-		f := &cy.frames[i]
-		f.buf = make([]byte, f.baseLen())
+		// Full size: acyclic datagrams use the room the cyclic ones leave.
+		cy.frames[i].buf = make([]byte, wire.MaxFrameLen)
 	}
 	cy.base, cy.auxFrame = len(cy.frames), -1
 	return cy
@@ -217,6 +238,7 @@ func (c *Cyclic) exchange(deadline time.Time) CycleResult {
 	if c.dc.on {
 		r.DCExpectedWKC = c.dc.want
 	}
+	c.deadline = c.clock() + int64(time.Until(deadline))
 	c.build()
 	r.SendTime = c.clock()
 	pending := 0
@@ -229,7 +251,17 @@ func (c *Cyclic) exchange(deadline time.Time) CycleResult {
 		}
 		pending++
 	}
-	for pending > 0 {
+	extra := 0 // the acyclic frame's answer, awaited after the cyclic ones
+	if c.extraSent {
+		if c.link.Send(c.extra.builder.Bytes()) == nil {
+			extra = 1
+			r.AcyclicFrames = 1
+			c.counters.acyclicFrames.Add(1)
+		} else {
+			c.extra.done = true
+		}
+	}
+	for pending+extra > 0 {
 		n, err := c.link.Recv(c.rx, deadline)
 		if err != nil {
 			if !c.isTimeout(err) && r.Err == nil {
@@ -239,7 +271,14 @@ func (c *Cyclic) exchange(deadline time.Time) CycleResult {
 		}
 		switch c.take(c.rx[:n], &r) {
 		case answerTaken:
+			if c.extraSent && extra == 1 && c.extra.done {
+				extra = 0
+				continue
+			}
 			pending--
+			if pending == 0 && r.Lost == 0 {
+				r.RecvTime = c.clock()
+			}
 		case answerStale:
 			r.Stale++
 			c.counters.stale.Add(1)
@@ -247,8 +286,9 @@ func (c *Cyclic) exchange(deadline time.Time) CycleResult {
 			c.counters.invalid.Add(1)
 		}
 	}
-	if pending == 0 && r.Lost == 0 {
-		r.RecvTime = c.clock()
+	c.settleAcyclic(&r, extra)
+	if r.RecvTime != 0 {
+		c.lastRTT = r.RecvTime - r.SendTime
 	}
 	r.Lost += pending
 	switch {
@@ -259,6 +299,27 @@ func (c *Cyclic) exchange(deadline time.Time) CycleResult {
 		r.Err = ErrWKCMismatch
 	}
 	return r
+}
+
+// settleAcyclic marks the acyclic datagrams whose frames did not come
+// back as lost and wakes their requesters; extra is 1 when the acyclic
+// frame was sent and not answered.
+func (c *Cyclic) settleAcyclic(r *CycleResult, extra int) {
+	if !c.carried {
+		return
+	}
+	c.carried = false
+	for i := range c.frames {
+		resolveAcyclic(&c.frames[i], nil) // only those still unanswered
+	}
+	if c.extraSent {
+		resolveAcyclic(&c.extra, nil)
+		if extra == 1 {
+			r.AcyclicLost = 1
+			c.counters.acyclicLost.Add(1)
+		}
+	}
+	c.acyclic.answered.Notify()
 }
 
 // isTimeout reports whether err is the link's receive timeout, without

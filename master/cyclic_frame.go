@@ -17,10 +17,15 @@ type cyclicFrame struct {
 	chunk   chunk
 	lrw     bool // carries an LRW datagram over chunk
 	status  bool // carries the BRD of AL status (after the LRW, if any)
-	aux     bool // carries the DC and mailbox datagrams (last)
+	aux     bool // carries the DC and mailbox datagrams (after those)
 	first   wire.Command
 	index   uint8
 	done    bool
+	// cyclicN is how many datagrams of the cyclic exchange the frame
+	// carries this cycle; the acyclic datagrams of acyc[:nacyc] follow.
+	cyclicN int
+	acyc    [AcyclicQueueLen]*acyclicSlot
+	nacyc   int
 }
 
 // baseLen is the size of the frame without the auxiliary datagrams.
@@ -65,7 +70,106 @@ func (c *Cyclic) build() {
 		default:
 			f.first = c.auxFirst()
 		}
+		f.cyclicN, f.nacyc = f.builder.Count(), 0
 	}
+	c.carryAcyclic()
+}
+
+// carryAcyclic moves queued acyclic datagrams into this cycle's frames, in
+// queue order: into the room the cyclic frames leave, then into the extra
+// frame when the measured slack has room for it (c.extraSent). A datagram
+// that fits nowhere waits, with those after it, for the next cycle.
+func (c *Cyclic) carryAcyclic() {
+	c.extraSent = false
+	q := c.acyclic
+	s := q.peek()
+	if s == nil {
+		return
+	}
+	for i := range c.frames {
+		f := &c.frames[i]
+		for s != nil && c.appendAcyclic(f, s) {
+			q.take()
+			c.carried = true
+			s = q.peek()
+		}
+		if s == nil {
+			return
+		}
+	}
+	if !c.slackForExtra() {
+		q.putBack(s)
+		return
+	}
+	f := &c.extra
+	f.index = c.bus.nextIndex()
+	f.done, f.cyclicN, f.nacyc = false, 0, 0
+	_ = f.builder.Reset(f.buf, broadcastMAC, c.bus.src)
+	f.first = s.cmd
+	for s != nil && c.appendAcyclic(f, s) {
+		q.take()
+		c.carried = true
+		s = q.peek()
+	}
+	if s != nil {
+		q.putBack(s)
+	}
+	c.extraSent = f.nacyc > 0
+}
+
+// appendAcyclic adds the queued datagram s to frame f if it fits.
+func (c *Cyclic) appendAcyclic(f *cyclicFrame, s *acyclicSlot) bool {
+	if f.builder.Room() < s.n {
+		return false
+	}
+	d, err := f.builder.Append(s.cmd, f.index, s.address, s.n)
+	if err != nil {
+		return false
+	}
+	if s.cmd.Writes() {
+		copy(d, s.data[:s.n])
+	}
+	f.acyc[f.nacyc] = s
+	f.nacyc++
+	return true
+}
+
+// slackForExtra reports whether one more frame fits in this cycle: the
+// frame round trip last measured, doubled for the frame queued behind the
+// cyclic ones, must end before the exchange's deadline.
+func (c *Cyclic) slackForExtra() bool {
+	if c.lastRTT <= 0 {
+		return false
+	}
+	return c.clock()+2*c.lastRTT < c.deadline
+}
+
+// resolveAcyclic hands the answers of f's acyclic datagrams (in the
+// received frame fr) back to their requesters; fr nil: f was lost.
+func resolveAcyclic(f *cyclicFrame, fr *wire.Frame) {
+	if f.nacyc == 0 {
+		return
+	}
+	var it wire.DatagramIter
+	var d wire.Datagram
+	if fr != nil {
+		it = fr.Datagrams()
+		for range f.cyclicN {
+			if !it.Next(&d) {
+				fr = nil
+				break
+			}
+		}
+	}
+	for i := range f.nacyc {
+		if fr != nil && it.Next(&d) {
+			resolve(f.acyc[i], &d)
+		} else {
+			resolve(f.acyc[i], nil)
+		}
+		f.acyc[i] = nil
+	}
+	f.nacyc = 0
 }
 
 // What take made of a received frame.
@@ -92,6 +196,10 @@ func (c *Cyclic) take(frame []byte, r *CycleResult) int {
 		return answerStale
 	}
 	f.done = true
+	resolveAcyclic(f, &fr)
+	if f == &c.extra {
+		return answerTaken
+	}
 	more := true // d holds a datagram not yet looked at
 	if f.lrw {
 		r.WKC += d.WKC
@@ -118,6 +226,9 @@ func (c *Cyclic) take(frame []byte, r *CycleResult) int {
 // match returns the frame of this cycle that a frame starting with d
 // answers, or nil.
 func (c *Cyclic) match(d *wire.Datagram) *cyclicFrame {
+	if f := &c.extra; c.extraSent && !f.done && d.Index == f.index && d.Command == f.first {
+		return f
+	}
 	for i := range c.frames {
 		f := &c.frames[i]
 		if f.done || d.Index != f.index || d.Command != f.first {

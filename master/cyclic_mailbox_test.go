@@ -162,7 +162,7 @@ func newAuxBench(t testing.TB, slaves []*Slave, setup *DCSetup, maxData int) *au
 	}
 	m.slaves = slaves
 	m.image = newProcessImage(l.outBytes, l.inBytes)
-	m.cyclic = newCyclic(m.bus, m.image, l, m.cfg.CycleTimeout, m.cfg.Clock, &m.counters)
+	m.cyclic = newCyclic(m.bus, &acyclicQueue{}, m.image, l, m.cfg.CycleTimeout, m.cfg.Clock, &m.counters)
 	m.cyclic.attach(m)
 	seg := &auxSegment{far: b, lrwWKC: m.cyclic.ExpectedWKC(), slaves: uint16(len(slaves)), tick: 1000,
 		sysTime: 800_000_000_000_000_000, diff: map[uint16]uint32{}, mbx: map[uint16]*fakeMailbox{}}

@@ -71,7 +71,7 @@ func testCyclic(t testing.TB, maxData int, wkc func(uint8) uint16) (*Cyclic, *co
 	startLoop(t, b, wkc)
 	c := &counters{}
 	bus := newBus(a, 10*time.Millisecond, 0, c)
-	cy := newCyclic(bus, newProcessImage(l.outBytes, l.inBytes), l, 2*time.Second, newMonotonicClock(), c)
+	cy := newCyclic(bus, &acyclicQueue{}, newProcessImage(l.outBytes, l.inBytes), l, 2*time.Second, newMonotonicClock(), c)
 	return cy, c, slaves
 }
 
@@ -265,8 +265,8 @@ func TestCyclicWithoutAux(t *testing.T) {
 	for it.Next(&d) {
 		n++
 	}
-	if n != 2 || len(b.cy.frames[0].buf) != b.cy.frames[0].baseLen() {
-		t.Errorf("%d datagrams in a %d-byte buffer, want 2 in %d", n, len(b.cy.frames[0].buf), b.cy.frames[0].baseLen())
+	if got := len(b.cy.frames[0].builder.Bytes()); n != 2 || got != b.cy.frames[0].baseLen() {
+		t.Errorf("%d datagrams in a %d-byte frame, want 2 in %d", n, got, b.cy.frames[0].baseLen())
 	}
 }
 

@@ -46,8 +46,8 @@ func (h SlaveHealth) Healthy(state esc.ALState) bool {
 // A slave that does not answer (working counter 0) is reported not
 // present, which is no error. An error is returned only when the frames
 // themselves do not come back (ErrNoResponse: the link or the first slave
-// is down), together with the entries gathered so far. It runs through the
-// gate, if one is set.
+// is down), together with the entries gathered so far. While the cycle owns the
+// link (QueueAcyclic) its reads go through the cycle.
 func (m *Master) CheckSlaves(ctx context.Context, dst []SlaveHealth) ([]SlaveHealth, error) {
 	dst = dst[:0]
 	if err := m.usable(); err != nil {
@@ -105,7 +105,7 @@ func answered(err error) (bool, error) {
 
 // CountSlaves returns how many slaves answer a broadcast read of register
 // 0x0000 (BRD; the working counter): after a link loss, whether the
-// segment is whole again. It runs through the gate, if one is set.
+// segment is whole again. While the cycle owns the link it goes through the cycle.
 func (m *Master) CountSlaves(ctx context.Context) (int, error) {
 	if m.closed {
 		return 0, ErrClosed

@@ -115,7 +115,7 @@ func TestCheckSlavesRecordsCodeAndPorts(t *testing.T) {
 func TestCheckSlavesAfterLinkLoss(t *testing.T) {
 	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004", "EL1014"))
 	m, _ := linkedMaster(t, seg, master.Config{})
-	m.SetGate(newMutexGate()) // RecoveryTimeout applies: keep the lost frames short
+	startCycle(t, m, time.Millisecond) // RecoveryTimeout applies: keep the lost frames short
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	seg.Faults().DropPercent(100)

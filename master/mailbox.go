@@ -40,7 +40,8 @@ var (
 // with the abort code and its meaning.
 //
 // Mailbox traffic is acyclic: like the bring-up, it must not overlap with
-// Exchange (with a running cycle it goes through the Gate); while it runs,
+// Exchange (with a running cycle it goes through the acyclic queue,
+// QueueAcyclic); while it runs,
 // the cyclic mailbox polling leaves the slave's mailbox alone.
 func (m *Master) SDOUpload(ctx context.Context, s *Slave, index uint16, sub uint8) ([]byte, error) {
 	return m.sdoUpload(ctx, s, index, sub, false)

@@ -37,6 +37,9 @@ type Master struct {
 	image  *ProcessImage
 	cyclic *Cyclic
 	closed bool
+	// acyclic carries Bus transactions to the cycle while it owns the
+	// link (QueueAcyclic).
+	acyclic *acyclicQueue
 }
 
 // New returns a master on l, which it owns from now on (Close closes it).
@@ -50,14 +53,15 @@ func New(l link.Link, cfg *Config) (*Master, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Master{cfg: c, log: c.Logger, link: l}
+	m := &Master{cfg: c, log: c.Logger, link: l, acyclic: &acyclicQueue{}}
 	m.bus = newBus(l, c.Timeout, c.Retries, &m.counters)
 	return m, nil
 }
 
 // Bus returns the master's transport, for diagnostics and mailbox
-// protocols that need single datagrams (read error counters, CoE). It must
-// not be used while Exchange runs in another goroutine.
+// protocols that need single datagrams (read error counters, CoE). While
+// Exchange runs in another goroutine it may be used only once the cycle
+// owns the link (QueueAcyclic).
 func (m *Master) Bus() *Bus { return m.bus }
 
 // Slaves returns the slaves found by the last Scan, in ring order.
@@ -109,7 +113,7 @@ func (m *Master) MapProcessImage() (*ProcessImage, error) {
 		return nil, err
 	}
 	m.image = newProcessImage(l.outBytes, l.inBytes)
-	m.cyclic = newCyclic(m.bus, m.image, l, m.cfg.CycleTimeout, m.cfg.Clock, &m.counters)
+	m.cyclic = newCyclic(m.bus, m.acyclic, m.image, l, m.cfg.CycleTimeout, m.cfg.Clock, &m.counters)
 	m.cyclic.attach(m)
 	m.log.Info("process image mapped", "output_bytes", l.outBytes, "input_bytes", l.inBytes,
 		"frames", len(l.chunks), "expected_wkc", m.cyclic.ExpectedWKC())

@@ -46,7 +46,8 @@ func (id Identity) sameModel(o Identity) bool {
 // Reconnect brings the slave at ring position back into the running
 // segment after it lost power or link and came back (station address 0,
 // INIT, registers at their reset values), while the cycle keeps
-// exchanging the other slaves' process data through the Gate:
+// exchanging the other slaves' process data and carrying Reconnect's
+// datagrams (QueueAcyclic):
 //
 //  1. the slave is looked for by auto-increment address (APRD of the ESC
 //     type register; absent: an error matching ErrSlaveAbsent). A device
@@ -77,10 +78,11 @@ func (id Identity) sameModel(o Identity) bool {
 //     the grid of the others (same cycle time and shift, SyncSetup);
 //  6. PREOP→SAFEOP with the process-data SyncManagers and FMMUs exactly as
 //     mapped at bring-up, then SAFEOP→OP: the running cycle feeds it valid
-//     outputs meanwhile (without a gate, Reconnect runs cyclic frames
-//     itself while it waits).
+//     outputs meanwhile (without a running cycle, Reconnect runs cyclic
+//     frames itself while it waits).
 //
-// Every frame goes through the Bus, so through the gate when one is set.
+// Every datagram goes through the Bus, so through the cycle when it owns
+// the link.
 // Reconnect does not change the Slave's recorded description; its AL
 // status is recorded as usual.
 func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, error) {

@@ -149,9 +149,7 @@ func TestReconnectDistributedClock(t *testing.T) {
 	seg := sim.NewSegment(newDevices(t, dcSegment...)) // the EL2889s have a system time
 	m, _ := linkedMaster(t, seg, master.Config{DC: &master.DCConfig{Sync0: time.Millisecond, DriftFrames: 200,
 		StartDelay: 20 * time.Millisecond}})
-	g := newMutexGate()
-	m.SetGate(g)
-	cy := startCycle(t, m, g, time.Millisecond)
+	cy := startCycle(t, m, time.Millisecond)
 	want := m.Cyclic().ExpectedWKC()
 	cy.waitWKC(t, want, 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -171,12 +169,10 @@ func TestReconnectDistributedClock(t *testing.T) {
 	t.Logf("reconnect with DC took %v", rep.Took)
 	cy.waitWKC(t, want, 5*time.Second)
 	d, ref := seg.Devices()[pos], seg.Devices()[0]
-	// Read both clocks under the gate, so no frame runs in between.
-	if err := g.Acquire(ctx); err != nil {
-		t.Fatal(err)
-	}
+	// Read both clocks with the cycle paused, so no frame runs in between.
+	cy.pause.Lock()
 	diff := int64(d.SystemTime() - ref.SystemTime())
-	g.Release()
+	cy.pause.Unlock()
 	if diff < -10_000 || diff > 10_000 {
 		t.Errorf("returned clock differs from the reference by %d ns, want within 10 µs", diff)
 	}
@@ -196,9 +192,7 @@ func TestReconnectDistributedClock(t *testing.T) {
 func TestReconnectOverPipe(t *testing.T) {
 	b := newBench(t, []string{"EK1100", "EL2004", "EL4132", "EL1014"}, master.Config{RecoveryTimeout: 100 * time.Millisecond})
 	bringUp(t, b)
-	g := newMutexGate()
-	b.m.SetGate(g)
-	cy := startCycle(t, b.m, g, time.Millisecond)
+	cy := startCycle(t, b.m, time.Millisecond)
 	want := b.m.Cyclic().ExpectedWKC()
 	cy.waitWKC(t, want, 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -222,7 +216,7 @@ func TestReconnectOverPipe(t *testing.T) {
 	cy.waitWKC(t, want, 5*time.Second)
 }
 
-// TestSDOWhileCycling runs SDO uploads through the gate while a cycle
+// TestSDOWhileCycling runs SDO uploads through the cycle while a cycle
 // with mailbox polling runs flat out: the polling must leave the slave's
 // mailbox alone while a transfer waits for its answer, so every upload
 // gets its answer at once and no answer is read out and discarded by the
@@ -231,9 +225,7 @@ func TestReconnectOverPipe(t *testing.T) {
 func TestSDOWhileCycling(t *testing.T) {
 	seg := sim.NewSegment(newDevices(t, "EK1100", "EL4132", "EL1014"))
 	m, _ := linkedMaster(t, seg, master.Config{StateTimeout: 2 * time.Second})
-	g := newMutexGate()
-	m.SetGate(g)
-	cy := startCycle(t, m, g, 0)
+	cy := startCycle(t, m, 0)
 	cy.waitWKC(t, m.Cyclic().ExpectedWKC(), 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -20,7 +20,7 @@ import (
 //     (mailbox SyncManagers before INIT→PREOP, process-data SyncManagers
 //     and FMMUs as mapped before PREOP→SAFEOP), each step awaited within
 //     Config.StateTimeout. For SAFEOP→OP the slave needs valid outputs:
-//     the running cycle (through a Gate) provides them; without a gate
+//     the running cycle (QueueAcyclic) provides them; without one
 //     Recover runs cyclic frames itself while it waits.
 //
 // A slave that refuses again, or does not get there in time, gives a

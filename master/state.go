@@ -159,7 +159,7 @@ func (m *Master) await(ctx context.Context, step []transition) error {
 	deadline := time.Now().Add(m.cfg.StateTimeout)
 	// With a gate the cycle runs in its own goroutine and keeps the
 	// outputs valid; the link is not ours to run cyclic frames on.
-	keepAlive := m.cyclic != nil && !m.gated()
+	keepAlive := m.cyclic != nil && !m.queued()
 	for _, t := range step {
 		keepAlive = keepAlive && rank(t.to) >= rank(esc.StateSafeOp)
 	}

@@ -39,6 +39,11 @@ type Stats struct {
 	// out of a slave's send mailbox that were not CoE emergencies (late SDO
 	// responses, other protocols, malformed messages): they are dropped.
 	MailboxDiscarded uint64
+	// AcyclicFrames counts the extra frames cycles sent for queued
+	// acyclic datagrams (Master.QueueAcyclic) that found no room in the
+	// cyclic frames, AcyclicLost those of them that did not come back.
+	AcyclicFrames uint64
+	AcyclicLost   uint64
 }
 
 // counters are the live, atomically updated figures behind Stats, so that
@@ -56,6 +61,8 @@ type counters struct {
 
 	dcWKCErrors      atomic.Uint64
 	mailboxDiscarded atomic.Uint64
+	acyclicFrames    atomic.Uint64
+	acyclicLost      atomic.Uint64
 }
 
 func (c *counters) snapshot() Stats {
@@ -72,5 +79,7 @@ func (c *counters) snapshot() Stats {
 
 		DCWKCErrors:      c.dcWKCErrors.Load(),
 		MailboxDiscarded: c.mailboxDiscarded.Load(),
+		AcyclicFrames:    c.acyclicFrames.Load(),
+		AcyclicLost:      c.acyclicLost.Load(),
 	}
 }

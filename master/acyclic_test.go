@@ -3,6 +3,7 @@ package master_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -17,47 +18,25 @@ import (
 	"github.com/ecagent/ecagent/master/sim"
 )
 
-// mutexGate is the simplest Gate: one holder at a time, the cycle included
-// (it takes the gate around each exchange). It counts Acquire and Release
-// and tells whether it is held.
-type mutexGate struct {
-	sem      chan struct{}
-	held     atomic.Bool
-	acquires atomic.Int64
-	releases atomic.Int64
-}
-
-func newMutexGate() *mutexGate { return &mutexGate{sem: make(chan struct{}, 1)} }
-
-func (g *mutexGate) Acquire(ctx context.Context) error {
-	select {
-	case g.sem <- struct{}{}:
-		g.held.Store(true)
-		g.acquires.Add(1)
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (g *mutexGate) Release() {
-	g.releases.Add(1)
-	g.held.Store(false)
-	<-g.sem
-}
-
 // cycler runs the cyclic exchange in its own goroutine as the cycle engine
-// would: take the gate, exchange, give it back, wait out the period.
+// would, owning the link: every Bus transaction of the master is queued
+// for it (QueueAcyclic). inExchange is true while it exchanges; a test
+// that must see no frame for a moment holds pause.
 type cycler struct {
-	stop    chan struct{}
-	done    chan struct{}
-	cycles  atomic.Int64
-	lastWKC atomic.Int64
+	stop       chan struct{}
+	done       chan struct{}
+	cycles     atomic.Int64
+	lastWKC    atomic.Int64
+	inExchange atomic.Bool
+	pause      sync.Mutex
 }
 
-func startCycle(t *testing.T, m *master.Master, g *mutexGate, period time.Duration) *cycler {
+// startCycle hands m's link to a cycle that exchanges every period (at
+// once again for 0) and takes it back when the test ends.
+func startCycle(t *testing.T, m *master.Master, period time.Duration) *cycler {
 	t.Helper()
 	c := &cycler{stop: make(chan struct{}), done: make(chan struct{})}
+	m.QueueAcyclic(true, max(period, time.Millisecond))
 	go func() {
 		defer close(c.done)
 		for {
@@ -66,17 +45,21 @@ func startCycle(t *testing.T, m *master.Master, g *mutexGate, period time.Durati
 				return
 			default:
 			}
-			if err := g.Acquire(context.Background()); err != nil {
-				return
-			}
-			r := m.ExchangeUntil(time.Now().Add(time.Second))
-			g.Release()
+			c.pause.Lock()
+			c.inExchange.Store(true)
+			// A lost frame waits 20 ms, well within the queue's wait.
+			r := m.ExchangeUntil(time.Now().Add(20 * time.Millisecond))
+			c.inExchange.Store(false)
+			c.pause.Unlock()
 			c.lastWKC.Store(int64(r.WKC))
 			c.cycles.Add(1)
 			time.Sleep(period)
 		}
 	}()
-	t.Cleanup(c.halt)
+	t.Cleanup(func() {
+		c.halt()
+		m.QueueAcyclic(false, 0)
+	})
 	return c
 }
 
@@ -219,23 +202,23 @@ func linkedMaster(t *testing.T, seg *sim.Segment, cfg master.Config) (*master.Ma
 	return m, l
 }
 
-// TestGateCoversEveryAcyclicFrame runs each acyclic operation with a gate
-// set and checks that every frame it sends is sent while the gate is held,
-// and that each Acquire is matched by a Release.
-func TestGateCoversEveryAcyclicFrame(t *testing.T) {
+// TestAcyclicRidesTheCycle runs each acyclic operation while a cycle owns
+// the link: every frame on the wire is sent by the cycle, inside its
+// exchange, and every operation still does its job.
+func TestAcyclicRidesTheCycle(t *testing.T) {
 	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004", "EL4132", "EL1014"))
 	m, l := linkedMaster(t, seg, master.Config{})
-	g := newMutexGate()
-	var sent, ungated atomic.Int64
+	var cy *cycler
+	var sent, outside atomic.Int64
 	l.mu.Lock()
 	l.onSend = func([]byte) {
 		sent.Add(1)
-		if !g.held.Load() {
-			ungated.Add(1)
+		if !cy.inExchange.Load() {
+			outside.Add(1)
 		}
 	}
 	l.mu.Unlock()
-	m.SetGate(g)
+	cy = startCycle(t, m, time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	analog := m.Slaves()[2]
@@ -276,62 +259,111 @@ func TestGateCoversEveryAcyclicFrame(t *testing.T) {
 		}},
 	}
 	for _, op := range ops {
-		before, acq := sent.Load(), g.acquires.Load()
 		if err := op.run(); err != nil {
 			t.Fatalf("%s: %v", op.name, err)
 		}
-		frames, acquires := sent.Load()-before, g.acquires.Load()-acq
-		if frames == 0 {
-			t.Errorf("%s sent no frame", op.name)
-		}
-		if acquires != frames {
-			t.Errorf("%s: %d frames, %d Acquire calls; want one per frame", op.name, frames, acquires)
-		}
 	}
-	if n := ungated.Load(); n != 0 {
-		t.Errorf("%d of %d frames sent without holding the gate", n, sent.Load())
+	cy.waitWKC(t, m.Cyclic().ExpectedWKC(), 5*time.Second)
+	if n := outside.Load(); n != 0 {
+		t.Errorf("%d of %d frames sent outside the cycle's exchange", n, sent.Load())
 	}
-	if a, r := g.acquires.Load(), g.releases.Load(); a != r {
-		t.Errorf("%d Acquire, %d Release", a, r)
+	if st := m.Stats(); st.Cycles == 0 || sent.Load() < int64(st.Cycles) {
+		t.Errorf("%d frames for %d cycles", sent.Load(), st.Cycles)
 	}
 }
 
-// TestGateAcquireHonoursContext checks that a transaction waiting for a
-// gate that never opens gives up with the context's error and sends nothing.
-func TestGateAcquireHonoursContext(t *testing.T) {
+// TestQueuedTransactionHonoursContext: with the link handed to a cycle
+// that does not run, a transaction gives up with its context's error and
+// nothing is sent.
+func TestQueuedTransactionHonoursContext(t *testing.T) {
 	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004"))
-	m, l := linkedMaster(t, seg, master.Config{})
-	g := newMutexGate()
+	m, l := linkedMaster(t, seg, master.Config{RecoveryTimeout: time.Second})
 	var sent atomic.Int64
 	l.mu.Lock()
 	l.onSend = func([]byte) { sent.Add(1) }
 	l.mu.Unlock()
-	m.SetGate(g)
-	if err := g.Acquire(context.Background()); err != nil { // the cycle holds it
-		t.Fatal(err)
-	}
-	defer g.Release()
+	m.QueueAcyclic(true, time.Millisecond)
+	defer m.QueueAcyclic(false, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	_, err := m.CheckSlaves(ctx, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("CheckSlaves with a closed gate: %v, want context.DeadlineExceeded", err)
+		t.Errorf("CheckSlaves without a running cycle: %v, want context.DeadlineExceeded", err)
 	}
 	if n := sent.Load(); n != 0 {
-		t.Errorf("%d frames sent without the gate", n)
+		t.Errorf("%d frames sent by a transaction, want none", n)
+	}
+}
+
+// TestQueuedTransactionWithdrawnWhenCycleStalls: a cycle that does not
+// come round within the queue's wait makes the transaction a lost try
+// (ErrNoResponse after its retries), not a hang.
+func TestQueuedTransactionWithdrawnWhenCycleStalls(t *testing.T) {
+	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004"))
+	m, _ := linkedMaster(t, seg, master.Config{RecoveryTimeout: 5 * time.Millisecond, Retries: 1})
+	m.QueueAcyclic(true, time.Millisecond)
+	defer m.QueueAcyclic(false, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := m.CountSlaves(ctx)
+	if !errors.Is(err, master.ErrNoResponse) {
+		t.Fatalf("CountSlaves with a stalled cycle: %v, want ErrNoResponse", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("gave up after %v", took)
+	}
+	// The withdrawn datagrams are not sent by the next cycle.
+	before := m.Stats()
+	r := m.ExchangeUntil(time.Now().Add(time.Second))
+	if r.AcyclicFrames != 0 || m.Stats().AcyclicFrames != before.AcyclicFrames {
+		t.Errorf("the cycle after the stall sent an acyclic frame: %+v", r)
+	}
+}
+
+// TestConcurrentAcyclicUsers: with the cycle owning the link, several
+// goroutines transact at once (the race detector watches), and their
+// datagrams share the cycle's frames.
+func TestConcurrentAcyclicUsers(t *testing.T) {
+	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004", "EL4132", "EL1014"))
+	m, _ := linkedMaster(t, seg, master.Config{})
+	cy := startCycle(t, m, time.Millisecond)
+	cy.waitWKC(t, m.Cyclic().ExpectedWKC(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				n, err := m.CountSlaves(ctx)
+				if err != nil || n != 4 {
+					errs <- fmt.Errorf("CountSlaves = %d, %v", n, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if st := m.Stats(); st.Cycles >= 160 {
+		t.Logf("%d cycles for 160 transactions: no two shared a cycle", st.Cycles)
 	}
 }
 
 // cyclingSegment serves the devices, brings a master up against them and
-// runs a cycle through a gate every period, as the agent's engine would;
+// runs a cycle that owns the link every period, as the agent's engine would;
 // it returns once the cycle's working counter is whole (want).
 func cyclingSegment(t *testing.T, period time.Duration, devices ...string) (seg *sim.Segment, m *master.Master, cy *cycler, want uint16) {
 	t.Helper()
 	seg = sim.NewSegment(newDevices(t, devices...))
 	m, _ = linkedMaster(t, seg, master.Config{})
-	g := newMutexGate()
-	m.SetGate(g)
-	cy = startCycle(t, m, g, period)
+	cy = startCycle(t, m, period)
 	want = m.Cyclic().ExpectedWKC()
 	cy.waitWKC(t, want, 5*time.Second)
 	return seg, m, cy, want

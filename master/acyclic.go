@@ -1,0 +1,208 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ecagent/ecagent/internal/spsc"
+	"github.com/ecagent/ecagent/master/wire"
+)
+
+// Acyclic datagrams while the cycle runs. Once the bus runs, the cycle
+// thread is the only one that sends and receives on the link. Every Bus
+// transaction of other code (recovery, hot reconnect, mailbox transfers,
+// register and SII access, state requests) then becomes a datagram in
+// the acyclic queue; the cyclic exchange carries queued datagrams in its
+// own frames where they fit, else in one more frame when the cycle's
+// measured slack has room for it, and hands each answer back through the
+// queue. The cycle takes no lock and waits for nobody: it loads atomics,
+// and wakes a waiting requester with a futex call (spsc.Signal).
+
+// AcyclicQueueLen is how many acyclic datagrams can wait for the cycle at
+// once. A Bus transaction is one datagram; more are in flight only when
+// several goroutines use the master at the same time.
+const AcyclicQueueLen = 16
+
+// ErrAcyclicQueueFull is returned to a transaction that finds every place
+// of the acyclic queue taken: the cycle is not keeping up (or not
+// running). The transaction was not sent.
+var ErrAcyclicQueueFull = errors.New("acyclic queue to the cycle is full")
+
+// The states of a queue slot. The requester moves it from free to queued
+// and from done or lost back to free (or from queued to cancelled when it
+// gives up); the cycle moves it from queued to carried, and from carried
+// to done or lost within the same exchange.
+const (
+	slotFree uint32 = iota
+	slotQueued
+	slotCarried
+	slotDone
+	slotLost
+	slotCancelled
+)
+
+// acyclicSlot is one datagram of the queue with room for its answer.
+type acyclicSlot struct {
+	state   atomic.Uint32
+	cmd     wire.Command
+	address uint32
+	n       int
+	wkc     uint16
+	data    [wire.MaxDataLen]byte
+}
+
+// acyclicQueue carries acyclic datagrams from requesters to the cyclic
+// exchange and their answers back. Positions count up; position p uses
+// slot p mod AcyclicQueueLen, which is reused only once its requester
+// has taken its answer.
+type acyclicQueue struct {
+	slots [AcyclicQueueLen]acyclicSlot
+	// tail is the next position a requester fills (written under mu),
+	// head the next the cycle looks at (the cycle's alone).
+	tail atomic.Uint64
+	head uint64
+	// mu orders requesters among themselves; the cycle never takes it.
+	mu sync.Mutex
+	// answered wakes requesters when the cycle resolved datagrams.
+	answered spsc.Signal
+	// wait is how long a requester waits for its answer before it gives
+	// up on a datagram the cycle has not taken yet.
+	wait time.Duration
+}
+
+// transact queues one datagram and waits for the cycle to resolve it. ok
+// is false when its frame was lost or the cycle did not take it in time;
+// the datagram is then withdrawn and the caller may send it again.
+func (q *acyclicQueue) transact(ctx context.Context, cmd wire.Command, address uint32, data []byte) (wkc uint16, ok bool, err error) {
+	if len(data) > wire.MaxDataLen {
+		return 0, false, fmt.Errorf("build frame with %d bytes: %w", len(data), wire.ErrDataTooLong)
+	}
+	s, err := q.enqueue(cmd, address, data)
+	if err != nil {
+		return 0, false, err
+	}
+	deadline := time.Now().Add(q.wait)
+	ctxBound := false // the context's deadline comes first
+	if dl, has := ctx.Deadline(); has && dl.Before(deadline) {
+		deadline, ctxBound = dl, true
+	}
+	for {
+		seq := q.answered.Seq()
+		switch s.state.Load() {
+		case slotDone:
+			wkc = s.wkc
+			if cmd.Reads() {
+				copy(data, s.data[:s.n])
+			}
+			s.state.Store(slotFree)
+			return wkc, true, nil
+		case slotLost:
+			s.state.Store(slotFree)
+			return 0, false, nil
+		case slotQueued:
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				if s.state.CompareAndSwap(slotQueued, slotCancelled) {
+					if err := ctx.Err(); err != nil {
+						return 0, false, err
+					}
+					if ctxBound { // its timer may not have fired yet
+						return 0, false, context.DeadlineExceeded
+					}
+					return 0, false, nil
+				}
+				continue // the cycle took it just now: its answer is near
+			}
+		}
+		// Queued with time left, or carried: the cycle resolves a
+		// carried datagram within the exchange that took it.
+		q.answered.Wait(seq, max(time.Until(deadline), 50*time.Microsecond))
+	}
+}
+
+// enqueue puts one datagram in the next place, or refuses it.
+func (q *acyclicQueue) enqueue(cmd wire.Command, address uint32, data []byte) (*acyclicSlot, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	pos := q.tail.Load()
+	s := &q.slots[pos%AcyclicQueueLen]
+	if s.state.Load() != slotFree {
+		return nil, fmt.Errorf("%w (%d datagrams wait)", ErrAcyclicQueueFull, AcyclicQueueLen)
+	}
+	s.cmd, s.address, s.n, s.wkc = cmd, address, len(data), 0
+	if cmd.Writes() {
+		copy(s.data[:], data)
+	} else {
+		clear(s.data[:len(data)])
+	}
+	s.state.Store(slotQueued)
+	q.tail.Store(pos + 1) // publishes the slot to the cycle
+	return s, nil
+}
+
+// peek returns the oldest datagram the cycle has not taken yet, skipping
+// (and freeing) withdrawn ones, or nil. Cycle only.
+func (q *acyclicQueue) peek() *acyclicSlot {
+	for q.head < q.tail.Load() {
+		s := &q.slots[q.head%AcyclicQueueLen]
+		if s.state.CompareAndSwap(slotQueued, slotCarried) {
+			return s
+		}
+		if s.state.Load() == slotCancelled {
+			s.state.Store(slotFree)
+		}
+		q.head++
+	}
+	return nil
+}
+
+// take marks the datagram peek returned as carried by this exchange.
+// Cycle only.
+func (q *acyclicQueue) take() { q.head++ }
+
+// putBack returns the datagram peek returned to the queue: it did not fit
+// this cycle and goes first in the next. Cycle only.
+func (q *acyclicQueue) putBack(s *acyclicSlot) { s.state.Store(slotQueued) }
+
+// resolve hands a carried datagram's answer to its requester (d nil: its
+// frame was lost). Cycle only; the caller notifies once per exchange.
+func resolve(s *acyclicSlot, d *wire.Datagram) {
+	if d == nil || d.Command != s.cmd || len(d.Data) != s.n {
+		s.state.Store(slotLost)
+		return
+	}
+	s.wkc = d.WKC
+	if s.cmd.Reads() {
+		copy(s.data[:s.n], d.Data)
+	}
+	s.state.Store(slotDone)
+}
+
+// QueueAcyclic hands the link to the cyclic exchange (on) or takes it back
+// (off). While on, every Bus transaction of the master — bring-up steps,
+// state changes, SII reads, mailbox transfers, Recover, Reconnect,
+// CheckSlaves — queues its datagram for the cycle and waits for the
+// answer, at most a few periods (period is the cycle time) plus
+// Config.RecoveryTimeout per try; state changes to SAFEOP or OP do not run
+// cyclic frames themselves, the cycle keeps the outputs valid. Transactions
+// may then run from several goroutines at once.
+//
+// Call it while no Bus transaction runs: before the cycle starts, or after
+// it stopped and the acyclic users are done.
+func (m *Master) QueueAcyclic(on bool, period time.Duration) {
+	if !on {
+		m.bus.queue = nil
+		return
+	}
+	q := m.acyclic
+	q.wait = 3*period + m.cfg.RecoveryTimeout
+	m.bus.queue = q
+}
+
+// queued reports whether Bus transactions go through the cycle: the
+// cyclic exchange then runs in another goroutine and must not be called
+// from a Bus user.
+func (m *Master) queued() bool { return m.bus.queue != nil }
