@@ -368,3 +368,52 @@ func cyclingSegment(t *testing.T, period time.Duration, devices ...string) (seg 
 	cy.waitWKC(t, want, 5*time.Second)
 	return seg, m, cy, want
 }
+
+// largeSegment is 128 slaves with a 2 KiB process image and mailboxes
+// to poll: a coupler and 127 four-channel analog input terminals.
+func largeSegment() []string {
+	devs := []string{"EK1100"}
+	for range 127 {
+		devs = append(devs, "EL3004")
+	}
+	return devs
+}
+
+// TestLargeSegmentTakesTwoFrames: 128 slaves with a 2 KiB image, mailbox
+// polling and acyclic traffic in every cycle still take two frames per
+// cycle — the auxiliary datagrams and the queued ones go where the second
+// LRW frame leaves room — with the full working counter.
+func TestLargeSegmentTakesTwoFrames(t *testing.T) {
+	seg := sim.NewSegment(newDevices(t, largeSegment()...))
+	m, l := linkedMaster(t, seg, master.Config{})
+	if n := len(m.Image().Bytes()); n < 2000 {
+		t.Fatalf("process image of %d bytes, want about 2 KiB", n)
+	}
+	if got := m.Cyclic().Frames(); got != 2 {
+		t.Fatalf("%d frames per cycle (%v), want 2", got, m.Cyclic())
+	}
+	var sent atomic.Int64
+	l.mu.Lock()
+	l.onSend = func([]byte) { sent.Add(1) }
+	l.mu.Unlock()
+	cy := startCycle(t, m, time.Millisecond)
+	want := m.Cyclic().ExpectedWKC()
+	cy.waitWKC(t, want, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cy.pause.Lock()
+	c0, s0, a0 := cy.cycles.Load(), sent.Load(), m.Stats().AcyclicFrames
+	cy.pause.Unlock()
+	for range 50 {
+		if n, err := m.CountSlaves(ctx); err != nil || n != 128 {
+			t.Fatalf("CountSlaves = %d, %v", n, err)
+		}
+	}
+	cy.pause.Lock()
+	cycles, frames := cy.cycles.Load()-c0, sent.Load()-s0
+	extra := m.Stats().AcyclicFrames - a0
+	cy.pause.Unlock()
+	if extra != 0 || frames > 2*cycles+2 {
+		t.Errorf("%d frames in %d cycles (%d extra acyclic frames), want 2 per cycle", frames, cycles, extra)
+	}
+}

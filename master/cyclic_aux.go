@@ -104,29 +104,33 @@ func (c *Cyclic) auxLen() int {
 	return n
 }
 
-// layoutAux puts the auxiliary datagrams into the first frame when they
-// fit beside what it carries, else into an extra frame, and sizes the
-// frame buffers for the largest cycle.
+// layoutAux puts the auxiliary datagrams into the cyclic frame with the
+// most room left beside what it carries (with a large image that is
+// typically the last LRW frame, not the first), and only when none has
+// room into an extra frame: a 2 KiB image with mailbox polling takes two
+// frames, not three.
 func (c *Cyclic) layoutAux() {
 	c.frames = c.frames[:c.base]
 	c.auxFrame = -1
-	f0 := &c.frames[0]
-	if f0.aux {
-		f0.aux = false
-		f0.buf = make([]byte, f0.baseLen())
+	for i := range c.frames {
+		c.frames[i].aux = false
 	}
 	n := c.auxLen()
-	switch {
-	case n == 0:
+	if n == 0 {
 		return
-	case f0.baseLen()+n <= wire.MaxFrameLen:
-		f0.aux = true
-		f0.buf = make([]byte, f0.baseLen()+n)
-		c.auxFrame = 0
-	default:
-		c.frames = append(c.frames, cyclicFrame{aux: true, buf: make([]byte, wire.EthernetHeaderLen+wire.HeaderLen+n)})
-		c.auxFrame = len(c.frames) - 1
 	}
+	best, room := -1, 0
+	for i := range c.frames {
+		if r := wire.MaxFrameLen - c.frames[i].baseLen(); r >= n && r > room {
+			best, room = i, r
+		}
+	}
+	if best < 0 {
+		c.frames = append(c.frames, cyclicFrame{aux: true, buf: make([]byte, wire.MaxFrameLen)})
+		best = len(c.frames) - 1
+	}
+	c.frames[best].aux = true
+	c.auxFrame = best
 }
 
 // auxFirst returns the command of the first auxiliary datagram.
