@@ -218,6 +218,9 @@ func (e *Engine) step(deadline int64, skipped uint32) int64 {
 	if skipped > 0 {
 		s.Flags |= shm.SampleSkipped
 	}
+	if res.Acyclic > 0 {
+		s.Flags |= shm.SampleAcyclic
+	}
 	e.trackDC(&res)
 	e.watchBus(&res)
 	e.watchLink(&res)

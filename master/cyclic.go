@@ -35,6 +35,9 @@ type CycleResult struct {
 	// Frames, Lost or Err: the process data does not depend on them.
 	AcyclicFrames int
 	AcyclicLost   int
+	// Acyclic counts the queued acyclic datagrams the cycle carried, in
+	// its own frames or in the extra one.
+	Acyclic int
 	// Stale counts answers discarded in this cycle because they belonged
 	// to an earlier frame (typically the late answer of a lost one).
 	Stale int
@@ -157,6 +160,7 @@ type Cyclic struct {
 	extra     cyclicFrame
 	extraSent bool
 	carried   bool // this exchange carries acyclic datagrams
+	nCarried  int  // how many
 	deadline  int64
 	lastRTT   int64
 	// timeoutErr is the link's timeout error value as last seen. Links
@@ -240,6 +244,7 @@ func (c *Cyclic) exchange(deadline time.Time) CycleResult {
 	}
 	c.deadline = c.clock() + int64(time.Until(deadline))
 	c.build()
+	r.Acyclic = c.nCarried
 	r.SendTime = c.clock()
 	pending := 0
 	for i := range c.frames {

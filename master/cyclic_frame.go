@@ -80,7 +80,7 @@ func (c *Cyclic) build() {
 // frame when the measured slack has room for it (c.extraSent). A datagram
 // that fits nowhere waits, with those after it, for the next cycle.
 func (c *Cyclic) carryAcyclic() {
-	c.extraSent = false
+	c.extraSent, c.nCarried = false, 0
 	q := c.acyclic
 	s := q.peek()
 	if s == nil {
@@ -131,6 +131,7 @@ func (c *Cyclic) appendAcyclic(f *cyclicFrame, s *acyclicSlot) bool {
 	}
 	f.acyc[f.nacyc] = s
 	f.nacyc++
+	c.nCarried++
 	return true
 }
 

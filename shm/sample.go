@@ -82,10 +82,14 @@ const (
 	// earlier cycle's frame — one that came back after its deadline and
 	// was counted lost there (delayed, not dropped).
 	SampleLateAnswer
+	// SampleAcyclic: the cycle carried acyclic datagrams (recovery,
+	// mailbox, register access) in its frames or in one extra frame, so
+	// an overrun of such a cycle can be told from one the host caused.
+	SampleAcyclic
 )
 
 // sampleFlagNames names the flags in bit order for String.
-var sampleFlagNames = [...]string{"lost-frame", "wkc-mismatch", "overrun", "skipped", "dc-valid", "ctl-valid", "late-answer"}
+var sampleFlagNames = [...]string{"lost-frame", "wkc-mismatch", "overrun", "skipped", "dc-valid", "ctl-valid", "late-answer", "acyclic"}
 
 // Has reports whether f contains every flag of g.
 func (f SampleFlags) Has(g SampleFlags) bool { return f&g == g }
