@@ -221,6 +221,9 @@ func (e *Engine) step(deadline int64, skipped uint32) int64 {
 	if res.Acyclic > 0 {
 		s.Flags |= shm.SampleAcyclic
 	}
+	if res.AcyclicFrames > 0 {
+		s.Flags |= shm.SampleAcyclicFrame
+	}
 	e.trackDC(&res)
 	e.watchBus(&res)
 	e.watchLink(&res)

@@ -86,10 +86,14 @@ const (
 	// mailbox, register access) in its frames or in one extra frame, so
 	// an overrun of such a cycle can be told from one the host caused.
 	SampleAcyclic
+	// SampleAcyclicFrame: the cycle sent one extra frame for acyclic
+	// datagrams its own frames had no room for, and waited for it after
+	// the cyclic answers (Recv) were in.
+	SampleAcyclicFrame
 )
 
 // sampleFlagNames names the flags in bit order for String.
-var sampleFlagNames = [...]string{"lost-frame", "wkc-mismatch", "overrun", "skipped", "dc-valid", "ctl-valid", "late-answer", "acyclic"}
+var sampleFlagNames = [...]string{"lost-frame", "wkc-mismatch", "overrun", "skipped", "dc-valid", "ctl-valid", "late-answer", "acyclic", "acyclic-frame"}
 
 // Has reports whether f contains every flag of g.
 func (f SampleFlags) Has(g SampleFlags) bool { return f&g == g }
