@@ -1,13 +1,14 @@
 # syntax=docker/dockerfile:1
 #
-# ecagent container image: one static binary on distroless/static, run as
-# a non-root user. Build (from the repository root):
+# ecagent container image: two static binaries on distroless/static, run
+# as a non-root user: the agent ecagent and its real-time cycle process
+# ecagent-cycle, which the agent starts from beside itself. Build (from the repository root):
 #
 #   docker build -t ecagent:dev .
 #   docker buildx build --platform linux/amd64,linux/arm64 -t REGISTRY/ecagent:TAG --push .
 #
-# The image holds only /usr/local/bin/ecagent (plus distroless's CA
-# certificates, tzdata and passwd entry for nonroot). Run it the way the
+# The image holds only /usr/local/bin/ecagent and /usr/local/bin/ecagent-cycle
+# (plus distroless's CA certificates, tzdata and passwd entry for nonroot). Run it the way the
 # Helm chart does (helm/ecagent): host network, NET_RAW, SYS_NICE and
 # IPC_LOCK, everything else dropped. Plain `docker run ecagent:dev` runs
 # the built-in simulated segment without real-time privileges and says so.
@@ -25,14 +26,15 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG TARGETOS=linux
 ARG TARGETARCH
-# Static: no libc, so the binary runs on distroless/static or scratch.
-# test/deploy_image_test.go builds and runs the binary the same way.
+# Static: no libc, so the binaries run on distroless/static or scratch.
+# test/deploy_image_test.go builds and runs them the same way.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags="-s -w" -o /out/ecagent ./cmd/ecagent
+    go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/ecagent ./cmd/ecagent-cycle
 
 FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/ecagent /usr/local/bin/ecagent
+# The agent finds its cycle program beside itself (cycle.program empty).
+COPY --from=build /out/ecagent /out/ecagent-cycle /usr/local/bin/
 # distroless's nonroot user. Kubernetes grants added capabilities only to
 # uid 0 (there are no ambient capabilities for pods), so the Helm chart runs
 # the container as uid 0 with every capability but NET_RAW, SYS_NICE and

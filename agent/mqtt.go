@@ -15,6 +15,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/busstate"
+	"github.com/ecagent/ecagent/cycle/program"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt"
@@ -171,7 +172,7 @@ func mqttTLS(t config.MQTTTLS) (*tls.Config, error) {
 }
 
 // mqttBus describes the bus of a cycle process to the publisher.
-func mqttBus(info *BusInfo) mqtt.Bus {
+func mqttBus(info *program.BusInfo) mqtt.Bus {
 	bus := mqtt.Bus{OutputBytes: info.OutputBytes, InputBytes: info.InputBytes}
 	for _, s := range info.Slaves {
 		ms := mqtt.Slave{

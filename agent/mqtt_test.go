@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/cycle/program"
 	"github.com/ecagent/ecagent/internal/simbus"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/metrics"
@@ -25,7 +26,7 @@ func TestMQTTSignalsMatchTheImage(t *testing.T) {
 		filepath.Join("..", "testdata", "real-hw", "sii", "el2889.bin"), "EL2004"}
 	m, seg := simbus.Start(t, specs, master.Config{Logger: quiet})
 	devs := seg.Devices()
-	info := newBusInfo(m, time.Millisecond)
+	info := program.NewBusInfo(m, time.Millisecond)
 	model, problems := mqtt.NewModel(mqttBus(info), mqtt.Rules{Interval: time.Second})
 	if len(problems) != 0 {
 		t.Fatal(problems)

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/sim"
 )
@@ -80,45 +79,4 @@ func (s *Segment) Close() {
 		s.close()
 		s.close = nil
 	}
-}
-
-// MasterConfig maps the agent configuration onto the master's.
-func MasterConfig(cfg config.Config, log *slog.Logger) *master.Config {
-	mc := &master.Config{
-		Timeout:        cfg.Bus.Timeout,
-		StateTimeout:   cfg.Bus.StateTimeout,
-		ExpectedSlaves: cfg.Bus.ExpectedSlaves,
-		Logger:         log,
-	}
-	if dc := cfg.Bus.DC; dc.Enabled {
-		frames := dc.DriftFrames
-		if frames == 0 {
-			frames = -1 // the configuration's 0 is "none", the master's "default"
-		}
-		mc.DC = &master.DCConfig{DriftFrames: frames, Sync0: cfg.Cycle.Period, Sync0Shift: dc.Sync0Shift,
-			Sync1: dc.Sync1, StartDelay: dc.StartDelay}
-	}
-	for _, p := range cfg.Bus.PDO {
-		mc.PDO = append(mc.PDO, master.SlavePDOConfig{Position: p.Slave, RxPDOs: pdoConfigs(p.RxPDOs),
-			TxPDOs: pdoConfigs(p.TxPDOs)})
-	}
-	return mc
-}
-
-// pdoConfigs translates configured PDOs; nil stays nil (keep the slave's).
-func pdoConfigs(pdos []config.PDO) []master.PDOConfig {
-	if pdos == nil {
-		return nil
-	}
-	out := make([]master.PDOConfig, len(pdos))
-	for i, p := range pdos {
-		out[i].Index = p.Index
-		if len(p.Entries) == 0 {
-			continue // assign only: keep the PDO's mapping
-		}
-		for _, e := range p.Entries {
-			out[i].Entries = append(out[i].Entries, master.PDOEntryConfig{Index: e.Index, SubIndex: e.SubIndex, Bits: e.Bits})
-		}
-	}
-	return out
 }

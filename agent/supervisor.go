@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/cycle/program"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/shm"
@@ -24,7 +26,7 @@ import (
 type CycleProcess struct {
 	path    string // cycle.shm
 	seg     *shm.Segment
-	info    *BusInfo
+	info    *program.BusInfo
 	pid     int
 	cmd     *exec.Cmd
 	sim     *exec.Cmd
@@ -32,8 +34,10 @@ type CycleProcess struct {
 	waitErr error
 }
 
-// Files next to the segment.
-func configPath(shmPath string) string { return shmPath + ".yaml" }
+// Files next to the segment: the cycle program's configuration, and the
+// agent's whole configuration as agents before ecagent-cycle wrote it.
+func configPath(shmPath string) string       { return shmPath + ".cycle.json" }
+func legacyConfigPath(shmPath string) string { return shmPath + ".yaml" }
 
 // heartbeatFresh is how recent the heartbeat of a cycle process must be
 // for an agent to attach to it rather than start a new one.
@@ -47,13 +51,13 @@ func attachOrStart(ctx context.Context, cfg config.Config, log *slog.Logger) (*C
 	switch {
 	case err == nil:
 		if p, ok := runningCycle(seg); ok {
-			info, ierr := ReadBusInfo(BusInfoPath(path))
+			info, ierr := program.ReadBusInfo(program.BusInfoPath(path))
 			if ierr == nil && info.CyclePID == p {
 				log.Info("attached to the running cycle process", "pid", p, "segment", path)
 				return &CycleProcess{path: path, seg: seg, info: info, pid: p}, nil
 			}
 		}
-		if p := seg.Heartbeat().CyclePID(); p > 0 && syscall.Kill(p, 0) == nil && isCycleProcess(p) {
+		if p := seg.Heartbeat().CyclePID(); p > 0 && syscall.Kill(p, 0) == nil && isCycleProcess(p, path) {
 			// Alive but not beating: stuck or stopped. Two masters on one
 			// segment must never run, so it goes before a new one starts.
 			log.Warn("killing a cycle process whose heartbeat stopped", "pid", p, "segment", path)
@@ -95,19 +99,34 @@ func runningCycle(seg *shm.Segment) (int, bool) {
 	return pid, now-mono < int64(heartbeatFresh)
 }
 
-// isCycleProcess reports whether pid runs `ecagent cycle` (the PID in a
-// segment may have been reused by an unrelated process since).
-func isCycleProcess(pid int) bool {
+// isCycleProcess reports whether pid runs a cycle process on the segment
+// at shmPath (the PID in a segment may have been reused by an unrelated
+// process since).
+func isCycleProcess(pid int, shmPath string) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		return false
 	}
-	args := strings.Split(string(b), "\x00")
-	return len(args) > 1 && args[1] == "cycle"
+	return isCycleCommand(strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"), shmPath)
+}
+
+// isCycleCommand reports whether args is the command line of a cycle
+// process on the segment at shmPath: a cycle program started by
+// StartCycle, whatever cycle.program names (`PROGRAM --config
+// <shm>.cycle.json ...`), or `ecagent cycle` of an agent from before
+// ecagent-cycle, which must not be left to run beside a new one.
+func isCycleCommand(args []string, shmPath string) bool {
+	switch {
+	case len(args) >= 3 && args[1] == "--config" && args[2] == configPath(shmPath):
+		return true
+	case len(args) > 1 && args[1] == "cycle":
+		return true
+	}
+	return false
 }
 
 func removeSegmentFiles(path string) {
-	for _, p := range []string{path, BusInfoPath(path), configPath(path)} {
+	for _, p := range []string{path, program.BusInfoPath(path), configPath(path), legacyConfigPath(path)} {
 		_ = os.Remove(p)
 	}
 }
@@ -124,10 +143,12 @@ func layoutFor(cfg config.Config) shm.Layout {
 }
 
 // StartCycle creates the segment cfg.Cycle.SHM and starts the cycle
-// process (and, for the built-in simulated segment, the simulator process
-// on the other end of a socket pair), then waits for cyclic operation. A
-// non-zero cycles makes the cycle process stop by itself after that many
-// cycles (benchmarks). The segment file must not exist.
+// process — the cycle program (CycleProgram) with its configuration
+// (CycleConfig) in a file beside the segment — and, for the built-in
+// simulated segment, the simulator process (`ecagent sim`) on the other
+// end of a socket pair, then waits for cyclic operation. A non-zero cycles
+// makes the cycle process stop by itself after that many cycles
+// (benchmarks). The segment file must not exist.
 func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
 	path := cfg.Cycle.SHM
 	seg, err := shm.Create(path, layoutFor(cfg))
@@ -139,18 +160,18 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 		cp.stop(log, time.Second)
 		return nil, err
 	}
-	y, err := cfg.YAML()
+	cycleProgram, err := CycleProgram(cfg)
 	if err != nil {
 		return fail(err)
 	}
-	if err := os.WriteFile(configPath(path), y, 0o600); err != nil {
+	cc, err := json.MarshalIndent(CycleConfig(cfg), "", "  ")
+	if err != nil {
 		return fail(fmt.Errorf("cycle configuration: %w", err))
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fail(err)
+	if err := os.WriteFile(configPath(path), append(cc, '\n'), 0o600); err != nil {
+		return fail(fmt.Errorf("cycle configuration: %w", err))
 	}
-	args := []string{"cycle", "--config", configPath(path)}
+	args := []string{"--config", configPath(path)}
 	if cycles > 0 {
 		args = append(args, "--cycles", fmt.Sprint(cycles))
 	}
@@ -173,6 +194,10 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 		for _, d := range cfg.Bus.Devices {
 			simArgs = append(simArgs, "--devices", d)
 		}
+		exe, err := os.Executable()
+		if err != nil {
+			return fail(err)
+		}
 		cp.sim = exec.Command(exe, simArgs...)
 		cp.sim.ExtraFiles = []*os.File{sf}
 		cp.sim.Stderr = os.Stderr
@@ -184,7 +209,7 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 		args = append(args, "--link-fd", "3")
 		extra = append(extra, mf)
 	}
-	cp.cmd = exec.Command(exe, args...)
+	cp.cmd = exec.Command(cycleProgram, args...)
 	cp.cmd.ExtraFiles = extra
 	cp.cmd.Stdout, cp.cmd.Stderr = os.Stderr, os.Stderr
 	// Its own session: a Ctrl-C meant for the agent does not stop the
@@ -209,14 +234,14 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 			return fail(ctx.Err())
 		case <-cp.exited:
 			err := fmt.Errorf("the cycle process exited during bring-up: %v", cp.waitErr)
-			if ee, ok := cp.waitErr.(*exec.ExitError); ok && ee.ExitCode() == ExitBusMismatch {
+			if ee, ok := cp.waitErr.(*exec.ExitError); ok && ee.ExitCode() == program.ExitBusMismatch {
 				err = &BusMismatchError{Err: err}
 			}
 			return fail(err)
 		case <-deadline:
 			return fail(errors.New("the cycle process did not reach cyclic operation in time"))
 		case <-tick.C:
-			info, err := ReadBusInfo(BusInfoPath(path))
+			info, err := program.ReadBusInfo(program.BusInfoPath(path))
 			if err == nil && info.CyclePID == cp.pid {
 				cp.info = info
 				return cp, nil
@@ -225,12 +250,8 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 	}
 }
 
-// ExitBusMismatch is the exit code of a cycle process (and of ecagent)
-// whose segment is not as configured: slave count, a refused state.
-const ExitBusMismatch = 3
-
 // BusMismatchError says the cycle process found the segment not as
-// configured (it exited with ExitBusMismatch); its log said how.
+// configured (it exited with program.ExitBusMismatch); its log said how.
 type BusMismatchError struct{ Err error }
 
 func (e *BusMismatchError) Error() string { return e.Err.Error() }
@@ -240,7 +261,7 @@ func (e *BusMismatchError) Unwrap() error { return e.Err }
 func (cp *CycleProcess) Segment() *shm.Segment { return cp.seg }
 
 // Info returns the bus description the cycle process wrote at start.
-func (cp *CycleProcess) Info() *BusInfo { return cp.info }
+func (cp *CycleProcess) Info() *program.BusInfo { return cp.info }
 
 // PID returns the cycle process's process ID.
 func (cp *CycleProcess) PID() int { return cp.pid }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/sdnotify"
+	"github.com/ecagent/ecagent/cycle/program"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -53,7 +54,7 @@ func TestServiceNotifierFeedsTheWatchdogOnlyWhileTheCycleBeats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := &CycleProcess{seg: seg, pid: 4242, info: &BusInfo{Period: time.Millisecond, Slaves: make([]SlaveInfo, 7)}}
+	cp := &CycleProcess{seg: seg, pid: 4242, info: &program.BusInfo{Period: time.Millisecond, Slaves: make([]program.SlaveInfo, 7)}}
 	seg.Heartbeat().Beat(1, rt.Now())
 
 	sd.cycleRunning(cp)
@@ -110,7 +111,7 @@ func TestServiceNotifierOutsideSystemdDoesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := &CycleProcess{seg: seg, info: &BusInfo{}}
+	cp := &CycleProcess{seg: seg, info: &program.BusInfo{}}
 	sd.cycleRunning(cp)
 	sd.feedWatchdog(cp)
 	sd.cycleDown("x")

@@ -1,7 +1,8 @@
 // Package cycle is the real-time cycle engine. It runs in its own small
-// process (`ecagent cycle`), on a locked OS thread with SCHED_FIFO, pinned
-// and with memory locked where the host allows, and after bring-up it
-// allocates nothing, so the garbage collector never runs there.
+// process (ecagent-cycle, whose body is cycle/program), on a locked OS
+// thread with SCHED_FIFO, pinned and with memory locked where the host
+// allows, and after bring-up it allocates nothing, so the garbage
+// collector never runs there.
 //
 // Every cycle it sleeps to an absolute deadline on CLOCK_MONOTONIC, applies
 // pending commands from the agent at the cycle boundary, exchanges the

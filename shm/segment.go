@@ -1,8 +1,6 @@
 package shm
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -69,14 +67,22 @@ func New(l Layout) (*Segment, error) {
 // newIdentity returns the identity of a segment created now by this
 // process under bootID.
 func newIdentity(bootID [16]byte) identity {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails since Go 1.24
 	return identity{
 		pid:              os.Getpid(),
-		nonce:            binary.NativeEndian.Uint64(b[:]),
+		nonce:            randomNonce(),
 		bootID:           bootID,
 		createdUnixNanos: time.Now().UnixNano(),
 	}
+}
+
+// fallbackNonce is a nonce when the kernel gives no random bytes: the
+// creation time in nanoseconds mixed with the PID (splitmix64's
+// finaliser), distinct for every segment this host creates.
+func fallbackNonce() uint64 {
+	z := uint64(time.Now().UnixNano()) ^ uint64(os.Getpid())<<48
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 // initHeader writes the header of a new, zeroed segment, the magic last.

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -210,4 +211,24 @@ func hostBootID() [16]byte {
 		return [16]byte{}
 	}
 	return id
+}
+
+// randomNonce draws a segment's nonce from the kernel's random number
+// generator (getrandom(2), which blocks only until the pool is first
+// initialised early in boot). It is an identity, not a secret: this keeps
+// crypto/rand, and the crypto packages behind it, out of the cycle
+// process. Should getrandom fail (a seccomp filter without it), the
+// creation time and PID still tell segments apart.
+func randomNonce() uint64 {
+	var b [8]byte
+	for {
+		n, err := unix.Getrandom(b[:], 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n != len(b) {
+			return fallbackNonce()
+		}
+		return binary.NativeEndian.Uint64(b[:])
+	}
 }

@@ -3,8 +3,10 @@
 package shm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -26,4 +28,19 @@ func Attach(path string) (*Segment, error) {
 // AttachFile is supported on Linux only.
 func AttachFile(f *os.File) (*Segment, error) {
 	return nil, fmt.Errorf("shm: attach %s: %w", f.Name(), errors.ErrUnsupported)
+}
+
+// randomNonce draws a segment's nonce from /dev/urandom; see the Linux
+// version.
+func randomNonce() uint64 {
+	f, err := os.Open("/dev/urandom")
+	if err != nil {
+		return fallbackNonce()
+	}
+	defer f.Close()
+	var b [8]byte
+	if _, err := io.ReadFull(f, b[:]); err != nil {
+		return fallbackNonce()
+	}
+	return binary.NativeEndian.Uint64(b[:])
 }

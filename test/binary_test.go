@@ -20,9 +20,11 @@ var (
 	buildErr  error
 )
 
-// ecagentBinary builds cmd/ecagent once per test run.
-func ecagentBinary(t *testing.T) string {
-	t.Helper()
+// buildBinaries builds cmd/ecagent and cmd/ecagent-cycle once per test
+// run, side by side in one directory, as they are installed: the agent
+// finds its cycle program beside itself. It sets binary, the path of
+// ecagent, or buildErr.
+func buildBinaries() {
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "ecagent-test")
 		if err != nil {
@@ -30,16 +32,29 @@ func ecagentBinary(t *testing.T) string {
 			return
 		}
 		binary = filepath.Join(dir, "ecagent")
-		out, err := exec.Command("go", "build", "-o", binary, "../cmd/ecagent").CombinedOutput()
-		if err != nil {
-			buildErr = err
-			t.Logf("go build: %s", out)
+		if out, err := exec.Command("go", "build", "-o", dir+"/", "../cmd/ecagent", "../cmd/ecagent-cycle").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
+}
+
+// ecagentBinary builds cmd/ecagent and cmd/ecagent-cycle once per test
+// run and returns the path of ecagent; ecagent-cycle is beside it
+// (cycleBinary).
+func ecagentBinary(t *testing.T) string {
+	t.Helper()
+	buildBinaries()
 	if buildErr != nil {
 		t.Fatalf("building ecagent: %v", buildErr)
 	}
 	return binary
+}
+
+// cycleBinary returns the path of the ecagent-cycle built beside
+// ecagentBinary.
+func cycleBinary(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(filepath.Dir(ecagentBinary(t)), "ecagent-cycle")
 }
 
 // startSim runs `ecagent sim` inside the wire's namespace until the test

@@ -2,6 +2,7 @@ package test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/cycle/program"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -33,14 +35,24 @@ func TestCycleProcessAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = seg.Close(); _ = os.Remove(path); _ = os.Remove(path + ".bus.json") })
+	t.Cleanup(func() { _ = seg.Close(); _ = os.Remove(path); _ = os.Remove(program.BusInfoPath(path)) })
 
-	cmd := exec.Command(ecagentBinary(t), "cycle", "--cycle.shm", path, "--bus.interface", w.MasterEnd,
-		"--cycle.period", "200us", "--cycles", strconv.Itoa(cycles), "--bus.expectedslaves", "7")
+	cfg := program.Default()
+	cfg.Bus.Interface, cfg.Bus.ExpectedSlaves = w.MasterEnd, 7
+	cfg.Cycle.Period, cfg.Cycle.SHM = program.Duration(200*time.Microsecond), path
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "cycle.json")
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(cycleBinary(t), "--config", cfgPath, "--cycles", strconv.Itoa(cycles))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("ecagent cycle: %v\n%s", err, stderr.String())
+		t.Fatalf("ecagent-cycle: %v\n%s", err, stderr.String())
 	}
 	m := regexp.MustCompile(`cycles=(\d+) mallocs_in_cycle=(\d+) gc_in_cycle=(\d+)`).FindStringSubmatch(stderr.String())
 	if m == nil {

@@ -12,8 +12,9 @@ import (
 	"time"
 )
 
-// staticBinary builds cmd/ecagent the way the Dockerfile does: no cgo,
-// stripped, trimmed paths.
+// staticBinary builds cmd/ecagent and cmd/ecagent-cycle the way the
+// Dockerfile does — no cgo, stripped, trimmed paths — side by side, and
+// returns the path of ecagent.
 func staticBinary(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ecagent-static")
@@ -25,7 +26,7 @@ func staticBinary(t *testing.T) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "ecagent")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "../cmd/ecagent")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", dir+"/", "../cmd/ecagent", "../cmd/ecagent-cycle")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
@@ -42,19 +43,22 @@ func staticBinary(t *testing.T) string {
 // nonroot user, in its own PID namespace.
 func TestImageBinaryIsStaticAndRuns(t *testing.T) {
 	bin := staticBinary(t)
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	libs, _ := f.ImportedLibraries()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
-			t.Errorf("the binary has a %v program header: not static", p.Type)
+	binaries := []string{bin, filepath.Join(filepath.Dir(bin), "ecagent-cycle")}
+	for _, b := range binaries {
+		f, err := elf.Open(b)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	f.Close()
-	if len(libs) != 0 {
-		t.Errorf("the binary needs shared libraries %v", libs)
+		libs, _ := f.ImportedLibraries()
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+				t.Errorf("%s has a %v program header: not static", filepath.Base(b), p.Type)
+			}
+		}
+		f.Close()
+		if len(libs) != 0 {
+			t.Errorf("%s needs shared libraries %v", filepath.Base(b), libs)
+		}
 	}
 
 	t.Run("on the host", func(t *testing.T) {
@@ -82,12 +86,14 @@ func TestImageBinaryIsStaticAndRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		b, err := os.ReadFile(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, "usr/local/bin/ecagent"), b, 0o755); err != nil {
-			t.Fatal(err)
+		for _, b := range binaries {
+			data, err := os.ReadFile(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, "usr/local/bin", filepath.Base(b)), data, 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
 		// distroless/static's passwd entry for nonroot.
 		if err := os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"), 0o644); err != nil {
@@ -171,9 +177,10 @@ func checkRanInOP(t *testing.T, out string) {
 }
 
 // TestDockerfile pins what the image promises and the test above relies
-// on: a multi-stage build whose binary is built like staticBinary, a
-// distroless/static (or scratch) final stage, a non-root user, and the
-// binary where the chart's NOTES and the README say it is.
+// on: a multi-stage build whose binaries are built like staticBinary, a
+// distroless/static (or scratch) final stage, a non-root user, the agent
+// where the chart's NOTES and the README say it is and its cycle program
+// beside it.
 func TestDockerfile(t *testing.T) {
 	b, err := os.ReadFile("../Dockerfile")
 	if err != nil {
@@ -182,6 +189,7 @@ func TestDockerfile(t *testing.T) {
 	var froms []string
 	var user, entrypoint string
 	var build string
+	var copies []string
 	for _, line := range strings.Split(strings.ReplaceAll(string(b), "\\\n", " "), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
@@ -194,6 +202,8 @@ func TestDockerfile(t *testing.T) {
 			user = fields[1]
 		case "ENTRYPOINT":
 			entrypoint = line
+		case "COPY":
+			copies = append(copies, line)
 		case "RUN":
 			if strings.Contains(line, "go build") {
 				build = line
@@ -208,12 +218,23 @@ func TestDockerfile(t *testing.T) {
 	if uid, _, _ := strings.Cut(user, ":"); uid == "" || uid == "0" || uid == "root" {
 		t.Errorf("USER %q: the image must default to a non-root user", user)
 	}
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags="-s -w"`, "./cmd/ecagent"} {
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags="-s -w"`, "./cmd/ecagent ", "./cmd/ecagent-cycle"} {
 		if !strings.Contains(build, want) {
 			t.Errorf("the go build step %q lacks %s (test/deploy_image_test.go builds with it)", build, want)
 		}
 	}
 	if !strings.Contains(entrypoint, `"/usr/local/bin/ecagent"`) {
 		t.Errorf("ENTRYPOINT %q: the binary must be /usr/local/bin/ecagent", entrypoint)
+	}
+	// The agent finds ecagent-cycle beside itself (cycle.program empty).
+	installed := false
+	for _, c := range copies {
+		if strings.Contains(c, "--from=") && strings.Contains(c, "ecagent-cycle") &&
+			(strings.HasSuffix(c, " /usr/local/bin/") || strings.HasSuffix(c, " /usr/local/bin/ecagent-cycle")) {
+			installed = true
+		}
+	}
+	if !installed {
+		t.Errorf("no COPY puts ecagent-cycle into /usr/local/bin beside the agent: %q", copies)
 	}
 }

@@ -114,17 +114,7 @@ func freePortB(b *testing.B) string { return fmt.Sprintf("127.0.0.1:%d", mqtttes
 // in files.
 func startAgentB(b *testing.B, args ...string) *agentProc {
 	b.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ecagent-test")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "ecagent")
-		if out, err := exec.Command("go", "build", "-o", binary, "../cmd/ecagent").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("%w: %s", err, out)
-		}
-	})
+	buildBinaries()
 	if buildErr != nil {
 		b.Fatalf("building ecagent: %v", buildErr)
 	}

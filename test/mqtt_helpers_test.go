@@ -14,7 +14,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/ecagent/ecagent/agent"
+	"github.com/ecagent/ecagent/cycle/program"
 )
 
 // mqttMessage is one message a test subscriber received.
@@ -210,7 +210,7 @@ func decodePD(t *testing.T, m mqttMessage) pdPayload {
 // agent killed with SIGKILL left running on the segment at shmPath.
 func killOrphanCycle(t *testing.T, shmPath string) {
 	t.Helper()
-	info, err := agent.ReadBusInfo(agent.BusInfoPath(shmPath))
+	info, err := program.ReadBusInfo(program.BusInfoPath(shmPath))
 	if err == nil && info.CyclePID > 0 {
 		_ = syscall.Kill(info.CyclePID, syscall.SIGTERM)
 		deadline := time.Now().Add(5 * time.Second)
@@ -219,7 +219,7 @@ func killOrphanCycle(t *testing.T, shmPath string) {
 		}
 		_ = syscall.Kill(info.CyclePID, syscall.SIGKILL)
 	}
-	for _, p := range []string{shmPath, agent.BusInfoPath(shmPath), shmPath + ".yaml"} {
+	for _, p := range []string{shmPath, program.BusInfoPath(shmPath), shmPath + ".cycle.json"} {
 		_ = os.Remove(p)
 	}
 }

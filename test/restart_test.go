@@ -192,3 +192,60 @@ func skippedBetween(seg *shm.Segment, a, b beat) int64 {
 	periods := (b.mono - a.mono + period/2) / period
 	return periods - int64(b.cycle-a.cycle)
 }
+
+// TestAgentReplacesAStuckCycle stops the cycle process (SIGSTOP) and kills
+// its agent, then starts a new agent: the new agent must recognise the
+// process behind the stale heartbeat as the cycle of its segment (its
+// command line, /proc/PID/cmdline), kill it before it starts another —
+// two masters must never drive one segment — and bring the bus up again.
+func TestAgentReplacesAStuckCycle(t *testing.T) {
+	w := newWire(t, "stk")
+	startSim(t, w, strings.Join(referenceSet, ","))
+	path := fmt.Sprintf("/dev/shm/ecagent-stuck-%d.shm", os.Getpid())
+	args := []string{"--bus.interface", w.MasterEnd, "--cycle.shm", path, "--status.interval", "200ms", "--metrics.listen", ""}
+
+	first := startAgent(t, args...)
+	first.waitLog(t, "cycle started", 30*time.Second)
+	seg, err := shm.Attach(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := seg.Heartbeat().CyclePID()
+	_ = seg.Close()
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // if the test fails half-way
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.cmd.Wait()
+	time.Sleep(2500 * time.Millisecond) // the heartbeat goes stale (agent.heartbeatFresh, 2 s)
+
+	second := startAgent(t, args...)
+	t.Cleanup(func() { _ = second.cmd.Process.Signal(syscall.SIGTERM); _ = second.cmd.Wait() })
+	second.waitLog(t, fmt.Sprintf("killing a cycle process whose heartbeat stopped\" pid=%d", pid), 30*time.Second)
+	second.waitLog(t, "cycle started", 30*time.Second)
+	if alive(pid) {
+		t.Errorf("the stuck cycle process %d still runs", pid)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(second.out(), " OP  slaves 7 ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the new agent does not report OP:\n%s\nlog:\n%s", second.out(), second.log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// alive reports whether process pid exists and is not a zombie (one that
+// init has not reaped yet is gone for the bus).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(fields) > 0 && fields[0] != "Z"
+}

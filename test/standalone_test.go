@@ -77,7 +77,15 @@ func trackedGoFiles(t *testing.T, root string) []string {
 	if err != nil {
 		t.Skipf("git ls-files: %v (not a git checkout)", err)
 	}
-	return strings.Fields(string(out))
+	// A file deleted in the work tree but not yet in a commit is still in
+	// the index: it is no file of the tree any more.
+	var files []string
+	for _, f := range strings.Fields(string(out)) {
+		if _, err := os.Stat(filepath.Join(root, f)); err == nil {
+			files = append(files, f)
+		}
+	}
+	return files
 }
 
 // outsidePaths returns a description of each literal path in the file

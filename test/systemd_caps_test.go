@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ecagent/ecagent/agent"
+	"github.com/ecagent/ecagent/cycle/program"
 )
 
 // unprivilegedUID is the user the test runs the agent as: not root, in no
@@ -102,7 +102,7 @@ func TestAgentRunsWithOnlyTheUnitsPrivileges(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			info, err := agent.ReadBusInfo(agent.BusInfoPath(shmPath))
+			info, err := program.ReadBusInfo(program.BusInfoPath(shmPath))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,8 +168,9 @@ func TestAgentRunsWithOnlyTheUnitsPrivileges(t *testing.T) {
 	}
 }
 
-// binaryForAnyUser copies the ecagent binary to a directory every user
-// may enter (the build directory is root's alone).
+// binaryForAnyUser copies the ecagent binary and its cycle program to a
+// directory every user may enter (the build directory is root's alone)
+// and returns the path of ecagent.
 func binaryForAnyUser(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ecagent-caps")
@@ -180,15 +181,16 @@ func binaryForAnyUser(t *testing.T) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(ecagentBinary(t))
-	if err != nil {
-		t.Fatal(err)
+	for _, src := range []string{ecagentBinary(t), cycleBinary(t)} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(src)), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	path := filepath.Join(dir, "ecagent")
-	if err := os.WriteFile(path, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return filepath.Join(dir, "ecagent")
 }
 
 // startProcess starts cmd with its output in files (the cycle process

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent"
+	"github.com/ecagent/ecagent/cycle/program"
 )
 
 // notifyListener is the socket systemd listens on for a Type=notify
@@ -108,7 +108,7 @@ func TestAgentNotifiesSystemd(t *testing.T) {
 	if len(before) != 0 || !strings.Contains(ready, "\nSTATUS=cycling: 7 slaves") {
 		t.Errorf("first notification %q (after %q), want READY=1 with the cycle's status", ready, before)
 	}
-	info, err := agent.ReadBusInfo(agent.BusInfoPath(shmPath))
+	info, err := program.ReadBusInfo(program.BusInfoPath(shmPath))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent"
+	"github.com/ecagent/ecagent/cycle/program"
 	"github.com/ecagent/ecagent/metrics/stats"
 )
 
@@ -53,7 +53,7 @@ func goldenReport(t *testing.T) *Report {
 	start := time.Date(2026, 11, 29, 19, 56, 27, 0, time.UTC)
 	rep, err := rec.Report(RunInfo{
 		Requested: 1000, Start: start, End: start.Add(time.Second), Slaves: 7, Priority: 80, Core: 1,
-		RT: []agent.RTSetting{
+		RT: []program.RTSetting{
 			{Setting: "sched_fifo", Requested: true, Applied: true},
 			{Setting: "affinity", Requested: true, Applied: true},
 			{Setting: "mlock", Requested: true, Applied: false, Error: "operation not permitted"},

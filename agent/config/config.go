@@ -82,6 +82,10 @@ type Cycle struct {
 	// the agent process exchange samples, the process image, commands and
 	// events. A restarted agent finds a running cycle there.
 	SHM string `koanf:"shm" help:"shared-memory file between the cycle process and the agent (an absolute path, normally under /dev/shm); one per agent instance"`
+	// Program is the cycle program the agent starts (cmd/ecagent-cycle):
+	// a path, or a name looked up in $PATH; "" is ecagent-cycle in the
+	// directory of the running ecagent, else in $PATH.
+	Program string `koanf:"program" help:"the cycle program the agent starts: a path, or a name looked up in $PATH; empty: ecagent-cycle in the directory of the ecagent executable, else in $PATH"`
 }
 
 // Status configures the one-line status that `ecagent run` prints.

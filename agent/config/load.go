@@ -48,7 +48,7 @@ type Sources struct {
 // Load builds the configuration from defaults, the YAML file, the
 // environment and the flags, in that order, and validates it like
 // [Config.ValidateWithModels] plus checks that the files it names exist (SII
-// images of a simulated segment, metrics.webconfig). It reports every problem
+// images of a simulated segment, metrics.webconfig, a cycle.program path). It reports every problem
 // at once, joined with errors.Join; on error the returned Config is the zero
 // value.
 func Load(src Sources) (Config, error) {
@@ -465,6 +465,18 @@ func (l *loader) missingFiles(cfg Config, failed map[string]bool) []error {
 				errs = append(errs, &FieldError{Key: fmt.Sprintf("bus.devices[%d]", i), Value: d,
 					Source: l.origin["bus.devices"], Problem: "cannot use the SII image: " + problem})
 			}
+		}
+	}
+	if p := cfg.Cycle.Program; strings.ContainsRune(p, '/') && !failed["cycle.program"] {
+		// A name without a slash is looked up in $PATH when the agent
+		// starts the cycle, in the agent's environment, not here.
+		problem := fileProblem(p)
+		if info, err := os.Stat(p); problem == "" && err == nil && info.Mode().Perm()&0o111 == 0 {
+			problem = "not executable"
+		}
+		if problem != "" {
+			errs = append(errs, &FieldError{Key: "cycle.program", Value: p,
+				Source: l.origin["cycle.program"], Problem: "cannot use the cycle program: " + problem})
 		}
 	}
 	if w := cfg.Metrics.WebConfig; w != "" && !failed["metrics.webconfig"] {

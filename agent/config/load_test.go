@@ -244,6 +244,10 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`metrics.listen = "9781"`, "host:port"}},
 		{"missing web config", loadCase{file: "metrics:\n  webconfig: $DIR/web.yml\n"},
 			[]string{`metrics.webconfig = "$DIR/web.yml"`, "no such file or directory"}},
+		{"missing cycle program", loadCase{env: []string{"ECAGENT_CYCLE_PROGRAM=$DIR/ecagent-cycle"}},
+			[]string{`cycle.program = "$DIR/ecagent-cycle" (ECAGENT_CYCLE_PROGRAM): cannot use the cycle program`, "no such file or directory"}},
+		{"cycle program not executable", loadCase{args: []string{"--cycle.program=$DIR/cycle"}, extra: map[string]string{"cycle": "#!/bin/sh\n"}},
+			[]string{`cycle.program = "$DIR/cycle" (--cycle.program): cannot use the cycle program: not executable`}},
 		{"label with a slash", loadCase{file: "site: a/b\n"},
 			[]string{`site = "a/b" ($FILE:1)`, "MQTT topic level"}},
 		{"a bad value overridden by a good one is not reported, the others are", loadCase{
@@ -337,6 +341,7 @@ func TestGoldenExample(t *testing.T) {
 		Cycle: Cycle{
 			Period: 250 * time.Microsecond, Core: 0, Priority: 90,
 			BusyWait: 50 * time.Microsecond, LockMemory: false, SHM: "/dev/shm/ecagent-test.shm",
+			Program: "ecagent-cycle",
 		},
 		Status:  Status{Interval: 0},
 		Metrics: Metrics{Listen: "127.0.0.1:9781", WebConfig: "testdata/web-config.yaml", Window: 30 * time.Second},

@@ -21,14 +21,14 @@ func benchSHM(t *testing.T, name string) string {
 	return path
 }
 
-// TestBenchSimulatedSegment runs the real cycle process (this test binary
-// standing in for ecagent, see TestMain) against the simulated segment in
-// another process and checks the report's counts and structure, never its
-// timing values.
+// TestBenchSimulatedSegment runs the real cycle process (ecagent-cycle)
+// against the simulated segment in another process (this test binary
+// standing in for ecagent sim, see TestMain) and checks the report's
+// counts and structure, never its timing values.
 func TestBenchSimulatedSegment(t *testing.T) {
-	t.Setenv("ECAGENT_TEST_MAIN", "1") // the cycle and sim processes are this binary
+	t.Setenv("ECAGENT_TEST_MAIN", "1") // the sim process is this binary
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
-	code, out, errOut := runCLI(t, context.Background(), nil, "bench", "--cycles", "2000", "--cycle.period", "1ms",
+	code, out, errOut := runCLI(t, context.Background(), cycleEnviron(t), "bench", "--cycles", "2000", "--cycle.period", "1ms",
 		"--cycle.shm", benchSHM(t, "sim"), "--json", jsonPath)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
@@ -79,7 +79,7 @@ func TestBenchCompareCyclictest(t *testing.T) {
 	}
 	t.Setenv("ECAGENT_TEST_MAIN", "1")
 	jsonPath := filepath.Join(t.TempDir(), "cmp.json")
-	code, out, errOut := runCLI(t, context.Background(), nil, "bench", "--cycles", "400", "--blocks", "4", "--cycle.period", "1ms",
+	code, out, errOut := runCLI(t, context.Background(), cycleEnviron(t), "bench", "--cycles", "400", "--blocks", "4", "--cycle.period", "1ms",
 		"--cycle.shm", benchSHM(t, "cmp"), "--compare-cyclictest", "--histogram-us", "2000", "--json", jsonPath)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)

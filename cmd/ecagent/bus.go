@@ -9,6 +9,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/cycle/program"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/sim"
 )
@@ -47,7 +48,7 @@ func (b busFlags) scanBus(ctx context.Context, e *env, expected int) (m *master.
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	m, err = master.New(seg.Link, agent.MasterConfig(cfg, log))
+	m, err = master.New(seg.Link, program.MasterConfig(agent.CycleConfig(cfg), log))
 	if err != nil {
 		seg.Close()
 		return nil, nil, nil, err

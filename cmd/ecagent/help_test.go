@@ -75,8 +75,6 @@ func TestCommandFlags(t *testing.T) {
 		{"bench", []string{"config", "cycles", "duration", "cycle.period", "cycle.shm", "bus.devices", "bus.dc.enabled",
 			"log.level", "site", "host", "metrics.window"},
 			[]string{"mqtt.broker", "otlp.endpoint", "metrics.listen", "status.interval"}},
-		{"cycle", []string{"config", "link-fd", "cycles", "cycle.shm", "bus.interface", "bus.expectedslaves", "log.format"},
-			[]string{"mqtt.broker", "metrics.listen", "site"}},
 		{"sim", []string{"iface", "devices", "control", "faults", "help-faults"}, []string{"mqtt.broker", "cycle.period"}},
 		{"scan", []string{"iface", "devices", "expected-slaves"}, []string{"mqtt.broker", "cycle.period"}},
 		{"config", []string{"json"}, []string{"mqtt.broker", "cycle.period"}},

@@ -35,6 +35,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ecagent/ecagent/agent"
+	"github.com/ecagent/ecagent/cycle/program"
 	"github.com/ecagent/ecagent/master"
 )
 
@@ -43,7 +44,7 @@ const (
 	exitOK          = 0
 	exitFailure     = 1
 	exitUsage       = 2
-	exitBusMismatch = agent.ExitBusMismatch
+	exitBusMismatch = program.ExitBusMismatch
 	exitInterrupted = 130
 )
 
@@ -52,7 +53,6 @@ type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, env *env, args []string) error
-	hidden  bool // started by other commands; not listed in the usage
 }
 
 // env is what a subcommand gets from main: its streams and a way to make
@@ -75,7 +75,6 @@ func commands() []command {
 		{name: "rtcheck", summary: "check this host's real-time tuning and say how to fix it", run: rtcheckCommand},
 		{name: "config", summary: "print the configuration schema, or check a configuration file", run: configCommand},
 		{name: "version", summary: "print the version and build information", run: versionCommand},
-		{name: "cycle", summary: "the real-time cycle process (started by run and bench)", run: cycleCommand, hidden: true},
 	}
 }
 
@@ -84,13 +83,7 @@ func main() { os.Exit(mainCode(os.Args[1:])) }
 // mainCode runs the command line args as main does and returns the exit
 // code; the tests' stand-in binary runs it too.
 func mainCode(args []string) int {
-	ctx, stop := context.Background(), func() {}
-	// The cycle process takes SIGTERM/SIGINT itself, on a channel: the
-	// signal context's cancellation allocates, and would do so while the
-	// cycle still runs.
-	if len(args) < 1 || args[0] != "cycle" {
-		ctx, stop = signalContext(ctx, os.Interrupt, syscall.SIGTERM)
-	}
+	ctx, stop := signalContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := dispatch(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ()}, args)
 	stop()
 	return code
@@ -160,9 +153,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	for _, c := range commands() {
-		if !c.hidden {
-			fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-		}
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'ecagent COMMAND --help' for the flags of a command, 'ecagent config schema' for")

@@ -100,7 +100,8 @@ func TestScanSimulatedSegment(t *testing.T) {
 }
 
 func TestRunReachesOPAndStops(t *testing.T) {
-	t.Setenv("ECAGENT_TEST_MAIN", "1") // the cycle and sim processes are this binary
+	t.Setenv("ECAGENT_TEST_MAIN", "1") // the sim process is this binary
+	environ := cycleEnviron(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	shmPath := fmt.Sprintf("/dev/shm/ecagent-cmdtest-%d.shm", os.Getpid())
@@ -109,7 +110,7 @@ func TestRunReachesOPAndStops(t *testing.T) {
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	exited := make(chan int, 1)
 	go func() {
-		exited <- dispatch(ctx, &env{stdout: stdout, stderr: stderr}, []string{"run", "--status.interval", "200ms",
+		exited <- dispatch(ctx, &env{stdout: stdout, stderr: stderr, environ: environ}, []string{"run", "--status.interval", "200ms",
 			"--metrics.listen", "", "--cycle.shm", shmPath})
 	}()
 	var code int

@@ -23,7 +23,7 @@ func TestRunExitCodeOnSignals(t *testing.T) {
 			shmPath := fmt.Sprintf("/dev/shm/ecagent-cmdtest-%d-%d.shm", os.Getpid(), int(c.sig))
 			cmd := exec.Command(os.Args[0], "run", "--status.interval", "100ms", "--metrics.listen", "",
 				"--cycle.shm", shmPath, "--log.level", "warn")
-			cmd.Env = append(os.Environ(), "ECAGENT_TEST_MAIN=1")
+			cmd.Env = append(append(os.Environ(), "ECAGENT_TEST_MAIN=1"), cycleEnviron(t)...)
 			var stderr syncBuffer
 			cmd.Stderr = &stderr
 			stdout, err := cmd.StdoutPipe()

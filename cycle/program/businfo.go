@@ -1,4 +1,4 @@
-package agent
+package program
 
 import (
 	"encoding/json"
@@ -91,7 +91,10 @@ type RTSetting struct {
 // BusInfoPath returns where the bus description of the segment at shmPath lives.
 func BusInfoPath(shmPath string) string { return shmPath + ".bus.json" }
 
-func newBusInfo(m *master.Master, period time.Duration) *BusInfo {
+// NewBusInfo describes the bus m brought up, cycling with period, as the
+// cycle process writes it (the real-time settings follow once the cycle
+// thread is set up).
+func NewBusInfo(m *master.Master, period time.Duration) *BusInfo {
 	img := m.Image()
 	bi := &BusInfo{
 		CyclePID:    os.Getpid(),

@@ -1,12 +1,12 @@
-package agent
+package program
 
 import (
 	"context"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"time"
 
-	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/cycle"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/cia402"
@@ -57,7 +57,7 @@ func (j *driveJob) Command(c *shm.Command) (bool, string) {
 // bindDrives binds the configured drives to their slaves once the bus is
 // mapped, does the SDO writes a drive needs before cyclic operation (the
 // mode, when 0x6060 is not in the PDOs), and returns the cycle jobs.
-func bindDrives(ctx context.Context, m *master.Master, drives []config.Drive, log *slog.Logger) ([]cycle.Job, error) {
+func bindDrives(ctx context.Context, m *master.Master, drives []Drive, log *slog.Logger) ([]cycle.Job, error) {
 	var jobs []cycle.Job
 	for i, d := range drives {
 		if d.Slave >= len(m.Slaves()) {
@@ -86,8 +86,8 @@ func bindDrives(ctx context.Context, m *master.Master, drives []config.Drive, lo
 	return jobs, nil
 }
 
-// driveConfig translates a drives item (validated by package config).
-func driveConfig(d config.Drive) (cia402.Config, error) {
+// driveConfig translates a drives item (validated by Config.Validate).
+func driveConfig(d Drive) (cia402.Config, error) {
 	mode, err := cia402.ParseMode(d.Mode)
 	if err != nil {
 		return cia402.Config{}, err
@@ -97,9 +97,9 @@ func driveConfig(d config.Drive) (cia402.Config, error) {
 	case "constant":
 		p = cia402.Constant(float64(t.Value))
 	case "ramp":
-		p = cia402.Ramp(float64(t.From), float64(t.To), t.Duration)
+		p = cia402.Ramp(float64(t.From), float64(t.To), time.Duration(t.Duration))
 	case "sine":
-		p = cia402.Sine(float64(t.Offset), float64(t.Amplitude), t.Period)
+		p = cia402.Sine(float64(t.Offset), float64(t.Amplitude), time.Duration(t.Period))
 	default:
 		return cia402.Config{}, fmt.Errorf("target kind %q: want constant, ramp or sine", t.Kind)
 	}

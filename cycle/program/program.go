@@ -1,4 +1,4 @@
-package agent
+package program
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/cycle"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master"
@@ -21,9 +20,21 @@ import (
 	"github.com/ecagent/ecagent/shm"
 )
 
-// CycleOptions are what the agent tells a cycle process beyond the
+// ExitBusMismatch is the exit code of a cycle process (and of ecagent)
+// whose segment is not as configured: slave count, a refused state.
+const ExitBusMismatch = 3
+
+// IsBusMismatch reports whether err says the segment is not as
+// configured (a cycle process exits with ExitBusMismatch for it).
+func IsBusMismatch(err error) bool {
+	var count *master.SlaveCountError
+	var state *master.ALStateError
+	return errors.As(err, &count) || errors.As(err, &state)
+}
+
+// Options are what the agent tells a cycle process beyond the
 // configuration.
-type CycleOptions struct {
+type Options struct {
 	// LinkFD is an inherited file descriptor of a link to the segment (a
 	// socket pair to a simulated segment in another process); -1 opens
 	// bus.interface instead.
@@ -33,8 +44,8 @@ type CycleOptions struct {
 	Cycles uint64
 }
 
-// CycleReport is what a cycle process did, printed by it on exit.
-type CycleReport struct {
+// Report is what a cycle process did, printed by it on exit.
+type Report struct {
 	Cycles uint64
 	// Mallocs counts heap allocations made by the whole process during
 	// cyclic operation from the second cycle on (runtime.MemStats.Mallocs
@@ -45,13 +56,14 @@ type CycleReport struct {
 	NumGC uint32
 }
 
-// RunCycleProcess is the body of `ecagent cycle`: it attaches to the
-// shared-memory segment cfg.Cycle.SHM that the agent created, opens the
-// link, brings the bus to OP, writes the bus description, and runs the
-// real-time cycle until SIGTERM/SIGINT or o.Cycles, then takes the bus to
-// INIT. Everything that allocates happens before cyclic operation starts.
-func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log *slog.Logger) (CycleReport, error) {
-	var rep CycleReport
+// Run is the body of ecagent-cycle: it attaches to the shared-memory
+// segment cfg.Cycle.SHM that the agent created, opens the link, brings
+// the bus to OP, writes the bus description, and runs the real-time cycle
+// until SIGTERM/SIGINT or o.Cycles, then takes the bus to INIT.
+// Everything that allocates happens before cyclic operation starts.
+func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, error) {
+	var rep Report
+	period := time.Duration(cfg.Cycle.Period)
 	// SIGPIPE from a closed stderr (the agent died) must not kill the cycle.
 	signal.Ignore(syscall.SIGPIPE)
 	seg, err := shm.Attach(cfg.Cycle.SHM)
@@ -59,8 +71,8 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 		return rep, err
 	}
 	defer seg.Close()
-	if p := seg.Layout().Period; p != 0 && p != cfg.Cycle.Period {
-		return rep, fmt.Errorf("cycle: segment %s was made for a %v cycle, configuration says %v", cfg.Cycle.SHM, p, cfg.Cycle.Period)
+	if p := seg.Layout().Period; p != 0 && p != period {
+		return rep, fmt.Errorf("cycle: segment %s was made for a %v cycle, configuration says %v", cfg.Cycle.SHM, p, period)
 	}
 	l, err := openCycleLink(cfg, o)
 	if err != nil {
@@ -79,7 +91,7 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 	if err != nil {
 		return rep, err
 	}
-	if err := checkCycleFits(m, cfg.Cycle.Period); err != nil {
+	if err := checkCycleFits(m, period); err != nil {
 		return rep, err
 	}
 	if n := len(m.Image().Bytes()); n > seg.Image().Cap() {
@@ -90,11 +102,11 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 			log.Warn("cannot lock the shared-memory segment", "err", err)
 		}
 	}
-	info := newBusInfo(m, cfg.Cycle.Period)
+	info := NewBusInfo(m, period)
 
 	e := cycle.New(m, seg, cycle.Config{
-		Period:      cfg.Cycle.Period,
-		BusyWait:    cfg.Cycle.BusyWait,
+		Period:      period,
+		BusyWait:    time.Duration(cfg.Cycle.BusyWait),
 		SleepKeepsP: runtime.GOMAXPROCS(0) >= 2, // the cycle thread is this process's only sleeper
 		Cycles:      o.Cycles,
 		AlarmCycles: cfg.Bus.AlarmCycles,
@@ -122,12 +134,12 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 		for _, r := range s.Refused() {
 			log.Warn("real-time setting refused by the host; running without it", "setting", r.Setting, "err", r.Err)
 		}
-		log.Info("cyclic operation", "period", cfg.Cycle.Period, "slaves", len(m.Slaves()),
+		log.Info("cyclic operation", "period", period, "slaves", len(m.Slaves()),
 			"expected_wkc", m.Cyclic().ExpectedWKC(), "pid", os.Getpid())
 	}
 	// From here the cycle thread alone sends and receives: recovery's
 	// datagrams ride in the cycle's frames (master.QueueAcyclic).
-	m.QueueAcyclic(true, cfg.Cycle.Period)
+	m.QueueAcyclic(true, period)
 	rec := newRecoverer(m, e, log)
 	rec.rt = recoveryRT(rt.Options{Priority: cfg.Cycle.Priority, Core: cfg.Cycle.Core})
 	recCtx, stopRec := context.WithCancel(ctx)
@@ -153,7 +165,7 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 	stopRec()
 	<-recDone
 	m.QueueAcyclic(false, 0)
-	down, cancel := context.WithTimeout(context.Background(), cfg.Bus.StateTimeout)
+	down, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.Bus.StateTimeout))
 	defer cancel()
 	if err := m.RequestState(down, esc.StateInit); err != nil {
 		log.Warn("taking the bus to INIT", "err", err)
@@ -161,7 +173,7 @@ func RunCycleProcess(ctx context.Context, cfg config.Config, o CycleOptions, log
 	return rep, nil
 }
 
-func openCycleLink(cfg config.Config, o CycleOptions) (link.Link, error) {
+func openCycleLink(cfg Config, o Options) (link.Link, error) {
 	if o.LinkFD >= 0 {
 		l, err := link.FileLink(o.LinkFD)
 		if err != nil {

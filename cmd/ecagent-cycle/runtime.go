@@ -20,12 +20,12 @@ import (
 // segments without the collector ever running.
 const cycleMemoryLimit = 64 << 20
 
-// quietCycleRuntime sets up the Go runtime of the cycle process before its
+// quietRuntime sets up the Go runtime of the cycle process before its
 // heap grows and its cycle thread starts: no transparent huge pages, a
 // bounded heap (the cycle's sleep keeping its P is the engine's
 // cycle.Config.SleepKeepsP). A GOMEMLIMIT in the environment is left in
 // force.
-func quietCycleRuntime(log *slog.Logger) {
+func quietRuntime(log *slog.Logger) {
 	if err := rt.DisableTHP(); err != nil {
 		log.Warn("transparent huge pages stay enabled for the cycle process", "err", err)
 	}

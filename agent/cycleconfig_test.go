@@ -1,0 +1,187 @@
+package agent
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/master/sim"
+)
+
+// TestCycleConfigDefaults: a key the cycle's file leaves out takes the
+// agent's default for it.
+func TestCycleConfigDefaults(t *testing.T) {
+	if got, want := CycleConfig(config.Default()), program.Default(); !reflect.DeepEqual(got, want) {
+		t.Errorf("the agent's defaults as the cycle's:\n%+v\nthe cycle's own:\n%+v", got, want)
+	}
+}
+
+// TestCycleConfigBounds: the cycle checks its keys against the agent's
+// bounds, so that a configuration the agent accepts never stops the cycle.
+func TestCycleConfigBounds(t *testing.T) {
+	for _, b := range []struct {
+		name        string
+		agent, prog any
+	}{
+		{"MinPeriod", config.MinPeriod, program.MinPeriod},
+		{"MaxPeriod", config.MaxPeriod, program.MaxPeriod},
+		{"MaxPriority", config.MaxPriority, program.MaxPriority},
+		{"MinBusTimeout", config.MinBusTimeout, program.MinBusTimeout},
+		{"MaxBusTimeout", config.MaxBusTimeout, program.MaxBusTimeout},
+		{"MinStateTimeout", config.MinStateTimeout, program.MinStateTimeout},
+		{"MaxStateTimeout", config.MaxStateTimeout, program.MaxStateTimeout},
+		{"MaxSlaves", config.MaxSlaves, program.MaxSlaves},
+		{"DefaultAlarmCycles", config.DefaultAlarmCycles, program.DefaultAlarmCycles},
+		{"MaxAlarmCycles", config.MaxAlarmCycles, program.MaxAlarmCycles},
+		{"DefaultDCDriftFrames", config.DefaultDCDriftFrames, program.DefaultDCDriftFrames},
+		{"DefaultDCStartDelay", config.DefaultDCStartDelay, program.DefaultDCStartDelay},
+		{"MaxDCDriftFrames", config.MaxDCDriftFrames, program.MaxDCDriftFrames},
+		{"MinDCStartDelay", config.MinDCStartDelay, program.MinDCStartDelay},
+		{"MaxDCStartDelay", config.MaxDCStartDelay, program.MaxDCStartDelay},
+		{"MaxSettleCycles", config.MaxSettleCycles, program.MaxSettleCycles},
+		{"MaxRingPosition", config.MaxRingPosition, program.MaxRingPosition},
+		{"MaxPDOEntries", config.MaxPDOEntries, program.MaxPDOEntries},
+		{"FirstRxPDO", config.FirstRxPDO, program.FirstRxPDO},
+		{"LastRxPDO", config.LastRxPDO, program.LastRxPDO},
+		{"FirstTxPDO", config.FirstTxPDO, program.FirstTxPDO},
+		{"LastTxPDO", config.LastTxPDO, program.LastTxPDO},
+		{"DefaultSHM", config.DefaultSHM, program.DefaultSHM},
+	} {
+		if reflect.ValueOf(b.agent).Convert(reflect.TypeOf(b.prog)).Interface() != b.prog {
+			t.Errorf("%s: the agent's is %v, the cycle's %v", b.name, b.agent, b.prog)
+		}
+	}
+}
+
+// TestCycleConfigOfExamples: every example configuration gives the cycle
+// a file it accepts, and reads back what the agent meant.
+func TestCycleConfigOfExamples(t *testing.T) {
+	paths, err := filepath.Glob("../deploy/examples/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, path := range paths {
+		cfg, err := config.Load(config.Sources{File: path, Models: sim.Models()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := CycleConfig(cfg)
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := program.Parse(b)
+		if err != nil {
+			t.Errorf("%s: the cycle refuses the agent's configuration: %v\n%s", path, err, b)
+			continue
+		}
+		if !reflect.DeepEqual(got, c) {
+			t.Errorf("%s: the cycle reads\n%+v\nthe agent wrote\n%+v", path, got, c)
+		}
+		if len(cfg.Drives) != len(got.Drives) || len(cfg.Bus.PDO) != len(got.Bus.PDO) ||
+			time.Duration(got.Cycle.Period) != cfg.Cycle.Period {
+			t.Errorf("%s: drives, PDOs or period lost: %+v", path, got)
+		}
+	}
+}
+
+// TestCycleConfigMapsEveryKey fills every key the cycle reads with a value
+// other than its default and checks that it arrives.
+func TestCycleConfigMapsEveryKey(t *testing.T) {
+	cfg := config.Default()
+	cfg.Bus = config.Bus{Interface: "eth7", ExpectedSlaves: 4, Timeout: 3 * time.Millisecond, StateTimeout: 2 * time.Second,
+		AlarmCycles: 3, DC: config.DC{Enabled: true, Sync0Shift: 10 * time.Microsecond, Sync1: 20 * time.Microsecond,
+			DriftFrames: 7, StartDelay: 30 * time.Millisecond},
+		PDO: []config.SlavePDOs{{Slave: 2, RxPDOs: []config.PDO{{Index: 0x1601, Entries: []config.PDOEntry{{Index: 0x6040, SubIndex: 1, Bits: 16}}}},
+			TxPDOs: []config.PDO{}}}}
+	cfg.Cycle = config.Cycle{Period: 500 * time.Microsecond, Core: 2, Priority: 70, BusyWait: 5 * time.Microsecond,
+		SHM: "/run/x.shm", Program: "/opt/x"}
+	cfg.Log = config.Log{Level: "debug", Format: "json"}
+	cfg.Drives = []config.Drive{{Slave: 2, Mode: "csv", FaultReset: "auto", SettleCycles: 3,
+		Target: config.Target{Kind: "ramp", Value: 1, From: 2, To: 3, Duration: time.Second, Offset: 4, Amplitude: 5, Period: time.Minute}}}
+	want := program.Config{
+		Bus: program.Bus{Interface: "eth7", ExpectedSlaves: 4, Timeout: program.Duration(3 * time.Millisecond),
+			StateTimeout: program.Duration(2 * time.Second), AlarmCycles: 3,
+			DC: program.DC{Enabled: true, Sync0Shift: program.Duration(10 * time.Microsecond), Sync1: program.Duration(20 * time.Microsecond),
+				DriftFrames: 7, StartDelay: program.Duration(30 * time.Millisecond)},
+			PDO: []program.SlavePDOs{{Slave: 2, RxPDOs: []program.PDO{{Index: 0x1601, Entries: []program.PDOEntry{{Index: 0x6040, SubIndex: 1, Bits: 16}}}},
+				TxPDOs: []program.PDO{}}}},
+		Cycle: program.Cycle{Period: program.Duration(500 * time.Microsecond), Core: 2, Priority: 70,
+			BusyWait: program.Duration(5 * time.Microsecond), SHM: "/run/x.shm"},
+		Log: program.Log{Level: "debug", Format: "json"},
+		Drives: []program.Drive{{Slave: 2, Mode: "csv", FaultReset: "auto", SettleCycles: 3,
+			Target: program.Target{Kind: "ramp", Value: 1, From: 2, To: 3, Duration: program.Duration(time.Second), Offset: 4, Amplitude: 5,
+				Period: program.Duration(time.Minute)}}},
+	}
+	if got := CycleConfig(cfg); !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestIsCycleCommand(t *testing.T) {
+	const seg = "/dev/shm/a.shm"
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"/usr/local/bin/ecagent-cycle", "--config", "/dev/shm/a.shm.cycle.json"}, true},
+		{[]string{"/opt/cycle", "--config", "/dev/shm/a.shm.cycle.json", "--link-fd", "3", "--cycles", "9"}, true},
+		{[]string{"/usr/local/bin/ecagent", "cycle", "--config", "/dev/shm/a.shm.yaml"}, true}, // before ecagent-cycle
+		{[]string{"/usr/local/bin/ecagent-cycle", "--config", "/dev/shm/b.shm.cycle.json"}, false},
+		{[]string{"/usr/local/bin/ecagent", "run"}, false},
+		{[]string{"sleep", "10"}, false},
+		{[]string{""}, false},
+	} {
+		if got := isCycleCommand(c.args, seg); got != c.want {
+			t.Errorf("isCycleCommand(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+	if isCycleProcess(os.Getpid(), seg) {
+		t.Error("the test process is taken for a cycle process")
+	}
+}
+
+func TestCycleProgram(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, CycleProgramName)
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Cycle.Program = prog
+	if got, err := CycleProgram(cfg); err != nil || got != prog {
+		t.Errorf("cycle.program %s: %q, %v", prog, got, err)
+	}
+	cfg.Cycle.Program = filepath.Join(dir, "missing")
+	if _, err := CycleProgram(cfg); err == nil || !strings.Contains(err.Error(), "cycle.program") {
+		t.Errorf("a missing cycle.program: %v", err)
+	}
+	// The test binary has no ecagent-cycle beside it: $PATH decides.
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(exe), CycleProgramName)); err == nil {
+		t.Skip("an ecagent-cycle lies beside the test binary")
+	}
+	cfg.Cycle.Program = ""
+	t.Setenv("PATH", dir)
+	if got, err := CycleProgram(cfg); err != nil || got != prog {
+		t.Errorf("from $PATH: %q, %v", got, err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	if _, err := CycleProgram(cfg); err == nil || !strings.Contains(err.Error(), "set cycle.program") {
+		t.Errorf("nowhere: %v", err)
+	}
+	cfg.Cycle.Program = CycleProgramName
+	t.Setenv("PATH", dir)
+	if got, err := CycleProgram(cfg); err != nil || got != prog {
+		t.Errorf("a name in cycle.program: %q, %v", got, err)
+	}
+}

@@ -1,0 +1,155 @@
+// Command ecagent-cycle is the real-time cycle process of ecagent: the
+// small program that `ecagent run` and `ecagent bench` start and supervise.
+// It attaches to the shared-memory segment the agent created, brings the
+// bus to OP and runs the cycle until SIGTERM or SIGINT, allocating nothing
+// after bring-up (package cycle/program). It is a program of its own so
+// that nothing of the agent — HTTP, TLS, exporters, MQTT, the YAML
+// configuration — is in its memory.
+//
+//	ecagent-cycle --config FILE [--link-fd N] [--cycles N]
+//
+// Exit codes: 0 success, 1 runtime failure (link, bus, I/O), 2 usage or
+// configuration error, 3 the segment is not as configured (slave count, a
+// slave refusing a state).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/ecagent/ecagent/cycle/program"
+)
+
+// Exit codes; documented in the package comment and the help.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitBusMismatch = program.ExitBusMismatch
+)
+
+// name is the program's name in messages.
+const name = "ecagent-cycle"
+
+// helpText is the --help output; TestHelpFitsAScreen keeps it within 40
+// lines of 100 columns and naming every flag.
+const helpText = `Usage: ecagent-cycle --config FILE [--link-fd N] [--cycles N]
+
+The real-time cycle process of ecagent. 'ecagent run' and 'ecagent bench' start and
+supervise it; it can be run by hand against a segment an agent created. It attaches to the
+shared-memory segment cycle.shm, brings the bus to OP, writes the bus description
+(<cycle.shm>.bus.json) and runs the cycle until SIGTERM or SIGINT, allocating nothing after
+bring-up; then it takes the bus to INIT.
+
+Flags:
+  --config FILE  the cycle configuration, JSON: the bus.*, cycle.* and log.* keys and the
+                 drives of the agent's configuration, durations as text ("1ms"); missing
+                 keys take the agent's defaults. 'ecagent run' writes <cycle.shm>.cycle.json
+  --link-fd N    inherited descriptor of a socket-pair link to a simulated segment;
+                 -1 (the default) opens bus.interface
+  --cycles N     stop after N cycles; 0 (the default) runs until SIGTERM or SIGINT
+  --version      print the version and exit
+  --help         print this help and exit
+
+Example, the cycle of a running agent's segment, for 10000 cycles on eth1:
+  echo '{"bus": {"interface": "eth1"}, "cycle": {"shm": "/dev/shm/a.shm"}}' >/tmp/a.json
+  ecagent-cycle --config /tmp/a.json --cycles 10000
+
+It logs to stderr (log.level, log.format) and ends with a line saying the cycles run and
+the heap allocations and garbage collections during cyclic operation (both 0).
+Capabilities: CAP_NET_RAW (raw socket), CAP_SYS_NICE (SCHED_FIFO, affinity),
+CAP_IPC_LOCK (locked memory); without them it runs anyway and says so.
+Exit codes: 0 ok, 1 runtime failure (link, bus, I/O), 2 usage or configuration error,
+3 the segment is not as configured (slave count, a slave refusing a state).
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run runs the command line args and returns the exit code. It makes no
+// signal context: the cycle takes SIGTERM and SIGINT itself, on a channel,
+// since a context's cancellation would allocate while the cycle still
+// runs.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // the errors are printed below, the help is helpText
+	configFile := fs.String("config", "", "the cycle configuration file (JSON)")
+	linkFD := fs.Int("link-fd", -1, "inherited descriptor of a socket-pair link; -1 opens bus.interface")
+	cycles := fs.Uint64("cycles", 0, "stop after this many cycles; 0 runs until SIGTERM")
+	version := fs.Bool("version", false, "print the version and exit")
+	usage := func(err error) int {
+		fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", name, err, name)
+		return exitUsage
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, helpText)
+			return exitOK
+		}
+		return usage(err)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	case *version:
+		fmt.Fprintln(stdout, versionLine())
+		return exitOK
+	case *configFile == "":
+		return usage(errors.New("--config FILE is required"))
+	}
+	cfg, err := program.Load(*configFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitUsage
+	}
+	log := newLogger(stderr, cfg.Log.SlogLevel(), cfg.Log.Format).With("process", "cycle")
+	quietRuntime(log)
+	rep, err := program.Run(context.Background(), cfg, program.Options{LinkFD: *linkFD, Cycles: *cycles}, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		if program.IsBusMismatch(err) {
+			return exitBusMismatch
+		}
+		return exitFailure
+	}
+	log.Info("cycle process stopped", "cycles", rep.Cycles, "mallocs_in_cycle", rep.Mallocs, "gc_in_cycle", rep.NumGC)
+	return exitOK
+}
+
+// newLogger builds the slog logger of log.level and log.format.
+func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// versionLine says the module version and VCS revision the binary was
+// built from, as `ecagent version` does.
+func versionLine() string {
+	version, revision, dirty := "(devel)", "unknown", false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				revision = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	if dirty {
+		revision += "-dirty"
+	}
+	return fmt.Sprintf("%s %s (revision %s, %s, %s/%s)", name, version, revision, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
