@@ -32,6 +32,7 @@ func CycleConfig(cfg config.Config) program.Config {
 			Core:       cfg.Cycle.Core,
 			Priority:   cfg.Cycle.Priority,
 			BusyWait:   program.Duration(cfg.Cycle.BusyWait),
+			RecvSpin:   program.Duration(cfg.Cycle.RecvSpin),
 			LockMemory: cfg.Cycle.LockMemory,
 			SHM:        cfg.Cycle.SHM,
 		},

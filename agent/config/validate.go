@@ -83,6 +83,9 @@ func (c Config) problems(models []string, cpus cpuSet) []*FieldError {
 	if p := c.Cycle.Priority; p < 0 || p > MaxPriority {
 		add("cycle.priority", p, fmt.Sprintf("must be between 1 and %d (SCHED_FIFO), or 0 to keep the normal scheduler", MaxPriority))
 	}
+	if rs := c.Cycle.RecvSpin; rs < 0 || rs > time.Second {
+		add("cycle.recvspin", rs, "must be between 0 (no spinning) and 1s")
+	}
 	if bw := c.Cycle.BusyWait; bw < 0 || bw >= c.Cycle.Period {
 		add("cycle.busywait", bw, fmt.Sprintf("must be at least 0 and less than cycle.period (%s)", formatDuration(c.Cycle.Period)))
 	}

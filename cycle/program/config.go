@@ -89,6 +89,9 @@ type Cycle struct {
 	Priority int `json:"priority"`
 	// BusyWait is the tail before each deadline that the thread spins.
 	BusyWait Duration `json:"busywait"`
+	// RecvSpin is how long the cycle reads its answers without waiting
+	// before it blocks for them; at most half the period is used.
+	RecvSpin Duration `json:"recvspin"`
 	// LockMemory asks for mlockall and a locked segment.
 	LockMemory bool `json:"lockmemory"`
 	// SHM is the shared-memory segment the agent created.
@@ -159,7 +162,8 @@ func Default() Config {
 			AlarmCycles:  DefaultAlarmCycles,
 			DC:           DC{DriftFrames: DefaultDCDriftFrames, StartDelay: Duration(DefaultDCStartDelay)},
 		},
-		Cycle: Cycle{Period: Duration(time.Millisecond), Core: -1, Priority: 80, LockMemory: true, SHM: DefaultSHM},
+		Cycle: Cycle{Period: Duration(time.Millisecond), Core: -1, Priority: 80, RecvSpin: Duration(100 * time.Microsecond),
+			LockMemory: true, SHM: DefaultSHM},
 		Log:   Log{Level: "info", Format: "text"},
 	}
 }

@@ -151,6 +151,13 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 		m.QueueAcyclic(false, 0) // the cycle has stopped: acyclic frames go straight out again
 	}()
 
+	// The cycle thread is the link's only user from here: let it spin for
+	// its answers if configured (link.RecvSpinner), and stop spinning for
+	// the frames of the way down.
+	if sp, ok := l.(link.RecvSpinner); ok && cfg.Cycle.RecvSpin > 0 {
+		sp.SetRecvSpin(min(time.Duration(cfg.Cycle.RecvSpin), time.Duration(cfg.Cycle.Period)/2))
+		defer sp.SetRecvSpin(0)
+	}
 	var before, after runtime.MemStats
 	// Counting starts after the first cycle: it meets one first-use
 	// allocation in the runtime (measured: 1 malloc, then none in 99 999

@@ -122,6 +122,9 @@ func (c Config) cycleProblems(v *validator) {
 	if bw := cy.BusyWait; bw < 0 || bw >= cy.Period {
 		v.add("cycle.busywait", bw, fmt.Sprintf("must be at least 0 and less than cycle.period (%v)", cy.Period))
 	}
+	if rs := cy.RecvSpin; rs < 0 || rs > Duration(time.Second) {
+		v.add("cycle.recvspin", rs, "must be between 0 (no spinning) and 1s")
+	}
 	if p := cy.SHM; !filepath.IsAbs(p) || strings.HasSuffix(p, "/") {
 		v.add("cycle.shm", p, "must be an absolute file path, e.g. "+DefaultSHM)
 	}

@@ -37,6 +37,7 @@ type fdConn struct {
 	closed atomic.Bool
 
 	recvPoll [2]unix.PollFd // {fd, wake}, used by Recv only
+	spin     time.Duration  // Recv reads without waiting this long first
 	timeout  unix.Timespec  // used by Recv only
 	pad      [MinFrameSize]byte
 
@@ -110,6 +111,11 @@ func (c *fdConn) recv(buf []byte, deadline time.Time) (int, error) {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if c.spin > 0 {
+		if n, err, done := c.spinRecv(buf, deadline); done {
+			return n, err
+		}
+	}
 	for {
 		if c.closed.Load() {
 			return 0, c.errs.recvClosed
@@ -146,6 +152,36 @@ func (c *fdConn) recv(buf []byte, deadline time.Time) (int, error) {
 			return 0, c.errs.recvClosed
 		}
 		return n, nil
+	}
+}
+
+// spinRecv reads without waiting until a frame comes, c.spin has passed or
+// deadline is near; done is false when recv is to wait in ppoll after all.
+// The caller holds c.mu.
+func (c *fdConn) spinRecv(buf []byte, deadline time.Time) (n int, err error, done bool) {
+	end := time.Now().Add(c.spin)
+	if !deadline.IsZero() && deadline.Before(end) {
+		end = deadline
+	}
+	for {
+		if c.closed.Load() {
+			return 0, c.errs.recvClosed, true
+		}
+		n, err := unix.Read(c.fd, buf)
+		switch {
+		case err == unix.EAGAIN || err == unix.EINTR:
+		case err == unix.ECONNRESET:
+			return 0, c.errs.recvClosed, true
+		case err != nil:
+			return 0, &OpError{Op: "recv", Link: c.name, Err: err}, true
+		case n == 0 && c.eofIsClose:
+			return 0, c.errs.recvClosed, true
+		default:
+			return n, nil, true
+		}
+		if !time.Now().Before(end) {
+			return 0, nil, false
+		}
 	}
 }
 

@@ -156,6 +156,10 @@ func (s *RawSocket) Recv(buf []byte, deadline time.Time) (int, error) {
 	return s.conn.recv(buf, deadline)
 }
 
+// SetRecvSpin makes Recv read without waiting for up to d before it
+// blocks (link.RecvSpinner); 0 switches it off.
+func (s *RawSocket) SetRecvSpin(d time.Duration) { s.conn.spin = max(d, 0) }
+
 // Close closes the socket, which also leaves promiscuous mode. A Recv
 // blocked in another goroutine returns an error matching ErrClosed. Later
 // calls return nil.

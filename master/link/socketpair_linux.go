@@ -139,6 +139,10 @@ func (l *FDLink) Recv(buf []byte, deadline time.Time) (int, error) {
 	return l.conn.recv(buf, deadline)
 }
 
+// SetRecvSpin makes Recv read without waiting for up to d before it
+// blocks (RecvSpinner); 0 switches it off.
+func (l *FDLink) SetRecvSpin(d time.Duration) { l.conn.spin = max(d, 0) }
+
 // Close closes the link's descriptor. A Recv blocked in another goroutine
 // returns an error matching ErrClosed. Later calls return nil.
 func (l *FDLink) Close() error { return l.conn.close() }

@@ -30,6 +30,19 @@ func TestSocketPairConformance(t *testing.T) {
 	runLinkSuite(t, func(t *testing.T) (Link, Link) { return newSocketPairT(t) })
 }
 
+// TestSocketPairConformanceSpinning: a link that spins before it blocks
+// (RecvSpinner) behaves as one that does not — deadlines, queued frames,
+// close, allocations.
+func TestSocketPairConformanceSpinning(t *testing.T) {
+	runLinkSuite(t, func(t *testing.T) (Link, Link) {
+		a, b := newSocketPairT(t)
+		var sa, sb RecvSpinner = a, b
+		sa.SetRecvSpin(200 * time.Microsecond)
+		sb.SetRecvSpin(200 * time.Microsecond)
+		return a, b
+	})
+}
+
 func TestSocketPairPeerCloseDrainsThenClosed(t *testing.T) {
 	leakcheck.Check(t)
 	a, b := newSocketPairT(t)
