@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/ecagent/ecagent/master/link"
 )
 
 // Validate reports every value of c that is out of range or malformed, as
@@ -52,7 +54,7 @@ func (c Config) problems(models []string, cpus cpuSet) []*FieldError {
 		}
 	}
 
-	if c.Bus.Interface != "" && !isInterfaceName(c.Bus.Interface) {
+	if c.Bus.Interface != "" && !link.ValidInterfaceName(c.Bus.Interface) {
 		add("bus.interface", c.Bus.Interface, "must be empty (simulated segment) or a network interface name of at most 15 characters without '/', ':' or spaces")
 	}
 	if c.Simulated() {
@@ -152,20 +154,6 @@ func isLabel(s string) bool {
 	}
 	for _, r := range s {
 		if unicode.IsSpace(r) || !unicode.IsPrint(r) || strings.ContainsRune("/+#", r) {
-			return false
-		}
-	}
-	return true
-}
-
-// isInterfaceName applies the kernel's rules for interface names (at most
-// IFNAMSIZ-1 bytes, no '/' or ':', no white space, not "." or "..").
-func isInterfaceName(s string) bool {
-	if len(s) > 15 || s == "." || s == ".." {
-		return false
-	}
-	for _, r := range s {
-		if r == '/' || r == ':' || unicode.IsSpace(r) || !unicode.IsPrint(r) {
 			return false
 		}
 	}

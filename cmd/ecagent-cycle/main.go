@@ -21,8 +21,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime"
-	"runtime/debug"
+
+	"github.com/ecagent/ecagent/internal/buildinfo"
 
 	"github.com/ecagent/ecagent/cycle/program"
 )
@@ -98,7 +98,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() > 0:
 		return usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	case *version:
-		fmt.Fprintln(stdout, versionLine())
+		fmt.Fprintln(stdout, buildinfo.Line(name))
 		return exitOK
 	case *configFile == "":
 		return usage(errors.New("--config FILE is required"))
@@ -129,27 +129,4 @@ func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// versionLine says the module version and VCS revision the binary was
-// built from, as `ecagent version` does.
-func versionLine() string {
-	version, revision, dirty := "(devel)", "unknown", false
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			version = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				revision = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
-		}
-	}
-	if dirty {
-		revision += "-dirty"
-	}
-	return fmt.Sprintf("%s %s (revision %s, %s, %s/%s)", name, version, revision, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

@@ -3,31 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"runtime/debug"
+
+	"github.com/ecagent/ecagent/internal/buildinfo"
 )
 
 // buildVersion returns the module version and VCS revision the binary was
-// built from, as recorded by the Go toolchain.
-func buildVersion() (version, revision string, dirty bool) {
-	version, revision = "(devel)", "unknown"
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return
-	}
-	if bi.Main.Version != "" {
-		version = bi.Main.Version
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			revision = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	return
-}
+// built from (internal/buildinfo).
+func buildVersion() (version, revision string, dirty bool) { return buildinfo.Read() }
 
 func versionCommand(_ context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "version", help{
@@ -37,10 +19,6 @@ func versionCommand(_ context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	v, rev, dirty := buildVersion()
-	if dirty {
-		rev += "-dirty"
-	}
-	fmt.Fprintf(e.stdout, "ecagent %s (revision %s, %s, %s/%s)\n", v, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintln(e.stdout, buildinfo.Line("ecagent"))
 	return nil
 }

@@ -8,7 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
+
+	"github.com/ecagent/ecagent/master/link"
 )
 
 // Bounds [Config.Validate] enforces: the agent's (agent/config), which
@@ -85,7 +86,7 @@ func (v *validator) count(key string, n, lo, hi int) {
 
 func (c Config) busProblems(v *validator) {
 	b := c.Bus
-	if b.Interface != "" && !isInterfaceName(b.Interface) {
+	if b.Interface != "" && !link.ValidInterfaceName(b.Interface) {
 		v.add("bus.interface", b.Interface, "must be empty (a link inherited with --link-fd) or a network interface name of at most 15 characters without '/', ':' or spaces")
 	}
 	v.count("bus.expectedslaves", b.ExpectedSlaves, 0, MaxSlaves)
@@ -226,17 +227,3 @@ func (t Target) problems(v *validator, key, mode string, period time.Duration) {
 type hex16 uint16
 
 func (h hex16) String() string { return fmt.Sprintf("0x%04X", uint16(h)) }
-
-// isInterfaceName applies the kernel's rules for interface names (at most
-// IFNAMSIZ-1 bytes, no '/' or ':', no white space, not "." or "..").
-func isInterfaceName(s string) bool {
-	if len(s) > 15 || s == "." || s == ".." {
-		return false
-	}
-	for _, r := range s {
-		if r == '/' || r == ':' || unicode.IsSpace(r) || !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
