@@ -164,7 +164,7 @@ func Default() Config {
 		},
 		Cycle: Cycle{Period: Duration(time.Millisecond), Core: -1, Priority: 80, RecvSpin: Duration(100 * time.Microsecond),
 			LockMemory: true, SHM: DefaultSHM},
-		Log:   Log{Level: "info", Format: "text"},
+		Log: Log{Level: "info", Format: "text"},
 	}
 }
 
