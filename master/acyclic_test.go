@@ -417,3 +417,27 @@ func TestLargeSegmentTakesTwoFrames(t *testing.T) {
 		t.Errorf("%d frames in %d cycles (%d extra acyclic frames), want 2 per cycle", frames, cycles, extra)
 	}
 }
+
+// BenchmarkLargeSegmentExchange times one cycle of the 128-slave segment
+// with the simulator answering inside Send: the master's and the
+// simulator's work for a 2 KiB image in two frames.
+func BenchmarkLargeSegmentExchange(b *testing.B) {
+	t := &testing.T{}
+	seg := sim.NewSegment(newDevicesB(b, largeSegment()...))
+	m, _ := linkedMaster(t, seg, master.Config{Logger: slog.New(slog.DiscardHandler)})
+	want := m.Cyclic().ExpectedWKC()
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := m.ExchangeUntil(time.Now().Add(time.Second)); r.WKC != want {
+			b.Fatalf("wkc %d, want %d", r.WKC, want)
+		}
+	}
+}
+
+func newDevicesB(b *testing.B, specs ...string) []*sim.Device {
+	devs, err := sim.ParseDevices(specs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return devs
+}

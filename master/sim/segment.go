@@ -25,6 +25,10 @@ type Segment struct {
 	states  []esc.ALStatus // last states reported to the logger
 	codes   []esc.ALStatusCode
 	faults  Faults
+	// datagrams holds the current frame's datagrams, decoded once and
+	// handed to every device in turn (their setters write through to the
+	// frame); its capacity grows to the most a frame has carried.
+	datagrams []wire.Datagram
 }
 
 // Stats counts a segment's frames.
@@ -198,10 +202,12 @@ func (s *Segment) process(frame []byte, serving bool) (bool, time.Duration) {
 	it := f.Datagrams()
 	var dg wire.Datagram
 	logical := false
+	s.datagrams = s.datagrams[:0]
 	for it.Next(&dg) {
 		if dg.Command.Addressing() == wire.AddressingLogical {
 			logical = true
 		}
+		s.datagrams = append(s.datagrams, dg)
 	}
 	if it.Err() != nil {
 		s.stats.Dropped++
@@ -242,9 +248,8 @@ func (s *Segment) process(frame []byte, serving bool) (bool, time.Duration) {
 	}
 	for k := range visited {
 		d := s.devices[k]
-		it := f.Datagrams()
-		for it.Next(&dg) {
-			d.handle(&dg, &d.ctx)
+		for i := range s.datagrams {
+			d.handle(&s.datagrams[i], &d.ctx)
 		}
 	}
 	for _, d := range s.devices {
