@@ -54,9 +54,3 @@ func (r *Ring[T]) Pop(v *T) bool {
 	r.head.Store(h + 1) // gives the place back to the producer
 	return true
 }
-
-// Len returns how many values wait; from either side it is a snapshot.
-func (r *Ring[T]) Len() int { return int(r.tail.Load() - r.head.Load()) }
-
-// Cap returns how many values the ring holds at most.
-func (r *Ring[T]) Cap() int { return len(r.buf) }

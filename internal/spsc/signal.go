@@ -1,7 +1,6 @@
 package spsc
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 )
@@ -41,17 +40,5 @@ func (s *Signal) Wait(seq uint32, timeout time.Duration) bool {
 	s.waiters.Add(1)
 	sleep(&s.seq, seq, timeout)
 	s.waiters.Add(-1)
-	return s.seq.Load() != seq
-}
-
-// WaitContext waits like Wait, at most until ctx ends, and reports
-// whether the count changed. It looks at ctx every poll (a futex sleep
-// cannot watch a channel), so a cancellation takes effect within poll.
-func (s *Signal) WaitContext(ctx context.Context, seq uint32, poll time.Duration) bool {
-	for ctx.Err() == nil {
-		if s.Wait(seq, poll) {
-			return true
-		}
-	}
 	return s.seq.Load() != seq
 }
