@@ -56,15 +56,17 @@ type acyclicSlot struct {
 }
 
 // acyclicQueue carries acyclic datagrams from requesters to the cyclic
-// exchange and their answers back. Positions count up; position p uses
-// slot p mod AcyclicQueueLen, which is reused only once its requester
-// has taken its answer.
+// exchange and their answers back. A requester takes any free slot and
+// appends its number to order, a ring of positions that count up; the
+// cycle takes the slots in position order. A slot is free again once its
+// requester has taken the answer, in whatever order requesters do that.
 type acyclicQueue struct {
 	slots [AcyclicQueueLen]acyclicSlot
+	order [AcyclicQueueLen]uint8
 	// tail is the next position a requester fills (written under mu),
-	// head the next the cycle looks at (the cycle's alone).
+	// head the next the cycle looks at (written by the cycle alone).
 	tail atomic.Uint64
-	head uint64
+	head atomic.Uint64
 	// mu orders requesters among themselves; the cycle never takes it.
 	mu sync.Mutex
 	// answered wakes requesters when the cycle resolved datagrams.
@@ -128,10 +130,17 @@ func (q *acyclicQueue) enqueue(cmd wire.Command, address uint32, data []byte) (*
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	pos := q.tail.Load()
-	s := &q.slots[pos%AcyclicQueueLen]
-	if s.state.Load() != slotFree {
+	free := -1
+	for i := range q.slots {
+		if q.slots[i].state.Load() == slotFree {
+			free = i
+			break
+		}
+	}
+	if free < 0 || pos-q.head.Load() >= AcyclicQueueLen {
 		return nil, fmt.Errorf("%w (%d datagrams wait)", ErrAcyclicQueueFull, AcyclicQueueLen)
 	}
+	s := &q.slots[free]
 	s.cmd, s.address, s.n, s.wkc = cmd, address, len(data), 0
 	if cmd.Writes() {
 		copy(s.data[:], data)
@@ -139,6 +148,7 @@ func (q *acyclicQueue) enqueue(cmd wire.Command, address uint32, data []byte) (*
 		clear(s.data[:len(data)])
 	}
 	s.state.Store(slotQueued)
+	q.order[pos%AcyclicQueueLen] = uint8(free)
 	q.tail.Store(pos + 1) // publishes the slot to the cycle
 	return s, nil
 }
@@ -146,22 +156,23 @@ func (q *acyclicQueue) enqueue(cmd wire.Command, address uint32, data []byte) (*
 // peek returns the oldest datagram the cycle has not taken yet, skipping
 // (and freeing) withdrawn ones, or nil. Cycle only.
 func (q *acyclicQueue) peek() *acyclicSlot {
-	for q.head < q.tail.Load() {
-		s := &q.slots[q.head%AcyclicQueueLen]
+	for h := q.head.Load(); h < q.tail.Load(); h++ {
+		s := &q.slots[q.order[h%AcyclicQueueLen]]
 		if s.state.CompareAndSwap(slotQueued, slotCarried) {
+			q.head.Store(h)
 			return s
 		}
 		if s.state.Load() == slotCancelled {
 			s.state.Store(slotFree)
 		}
-		q.head++
+		q.head.Store(h + 1)
 	}
 	return nil
 }
 
 // take marks the datagram peek returned as carried by this exchange.
 // Cycle only.
-func (q *acyclicQueue) take() { q.head++ }
+func (q *acyclicQueue) take() { q.head.Add(1) }
 
 // putBack returns the datagram peek returned to the queue: it did not fit
 // this cycle and goes first in the next. Cycle only.
