@@ -159,8 +159,7 @@ type Cyclic struct {
 	acyclic   *acyclicQueue
 	extra     cyclicFrame
 	extraSent bool
-	carried   bool // this exchange carries acyclic datagrams
-	nCarried  int  // how many
+	nCarried  int // acyclic datagrams this exchange carries
 	deadline  int64
 	lastRTT   int64
 	// timeoutErr is the link's timeout error value as last seen. Links
@@ -257,17 +256,27 @@ func (c *Cyclic) exchange(deadline time.Time) CycleResult {
 		pending++
 	}
 	extra := 0 // the acyclic frame's answer, awaited after the cyclic ones
+	extraUntil := deadline
 	if c.extraSent {
 		if c.link.Send(c.extra.builder.Bytes()) == nil {
 			extra = 1
 			r.AcyclicFrames = 1
 			c.counters.acyclicFrames.Add(1)
+			// Within the measured slack, not up to the deadline: three
+			// round trips of the last cycle from now.
+			if until := time.Now().Add(time.Duration(3 * c.lastRTT)); until.Before(deadline) {
+				extraUntil = until
+			}
 		} else {
 			c.extra.done = true
 		}
 	}
 	for pending+extra > 0 {
-		n, err := c.link.Recv(c.rx, deadline)
+		wait := deadline
+		if pending == 0 {
+			wait = extraUntil // only the acyclic frame is still out
+		}
+		n, err := c.link.Recv(c.rx, wait)
 		if err != nil {
 			if !c.isTimeout(err) && r.Err == nil {
 				r.Err = err
@@ -310,10 +319,9 @@ func (c *Cyclic) exchange(deadline time.Time) CycleResult {
 // back as lost and wakes their requesters; extra is 1 when the acyclic
 // frame was sent and not answered.
 func (c *Cyclic) settleAcyclic(r *CycleResult, extra int) {
-	if !c.carried {
+	if c.nCarried == 0 {
 		return
 	}
-	c.carried = false
 	for i := range c.frames {
 		resolveAcyclic(&c.frames[i], nil) // only those still unanswered
 	}

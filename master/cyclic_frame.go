@@ -90,7 +90,6 @@ func (c *Cyclic) carryAcyclic() {
 		f := &c.frames[i]
 		for s != nil && c.appendAcyclic(f, s) {
 			q.take()
-			c.carried = true
 			s = q.peek()
 		}
 		if s == nil {
@@ -108,7 +107,6 @@ func (c *Cyclic) carryAcyclic() {
 	f.first = s.cmd
 	for s != nil && c.appendAcyclic(f, s) {
 		q.take()
-		c.carried = true
 		s = q.peek()
 	}
 	if s != nil {
@@ -119,9 +117,6 @@ func (c *Cyclic) carryAcyclic() {
 
 // appendAcyclic adds the queued datagram s to frame f if it fits.
 func (c *Cyclic) appendAcyclic(f *cyclicFrame, s *acyclicSlot) bool {
-	if f.builder.Room() < s.n {
-		return false
-	}
 	d, err := f.builder.Append(s.cmd, f.index, s.address, s.n)
 	if err != nil {
 		return false
