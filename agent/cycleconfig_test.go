@@ -101,7 +101,7 @@ func TestCycleConfigMapsEveryKey(t *testing.T) {
 		PDO: []config.SlavePDOs{{Slave: 2, RxPDOs: []config.PDO{{Index: 0x1601, Entries: []config.PDOEntry{{Index: 0x6040, SubIndex: 1, Bits: 16}}}},
 			TxPDOs: []config.PDO{}}}}
 	cfg.Cycle = config.Cycle{Period: 500 * time.Microsecond, Core: 2, Priority: 70, BusyWait: 5 * time.Microsecond,
-		SHM: "/run/x.shm", Program: "/opt/x"}
+		RecvSpin: 7 * time.Microsecond, SHM: "/run/x.shm", Program: "/opt/x"}
 	cfg.Log = config.Log{Level: "debug", Format: "json"}
 	cfg.Drives = []config.Drive{{Slave: 2, Mode: "csv", FaultReset: "auto", SettleCycles: 3,
 		Target: config.Target{Kind: "ramp", Value: 1, From: 2, To: 3, Duration: time.Second, Offset: 4, Amplitude: 5, Period: time.Minute}}}
@@ -113,7 +113,7 @@ func TestCycleConfigMapsEveryKey(t *testing.T) {
 			PDO: []program.SlavePDOs{{Slave: 2, RxPDOs: []program.PDO{{Index: 0x1601, Entries: []program.PDOEntry{{Index: 0x6040, SubIndex: 1, Bits: 16}}}},
 				TxPDOs: []program.PDO{}}}},
 		Cycle: program.Cycle{Period: program.Duration(500 * time.Microsecond), Core: 2, Priority: 70,
-			BusyWait: program.Duration(5 * time.Microsecond), SHM: "/run/x.shm"},
+			BusyWait: program.Duration(5 * time.Microsecond), RecvSpin: program.Duration(7 * time.Microsecond), SHM: "/run/x.shm"},
 		Log: program.Log{Level: "debug", Format: "json"},
 		Drives: []program.Drive{{Slave: 2, Mode: "csv", FaultReset: "auto", SettleCycles: 3,
 			Target: program.Target{Kind: "ramp", Value: 1, From: 2, To: 3, Duration: program.Duration(time.Second), Offset: 4, Amplitude: 5,

@@ -36,7 +36,6 @@ import (
 
 	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/cycle/program"
-	"github.com/ecagent/ecagent/master"
 )
 
 // Exit codes; documented in the package comment and the README.
@@ -180,13 +179,11 @@ func exitCode(ctx context.Context, e *env, err error) int {
 	}
 	fmt.Fprintf(e.stderr, "ecagent: %v\n", err)
 	var ue usageError
-	var count *master.SlaveCountError
-	var state *master.ALStateError
 	var mismatch *agent.BusMismatchError
 	switch {
 	case errors.As(err, &ue):
 		return exitUsage
-	case errors.As(err, &count), errors.As(err, &state), errors.As(err, &mismatch):
+	case program.IsBusMismatch(err), errors.As(err, &mismatch):
 		return exitBusMismatch
 	case ctx.Err() != nil:
 		return exitInterrupted

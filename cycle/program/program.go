@@ -154,9 +154,10 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	// The cycle thread is the link's only user from here: let it spin for
 	// its answers if configured (link.RecvSpinner), and stop spinning for
 	// the frames of the way down.
-	if sp, ok := l.(link.RecvSpinner); ok && cfg.Cycle.RecvSpin > 0 {
-		sp.SetRecvSpin(min(time.Duration(cfg.Cycle.RecvSpin), time.Duration(cfg.Cycle.Period)/2))
-		defer sp.SetRecvSpin(0)
+	spinner, spin := l.(link.RecvSpinner)
+	spin = spin && cfg.Cycle.RecvSpin > 0
+	if spin {
+		spinner.SetRecvSpin(min(time.Duration(cfg.Cycle.RecvSpin), time.Duration(cfg.Cycle.Period)/2))
 	}
 	var before, after runtime.MemStats
 	// Counting starts after the first cycle: it meets one first-use
@@ -165,6 +166,9 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	e.SteadyAfter = 1
 	e.OnSteady = func() { runtime.ReadMemStats(&before) }
 	rep.Cycles = e.Run()
+	if spin {
+		spinner.SetRecvSpin(0)
+	}
 	runtime.ReadMemStats(&after)
 	rep.Mallocs = after.Mallocs - before.Mallocs
 	rep.NumGC = after.NumGC - before.NumGC

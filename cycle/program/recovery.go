@@ -56,11 +56,12 @@ type recoverer struct {
 	health []master.SlaveHealth
 	slaves map[int]*slaveRecovery
 
-	// rt is how the worker's thread is set up: just below the cycle's
-	// priority, on its core, so that it runs in the cycle's idle time and
-	// has its next datagram queued before the next cycle (on the normal
-	// scheduler a busy host wakes it milliseconds late; the cycle never
-	// waits for it either way).
+	// rt is how the worker's threads are set up (its own and those of
+	// the slaves it recovers in parallel): just below the cycle's
+	// priority, on its core, so that they run in the cycle's idle time
+	// and have their next datagrams queued before the next cycle (on the
+	// normal scheduler a busy host wakes them milliseconds late; the
+	// cycle never waits for them either way).
 	rt rt.Options
 }
 
@@ -148,6 +149,12 @@ func (r *recoverer) pass(ctx context.Context) bool {
 		lanes <- struct{}{}
 		work.Go(func() {
 			defer func() { <-lanes }()
+			// On a thread set up like the worker's, locked for good: it
+			// ends with the goroutine instead of going back to the
+			// runtime with a real-time priority.
+			runtime.LockOSThread()
+			setup := rt.Apply(r.rt)
+			defer setup.Close()
 			f()
 		})
 	}
