@@ -14,6 +14,7 @@ import (
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/internal/simbus"
 	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/master/wire"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -32,23 +33,28 @@ func stormDuration(t *testing.T) time.Duration {
 
 // stormReport is what the storm's watcher counted.
 type stormReport struct {
-	cycles, overruns, acyclicOverruns, skipped uint64
-	acyclicCycles, acyclicFrames               uint64
-	reconnects                                 []time.Duration // replug to back in OP
-	recovered                                  int             // AL errors acknowledged back to OP
-	sdoOK, sdoFailed                           int64
+	cycles, overruns, skipped uint64
+	acyclicCycles             uint64
+	// Cycles that sent the extra acyclic frame, and the overruns among
+	// them.
+	acyclicFrames, acyclicFrameOverruns uint64
+	reconnects                          []time.Duration // replug to back in OP
+	recovered                           int             // AL errors acknowledged back to OP
+	sdoOK, sdoFailed                    int64
 }
 
 // TestFaultStorm runs the cycle at 1 ms with recovery while, every 2 s,
 // a slave is unplugged and plugged back 1 s later, another slave raises an
-// AL error, and an SDO upload loop runs against the CoE slave without a
-// pause. The cycle must not overrun because of the acyclic work (an
-// overrun in a cycle that carried acyclic datagrams and woke on time),
-// every replugged slave must be back in OP within 1 s, and once the storm
-// is over the cycle allocates nothing. Host stalls (late wake-ups, late or
-// lost cyclic answers: this test runs without real-time priority, beside
-// the simulator) are counted apart and reported. SDO uploads fail while
-// a break upstream cuts the CoE slave off; they are counted.
+// AL error, an SDO upload loop runs against the CoE slave without a
+// pause, and a register dump loop reads blocks too large for the cyclic
+// frame's room (so the extra acyclic frame goes out). The cycles that sent
+// the extra frame must not overrun more often than the others (beyond
+// noise): that excess would be the acyclic work's doing. Host stalls
+// (late wake-ups, late or lost cyclic answers: this test runs without
+// real-time priority, beside the simulator) hit both kinds of cycle
+// alike. Every replugged slave must be back in OP within 1 s, and once the
+// storm is over the cycle allocates nothing. SDO uploads and dumps fail
+// while a break upstream cuts their slave off; they are counted.
 func TestFaultStorm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 20 s storm")
@@ -97,6 +103,19 @@ func TestFaultStorm(t *testing.T) {
 		}
 	})
 
+	// The register dump: a frame's worth of slave 0's registers
+	// (0x0000-0x05C1), more than the room beside the cyclic datagrams.
+	var dumps atomic.Int64
+	sdo.Go(func() {
+		buf := make([]byte, wire.MaxDataLen)
+		station := m.Slaves()[0].StationAddress
+		for sdoCtx.Err() == nil {
+			if m.Bus().FPRD(sdoCtx, station, 0x0000, buf) == nil {
+				dumps.Add(1)
+			}
+		}
+	})
+
 	watch := newStormWatch(mem, period)
 	watch.t = t
 	storm := stormDuration(t)
@@ -140,14 +159,26 @@ func TestFaultStorm(t *testing.T) {
 	for _, d := range rep.reconnects {
 		worst = max(worst, d)
 	}
-	t.Logf("storm of %v: %d cycles, %d carried acyclic datagrams (%d in an extra frame); overruns %d (%d caused by acyclic work: a wait for the extra acyclic frame past the deadline; the rest the host's), skipped %d; "+
-		"%d reconnects, worst %v from plug-in to OP; %d AL errors recovered; SDO uploads %d ok, %d failed; %d mallocs in %d quiet cycles",
-		storm, rep.cycles, rep.acyclicCycles, rep.acyclicFrames, rep.overruns, rep.acyclicOverruns, rep.skipped,
-		len(rep.reconnects), worst, rep.recovered, rep.sdoOK, rep.sdoFailed, after.Mallocs-before.Mallocs, quiet)
-	if rep.acyclicOverruns != 0 {
-		t.Errorf("%d overruns caused by acyclic work", rep.acyclicOverruns)
+	others := rep.cycles - rep.acyclicFrames
+	otherOverruns := rep.overruns - rep.acyclicFrameOverruns
+	rateExtra := float64(rep.acyclicFrameOverruns) / float64(max(rep.acyclicFrames, 1))
+	rateOther := float64(otherOverruns) / float64(max(others, 1))
+	t.Logf("storm of %v: %d cycles, %d carried acyclic datagrams, %d sent the extra acyclic frame; overruns %d: "+
+		"%d in the cycles that sent the extra frame (%.3f %%), %d in the others (%.3f %%); skipped %d; "+
+		"%d reconnects, worst %v from plug-in to OP; %d AL errors recovered; SDO uploads %d ok, %d failed; %d register dumps; "+
+		"%d mallocs in %d quiet cycles",
+		storm, rep.cycles, rep.acyclicCycles, rep.acyclicFrames, rep.overruns, rep.acyclicFrameOverruns, 100*rateExtra,
+		otherOverruns, 100*rateOther, rep.skipped, len(rep.reconnects), worst, rep.recovered, rep.sdoOK, rep.sdoFailed,
+		dumps.Load(), after.Mallocs-before.Mallocs, quiet)
+	// More than a handful, and three times the host's own rate: the
+	// extra frame makes cycles overrun.
+	if rep.acyclicFrameOverruns > 5 && rateExtra > 3*rateOther {
+		t.Errorf("cycles with the extra acyclic frame overran at %.3f %%, the others at %.3f %%", 100*rateExtra, 100*rateOther)
 	}
-	if rep.acyclicCycles == 0 || rep.sdoOK == 0 || len(rep.reconnects) == 0 || rep.recovered == 0 {
+	if rep.acyclicFrames < rep.cycles/10 {
+		t.Errorf("only %d of %d cycles sent the extra acyclic frame: the storm did not exercise it", rep.acyclicFrames, rep.cycles)
+	}
+	if rep.acyclicCycles == 0 || rep.sdoOK == 0 || dumps.Load() == 0 || len(rep.reconnects) == 0 || rep.recovered == 0 {
 		t.Errorf("the storm did not happen: %+v", rep)
 	}
 	if quiet < 500 {
@@ -200,13 +231,9 @@ func (w *stormWatch) read(rep *stormReport, plugged map[int]time.Time) {
 		}
 		if f.Has(shm.SampleOverrun) {
 			rep.overruns++
-			// The cyclic answers were in before the next deadline and
-			// the cycle then waited for its extra acyclic frame past it:
-			// the acyclic work's doing. Anything else (a late wake-up, a
-			// late or lost cyclic answer) is the host's.
-			if f.Has(shm.SampleAcyclicFrame) && !f.Has(shm.SampleLostFrame) && w.s.Recv-w.s.Deadline < w.period {
-				rep.acyclicOverruns++
-				if rep.acyclicOverruns <= 5 {
+			if f.Has(shm.SampleAcyclicFrame) {
+				rep.acyclicFrameOverruns++
+				if rep.acyclicFrameOverruns <= 3 {
 					w.t.Logf("overrun: wake +%v, send +%v, recv +%v, end +%v", time.Duration(w.s.Wake-w.s.Deadline),
 						time.Duration(w.s.Send-w.s.Deadline), time.Duration(w.s.Recv-w.s.Deadline), time.Duration(w.s.End-w.s.Deadline))
 				}
