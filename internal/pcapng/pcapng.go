@@ -23,7 +23,12 @@ const (
 type Packet struct {
 	Interface int    // interface id (pcapng) or 0 (pcap)
 	Timestamp uint64 // raw timestamp in the interface's resolution (µs by default)
-	Data      []byte // captured bytes, starting with the Ethernet header
+	// Time is the capture time in nanoseconds since the Unix epoch, from
+	// Timestamp and the interface's if_tsresol and if_tsoffset options
+	// (pcapng) or the file's magic (pcap: µs or ns). It is 0 for a
+	// simple packet block, which carries no time.
+	Time int64
+	Data []byte // captured bytes, starting with the Ethernet header
 }
 
 // ReadFile returns every packet in a pcapng or classic pcap file.
@@ -56,17 +61,25 @@ func parsePcap(b []byte, bo binary.ByteOrder) ([]Packet, error) {
 	if len(b) < 24 {
 		return nil, errors.New("truncated pcap header")
 	}
+	// The magic tells the resolution of the fraction: 0xA1B2C3D4 µs,
+	// 0xA1B23C4D ns (the nanosecond pcap variant).
+	fracNS := int64(1000)
+	if bo.Uint32(b) == 0xA1B23C4D {
+		fracNS = 1
+	}
 	var out []Packet
 	for off := 24; off < len(b); {
 		if off+16 > len(b) {
 			return out, fmt.Errorf("truncated record header at offset %d", off)
 		}
-		ts := uint64(bo.Uint32(b[off:]))<<32 | uint64(bo.Uint32(b[off+4:]))
+		sec, frac := bo.Uint32(b[off:]), bo.Uint32(b[off+4:])
+		ts := uint64(sec)<<32 | uint64(frac)
 		incl := int(bo.Uint32(b[off+8:]))
 		if off+16+incl > len(b) {
 			return out, fmt.Errorf("record at offset %d overruns the file", off)
 		}
-		out = append(out, Packet{Timestamp: ts, Data: b[off+16 : off+16+incl]})
+		t := int64(sec)*1e9 + int64(frac)*fracNS
+		out = append(out, Packet{Timestamp: ts, Time: t, Data: b[off+16 : off+16+incl]})
 		off += 16 + incl
 	}
 	return out, nil
@@ -75,6 +88,7 @@ func parsePcap(b []byte, bo binary.ByteOrder) ([]Packet, error) {
 func parsePcapng(b []byte) ([]Packet, error) {
 	var out []Packet
 	var bo binary.ByteOrder = binary.LittleEndian
+	var ifaces []tsUnit // per interface of the current section
 	for off := 0; off < len(b); {
 		if off+12 > len(b) {
 			return out, fmt.Errorf("truncated block header at offset %d", off)
@@ -87,6 +101,7 @@ func parsePcapng(b []byte) ([]Packet, error) {
 			default:
 				bo = binary.BigEndian
 			}
+			ifaces = ifaces[:0] // interface ids restart in each section
 		} else {
 			typ = bo.Uint32(b[off:])
 		}
@@ -96,6 +111,8 @@ func parsePcapng(b []byte) ([]Packet, error) {
 		}
 		body := b[off+8 : off+blen-4]
 		switch typ {
+		case blockInterfaceDesc:
+			ifaces = append(ifaces, interfaceUnit(body, bo))
 		case blockEnhancedPacket:
 			if len(body) < 20 {
 				return out, fmt.Errorf("short enhanced packet block at offset %d", off)
@@ -105,7 +122,12 @@ func parsePcapng(b []byte) ([]Packet, error) {
 				return out, fmt.Errorf("packet at offset %d overruns its block", off)
 			}
 			ts := uint64(bo.Uint32(body[4:]))<<32 | uint64(bo.Uint32(body[8:]))
-			out = append(out, Packet{Interface: int(bo.Uint32(body)), Timestamp: ts, Data: body[20 : 20+caplen]})
+			id := int(bo.Uint32(body))
+			u := tsUnit{div: 1_000_000}
+			if id < len(ifaces) {
+				u = ifaces[id]
+			}
+			out = append(out, Packet{Interface: id, Timestamp: ts, Time: u.nanos(ts), Data: body[20 : 20+caplen]})
 		case blockSimplePacket:
 			if len(body) < 4 {
 				return out, fmt.Errorf("short simple packet block at offset %d", off)
@@ -116,4 +138,61 @@ func parsePcapng(b []byte) ([]Packet, error) {
 		off += blen
 	}
 	return out, nil
+}
+
+// tsUnit converts an interface's raw timestamps to nanoseconds: a
+// timestamp counts units of 1/div seconds (if_tsresol), from offset
+// seconds after the epoch (if_tsoffset).
+type tsUnit struct {
+	div    uint64 // units per second
+	offset int64  // seconds
+}
+
+// nanos returns the time of raw timestamp ts in ns since the epoch.
+func (u tsUnit) nanos(ts uint64) int64 {
+	sec, frac := ts/u.div, ts%u.div
+	return (u.offset+int64(sec))*1e9 + int64(frac*1e9/u.div)
+}
+
+// Interface description block options (pcapng draft, section 4.2).
+const (
+	optEndOfOpt = 0
+	optTSResol  = 9
+	optTSOffset = 14
+)
+
+// interfaceUnit reads the timestamp unit from an interface description
+// block's body (link type, reserved, snap length, then options). Without
+// if_tsresol a timestamp counts microseconds; a resolution finer than
+// what fits in 64 bits is taken as nanoseconds.
+func interfaceUnit(body []byte, bo binary.ByteOrder) tsUnit {
+	u := tsUnit{div: 1_000_000}
+	for off := 8; off+4 <= len(body); {
+		code, n := bo.Uint16(body[off:]), int(bo.Uint16(body[off+2:]))
+		if code == optEndOfOpt || off+4+n > len(body) {
+			break
+		}
+		v := body[off+4 : off+4+n]
+		switch {
+		case code == optTSResol && n >= 1:
+			u.div = resolution(v[0])
+		case code == optTSOffset && n >= 8:
+			u.offset = int64(bo.Uint64(v))
+		}
+		off += 4 + (n+3)&^3
+	}
+	return u
+}
+
+// resolution decodes if_tsresol: bit 7 clear, 10^-v seconds; set,
+// 2^-(v&0x7F) seconds.
+func resolution(v byte) uint64 {
+	if v&0x80 != 0 {
+		return 1 << min(v&0x7F, 30)
+	}
+	d := uint64(1)
+	for range min(v, 9) {
+		d *= 10
+	}
+	return d
 }
