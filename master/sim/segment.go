@@ -56,6 +56,7 @@ type options struct {
 	delay         *ResponseDelay
 	hopDelay      int       // forward hop, ns
 	drift         []float64 // ppm per device, repeating
+	clock         func() int64
 }
 
 type preset struct {
@@ -109,6 +110,14 @@ func WithClockDrift(ppm ...float64) Option {
 // delays masters measure grow by about ns − 140 per device.
 func WithHopDelay(ns int) Option { return func(o *options) { o.hopDelay = max(ns, 0) } }
 
+// WithClock makes the segment take its time from now, in ns from any
+// origin, instead of the monotonic clock since NewSegment: a replay drives
+// it from a capture's timestamps, so that every time-based behaviour
+// (EEPROM cycles, mailbox answers, state changes, distributed clocks)
+// happens exactly as the capture's timing says, whatever the host's load.
+// now must never go backwards and is called with the segment locked.
+func WithClock(now func() int64) Option { return func(o *options) { o.clock = now } }
+
 // NewSegment connects devices in a line, in order, and returns the segment.
 // The devices become part of it (a device must not be in two segments).
 func NewSegment(devices []*Device, opts ...Option) *Segment {
@@ -119,6 +128,9 @@ func NewSegment(devices []*Device, opts ...Option) *Segment {
 	}
 	s := &Segment{devices: append([]*Device(nil), devices...), opts: o, start: time.Now(), hops: hopsFor(o.hopDelay)}
 	s.now = func() int64 { return int64(time.Since(s.start)) }
+	if o.clock != nil {
+		s.now = o.clock
+	}
 	s.faults.init(s)
 	for i, d := range s.devices {
 		d.mu = &s.mu

@@ -1,0 +1,91 @@
+package replay
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ecagent/ecagent/master/sim"
+)
+
+const captures = "../../../testdata/real-hw/captures"
+
+// minScore is the share of datagrams every real capture must be answered
+// identically (WKC and data, time registers on WKC only).
+const minScore = 99.0
+
+func manifest(t *testing.T) []Entry {
+	t.Helper()
+	entries, err := ReadManifest(filepath.Join(captures, "devices.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+func TestManifestListsEveryCapture(t *testing.T) {
+	var listed []string
+	for _, e := range manifest(t) {
+		listed = append(listed, filepath.Base(e.Capture))
+	}
+	files, err := os.ReadDir(captures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if n := f.Name(); (strings.HasSuffix(n, ".pcapng") || strings.HasSuffix(n, ".pcap")) && !slices.Contains(listed, n) {
+			t.Errorf("%s is not in devices.txt: no replay test runs it", n)
+		}
+	}
+}
+
+func replayEntry(t *testing.T, e Entry) *Result {
+	t.Helper()
+	c, err := Read(e.Capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs, err := sim.ParseDevices(e.Devices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(c, devs, Options{Examples: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestReplayEveryCapture(t *testing.T) {
+	for _, e := range manifest(t) {
+		name := strings.TrimSuffix(filepath.Base(e.Capture), ".pcapng")
+		t.Run(name, func(t *testing.T) {
+			r := replayEntry(t, e)
+			t.Logf("%s: fidelity %.1f%% (WKC %.1f%%) of %d datagrams, %d unanswered, %d requests lost, %d stray answers",
+				name, r.Score(), r.WKCScore(), r.Datagrams, r.Unanswered, r.Lost, r.Strays)
+			for _, g := range r.Groups {
+				x := g.Examples[0]
+				t.Logf("  %-12s %4d differ (%d WKC), e.g. at %.3f ms adp=%#04x wkc real=%d sim=%d data real=% x sim=% x",
+					g.Key(), g.Count, g.WKC, float64(x.Time)/1e6, x.ADP, x.RealWKC, x.SimWKC, cut(x.Real), cut(x.Sim))
+			}
+			if r.Score() < minScore {
+				t.Errorf("fidelity %.1f%%, want ≥ %.0f%%", r.Score(), minScore)
+			}
+		})
+	}
+}
+
+func cut(b []byte) []byte { return b[:min(len(b), 16)] }
+
+// TestReplayIsDeterministic replays each capture twice and wants the same
+// result: the virtual clock, not the host, times every behaviour.
+func TestReplayIsDeterministic(t *testing.T) {
+	for _, e := range manifest(t) {
+		a, b := replayEntry(t, e), replayEntry(t, e)
+		if a.Same != b.Same || a.SameWKC != b.SameWKC || a.Datagrams != b.Datagrams || len(a.Groups) != len(b.Groups) {
+			t.Errorf("%s: two replays differ: %d/%d vs %d/%d same", e.Capture, a.Same, a.Datagrams, b.Same, b.Datagrams)
+		}
+	}
+}
