@@ -75,3 +75,19 @@ func TestClockAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestNowIsClockMonotonic checks that Now, read through the runtime's
+// vDSO clock, is CLOCK_MONOTONIC as clock_nanosleep's TIMER_ABSTIME
+// deadlines and the kernel's own timestamps count it: it lies between
+// two clock_gettime system calls made around it.
+func TestNowIsClockMonotonic(t *testing.T) {
+	for range 1000 {
+		var a, b unix.Timespec
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &a)
+		now := Now()
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &b)
+		if now < a.Nano() || now > b.Nano() {
+			t.Fatalf("Now %d outside [%d, %d] of CLOCK_MONOTONIC", now, a.Nano(), b.Nano())
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -37,6 +38,11 @@ type fdConn struct {
 	closed atomic.Bool
 
 	recvPoll [2]unix.PollFd // {fd, wake}, used by Recv only
+	// The message header, its one vector and the control buffer of Poll's
+	// recvmsg, which brings the kernel's receive time (SO_TIMESTAMPNS).
+	pollMsg unix.Msghdr
+	pollIov unix.Iovec
+	pollOOB [8]uint64 // word-aligned, as control messages are
 	spin     time.Duration  // Recv reads without waiting this long first
 	timeout  unix.Timespec  // used by Recv only
 	pad      [MinFrameSize]byte
@@ -63,6 +69,11 @@ func newFDConn(name string, fd int, to unix.Sockaddr, sendFlags int, eofIsClose 
 		sendAgain:  &OpError{Op: "send", Link: name, Err: unix.EAGAIN},
 		sendNoBuf:  &OpError{Op: "send", Link: name, Err: unix.ENOBUFS},
 	}
+	// The kernel's receive time of every frame, read by Poll. A socket
+	// that refuses it still works; Poll then reports no receive time.
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+	c.pollMsg.Iov = &c.pollIov
+	c.pollMsg.SetIovlen(1)
 	c.recvPoll[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
 	c.recvPoll[1] = unix.PollFd{Fd: int32(wake), Events: unix.POLLIN}
 	return c, nil
@@ -153,6 +164,63 @@ func (c *fdConn) recv(buf []byte, deadline time.Time) (int, error) {
 		}
 		return n, nil
 	}
+}
+
+// poll reads a frame that has arrived, without waiting, with recvmsg(2)
+// as a raw system call: it cannot block, so the runtime need not hand the
+// caller's P off. received is the kernel's receive time (CLOCK_REALTIME
+// ns), 0 when the control message does not hold it.
+func (c *fdConn) poll(buf []byte) (n int, received int64, err error) {
+	if len(buf) == 0 {
+		return 0, 0, &OpError{Op: "recv", Link: c.name, Err: io.ErrShortBuffer}
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed.Load() {
+		return 0, 0, c.errs.recvClosed
+	}
+	c.pollIov.Base = &buf[0]
+	c.pollIov.SetLen(len(buf))
+	oob := unsafe.Slice((*byte)(unsafe.Pointer(&c.pollOOB[0])), 8*len(c.pollOOB))
+	c.pollMsg.Control = &oob[0]
+	c.pollMsg.SetControllen(len(oob))
+	c.pollMsg.Flags = 0
+	for {
+		r, _, errno := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&c.pollMsg)), unix.MSG_DONTWAIT)
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno == unix.EAGAIN:
+			return 0, 0, nil
+		case errno == unix.ECONNRESET:
+			return 0, 0, c.errs.recvClosed
+		case errno != 0:
+			return 0, 0, &OpError{Op: "recv", Link: c.name, Err: errno}
+		case r == 0 && c.eofIsClose:
+			return 0, 0, c.errs.recvClosed
+		}
+		return int(r), receiveTime(oob[:c.pollMsg.Controllen]), nil
+	}
+}
+
+// receiveTime finds the SCM_TIMESTAMPNS control message in oob (as the
+// kernel wrote it: aligned to the word size) and returns its time in ns,
+// or 0.
+func receiveTime(oob []byte) int64 {
+	const align = int(unsafe.Sizeof(uintptr(0)))
+	for off := 0; off+unix.SizeofCmsghdr <= len(oob); {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[off]))
+		n := int(h.Len)
+		if n < unix.SizeofCmsghdr || off+n > len(oob) {
+			return 0
+		}
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS &&
+			n >= unix.SizeofCmsghdr+int(unsafe.Sizeof(unix.Timespec{})) {
+			return (*unix.Timespec)(unsafe.Pointer(&oob[off+unix.SizeofCmsghdr])).Nano()
+		}
+		off += (n + align - 1) &^ (align - 1) // CMSG_ALIGN
+	}
+	return 0
 }
 
 // spinRecv reads without waiting until a frame comes, c.spin has passed or

@@ -152,6 +152,22 @@ func (e *PipeEnd) Recv(buf []byte, deadline time.Time) (int, error) {
 	}
 }
 
+// Poll copies the oldest frame sent by the peer into buf without waiting
+// (Poller), with the time the peer sent it as its receive time: the pipe
+// delivers at once. It returns 0, 0, nil when none waits.
+func (e *PipeEnd) Poll(buf []byte) (int, int64, error) {
+	if e.closed.Load() {
+		return 0, 0, e.errs.recvClosed
+	}
+	if n, at, ok := e.in.popStamped(buf); ok {
+		return n, at, nil
+	}
+	if e.peer.closed.Load() {
+		return 0, 0, e.errs.recvClosed
+	}
+	return 0, 0, nil
+}
+
 // Close closes this end. It never fails and may be called more than once.
 func (e *PipeEnd) Close() error {
 	if e.closed.CompareAndSwap(false, true) {
@@ -180,6 +196,7 @@ type pipeQueue struct {
 	mask     uint64
 	frames   []byte // len(lens) slots of slotSize bytes
 	lens     []int
+	stamps   []int64       // CLOCK_REALTIME ns of each slot's push
 	ready    chan struct{} // holds a token after a push
 
 	_    [64]byte      // keep the producer's and consumer's words on separate cache lines
@@ -197,6 +214,7 @@ func newPipeQueue(slots, slotSize int) *pipeQueue {
 		mask:     uint64(slots - 1),
 		frames:   make([]byte, slots*slotSize),
 		lens:     make([]int, slots),
+		stamps:   make([]int64, slots),
 		ready:    make(chan struct{}, 1),
 	}
 }
@@ -222,6 +240,7 @@ func (q *pipeQueue) push(frame []byte) {
 		n = MinFrameSize
 	}
 	q.lens[tail&q.mask] = n
+	q.stamps[tail&q.mask] = time.Now().UnixNano()
 	q.tail.Store(tail + 1)
 	select {
 	case q.ready <- struct{}{}:
@@ -231,11 +250,18 @@ func (q *pipeQueue) push(frame []byte) {
 
 // pop copies the oldest frame into buf, truncated to len(buf).
 func (q *pipeQueue) pop(buf []byte) (int, bool) {
+	n, _, ok := q.popStamped(buf)
+	return n, ok
+}
+
+// popStamped is pop that also returns the time the frame was pushed.
+func (q *pipeQueue) popStamped(buf []byte) (int, int64, bool) {
 	head := q.head.Load()
 	if head == q.tail.Load() {
-		return 0, false
+		return 0, 0, false
 	}
 	n := copy(buf, q.slot(head)[:q.lens[head&q.mask]])
+	at := q.stamps[head&q.mask]
 	q.head.Store(head + 1)
-	return n, true
+	return n, at, true
 }

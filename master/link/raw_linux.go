@@ -156,6 +156,10 @@ func (s *RawSocket) Recv(buf []byte, deadline time.Time) (int, error) {
 	return s.conn.recv(buf, deadline)
 }
 
+// Poll reads a frame that has arrived without waiting, with the kernel's
+// receive time (Poller).
+func (s *RawSocket) Poll(buf []byte) (int, int64, error) { return s.conn.poll(buf) }
+
 // SetRecvSpin makes Recv read without waiting for up to d before it
 // blocks (link.RecvSpinner); 0 switches it off.
 func (s *RawSocket) SetRecvSpin(d time.Duration) { s.conn.spin = max(d, 0) }

@@ -139,6 +139,10 @@ func (l *FDLink) Recv(buf []byte, deadline time.Time) (int, error) {
 	return l.conn.recv(buf, deadline)
 }
 
+// Poll reads a frame that has arrived without waiting, with the kernel's
+// receive time (Poller).
+func (l *FDLink) Poll(buf []byte) (int, int64, error) { return l.conn.poll(buf) }
+
 // SetRecvSpin makes Recv read without waiting for up to d before it
 // blocks (RecvSpinner); 0 switches it off.
 func (l *FDLink) SetRecvSpin(d time.Duration) { l.conn.spin = max(d, 0) }

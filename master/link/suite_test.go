@@ -205,6 +205,53 @@ func runLinkSuite(t *testing.T, newPair pairFactory) {
 		}
 	})
 
+	t.Run("PollDoesNotWait", func(t *testing.T) {
+		a, b := newPair(t)
+		p, ok := b.(Poller)
+		if !ok {
+			t.Fatalf("%T is not a Poller", b)
+		}
+		buf := make([]byte, MaxFrameSize)
+		if n, at, err := p.Poll(buf); n != 0 || at != 0 || err != nil {
+			t.Fatalf("Poll with nothing sent = %d, %d, %v; want 0, 0, nil", n, at, err)
+		}
+		frame := testFrame(100, b.HardwareAddr(), a.HardwareAddr(), 3)
+		before := time.Now().UnixNano()
+		if err := a.Send(frame); err != nil {
+			t.Fatal(err)
+		}
+		// The frame is on its way (a veth passes it in softirq): poll
+		// until it is there, within a second.
+		var n int
+		var at int64
+		var err error
+		for end := time.Now().Add(time.Second); n == 0 && err == nil && time.Now().Before(end); {
+			n, at, err = p.Poll(buf)
+		}
+		after := time.Now().UnixNano()
+		if err != nil || !bytes.Equal(buf[:n], frame) {
+			t.Fatalf("Poll = %d bytes, %v; want the %d bytes sent", n, err, len(frame))
+		}
+		if at < before || at > after {
+			t.Errorf("receive time %d not within the send and the poll [%d, %d]", at, before, after)
+		}
+		if n, _, err := p.Poll(buf); n != 0 || err != nil {
+			t.Errorf("second Poll = %d, %v; want nothing", n, err)
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			_ = a.Send(frame)
+			for n, _, _ := p.Poll(buf); n == 0; n, _, _ = p.Poll(buf) {
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("Send and Poll allocate %.1f times", allocs)
+		}
+		_ = b.Close()
+		if _, _, err := p.Poll(buf); !errors.Is(err, ErrClosed) {
+			t.Errorf("Poll after Close: %v, want ErrClosed", err)
+		}
+	})
+
 	t.Run("RoundTripAllocatesNothing", func(t *testing.T) {
 		if raceEnabled {
 			t.Skip("the race detector allocates")
