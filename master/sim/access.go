@@ -155,7 +155,7 @@ func (d *Device) finish(ac *access, f *frameContext) {
 		d.registersWritten(ac.regLo, ac.regHi, f)
 	}
 	if ac.siiCommand {
-		d.eeprom.command(d.mem.b[:])
+		d.eeprom.command(d.mem.b[:], f.arrival)
 	}
 	for i := range d.nsm {
 		s := &d.sms[i]

@@ -16,6 +16,8 @@ type chip struct {
 	// once in SAFEOP (EL1004 in the SOEM capture); ET1100-class ones always
 	// 0x0040.
 	siiBelowSafeOp uint16
+	// sii is how long the EEPROM interface takes for its commands.
+	sii siiTiming
 	// dcAlways says the system time unit (0x0910–0x09FF) exists whatever the
 	// ESC configuration; otherwise it exists only when the SII's ESC
 	// configuration byte enables the SYNC or LATCH unit (bits 2 and 3).
@@ -34,6 +36,7 @@ var (
 		info: esc.Info{Type: 0x11, Revision: 0x00, Build: 0x0003, FMMUs: 8, SyncManagers: 8,
 			RAMSizeKiB: 8, PortDescriptor: 0x3B, Features: 0x00FC},
 		siiControl: 0x0040,
+		sii:        siiI2C,
 		dcAlways:   true,
 	}
 	// chipET1200 is the controller of the small terminals (EL1004, EL2828,
@@ -43,6 +46,7 @@ var (
 			RAMSizeKiB: 1, PortDescriptor: 0x4A, Features: 0x01FC},
 		siiControl:     0x0040,
 		siiBelowSafeOp: 0x0010,
+		sii:            siiI2C,
 	}
 	// chipEL2889 is the EL2889's controller: ET1100 features and DC, but
 	// only 3 FMMUs and 4 SyncManagers.
@@ -50,6 +54,7 @@ var (
 		info: esc.Info{Type: 0x11, Revision: 0x00, Build: 0x0003, FMMUs: 3, SyncManagers: 4,
 			RAMSizeKiB: 8, PortDescriptor: 0x4A, Features: 0x00FC},
 		siiControl: 0x0040,
+		sii:        siiI2C,
 		dcAlways:   true,
 	}
 	// chipEK1914 is the EK1914's controller: ET1100 class with an
@@ -58,6 +63,7 @@ var (
 		info: esc.Info{Type: 0x11, Revision: 0x00, Build: 0x0003, FMMUs: 8, SyncManagers: 8,
 			RAMSizeKiB: 8, PortDescriptor: 0x3B, Features: 0x00FC},
 		siiControl: 0x0040,
+		sii:        siiI2C,
 	}
 )
 

@@ -64,7 +64,7 @@ type deviceSpec struct {
 
 // Defaults applied when a segment option does not say otherwise.
 const (
-	defaultSIIBusyFrames = 2
+	siiTimeBased         = -1 // busy frames: the chip's SII timing decides
 	defaultESMDelay      = 1
 	defaultMailboxDelay  = 2
 )
@@ -110,7 +110,7 @@ func (d *Device) powerUp(image []byte, spec deviceSpec) error {
 	d.resetRegisters()
 
 	owned := append([]byte(nil), image...)
-	d.eeprom = newEEPROMInterface(owned, d.chip.siiControl, defaultSIIBusyFrames)
+	d.eeprom = newEEPROMInterface(owned, d.chip.siiControl, d.chip.sii, siiTimeBased)
 	d.eeprom.sync(regs)
 
 	d.esm = stateMachine{
@@ -361,6 +361,12 @@ func (d *Device) physical(cmd wire.Command, me bool, dg *wire.Datagram, f *frame
 		}
 	}
 	return inc
+}
+
+// advance carries out what the device's timers have finished by segment
+// time now, before a frame reaches it: time-based EEPROM commands.
+func (d *Device) advance(now int64) {
+	d.eeprom.advance(d.mem.b[:], now)
 }
 
 // tick advances the device's timers by one frame: EEPROM busy time, a

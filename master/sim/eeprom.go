@@ -10,14 +10,18 @@ import (
 // eepromInterface emulates the SII EEPROM interface, registers 0x0500–0x050F
 // (ESC datasheet section II, "SII EEPROM interface"): a command written to
 // the control register with a word address starts a read, write or reload;
-// the interface stays busy for a configurable number of frames, then a read
-// delivers 8 bytes in the data register.
+// the interface stays busy for the chip's read time (see siiTiming), then a
+// read delivers 8 (or 4) bytes in the data register. With busyFrames set it
+// counts frames instead of time (WithSIIBusyFrames).
 type eepromInterface struct {
 	image      []byte // the EEPROM contents, owned
 	idle       uint16 // control/status value when idle (chip dependent)
 	extra      uint16 // state dependent bits ORed into the control value
-	busyFrames int    // frames a command stays busy after the frame that wrote it
-	busyLeft   int    // frames left; 0 when idle
+	timing     siiTiming
+	busyFrames int   // ≥0: frames a command stays busy after the frame that wrote it; <0: time-based
+	doneAt     int64 // time-based: segment time the running command completes
+	refuseTill int64 // segment time the EEPROM's own write cycle ends
+	busyLeft   int   // frames left (1 while a time-based command runs); 0 when idle
 	armed      bool   // the command was written during the current frame
 	cmd        uint16 // command in progress (esc.SIICmdRead, …)
 	addr       uint32 // word address of the command in progress
@@ -25,8 +29,8 @@ type eepromInterface struct {
 	badCRC     bool   // the image's header checksum is wrong
 }
 
-func newEEPROMInterface(image []byte, idle uint16, busyFrames int) eepromInterface {
-	e := eepromInterface{image: image, idle: idle, busyFrames: max(busyFrames, 0)}
+func newEEPROMInterface(image []byte, idle uint16, t siiTiming, busyFrames int) eepromInterface {
+	e := eepromInterface{image: image, idle: idle, timing: t, busyFrames: busyFrames}
 	e.badCRC = len(image) < sii.HeaderSize || sii.CRC8(image[:0x0E]) != image[0x0E]
 	return e
 }
@@ -57,9 +61,10 @@ func (e *eepromInterface) locked(regs []byte) bool {
 	return e.busy() || regs[esc.RegSIIConfig]&0x01 != 0
 }
 
-// command handles a write to the command byte 0x0503. The register file
-// already holds the written control value, address and data.
-func (e *eepromInterface) command(regs []byte) {
+// command handles a write to the command byte 0x0503 at segment time now.
+// The register file already holds the written control value, address and
+// data.
+func (e *eepromInterface) command(regs []byte, now int64) {
 	ctl := binary.LittleEndian.Uint16(regs[esc.RegSIIControl:])
 	cmd := ctl & esc.SIICmdMask
 	addr := binary.LittleEndian.Uint32(regs[esc.RegSIIAddress:])
@@ -74,21 +79,44 @@ func (e *eepromInterface) command(regs []byte) {
 	case cmd != esc.SIICmdReload && int(addr)*2+2 > len(e.image):
 		// The EEPROM does not acknowledge an address beyond its size.
 		e.errors = esc.SIICommandError
-	default:
+	case now < e.refuseTill:
+		// The EEPROM chip is still writing the last word and does not
+		// acknowledge its address: the ESC reports the missing
+		// acknowledge (0x0502 bit 13) and carries out nothing.
+		e.errors = esc.SIICommandError
+	case e.busyFrames >= 0:
 		e.cmd, e.addr = cmd, addr
 		e.busyLeft, e.armed = e.busyFrames, true
 		if e.busyFrames == 0 {
 			e.busyLeft = 1
 			e.complete(regs)
 		}
+	default:
+		e.cmd, e.addr = cmd, addr
+		e.busyLeft = 1
+		e.doneAt = now + e.timing.duration(cmd)
+		if cmd == esc.SIICmdWrite {
+			e.refuseTill = now + e.timing.writeCycle
+		}
+		if e.doneAt <= now {
+			e.complete(regs)
+		}
 	}
 	e.sync(regs)
+}
+
+// advance completes a time-based command whose time is over at segment
+// time now; the segment calls it before a frame reaches the device.
+func (e *eepromInterface) advance(regs []byte, now int64) {
+	if e.busyFrames < 0 && e.busy() && now >= e.doneAt {
+		e.complete(regs)
+	}
 }
 
 // tick advances a running command by one frame; it completes when its busy
 // time is over.
 func (e *eepromInterface) tick(regs []byte) {
-	if !e.busy() {
+	if e.busyFrames < 0 || !e.busy() {
 		return
 	}
 	if e.armed {
@@ -106,7 +134,7 @@ func (e *eepromInterface) tick(regs []byte) {
 func (e *eepromInterface) complete(regs []byte) {
 	switch e.cmd {
 	case esc.SIICmdRead:
-		data := regs[esc.RegSIIData : esc.RegSIIData+8]
+		data := regs[esc.RegSIIData : int(esc.RegSIIData)+e.readBytes()]
 		from := int(e.addr) * 2
 		for i := range data {
 			if from+i < len(e.image) {
@@ -117,9 +145,12 @@ func (e *eepromInterface) complete(regs []byte) {
 		}
 	case esc.SIICmdWrite:
 		at := int(e.addr) * 2
+		// The checksum error bit tells the result of the last load of
+		// the configuration area (ET1100 datasheet section II, 0x0502
+		// bit 11): writing a word does not change it, a reload does.
 		copy(e.image[at:at+2], regs[esc.RegSIIData:esc.RegSIIData+2])
-		e.badCRC = sii.CRC8(e.image[:0x0E]) != e.image[0x0E]
 	case esc.SIICmdReload:
+		e.badCRC = len(e.image) < sii.HeaderSize || sii.CRC8(e.image[:0x0E]) != e.image[0x0E]
 		loadConfiguration(regs, e.image)
 	}
 	e.busyLeft, e.cmd = 0, 0
