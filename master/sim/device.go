@@ -64,9 +64,9 @@ type deviceSpec struct {
 
 // Defaults applied when a segment option does not say otherwise.
 const (
-	siiTimeBased         = -1 // busy frames: the chip's SII timing decides
-	defaultESMDelay      = 1
-	defaultMailboxDelay  = 2
+	siiTimeBased        = -1 // busy frames: the chip's SII timing decides
+	defaultESMDelay     = 1
+	defaultMailboxDelay = 2
 )
 
 // newDevice builds a device from its SII image and spec.

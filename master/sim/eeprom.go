@@ -18,10 +18,10 @@ type eepromInterface struct {
 	idle       uint16 // control/status value when idle (chip dependent)
 	extra      uint16 // state dependent bits ORed into the control value
 	timing     siiTiming
-	busyFrames int   // ≥0: frames a command stays busy after the frame that wrote it; <0: time-based
-	doneAt     int64 // time-based: segment time the running command completes
-	refuseTill int64 // segment time the EEPROM's own write cycle ends
-	busyLeft   int   // frames left (1 while a time-based command runs); 0 when idle
+	busyFrames int    // ≥0: frames a command stays busy after the frame that wrote it; <0: time-based
+	doneAt     int64  // time-based: segment time the running command completes
+	refuseTill int64  // segment time the EEPROM's own write cycle ends
+	busyLeft   int    // frames left (1 while a time-based command runs); 0 when idle
 	armed      bool   // the command was written during the current frame
 	cmd        uint16 // command in progress (esc.SIICmdRead, …)
 	addr       uint32 // word address of the command in progress

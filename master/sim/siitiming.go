@@ -6,8 +6,8 @@ import "github.com/ecagent/ecagent/master/esc"
 // segment time. A zero read time makes a command complete within the frame
 // that issued it (an EEPROM emulated by a microcontroller answers at once).
 type siiTiming struct {
-	read   int64 // from a read (or reload) command to the data being valid
-	write  int64 // from a write command to the interface reporting idle
+	read  int64 // from a read (or reload) command to the data being valid
+	write int64 // from a write command to the interface reporting idle
 	// writeCycle is the EEPROM chip's own write cycle after a write:
 	// until it ends the chip does not acknowledge, and the ESC refuses
 	// every command with 0x0502 bit 13.
