@@ -1,13 +1,13 @@
 package mqtt
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
+
+	"github.com/ecagent/ecagent/mqtt/cmdparse"
 )
 
 // RejectCode classifies why a write from MQTT was refused; it is the
@@ -39,13 +39,10 @@ func reject(code RejectCode, format string, args ...any) *RejectError {
 	return &RejectError{Code: code, Reason: fmt.Sprintf(format, args...)}
 }
 
-// maxCommandPayload bounds the payload of a write; anything longer is no
-// single value.
-const maxCommandPayload = 1024
-
 // ParseCommandValue parses the payload of a write to signal s: a JSON
 // value (true, 1, -3.25) or an object {"value": …} (other members are
-// ignored). Booleans take true or false (or 0 and 1); integer signals
+// ignored), and nothing else: "1,000" or "3abc" is refused, never read as
+// 1 or 3. Booleans take true or false (or 0 and 1); integer signals
 // take integral numbers; floating-point signals any number, in
 // engineering units. The value must lie within the signal's [Min, Max]
 // when it is writable, and fit its raw bits in any case. It returns the
@@ -68,6 +65,8 @@ type nonFinite struct{}
 // or anything else) against signal s; see ParseCommandValue.
 func checkValue(v any, s *Signal) (value float64, raw uint64, err error) {
 	switch x := v.(type) {
+	case *RejectError:
+		return 0, 0, x
 	case nonFinite:
 		return 0, 0, reject(RejectOutOfRange, "%s: not a finite number", s.Name)
 	case bool:
@@ -111,33 +110,25 @@ func checkValue(v any, s *Signal) (value float64, raw uint64, err error) {
 	return value, raw, nil
 }
 
-// decodeCommandJSON decodes a write's payload: one JSON value, or an
-// object whose "value" member is the value. Numbers stay json.Number.
+// decodeCommandJSON decodes a write's payload strictly (cmdparse.Parse):
+// one JSON value, or an object whose "value" member is the value. Numbers
+// stay json.Number.
 func decodeCommandJSON(payload []byte) (any, error) {
-	payload = bytes.TrimSpace(payload)
-	if len(payload) == 0 {
-		return nil, reject(RejectMalformed, "empty payload; want a JSON value such as true or 2.5, or {\"value\": …}")
+	v, err := cmdparse.Parse(payload)
+	if err != nil {
+		return nil, reject(RejectMalformed, "%s", err.Error())
 	}
-	if len(payload) > maxCommandPayload {
-		return nil, reject(RejectMalformed, "payload of %d bytes; a write carries one value", len(payload))
+	switch v.Kind {
+	case cmdparse.KindBool:
+		return v.Bool, nil
+	case cmdparse.KindNumber:
+		return json.Number(v.Text), nil
+	case cmdparse.KindString:
+		return v.Text, nil
+	case cmdparse.KindNull:
+		return nil, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, reject(RejectMalformed, "malformed JSON: %v", err)
-	}
-	if _, err := dec.Token(); err == nil {
-		return nil, reject(RejectMalformed, "malformed JSON: more than one value")
-	}
-	if obj, ok := v.(map[string]any); ok {
-		inner, ok := obj["value"]
-		if !ok {
-			return nil, reject(RejectMalformed, "an object payload needs a \"value\" member")
-		}
-		return inner, nil
-	}
-	return v, nil
+	return []any{}, nil
 }
 
 func describeType(s *Signal) string {
@@ -154,8 +145,8 @@ func formatBound(f float64) string { return strconv.FormatFloat(f, 'g', 10, 64) 
 
 // commandTarget splits the levels after …/set/ into slave and signal.
 func commandTarget(rest string) (slave, signal string, ok bool) {
-	slave, signal, ok = strings.Cut(rest, "/")
-	return slave, signal, ok && slave != "" && signal != "" && !strings.Contains(signal, "/")
+	slave, signal, err := cmdparse.Target(rest)
+	return slave, signal, err == nil
 }
 
 // asReject returns err as a *RejectError (wrapping other errors as

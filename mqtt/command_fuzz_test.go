@@ -20,26 +20,6 @@ var knownRejectCodes = map[RejectCode]bool{
 // allocate (a DCMD of that size holds at most about a thousand metrics).
 const commandAllocLimit = 16 << 20
 
-// FuzzCommandTarget: commandTarget never panics, and what it accepts is
-// exactly two non-empty levels that join back to its input.
-func FuzzCommandTarget(f *testing.F) {
-	for _, s := range []string{"EL2004-1/channel_1.output", "a/b/c", "/x", "x/", "", "x", "a//b", "drive/drive-fault-reset"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, rest string) {
-		slave, signal, ok := commandTarget(rest)
-		if !ok {
-			if strings.Count(rest, "/") == 1 && !strings.HasPrefix(rest, "/") && !strings.HasSuffix(rest, "/") {
-				t.Fatalf("refused %q, two non-empty levels", rest)
-			}
-			return
-		}
-		if slave == "" || signal == "" || strings.Contains(slave, "/") || strings.Contains(signal, "/") || slave+"/"+signal != rest {
-			t.Fatalf("commandTarget(%q) = %q, %q", rest, slave, signal)
-		}
-	})
-}
-
 // FuzzCommand feeds a message on any topic to a publisher of either
 // scheme, as the MQTT client would. It must never panic; every refusal
 // carries a known code and a reason; only the allowed outputs, within

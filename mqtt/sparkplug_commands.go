@@ -87,7 +87,10 @@ func (s *sparkplugScheme) signalName(device string, m *sparkplug.Metric) string 
 }
 
 // metricValue turns the value of a command metric into what checkValue
-// takes: bool, number, string, nil or nonFinite.
+// takes: bool, number, string, nil, nonFinite or a *RejectError. An
+// integer must fit its datatype as sent: an Int8 of 300 is refused, never
+// cut to 44. An int_value (a protobuf uint32) carries a negative number
+// as its 32-bit two's complement, a long_value as its 64-bit one.
 func metricValue(m *sparkplug.Metric) any {
 	if m.Null || !m.HasValue {
 		return nil
@@ -95,15 +98,16 @@ func metricValue(m *sparkplug.Metric) any {
 	switch m.DataType {
 	case sparkplug.Boolean:
 		return m.Bool
-	case sparkplug.Int8:
-		return number(strconv.FormatInt(int64(int8(m.Int)), 10))
-	case sparkplug.Int16:
-		return number(strconv.FormatInt(int64(int16(m.Int)), 10))
-	case sparkplug.Int32:
-		return number(strconv.FormatInt(int64(int32(m.Int)), 10))
-	case sparkplug.Int64:
-		return number(strconv.FormatInt(int64(m.Int), 10))
+	case sparkplug.Int8, sparkplug.Int16, sparkplug.Int32, sparkplug.Int64:
+		v, ok := signedValue(m.Int, intBits(m.DataType))
+		if !ok {
+			return reject(RejectOutOfRange, "%s: %d does not fit datatype %v", metricLabel(m), m.Int, m.DataType)
+		}
+		return number(strconv.FormatInt(v, 10))
 	case sparkplug.UInt8, sparkplug.UInt16, sparkplug.UInt32, sparkplug.UInt64:
+		if bits := intBits(m.DataType); bits < 64 && m.Int >= 1<<bits {
+			return reject(RejectOutOfRange, "%s: %d does not fit datatype %v", metricLabel(m), m.Int, m.DataType)
+		}
 		return number(strconv.FormatUint(m.Int, 10))
 	case sparkplug.Float, sparkplug.Double:
 		if math.IsNaN(m.Float) || math.IsInf(m.Float, 0) {
@@ -114,4 +118,41 @@ func metricValue(m *sparkplug.Metric) any {
 		return m.Str
 	}
 	return []any{} // a type no output has
+}
+
+// signedValue reads raw, the integer field of a metric of a signed
+// datatype of bits bits, as the 64-bit two's complement of the value, or
+// as its 32-bit one (int_value); ok is false when neither fits.
+func signedValue(raw uint64, bits uint) (int64, bool) {
+	fits := func(v int64) bool { return bits == 64 || (v >= -1<<(bits-1) && v < 1<<(bits-1)) }
+	if v := int64(raw); fits(v) {
+		return v, true
+	}
+	if raw <= math.MaxUint32 {
+		if v := int64(int32(uint32(raw))); fits(v) {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// metricLabel names a command metric in a refusal: its name, or its alias.
+func metricLabel(m *sparkplug.Metric) string {
+	if m.Name == "" && m.HasAlias {
+		return "alias " + strconv.FormatUint(m.Alias, 10)
+	}
+	return m.Name
+}
+
+// intBits is the width of an integer datatype.
+func intBits(t sparkplug.DataType) uint {
+	switch t {
+	case sparkplug.Int8, sparkplug.UInt8:
+		return 8
+	case sparkplug.Int16, sparkplug.UInt16:
+		return 16
+	case sparkplug.Int32, sparkplug.UInt32:
+		return 32
+	}
+	return 64
 }

@@ -71,6 +71,8 @@ func decodePayload(b []byte, p *Payload) error {
 }
 
 func decodeMetric(b []byte, m *Metric) error {
+	var field protowire.Number // the value field, the last one seen
+	values := 0
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -98,6 +100,10 @@ func decodeMetric(b []byte, m *Metric) error {
 		if !wireTypeFits(num, typ) {
 			continue // as protobuf does: a known number with another wire type is an unknown field
 		}
+		if isValueField(num) {
+			field = num
+			values++
+		}
 		switch num {
 		case metricAlias:
 			m.Alias, m.HasAlias = v, true
@@ -119,7 +125,49 @@ func decodeMetric(b []byte, m *Metric) error {
 			m.Bool, m.HasValue = v != 0, true
 		}
 	}
-	return nil
+	return checkValueField(m, field, values)
+}
+
+// isValueField reports whether num is one of the Metric's value fields.
+func isValueField(num protowire.Number) bool {
+	return num >= metricIntValue && num <= metricStringValue
+}
+
+// valueFieldName names a value field as the schema does.
+func valueFieldName(num protowire.Number) string {
+	switch num {
+	case metricIntValue:
+		return "int_value"
+	case metricLongValue:
+		return "long_value"
+	case metricFloatValue:
+		return "float_value"
+	case metricDoubleValue:
+		return "double_value"
+	case metricBooleanValue:
+		return "boolean_value"
+	}
+	return "string_value"
+}
+
+// checkValueField refuses a metric whose value is ambiguous: more than
+// one value field, or a field that is not the one its datatype puts the
+// value in (a Boolean in int_value would otherwise read as false, an
+// Int16 in double_value as 0). Integers may come in int_value or
+// long_value, as encoders differ (Tahu puts UInt32 in long_value).
+func checkValueField(m *Metric, field protowire.Number, values int) error {
+	if values > 1 {
+		return fmt.Errorf("metric %q carries %d values; want one", m.Name, values)
+	}
+	want := valueField(m.DataType)
+	if values == 0 || want == 0 || field == want {
+		return nil
+	}
+	if (want == metricIntValue || want == metricLongValue) && (field == metricIntValue || field == metricLongValue) {
+		return nil
+	}
+	return fmt.Errorf("metric %q of datatype %v carries its value in %s; a %v value goes in %s",
+		m.Name, m.DataType, valueFieldName(field), m.DataType, valueFieldName(want))
 }
 
 // decodePropertySet decodes a PropertySet's scalar values, pairing its
