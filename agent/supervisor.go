@@ -10,6 +10,7 @@ import (
 	"math/bits"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -34,8 +35,11 @@ type CycleProcess struct {
 	waitErr error
 }
 
-// Files next to the segment: the cycle program's configuration, and the
-// agent's whole configuration as agents before ecagent-cycle wrote it.
+// Files next to the segment that earlier agents wrote: the cycle
+// program's configuration, and the agent's whole configuration as agents
+// before ecagent-cycle wrote it. This agent writes neither (the cycle
+// configuration goes through a pipe); it only recognises a cycle process
+// started with one and removes them when it owns them.
 func configPath(shmPath string) string       { return shmPath + ".cycle.json" }
 func legacyConfigPath(shmPath string) string { return shmPath + ".yaml" }
 
@@ -47,7 +51,7 @@ const heartbeatFresh = 2 * time.Second
 // restart) or starts a new one, and waits until it is in cyclic operation.
 func attachOrStart(ctx context.Context, cfg config.Config, log *slog.Logger) (*CycleProcess, error) {
 	path := cfg.Cycle.SHM
-	seg, err := shm.Attach(path)
+	seg, err := attachOwn(path)
 	switch {
 	case err == nil:
 		if p, ok := runningCycle(seg); ok {
@@ -112,9 +116,10 @@ func isCycleProcess(pid int, shmPath string) bool {
 
 // isCycleCommand reports whether args is the command line of a cycle
 // process on the segment at shmPath: a cycle program started by
-// StartCycle, whatever cycle.program names (`PROGRAM --config
-// <shm>.cycle.json ...`), or `ecagent cycle` of an agent from before
-// ecagent-cycle, which must not be left to run beside a new one.
+// StartCycle, whatever cycle.program names (`PROGRAM --config-fd N --shm
+// <shm> ...`, or `PROGRAM --config <shm>.cycle.json ...` by an earlier
+// agent), or `ecagent cycle` of an agent from before ecagent-cycle, which
+// must not be left to run beside a new one.
 func isCycleCommand(args []string, shmPath string) bool {
 	switch {
 	case len(args) >= 3 && args[1] == "--config" && args[2] == configPath(shmPath):
@@ -122,12 +127,22 @@ func isCycleCommand(args []string, shmPath string) bool {
 	case len(args) > 1 && args[1] == "cycle":
 		return true
 	}
+	for i := 1; i+1 < len(args); i++ {
+		if args[i] == "--shm" && args[i+1] == shmPath {
+			return true
+		}
+	}
 	return false
 }
 
+// removeSegmentFiles removes the segment and the files beside it, each
+// only if it is a regular file of this process's user: a name another
+// user planted (a symlink, a file of theirs) is left alone.
 func removeSegmentFiles(path string) {
 	for _, p := range []string{path, program.BusInfoPath(path), configPath(path), legacyConfigPath(path)} {
-		_ = os.Remove(p)
+		if program.CheckOwnFile(p) == nil {
+			_ = os.Remove(p)
+		}
 	}
 }
 
@@ -151,9 +166,12 @@ func layoutFor(cfg config.Config) shm.Layout {
 // (benchmarks). The segment file must not exist.
 func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
 	path := cfg.Cycle.SHM
+	if err := checkSegmentPlace(path); err != nil {
+		return nil, err
+	}
 	seg, err := shm.Create(path, layoutFor(cfg))
 	if err != nil {
-		return nil, err
+		return nil, segmentCreateError(path, err)
 	}
 	cp := &CycleProcess{path: path, seg: seg, exited: make(chan struct{})}
 	fail := func(err error) (*CycleProcess, error) {
@@ -168,10 +186,20 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 	if err != nil {
 		return fail(fmt.Errorf("cycle configuration: %w", err))
 	}
-	if err := os.WriteFile(configPath(path), append(cc, '\n'), 0o600); err != nil {
+	// The configuration goes through a pipe: no file another user could
+	// plant, read or replace, and nothing left behind.
+	cfgRead, cfgWrite, err := os.Pipe()
+	if err != nil {
 		return fail(fmt.Errorf("cycle configuration: %w", err))
 	}
-	args := []string{"--config", configPath(path)}
+	defer cfgRead.Close()
+	writing := false
+	defer func() {
+		if !writing {
+			_ = cfgWrite.Close()
+		}
+	}()
+	args := []string{"--shm", path}
 	if cycles > 0 {
 		args = append(args, "--cycles", fmt.Sprint(cycles))
 	}
@@ -209,6 +237,8 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 		args = append(args, "--link-fd", "3")
 		extra = append(extra, mf)
 	}
+	args = append(args, "--config-fd", fmt.Sprint(3+len(extra)))
+	extra = append(extra, cfgRead)
 	cp.cmd = exec.Command(cycleProgram, args...)
 	cp.cmd.ExtraFiles = extra
 	cp.cmd.Stdout, cp.cmd.Stderr = os.Stderr, os.Stderr
@@ -218,6 +248,14 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 	if err := cp.cmd.Start(); err != nil {
 		return fail(fmt.Errorf("starting the cycle process: %w", err))
 	}
+	_ = cfgRead.Close()
+	// Written while the cycle reads, so a configuration larger than the
+	// pipe's buffer cannot block; a cycle that exits unread ends it (EPIPE).
+	writing = true
+	go func() {
+		_, _ = cfgWrite.Write(append(cc, '\n'))
+		_ = cfgWrite.Close()
+	}()
 	cp.pid = cp.cmd.Process.Pid
 	go func() {
 		cp.waitErr = cp.cmd.Wait()
@@ -318,4 +356,83 @@ func (cp *CycleProcess) halt(log *slog.Logger, grace time.Duration) {
 			_ = syscall.Kill(cp.pid, syscall.SIGKILL)
 		}
 	}
+}
+
+// attachOwn is shm.Attach for a segment file of this process's user only:
+// a symbolic link or another user's file at path is an error, never
+// opened through.
+func attachOwn(path string) (*shm.Segment, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, fmt.Errorf("shm: attach: %w", err)
+	}
+	if err := program.CheckOwnFileInfo(path, fi); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("shm: attach: %w", err)
+	}
+	if fi2, err := f.Stat(); err != nil || !os.SameFile(fi, fi2) {
+		_ = f.Close()
+		return nil, fmt.Errorf("shm: attach %s: the file changed while it was opened", path)
+	}
+	seg, err := shm.AttachFile(f)
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return seg, nil
+}
+
+// checkSegmentPlace refuses a cycle.shm another user could subvert: in a
+// directory others may write without the sticky bit, or with a bus
+// description beside it that is a symbolic link or another user's file
+// (the agent would read it as the cycle's). A stale bus description of
+// this user is removed.
+func checkSegmentPlace(path string) error {
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("cycle.shm %s: %w", path, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("cycle.shm %s: %s is not a directory", path, dir)
+	}
+	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
+		return fmt.Errorf("cycle.shm %s: other users may replace files in %s (mode %v, no sticky bit): "+
+			"use /dev/shm or a directory only the agent's user can write", path, dir, fi.Mode())
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if err := program.CheckOwnFileInfo(path, fi); err != nil {
+			return fmt.Errorf("cycle.shm: %w (remove it or choose another cycle.shm)", err)
+		}
+	}
+	info := program.BusInfoPath(path)
+	switch err := program.CheckOwnFile(info); {
+	case err == nil:
+		_ = os.Remove(info)
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return fmt.Errorf("cycle.shm %s: %w (remove it or choose another cycle.shm)", path, err)
+	}
+	return nil
+}
+
+// segmentCreateError explains why the segment could not be created where
+// the error alone would not say what to do.
+func segmentCreateError(path string, err error) error {
+	dir := filepath.Dir(path)
+	switch {
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("cycle.shm %s: %s is on a read-only file system; the agent creates the segment there: "+
+			"mount a writable tmpfs on it (Kubernetes: an emptyDir with medium Memory on /dev/shm) or choose another cycle.shm: %w",
+			path, dir, err)
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return fmt.Errorf("cycle.shm %s: the agent's user %d may not create files in %s; choose a directory it can write: %w",
+			path, os.Geteuid(), dir, err)
+	case errors.Is(err, syscall.ENOSPC):
+		return fmt.Errorf("cycle.shm %s: %s is full; enlarge it (its tmpfs size=, or a pod's /dev/shm sizeLimit): %w", path, dir, err)
+	}
+	return err
 }

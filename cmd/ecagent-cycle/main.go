@@ -6,7 +6,7 @@
 // that nothing of the agent — HTTP, TLS, exporters, MQTT, the YAML
 // configuration — is in its memory.
 //
-//	ecagent-cycle --config FILE [--link-fd N] [--cycles N]
+//	ecagent-cycle (--config FILE | --config-fd N) [--shm PATH] [--link-fd N] [--cycles N]
 //
 // Exit codes: 0 success, 1 runtime failure (link, bus, I/O), 2 usage or
 // configuration error, 3 the segment is not as configured (slave count, a
@@ -40,7 +40,7 @@ const name = "ecagent-cycle"
 
 // helpText is the --help output; TestHelpFitsAScreen keeps it within 40
 // lines of 100 columns and naming every flag.
-const helpText = `Usage: ecagent-cycle --config FILE [--link-fd N] [--cycles N]
+const helpText = `Usage: ecagent-cycle (--config FILE | --config-fd N) [--shm PATH] [--link-fd N] [--cycles N]
 
 The real-time cycle process of ecagent. 'ecagent run' and 'ecagent bench' start and
 supervise it; it can be run by hand against a segment an agent created. It attaches to the
@@ -51,7 +51,10 @@ bring-up; then it takes the bus to INIT.
 Flags:
   --config FILE  the cycle configuration, JSON: the bus.*, cycle.* and log.* keys and the
                  drives of the agent's configuration, durations as text ("1ms"); missing
-                 keys take the agent's defaults. 'ecagent run' writes <cycle.shm>.cycle.json
+                 keys take the agent's defaults; at most 1 MiB
+  --config-fd N  read the configuration from inherited descriptor N (a pipe), as 'ecagent
+                 run' passes it: no file holds it
+  --shm PATH     the segment, overriding cycle.shm ('ecagent run' names it here)
   --link-fd N    inherited descriptor of a socket-pair link to a simulated segment;
                  -1 (the default) opens bus.interface
   --cycles N     stop after N cycles; 0 (the default) runs until SIGTERM or SIGINT
@@ -80,6 +83,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // the errors are printed below, the help is helpText
 	configFile := fs.String("config", "", "the cycle configuration file (JSON)")
+	configFD := fs.Int("config-fd", -1, "inherited descriptor to read the configuration from")
+	shmPath := fs.String("shm", "", "the segment, overriding cycle.shm")
 	linkFD := fs.Int("link-fd", -1, "inherited descriptor of a socket-pair link; -1 opens bus.interface")
 	cycles := fs.Uint64("cycles", 0, "stop after this many cycles; 0 runs until SIGTERM")
 	version := fs.Bool("version", false, "print the version and exit")
@@ -100,13 +105,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case *version:
 		fmt.Fprintln(stdout, buildinfo.Line(name))
 		return exitOK
-	case *configFile == "":
-		return usage(errors.New("--config FILE is required"))
+	case *configFile == "" && *configFD < 0:
+		return usage(errors.New("--config FILE or --config-fd N is required"))
+	case *configFile != "" && *configFD >= 0:
+		return usage(errors.New("--config and --config-fd exclude each other"))
 	}
-	cfg, err := program.Load(*configFile)
+	cfg, err := loadConfig(*configFile, *configFD)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitUsage
+	}
+	if *shmPath != "" {
+		cfg.Cycle.SHM = *shmPath
 	}
 	log := newLogger(stderr, cfg.Log.SlogLevel(), cfg.Log.Format).With("process", "cycle")
 	quietRuntime(log)
@@ -129,4 +139,18 @@ func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// loadConfig reads the configuration from the file path or, when fd is
+// not negative, from that inherited descriptor, which it closes.
+func loadConfig(path string, fd int) (program.Config, error) {
+	if fd < 0 {
+		return program.Load(path)
+	}
+	if fd <= 2 {
+		return program.Config{}, fmt.Errorf("--config-fd %d: want an inherited descriptor, 3 or more", fd)
+	}
+	f := os.NewFile(uintptr(fd), fmt.Sprintf("fd %d", fd))
+	defer f.Close()
+	return program.Read(f, f.Name())
 }

@@ -41,7 +41,7 @@ func TestHelpFitsAScreen(t *testing.T) {
 			t.Errorf("--help line %d has %d columns (max 100): %q", i+1, n, l)
 		}
 	}
-	for _, want := range []string{"--config FILE", "--link-fd N", "--cycles N", "--version", "--help", "Example", "Exit codes"} {
+	for _, want := range []string{"--config FILE", "--config-fd N", "--shm PATH", "--link-fd N", "--cycles N", "--version", "--help", "Example", "Exit codes"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -72,7 +72,9 @@ func TestUsageAndConfigurationErrors(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{nil, []string{"--config FILE is required", "--help"}},
+		{nil, []string{"--config FILE or --config-fd N is required", "--help"}},
+		{[]string{"--config", bad, "--config-fd", "3"}, []string{"exclude each other"}},
+		{[]string{"--config-fd", "0"}, []string{"--config-fd 0: want an inherited descriptor"}},
 		{[]string{"--bogus"}, []string{"-bogus"}},
 		{[]string{"--config", bad, "extra"}, []string{`unexpected argument "extra"`}},
 		{[]string{"--config", filepath.Join(dir, "missing.json")}, []string{"missing.json", "no such file"}},
@@ -88,6 +90,45 @@ func TestUsageAndConfigurationErrors(t *testing.T) {
 				t.Errorf("%q: stderr lacks %q:\n%s", c.args, w, errOut)
 			}
 		}
+	}
+}
+
+// TestConfigFromADescriptor passes the configuration as the agent does,
+// through a pipe (--config-fd), and checks it is read and validated from
+// there; a configuration larger than program.MaxConfigSize is refused
+// unread, from a file or a pipe.
+func TestConfigFromADescriptor(t *testing.T) {
+	pass := func(content []byte) string {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		fd, err := unix.Dup(int(r.Fd())) // run closes the descriptor it is given
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _, _ = w.Write(content); _ = w.Close() }()
+		code, _, errOut := cli("--config-fd", fmt.Sprint(fd))
+		if code != exitUsage {
+			t.Errorf("exit %d, want %d\n%s", code, exitUsage, errOut)
+		}
+		return errOut
+	}
+	if out := pass([]byte(`{"cycle":{"period":"10us"}}`)); !strings.Contains(out, "cycle configuration fd ") ||
+		!strings.Contains(out, "cycle.period = 10µs") {
+		t.Errorf("an invalid configuration through a pipe:\n%s", out)
+	}
+	huge := append([]byte(`{"bus":{"interface":"`), bytes.Repeat([]byte("x"), program.MaxConfigSize)...)
+	if out := pass(huge); !strings.Contains(out, "larger than 1048576 bytes") {
+		t.Errorf("a configuration of %d bytes through a pipe:\n%s", len(huge), out)
+	}
+	file := filepath.Join(t.TempDir(), "huge.json")
+	if err := os.WriteFile(file, huge, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, out := cli("--config", file); code != exitUsage || !strings.Contains(out, "larger than 1048576 bytes") {
+		t.Errorf("a configuration file of %d bytes: exit %d\n%s", len(huge), code, out)
 	}
 }
 

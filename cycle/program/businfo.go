@@ -2,9 +2,13 @@ package program
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -223,8 +227,14 @@ func (bi *BusInfo) setRT(s *rt.Setup) {
 	}
 }
 
-// write stores bi at path atomically (a reader never sees half a file).
+// write stores bi at path atomically (a reader never sees half a file),
+// in a new file of mode 0600 renamed over path. A path that is a symbolic
+// link, not a regular file or another user's file is refused, not
+// replaced: the name may have been planted beside the segment.
 func (bi *BusInfo) write(path string) error {
+	if err := CheckOwnFile(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("bus info: %w (remove it or choose another cycle.shm)", err)
+	}
 	b, err := json.MarshalIndent(bi, "", "  ")
 	if err != nil {
 		return err
@@ -244,15 +254,68 @@ func (bi *BusInfo) write(path string) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// ReadBusInfo reads the bus description written by the cycle process.
+// maxBusInfoSize bounds the bus description read: a full segment of
+// 65 535 slaves with their signals stays well below.
+const maxBusInfoSize = 64 << 20
+
+// ReadBusInfo reads the bus description written by the cycle process. It
+// must be a regular file of this process's user, not reached through a
+// symbolic link: one another user planted beside the segment is an error.
 func ReadBusInfo(path string) (*BusInfo, error) {
-	b, err := os.ReadFile(path)
+	// O_NONBLOCK: a FIFO planted at path must not block the open.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			err = fmt.Errorf("%s is a symbolic link: refusing to follow it", path)
+		}
+		return nil, fmt.Errorf("bus info: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("bus info: %w", err)
+	}
+	if err := CheckOwnFileInfo(path, fi); err != nil {
+		return nil, fmt.Errorf("bus info: %w", err)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxBusInfoSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("bus info: %w", err)
+	}
+	if len(b) > maxBusInfoSize {
+		return nil, fmt.Errorf("bus info %s: larger than %d bytes", path, maxBusInfoSize)
 	}
 	var bi BusInfo
 	if err := json.Unmarshal(b, &bi); err != nil {
 		return nil, fmt.Errorf("bus info %s: %w", path, err)
 	}
 	return &bi, nil
+}
+
+// CheckOwnFile returns nil if path is a regular file of this process's
+// user, not followed if a symbolic link; else an error saying what it is,
+// matching fs.ErrNotExist if there is none. The files beside a segment
+// are checked with it: other users may create names in /dev/shm.
+func CheckOwnFile(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	return CheckOwnFileInfo(path, fi)
+}
+
+// CheckOwnFileInfo is [CheckOwnFile] for the file at path, already
+// stat'ed (Lstat, or Stat of the open file) as fi.
+func CheckOwnFileInfo(path string, fi fs.FileInfo) error {
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, _ := os.Readlink(path)
+		return fmt.Errorf("%s is a symbolic link (to %s): refusing to follow it", path, target)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file (%v)", path, fi.Mode().Type())
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s belongs to user %d, not to this process's user %d: refusing to use it", path, st.Uid, os.Geteuid())
+	}
+	return nil
 }

@@ -13,8 +13,9 @@ import (
 
 // Config is what the cycle process reads: the bus.*, cycle.*, log.* keys
 // and drives of the agent's configuration (agent/config), under the same
-// names, as JSON. The agent writes it (agent.CycleConfig) next to the
-// segment; [Load] reads and validates it. Durations are written as text:
+// names, as JSON. The agent passes it (agent.CycleConfig) to the cycle
+// process through a pipe, never a file; [Read] and [Load] read and
+// validate it. Durations are written as text:
 // "1ms", "250µs".
 type Config struct {
 	Bus   Bus   `json:"bus"`
@@ -182,16 +183,36 @@ func (l Log) SlogLevel() slog.Level {
 	return slog.LevelInfo
 }
 
+// MaxConfigSize bounds a cycle configuration: the largest an agent writes
+// (every slave remapped, every drive) is a few tens of kilobytes.
+const MaxConfigSize = 1 << 20
+
 // Load reads the configuration file at path onto [Default] and validates
 // it; the error names the file and every problem.
 func Load(path string) (Config, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("cycle configuration: %w", err)
 	}
+	defer f.Close()
+	return Read(f, path)
+}
+
+// Read reads a configuration of at most [MaxConfigSize] bytes from r — a
+// file, or the pipe an agent passes the cycle process (ecagent-cycle
+// --config-fd) — onto [Default] and validates it; name says where it came
+// from in errors.
+func Read(r io.Reader, name string) (Config, error) {
+	b, err := io.ReadAll(io.LimitReader(r, MaxConfigSize+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("cycle configuration %s: %w", name, err)
+	}
+	if len(b) > MaxConfigSize {
+		return Config{}, fmt.Errorf("cycle configuration %s: larger than %d bytes: is it a cycle configuration?", name, MaxConfigSize)
+	}
 	c, err := Parse(b)
 	if err != nil {
-		return Config{}, fmt.Errorf("cycle configuration %s: %w", path, err)
+		return Config{}, fmt.Errorf("cycle configuration %s: %w", name, err)
 	}
 	return c, nil
 }

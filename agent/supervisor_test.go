@@ -1,0 +1,253 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/shm"
+)
+
+// nobody is the user the tests give planted files to.
+const nobody = 65534
+
+// asRoot skips a test that plants another user's files unless it runs
+// as root (CI does).
+func asRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("planting another user's files needs root")
+	}
+}
+
+// stubCycle returns a cycle.program that copies the configuration it is
+// given (--config-fd) to the file out and exits 1, as a cycle that fails
+// bring-up.
+func stubCycle(t *testing.T, out string) string {
+	t.Helper()
+	prog := filepath.Join(t.TempDir(), "cycle-stub")
+	script := "#!/bin/sh\nfd=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --config-fd ] && fd=$2; shift; done\n" +
+		"[ -n \"$fd\" ] && eval \"cat <&$fd\" >" + out + "\nexit 1\n"
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return prog
+}
+
+// plant creates a file of user nobody, mode 0666, with content, as a
+// local user could in /dev/shm.
+func plant(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stickyDir returns a new directory like /dev/shm: world-writable,
+// sticky.
+func stickyDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestStartCycleWritesNoSideFile plants what a local user could beside a
+// segment in /dev/shm — the cycle configuration's old name as a symbolic
+// link to a file of theirs, the legacy configuration as a file of theirs —
+// and checks that starting the cycle writes through neither, deletes
+// neither, and hands the cycle its configuration through a pipe.
+func TestStartCycleWritesNoSideFile(t *testing.T) {
+	asRoot(t)
+	dir := stickyDir(t)
+	victim := filepath.Join(t.TempDir(), "victim")
+	plant(t, victim, "theirs")
+	cfg := config.Default()
+	cfg.Bus.Interface = "lo" // not simulated: no simulator process
+	cfg.Cycle.SHM = filepath.Join(dir, "x.shm")
+	got := filepath.Join(t.TempDir(), "got.json")
+	cfg.Cycle.Program = stubCycle(t, got)
+	cfg.MQTT.Password = "s3cret"
+	if err := os.Symlink(victim, configPath(cfg.Cycle.SHM)); err != nil {
+		t.Fatal(err)
+	}
+	plant(t, legacyConfigPath(cfg.Cycle.SHM), "their yaml")
+
+	_, err := StartCycle(context.Background(), cfg, quiet, 0)
+	if err == nil || !strings.Contains(err.Error(), "exited during bring-up") {
+		t.Fatalf("StartCycle with a failing cycle program: %v", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "theirs" {
+		t.Errorf("the file the planted symlink points to now holds %q", b)
+	}
+	if b, _ := os.ReadFile(legacyConfigPath(cfg.Cycle.SHM)); string(b) != "their yaml" {
+		t.Errorf("another user's file beside the segment was replaced or removed: %q", b)
+	}
+	if fi, err := os.Lstat(configPath(cfg.Cycle.SHM)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the planted symlink was replaced or removed: %v", err)
+	}
+	b, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatalf("the cycle program got no configuration: %v", err)
+	}
+	c, err := program.Parse(b)
+	if err != nil || c.Cycle.SHM != cfg.Cycle.SHM {
+		t.Errorf("the configuration through the pipe: %v, shm %q", err, c.Cycle.SHM)
+	}
+	if strings.Contains(string(b), "s3cret") {
+		t.Error("the cycle configuration holds the MQTT password")
+	}
+	if _, err := os.Lstat(cfg.Cycle.SHM); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the segment is left behind: %v", err)
+	}
+}
+
+// TestAttachOrStartRefusesPlantedSegment plants cycle.shm as a symbolic
+// link to a real segment and as another user's segment: the agent
+// refuses both with an error that says why, and touches neither.
+func TestAttachOrStartRefusesPlantedSegment(t *testing.T) {
+	asRoot(t)
+	dir := stickyDir(t)
+	real := filepath.Join(t.TempDir(), "real.shm")
+	l := shm.DefaultLayout()
+	seg, err := shm.Create(real, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = seg.Close()
+
+	cfg := config.Default()
+	cfg.Cycle.SHM = filepath.Join(dir, "link.shm")
+	cfg.Cycle.Program = "/nonexistent/cycle" // must never get that far
+	if err := os.Symlink(real, cfg.Cycle.SHM); err != nil {
+		t.Fatal(err)
+	}
+	_, err = attachOrStart(context.Background(), cfg, quiet)
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") || !strings.Contains(err.Error(), cfg.Cycle.SHM) {
+		t.Errorf("cycle.shm a symlink: %v", err)
+	}
+	if fi, err := os.Lstat(cfg.Cycle.SHM); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlink was removed: %v", err)
+	}
+
+	foreign := filepath.Join(dir, "foreign.shm")
+	if err := os.Link(real, foreign); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(foreign, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Cycle.SHM = foreign
+	_, err = attachOrStart(context.Background(), cfg, quiet)
+	if err == nil || !strings.Contains(err.Error(), "belongs to user 65534") {
+		t.Errorf("cycle.shm of another user: %v", err)
+	}
+	if _, err := os.Stat(foreign); err != nil {
+		t.Errorf("another user's segment was removed: %v", err)
+	}
+}
+
+// TestStartCycleRefusesPlantedBusInfo plants the bus description as
+// another user's file claiming some cycle PID, and as a symbolic link:
+// the agent would read either as its cycle's. It refuses to start.
+func TestStartCycleRefusesPlantedBusInfo(t *testing.T) {
+	asRoot(t)
+	dir := stickyDir(t)
+	cfg := config.Default()
+	cfg.Bus.Interface = "lo"
+	cfg.Cycle.SHM = filepath.Join(dir, "x.shm")
+	cfg.Cycle.Program = stubCycle(t, filepath.Join(t.TempDir(), "got.json"))
+	forged, _ := json.Marshal(program.BusInfo{CyclePID: os.Getpid()})
+	plant(t, program.BusInfoPath(cfg.Cycle.SHM), string(forged))
+
+	_, err := StartCycle(context.Background(), cfg, quiet, 0)
+	if err == nil || !strings.Contains(err.Error(), "belongs to user 65534") {
+		t.Errorf("another user's bus.json: %v", err)
+	}
+	if b, _ := os.ReadFile(program.BusInfoPath(cfg.Cycle.SHM)); string(b) != string(forged) {
+		t.Error("another user's file was replaced or removed")
+	}
+	if _, err := program.ReadBusInfo(program.BusInfoPath(cfg.Cycle.SHM)); err == nil {
+		t.Error("ReadBusInfo read another user's file")
+	}
+
+	_ = os.Remove(program.BusInfoPath(cfg.Cycle.SHM))
+	theirs := filepath.Join(t.TempDir(), "theirs.json")
+	plant(t, theirs, string(forged))
+	if err := os.Chown(theirs, 0, 0); err != nil { // even a file of ours, reached through their link
+		t.Fatal(err)
+	}
+	if err := os.Symlink(theirs, program.BusInfoPath(cfg.Cycle.SHM)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StartCycle(context.Background(), cfg, quiet, 0); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("bus.json a symlink: %v", err)
+	}
+	if _, err := program.ReadBusInfo(program.BusInfoPath(cfg.Cycle.SHM)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("ReadBusInfo through a symlink: %v", err)
+	}
+}
+
+// TestStartCycleRefusesAnUnsafeDirectory refuses a cycle.shm in a
+// directory anyone may write without the sticky bit: another user could
+// replace the segment or its side files at will.
+func TestStartCycleRefusesAnUnsafeDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Cycle.SHM = filepath.Join(dir, "x.shm")
+	_, err := StartCycle(context.Background(), cfg, quiet, 0)
+	if err == nil || !strings.Contains(err.Error(), "no sticky bit") {
+		t.Errorf("a world-writable directory without the sticky bit: %v", err)
+	}
+}
+
+// TestStartCycleOnAReadOnlyDirectory mounts a read-only tmpfs where the
+// segment goes: the error says so and what to do.
+func TestStartCycleOnAReadOnlyDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_RDONLY, "size=64k"); err != nil {
+		t.Skipf("mounting a read-only tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	cfg := config.Default()
+	cfg.Cycle.SHM = filepath.Join(dir, "x.shm")
+	_, err := attachOrStart(context.Background(), cfg, quiet)
+	if err == nil || !strings.Contains(err.Error(), "read-only file system") || !strings.Contains(err.Error(), "mount a writable tmpfs") {
+		t.Errorf("a read-only /dev/shm: %v", err)
+	}
+}
+
+func TestIsCycleCommandWithConfigPipe(t *testing.T) {
+	const seg = "/dev/shm/a.shm"
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"/usr/local/bin/ecagent-cycle", "--shm", seg, "--config-fd", "3"}, true},
+		{[]string{"/opt/cycle", "--shm", seg, "--link-fd", "3", "--config-fd", "4", "--cycles", "9"}, true},
+		{[]string{"/usr/local/bin/ecagent-cycle", "--shm", "/dev/shm/b.shm", "--config-fd", "3"}, false},
+		{[]string{"/usr/local/bin/ecagent-cycle", "--shm"}, false},
+	} {
+		if got := isCycleCommand(c.args, seg); got != c.want {
+			t.Errorf("isCycleCommand(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}
