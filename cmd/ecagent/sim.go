@@ -25,6 +25,9 @@ import (
 )
 
 func simCommand(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && args[0] == "verify" {
+		return simVerifyCommand(ctx, e, args[1:])
+	}
 	fs := newFlagSet(e, "sim", help{
 		usage: "--iface IF [--devices LIST] [--control PATH | --faults FILE] [flags]",
 		about: "Serve a simulated EtherCAT segment on a network interface, answering every EtherCAT " +

@@ -62,10 +62,13 @@ type Mismatch struct {
 	Datagram int    // position in the frame
 	ADP      uint16 // as the master sent it
 	Length   int
-	RealWKC  uint16
-	SimWKC   uint16
-	Real     []byte // data the real devices returned
-	Sim      []byte // data the simulator returned; nil when it did not answer
+	// Offset is the first byte at which the data differ (0 when only the
+	// working counter does, or the simulator did not answer).
+	Offset  int
+	RealWKC uint16
+	SimWKC  uint16
+	Real    []byte // data the real devices returned
+	Sim     []byte // data the simulator returned; nil when it did not answer
 }
 
 // compare scores one exchange: want are the real answer's datagrams, got
@@ -95,8 +98,19 @@ func (r *Result) compare(n int, ex *Exchange, want, got []wire.Datagram) {
 			r.Same++
 			continue
 		}
+		m.Offset = firstDifference(w.Data, g.Data)
 		r.add(w, m, !wkcOK)
 	}
+}
+
+// firstDifference returns the first index at which a and b differ, or 0.
+func firstDifference(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return 0
 }
 
 func (r *Result) add(w *wire.Datagram, m Mismatch, wkc bool) {

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ecagent/ecagent/master/sim/replay"
+)
+
+var updateSimVerify = flag.Bool("update-simverify", false, "rewrite the sim verify golden files in testdata/simverify")
+
+const realCaptures = "../../testdata/real-hw/captures"
+
+// runVerify runs `ecagent sim verify args...` in-process.
+func runVerify(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	e := &env{stdout: &out, stderr: &errOut}
+	code = dispatch(context.Background(), e, append([]string{"sim", "verify"}, args...))
+	return code, out.String(), errOut.String()
+}
+
+func TestSimVerifyHelpFitsAScreen(t *testing.T) {
+	var out bytes.Buffer
+	var fs *pflag.FlagSet
+	e := &env{stdout: &out, stderr: &out, flagSets: func(f *pflag.FlagSet) { fs = f }}
+	if code := dispatch(context.Background(), e, []string{"sim", "verify", "--help"}); code != exitOK {
+		t.Fatalf("sim verify --help: exit %d: %s", code, out.String())
+	}
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	if len(lines) > 40 {
+		t.Errorf("%d lines, want at most 40", len(lines))
+	}
+	for i, l := range lines {
+		if n := utf8.RuneCountInString(l); n > helpWidth {
+			t.Errorf("line %d is %d columns wide, want at most %d: %q", i+1, n, helpWidth, l)
+		}
+	}
+	for _, want := range []string{"Usage: ecagent sim verify", "Example", "--min", "--json", "--devices"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+	for _, m := range flagToken.FindAllStringSubmatch(out.String(), -1) {
+		if fs.Lookup(m[1]) == nil {
+			t.Errorf("help names --%s, which sim verify does not accept", m[1])
+		}
+	}
+}
+
+func verifyManifest(t *testing.T) []replay.Entry {
+	t.Helper()
+	entries, err := replay.ReadManifest(filepath.Join(realCaptures, "devices.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) == 0 {
+		t.Fatal("no captures in devices.txt")
+	}
+	return entries
+}
+
+// TestSimVerifyEveryCapture runs sim verify on every real capture with
+// --min 99 and checks its text and JSON against golden files.
+func TestSimVerifyEveryCapture(t *testing.T) {
+	for _, e := range verifyManifest(t) {
+		name := strings.TrimSuffix(filepath.Base(e.Capture), filepath.Ext(e.Capture))
+		t.Run(name, func(t *testing.T) {
+			args := []string{e.Capture, "--devices", strings.Join(e.Devices, ","), "--min", "99"}
+			code, out, errOut := runVerify(t, args...)
+			t.Logf("%s", strings.SplitN(out, "\n", 4)[2])
+			if code != exitOK {
+				t.Fatalf("exit %d, want 0: %s\n%s", code, errOut, out)
+			}
+			// Golden files hold the output with the SII paths as the
+			// manifest names them, independent of the directory.
+			out = strings.ReplaceAll(out, realCaptures+"/", "")
+			golden(t, filepath.Join("testdata", "simverify", name+".txt"), out)
+
+			code, js, errOut := runVerify(t, append(args, "--json")...)
+			if code != exitOK {
+				t.Fatalf("--json: exit %d: %s", code, errOut)
+			}
+			var rep verifyReport
+			if err := json.Unmarshal([]byte(js), &rep); err != nil {
+				t.Fatalf("--json output does not parse: %v\n%s", err, js)
+			}
+			if rep.Datagrams == 0 || rep.Score < 99 || rep.Capture != filepath.Base(e.Capture) {
+				t.Errorf("--json: %+v, want the capture's datagrams scored ≥ 99%%", rep)
+			}
+		})
+	}
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *updateSimVerify {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update-simverify to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run with -update-simverify after checking):\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+// TestSimVerifyFailsBelowMin: a score under --min exits non-zero and says
+// why; a wrong device list scores low.
+func TestSimVerifyFailsBelowMin(t *testing.T) {
+	capture := filepath.Join(realCaptures, "ethercrab-ek1914-el3004-mailbox.pcapng")
+	code, out, errOut := runVerify(t, capture, "--devices", "EK1100,EL2004", "--min", "99")
+	if code != exitFailure {
+		t.Fatalf("wrong devices, --min 99: exit %d, want %d\n%s", code, exitFailure, out)
+	}
+	if !strings.Contains(errOut, "below --min 99") {
+		t.Errorf("stderr %q does not say the score is below --min", errOut)
+	}
+	if !strings.Contains(out, "DIFFERS IN") {
+		t.Errorf("no mismatch table in:\n%s", out)
+	}
+}
+
+func TestSimVerifyUsageErrors(t *testing.T) {
+	capture := filepath.Join(realCaptures, "ethercrab-detect-ek1100-el1004.pcapng")
+	for _, args := range [][]string{
+		{capture},                              // no --devices
+		{"--devices", "EK1100"},                // no capture
+		{capture, "x", "--devices", "EK1100"},  // two captures
+		{capture, "--devices", "NOSUCHDEVICE"}, // unknown model
+		{capture, "--devices", "EK1100", "--preset-address", "0x1001", "--preset-state", "OP"},
+	} {
+		if code, _, _ := runVerify(t, args...); code != exitUsage {
+			t.Errorf("sim verify %q: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+	if code, _, _ := runVerify(t, "no-such.pcapng", "--devices", "EK1100"); code != exitFailure {
+		t.Errorf("missing capture: exit %d, want %d", code, exitFailure)
+	}
+}
