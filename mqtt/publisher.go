@@ -73,6 +73,11 @@ type Config struct {
 	StateDir string
 	// WritesEnabled accepts writes (to allowed outputs) at all.
 	WritesEnabled bool
+	// RefusalBurst refused writes per RefusalInterval are answered one by
+	// one (a log line, an event); the others of the interval by one
+	// summary. Zero values mean 5 per second.
+	RefusalInterval time.Duration
+	RefusalBurst    int
 	// Logger receives the publisher's log; nil discards it.
 	Logger *slog.Logger
 }
@@ -108,6 +113,9 @@ type Stats struct {
 	// writes by reason.
 	Accepted uint64
 	Rejected map[RejectCode]uint64
+	// RejectedQuiet counts the refused writes answered by a summary
+	// rather than one by one (see Config.RefusalBurst).
+	RejectedQuiet uint64
 }
 
 // deviceState is what the sampler keeps per device between snapshots.
@@ -142,8 +150,10 @@ type Publisher struct {
 	connected                                  atomic.Bool
 	rebirth                                    atomic.Bool
 
-	rejectMu sync.Mutex
-	rejected map[RejectCode]uint64
+	rejectMu      sync.Mutex
+	rejected      map[RejectCode]uint64
+	refusals      refusalGate
+	quietRejected atomic.Uint64
 
 	// current is the published model, for readers that need no snapshot
 	// (writes, events).
@@ -204,6 +214,12 @@ func New(cfg Config) (*Publisher, error) {
 	if cfg.Scan <= 0 {
 		cfg.Scan = 10 * time.Millisecond
 	}
+	if cfg.RefusalInterval <= 0 {
+		cfg.RefusalInterval = defaultRefusalInterval
+	}
+	if cfg.RefusalBurst <= 0 {
+		cfg.RefusalBurst = defaultRefusalBurst
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -213,6 +229,7 @@ func New(cfg Config) (*Publisher, error) {
 		rejected: map[RejectCode]uint64{}, pending: map[uint64]pendingWrite{},
 		retick: make(chan struct{}, 1), wake: make(chan struct{}, 1), poke: make(chan struct{}, 1),
 		closing: make(chan struct{}), samplerDone: make(chan struct{}), sessionDone: make(chan struct{}),
+		refusals: refusalGate{interval: cfg.RefusalInterval, burst: cfg.RefusalBurst},
 	}
 	switch cfg.Scheme {
 	case SchemeSparkplug:
@@ -281,7 +298,7 @@ func (p *Publisher) Stats() Stats {
 	s := Stats{
 		Published: p.published.Load(), Delivered: p.delivered.Load(), Buffered: p.out.Len(),
 		Dropped: p.out.Dropped(), Reconnects: p.reconnects.Load(), Connected: p.connected.Load(),
-		Accepted: p.accepted.Load(), Rejected: map[RejectCode]uint64{},
+		Accepted: p.accepted.Load(), Rejected: map[RejectCode]uint64{}, RejectedQuiet: p.quietRejected.Load(),
 	}
 	p.rejectMu.Lock()
 	for k, v := range p.rejected {

@@ -33,6 +33,7 @@ func (p *Publisher) runSampler() {
 			p.sampleState(time.Now())
 		case now := <-t.C:
 			p.sample(now, tick)
+			p.flushRefusals(now)
 		}
 	}
 }

@@ -64,7 +64,7 @@ type scheme interface {
 	command(topic string, payload []byte)
 	// refused answers a refused write on the scheme's own topics, beyond
 	// the command-rejected event every scheme publishes.
-	refused(re *RejectError, slave, signal, topic string, at time.Time)
+	refused(re *RejectError, slave, signal, topic string, at time.Time, n uint64)
 }
 
 // busView is the bus as the sampler holds it, for a scheme to render.

@@ -138,7 +138,7 @@ func (j *jsonScheme) command(topic string, payload []byte) {
 	}
 }
 
-func (j *jsonScheme) refused(*RejectError, string, string, string, time.Time) {}
+func (j *jsonScheme) refused(*RejectError, string, string, string, time.Time, uint64) {}
 
 // appendBusState appends the retained state payload: whether the bus is
 // ready and, when not, why, in the words of busstate.Bus.Ready; its

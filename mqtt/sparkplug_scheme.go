@@ -484,10 +484,11 @@ func (s *sparkplugScheme) window(r *metrics.WindowReport, at time.Time) {
 }
 
 // refused answers a refused write as NDATA: Commands/Last Refused says
-// which and why, Commands/Refused counts them.
-func (s *sparkplugScheme) refused(re *RejectError, slave, signal, _ string, at time.Time) {
+// which (the last of the n it stands for) and why, Commands/Refused
+// counts them.
+func (s *sparkplugScheme) refused(re *RejectError, slave, signal, _ string, at time.Time, n uint64) {
 	s.nmu.Lock()
-	s.refusedCount++
+	s.refusedCount += n
 	target := slave
 	if signal != "" {
 		target += "/" + signal

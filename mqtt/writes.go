@@ -19,25 +19,6 @@ type pendingWrite struct {
 	topic         string
 }
 
-// rejectLocked counts a refused write and answers it on …/events, and on
-// the scheme's own topics (Sparkplug: NDATA). Any lock but qmu may be
-// held.
-func (p *Publisher) rejectLocked(at time.Time, re *RejectError, slave, signal, topic string) {
-	p.rejectMu.Lock()
-	p.rejected[re.Code]++
-	p.rejectMu.Unlock()
-	p.log.Info("mqtt: write rejected", "topic", topic, "code", string(re.Code), "reason", re.Reason)
-	p.eventLocked(at, func(o *jsonObject) {
-		o.string("kind", "command-rejected")
-		o.string("code", string(re.Code))
-		o.string("reason", re.Reason)
-		o.string("slave", slave)
-		o.string("signal", signal)
-		o.string("topic", topic)
-	})
-	p.sch.refused(re, slave, signal, topic, at)
-}
-
 // write validates one write (value as decoded from the payload) and hands
 // it to the cycle; a refusal is answered on …/events.
 func (p *Publisher) write(slave, signal, topic string, value func(*Signal) (float64, uint64, error)) {
