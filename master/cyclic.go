@@ -162,6 +162,16 @@ type Cyclic struct {
 	nCarried  int // acyclic datagrams this exchange carries
 	deadline  int64
 	lastRTT   int64
+	// poller is the link as a Poller, nil when it is none: Post and
+	// Collect (the pipelined exchange) need it. posted is the result of
+	// the frames Post sent as far as it is known before their answers,
+	// postedPending and postedExtra the cyclic and acyclic frames it
+	// awaits, inFlight whether a Post awaits its Collect.
+	poller        link.Poller
+	posted        CycleResult
+	postedPending int
+	postedExtra   int
+	inFlight      bool
 	// timeoutErr is the link's timeout error value as last seen. Links
 	// return one pre-allocated value, so after the first timeout a plain
 	// comparison recognises it: errors.Is walks type assertions whose
@@ -186,6 +196,7 @@ func newCyclic(bus *Bus, q *acyclicQueue, image *ProcessImage, l layout, timeout
 		cy.frames = append(cy.frames, cyclicFrame{chunk: ch, lrw: true})
 		cy.expected += ch.wantWKC
 	}
+	cy.poller, _ = bus.link.(link.Poller)
 	if len(cy.frames) == 0 { // no process data: the frame reads AL status only
 		cy.frames = append(cy.frames, cyclicFrame{})
 	}
@@ -218,7 +229,11 @@ func (c *Cyclic) Exchange() CycleResult {
 // cycle; inputs carried by a lost frame keep their previous value. Every
 // problem is both in the result and in the master's Stats.
 func (c *Cyclic) ExchangeUntil(deadline time.Time) CycleResult {
-	r := c.exchange(deadline)
+	return c.count(c.exchange(deadline))
+}
+
+// count numbers a completed exchange and adds it to the statistics.
+func (c *Cyclic) count(r CycleResult) CycleResult {
 	c.cycle++
 	r.Cycle = c.cycle
 	c.counters.cycles.Add(1)
@@ -237,38 +252,13 @@ func (c *Cyclic) ExchangeUntil(deadline time.Time) CycleResult {
 // exchange is ExchangeUntil without the cycle number and statistics, for
 // the frames bring-up sends while slaves change state.
 func (c *Cyclic) exchange(deadline time.Time) CycleResult {
-	r := CycleResult{ExpectedWKC: c.expected, Frames: len(c.frames)}
-	if c.dc.on {
-		r.DCExpectedWKC = c.dc.want
-	}
-	c.deadline = c.clock() + int64(time.Until(deadline))
-	c.build()
-	r.Acyclic = c.nCarried
-	r.SendTime = c.clock()
-	pending := 0
-	for i := range c.frames {
-		if err := c.link.Send(c.frames[i].builder.Bytes()); err != nil {
-			r.Err = err
-			c.frames[i].done = true // nothing will answer it
-			r.Lost++
-			continue
-		}
-		pending++
-	}
-	extra := 0 // the acyclic frame's answer, awaited after the cyclic ones
+	r, pending, extra := c.send(c.clock() + int64(time.Until(deadline)))
 	extraUntil := deadline
-	if c.extraSent {
-		if c.link.Send(c.extra.builder.Bytes()) == nil {
-			extra = 1
-			r.AcyclicFrames = 1
-			c.counters.acyclicFrames.Add(1)
-			// Within the measured slack, not up to the deadline: three
-			// round trips of the last cycle from now.
-			if until := time.Now().Add(time.Duration(3 * c.lastRTT)); until.Before(deadline) {
-				extraUntil = until
-			}
-		} else {
-			c.extra.done = true
+	if extra == 1 {
+		// Within the measured slack, not up to the deadline: three
+		// round trips of the last cycle from now.
+		if until := time.Now().Add(time.Duration(3 * c.lastRTT)); until.Before(deadline) {
+			extraUntil = until
 		}
 	}
 	for pending+extra > 0 {
@@ -283,24 +273,131 @@ func (c *Cyclic) exchange(deadline time.Time) CycleResult {
 			}
 			break
 		}
-		switch c.take(c.rx[:n], &r) {
-		case answerTaken:
-			if c.extraSent && extra == 1 && c.extra.done {
-				extra = 0
-				continue
-			}
-			pending--
-			if pending == 0 && r.Lost == 0 {
-				r.RecvTime = c.clock()
-			}
-		case answerStale:
-			r.Stale++
-			c.counters.stale.Add(1)
-		case answerInvalid:
-			c.counters.invalid.Add(1)
+		pending, extra = c.receive(c.rx[:n], &r, pending, extra)
+		if pending == 0 && r.Lost == 0 && r.RecvTime == 0 {
+			r.RecvTime = c.clock()
 		}
 	}
-	c.settleAcyclic(&r, extra)
+	c.finish(&r, pending, extra)
+	return r
+}
+
+// CanPost reports whether the link lets the exchange be pipelined (Post
+// and Collect): it must be a link.Poller.
+func (c *Cyclic) CanPost() bool { return c.poller != nil }
+
+// Post builds this cycle's frames from the output image and sends them
+// without waiting for their answers: the pipelined exchange, as IgH's
+// master and TwinCAT run their cycles. Collect, called before the next
+// Post (one period later), takes the answers. collectAt is when that
+// will be: the slack the extra acyclic frame may use. Post allocates
+// nothing; it needs a link that is a link.Poller (CanPost).
+func (c *Cyclic) Post(collectAt time.Time) {
+	c.posted, c.postedPending, c.postedExtra = c.send(c.clock()+int64(time.Until(collectAt)))
+	c.inFlight = true
+}
+
+// Collect takes the answers to the frames the last Post sent that have
+// arrived by now, without waiting, and returns that exchange's result as
+// ExchangeUntil would: a frame not answered by now is lost, an answer
+// that comes later is stale. RecvTime is the kernel's receive time of the
+// last answer when the link tells it (the frame round trip then leaves
+// out the cycle's sleep), the time of Collect otherwise. Without a Post
+// since the last Collect it returns a result of no frames and counts
+// nothing. It allocates nothing.
+func (c *Cyclic) Collect() CycleResult {
+	if !c.inFlight || c.poller == nil {
+		return CycleResult{ExpectedWKC: c.expected, Cycle: c.cycle}
+	}
+	c.inFlight = false
+	r, pending, extra := c.posted, c.postedPending, c.postedExtra
+	// The link's receive times are CLOCK_REALTIME; the cycle's clock is
+	// Config.Clock. Both are read here, through the vDSO.
+	offset := time.Now().UnixNano() - c.clock()
+	var last int64
+	for pending+extra > 0 {
+		n, at, err := c.poller.Poll(c.rx)
+		if err != nil {
+			if r.Err == nil {
+				r.Err = err
+			}
+			break
+		}
+		if n == 0 {
+			break // nothing more has come
+		}
+		before := pending
+		pending, extra = c.receive(c.rx[:n], &r, pending, extra)
+		if pending < before && at != 0 {
+			last = max(last, at-offset)
+		}
+	}
+	if pending == 0 && r.Lost == 0 {
+		r.RecvTime = c.clock()
+		if last > r.SendTime && last < r.RecvTime {
+			r.RecvTime = last
+		}
+	}
+	c.finish(&r, pending, extra)
+	return c.count(r)
+}
+
+// send builds and sends the cycle's frames, and the extra acyclic frame
+// when one is due; deadline (Config.Clock ns) is when the answers must be
+// in. It returns the result as far as sending tells it and the frames
+// that await an answer.
+func (c *Cyclic) send(deadline int64) (r CycleResult, pending, extra int) {
+	r = CycleResult{ExpectedWKC: c.expected, Frames: len(c.frames)}
+	if c.dc.on {
+		r.DCExpectedWKC = c.dc.want
+	}
+	c.deadline = deadline
+	c.build()
+	r.Acyclic = c.nCarried
+	r.SendTime = c.clock()
+	for i := range c.frames {
+		if err := c.link.Send(c.frames[i].builder.Bytes()); err != nil {
+			r.Err = err
+			c.frames[i].done = true // nothing will answer it
+			r.Lost++
+			continue
+		}
+		pending++
+	}
+	if c.extraSent {
+		if c.link.Send(c.extra.builder.Bytes()) == nil {
+			extra = 1
+			r.AcyclicFrames = 1
+			c.counters.acyclicFrames.Add(1)
+		} else {
+			c.extra.done = true
+		}
+	}
+	return r, pending, extra
+}
+
+// receive takes one received frame into r and returns the cyclic and
+// acyclic frames still awaited.
+func (c *Cyclic) receive(frame []byte, r *CycleResult, pending, extra int) (int, int) {
+	switch c.take(frame, r) {
+	case answerTaken:
+		if c.extraSent && extra == 1 && c.extra.done {
+			return pending, 0
+		}
+		return pending - 1, extra
+	case answerStale:
+		r.Stale++
+		c.counters.stale.Add(1)
+	case answerInvalid:
+		c.counters.invalid.Add(1)
+	}
+	return pending, extra
+}
+
+// finish settles an exchange whose answers are in or will not come:
+// acyclic requesters woken, frames still awaited lost, the error set.
+func (c *Cyclic) finish(r *CycleResult, pending, extra int) {
+	c.settleAcyclic(r, extra)
 	if r.RecvTime != 0 {
 		c.lastRTT = r.RecvTime - r.SendTime
 	}
@@ -312,7 +409,6 @@ func (c *Cyclic) exchange(deadline time.Time) CycleResult {
 	case r.WKC != r.ExpectedWKC:
 		r.Err = ErrWKCMismatch
 	}
-	return r
 }
 
 // settleAcyclic marks the acyclic datagrams whose frames did not come

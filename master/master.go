@@ -99,6 +99,28 @@ func (m *Master) ExchangeUntil(deadline time.Time) CycleResult {
 	return m.cyclic.ExchangeUntil(deadline)
 }
 
+// CanPost reports whether the cyclic exchange can be pipelined (Post and
+// Collect): the image is mapped and the link is a link.Poller.
+func (m *Master) CanPost() bool { return m.cyclic != nil && m.cyclic.CanPost() }
+
+// Post sends this cycle's frames without waiting for the answers (see
+// Cyclic.Post); Collect takes them one period later. It does nothing
+// before the image is mapped or on a link that is no link.Poller.
+func (m *Master) Post(collectAt time.Time) {
+	if m.CanPost() {
+		m.cyclic.Post(collectAt)
+	}
+}
+
+// Collect takes the answers to the frames Post sent (see Cyclic.Collect).
+// Before the image is mapped it returns a result with Err ErrNotMapped.
+func (m *Master) Collect() CycleResult {
+	if m.cyclic == nil {
+		return CycleResult{Err: ErrNotMapped}
+	}
+	return m.cyclic.Collect()
+}
+
 // MapProcessImage lays out the process image over the scanned slaves
 // (setting each Slave's Inputs and Outputs) and builds the cyclic frames.
 // RequestState does it on the way to SAFEOP when it has not been done;

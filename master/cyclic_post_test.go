@@ -1,0 +1,163 @@
+package master
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ecagent/ecagent/master/link"
+)
+
+// countingPoller is the master's end of a pipe with a view of its receive
+// queue: how many answers wait, and a switch that hides them as if still
+// on the wire.
+type countingPoller struct {
+	*link.PipeEnd
+	taken atomic.Int64
+	hold  atomic.Bool
+}
+
+// waiting returns the frames that have arrived and not been polled.
+func (p *countingPoller) waiting() int { return int(int64(p.Stats().Packets) - p.taken.Load()) }
+
+// Poll is the pipe's, but sees nothing while hold is set.
+func (p *countingPoller) Poll(buf []byte) (int, int64, error) {
+	if p.hold.Load() {
+		return 0, 0, nil
+	}
+	n, at, err := p.PipeEnd.Poll(buf)
+	if n > 0 {
+		p.taken.Add(1)
+	}
+	return n, at, err
+}
+
+// testPostCyclic is testCyclic on a countingPoller.
+func testPostCyclic(t testing.TB, maxData int, wkc func(uint8) uint16) (*Cyclic, *counters, []*Slave) {
+	slaves := referenceSet()
+	l, err := mapProcessData(slaves, maxData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := link.NewPipe()
+	t.Cleanup(func() { _ = a.Close() })
+	startLoop(t, b, wkc)
+	c := &counters{}
+	bus := newBus(&countingPoller{PipeEnd: a}, 10*time.Millisecond, 0, c)
+	cy := newCyclic(bus, &acyclicQueue{}, newProcessImage(l.outBytes, l.inBytes), l, 2*time.Second, newMonotonicClock(), c)
+	return cy, c, slaves
+}
+
+// TestCyclicPostCollect runs the pipelined exchange through the cases of
+// TestCyclicResult: the same result and counters as ExchangeUntil, a
+// receive time between the send and the collection.
+func TestCyclicPostCollect(t *testing.T) {
+	cases := []struct {
+		name     string
+		maxData  int
+		wkc      func(uint8) uint16
+		wantWKC  uint16
+		lost     int
+		err      error
+		counters Stats
+	}{
+		{"complete", maxLRWData, func(uint8) uint16 { return 8 }, 8, 0, nil, Stats{Cycles: 1}},
+		{"one slave missing", maxLRWData, func(uint8) uint16 { return 7 }, 7, 0, ErrWKCMismatch, Stats{Cycles: 1, WKCErrors: 1}},
+		{"one of three frames lost", 4, func(i uint8) uint16 {
+			switch i % 3 {
+			case 1:
+				return 4
+			case 2:
+				return 0xFFFF
+			}
+			return 2
+		}, 6, 1, ErrFrameLost, Stats{Cycles: 1, LostFrames: 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cy, cnt, _ := testPostCyclic(t, c.maxData, c.wkc)
+			if !cy.CanPost() {
+				t.Fatal("a pipe cannot post")
+			}
+			cy.Post(time.Now().Add(time.Millisecond))
+			want := cy.postedPending - c.lost
+			for end := time.Now().Add(time.Second); cy.poller.(*countingPoller).waiting() < want && time.Now().Before(end); {
+				time.Sleep(50 * time.Microsecond) // polling a queue, not synchronising a test
+			}
+			collected := cy.clock()
+			r := cy.Collect()
+			if r.WKC != c.wantWKC || r.ExpectedWKC != 8 || r.Lost != c.lost || r.Err != c.err {
+				t.Errorf("result %+v, want WKC %d/8 lost %d err %v", r, c.wantWKC, c.lost, c.err)
+			}
+			if c.lost == 0 && (r.RecvTime <= r.SendTime || r.RecvTime > collected+int64(time.Millisecond)) {
+				t.Errorf("received at %d, sent at %d, collected at %d", r.RecvTime, r.SendTime, collected)
+			}
+			if got := cnt.snapshot(); got != c.counters {
+				t.Errorf("stats %+v, want %+v", got, c.counters)
+			}
+		})
+	}
+}
+
+// TestCyclicCollectWithoutPost: nothing sent, nothing counted.
+func TestCyclicCollectWithoutPost(t *testing.T) {
+	cy, cnt, _ := testPostCyclic(t, maxLRWData, func(uint8) uint16 { return 8 })
+	if r := cy.Collect(); r.Frames != 0 || r.Lost != 0 || r.Err != nil {
+		t.Errorf("Collect without Post = %+v", r)
+	}
+	if got := cnt.snapshot(); got != (Stats{}) {
+		t.Errorf("stats %+v, want none", got)
+	}
+}
+
+// TestCyclicCollectBeforeTheAnswer: an answer that comes after Collect is
+// a lost frame in its cycle and a stale answer in the next, never taken
+// as the next cycle's.
+func TestCyclicCollectBeforeTheAnswer(t *testing.T) {
+	cy, cnt, _ := testPostCyclic(t, maxLRWData, func(uint8) uint16 { return 8 })
+	p := cy.poller.(*countingPoller)
+	p.hold.Store(true) // the answer is not visible yet
+	cy.Post(time.Now())
+	r := cy.Collect()
+	if r.Lost != 1 || r.Err != ErrFrameLost {
+		t.Fatalf("collected before the answer: %+v", r)
+	}
+	p.hold.Store(false)
+	cy.Post(time.Now().Add(time.Millisecond))
+	for end := time.Now().Add(time.Second); p.waiting() < 2 && time.Now().Before(end); {
+		time.Sleep(50 * time.Microsecond) // polling a queue, not synchronising a test
+	}
+	r = cy.Collect()
+	if r.Lost != 0 || r.Stale != 1 || r.WKC != 8 || r.Err != nil {
+		t.Errorf("the next cycle: %+v, want its own answer and one stale", r)
+	}
+	if got := cnt.snapshot(); got.LostFrames != 1 || got.StaleFrames != 1 || got.Cycles != 2 {
+		t.Errorf("stats %+v", got)
+	}
+}
+
+func TestCyclicPostCollectDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	for _, maxData := range []int{maxLRWData, 4} {
+		cy, _, slaves := testPostCyclic(t, maxData, func(uint8) uint16 { return 8 })
+		p := cy.poller.(*countingPoller)
+		lost := 0
+		allocs := testing.AllocsPerRun(500, func() {
+			_ = cy.image.SetOutputBit(slaves[1], 0, true)
+			cy.Post(time.Now().Add(time.Millisecond))
+			for end := time.Now().Add(100 * time.Millisecond); p.waiting() < cy.postedPending && time.Now().Before(end); {
+				runtime.Gosched()
+			}
+			lost += cy.Collect().Lost
+		})
+		if allocs != 0 {
+			t.Errorf("%d frames: Post and Collect allocate %v times per cycle", cy.Frames(), allocs)
+		}
+		if lost > 20 {
+			t.Errorf("%d frames: %d frames lost in 500 cycles", cy.Frames(), lost)
+		}
+	}
+}
