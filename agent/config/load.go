@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -53,11 +52,6 @@ type Sources struct {
 // value.
 func Load(src Sources) (Config, error) {
 	return load(src, readConfigFile)
-}
-
-// readConfigFile reads the YAML layer's file.
-func readConfigFile(path string) ([]byte, error) {
-	return os.ReadFile(filepath.Clean(path))
 }
 
 // load is [Load] with the file layer read by readFile, so that tests can
@@ -156,9 +150,19 @@ func (l *loader) loadFile(path string) []error {
 	// koanf's YAML parser would) and the key lines, which koanf does not
 	// keep.
 	data, err := l.readFile(path)
+	if err == nil && len(data) > MaxFileSize {
+		err = tooLarge(int64(len(data)))
+	}
 	var doc yamlv3.Node
 	if err == nil {
 		err = yamlv3.Unmarshal(data, &doc)
+	}
+	if err == nil {
+		// Bounded before decoding: yaml.v3's decoder takes time quadratic
+		// in the keys of a mapping.
+		if err := checkShape(&doc, path); err != nil {
+			return []error{err}
+		}
 	}
 	var tree map[string]any
 	if err == nil && doc.Kind != 0 { // an empty file has no document
@@ -281,6 +285,10 @@ func (l *loader) merge(flat map[string]any, source func(key string) string) []er
 			continue // null or {}: left unset
 		}
 		if _, ok := l.schema.field(key); ok {
+			if long, ok := longValue(value); ok {
+				errs = append(errs, valueTooLong(key, long, source(key)))
+				continue
+			}
 			if !validText(value) {
 				// It could not be printed back (--print-config) nor be
 				// sent as a topic or label.
