@@ -66,7 +66,8 @@ type Config struct {
 	BufferFile string
 	// Timeout bounds connecting and each acknowledgement.
 	Timeout time.Duration
-	// ReconnectMin and ReconnectMax bound the reconnect back-off.
+	// ReconnectMin and ReconnectMax bound the reconnect back-off; both
+	// are capped at MaxReconnect.
 	ReconnectMin, ReconnectMax time.Duration
 	// StateDir is where the Sparkplug bdSeq is kept across restarts, so
 	// that each NBIRTH pairs with its NDEATH; empty keeps it in memory.
@@ -204,13 +205,18 @@ func New(cfg Config) (*Publisher, error) {
 		return nil, fmt.Errorf("mqtt: QoS %d, want 0, 1 or 2", cfg.QoS)
 	}
 	cfg.Buffer = max(cfg.Buffer, 1)
+	var capped time.Duration // a ReconnectMax above MaxReconnect
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
 	if cfg.ReconnectMin <= 0 {
 		cfg.ReconnectMin = 100 * time.Millisecond
 	}
-	cfg.ReconnectMax = max(cfg.ReconnectMax, cfg.ReconnectMin)
+	if cfg.ReconnectMax > MaxReconnect {
+		capped = cfg.ReconnectMax
+	}
+	cfg.ReconnectMin = min(cfg.ReconnectMin, MaxReconnect)
+	cfg.ReconnectMax = min(max(cfg.ReconnectMax, cfg.ReconnectMin), MaxReconnect)
 	if cfg.Scan <= 0 {
 		cfg.Scan = 10 * time.Millisecond
 	}
@@ -223,6 +229,10 @@ func New(cfg Config) (*Publisher, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if capped > 0 {
+		log.Info("mqtt: the reconnect back-off is capped, so that the agent follows the broker back within seconds",
+			"reconnectmax", capped, "cap", MaxReconnect)
 	}
 	p := &Publisher{
 		cfg: cfg, log: log, out: newOutbox(cfg.Buffer),

@@ -255,7 +255,8 @@ func TestPublisherWrites(t *testing.T) {
 	sub := subscribe(t, broker.URL(), "sub", root+"/events", false)
 	rules := mustRules(t, nil, nil, []string{"EL2004-1/*", "EL4132-5/ao_output_channel_1.analog_output -5..5", "EL4132-5/drive-fault-reset"})
 	rules.Interval = time.Second
-	p, _, ring := newTestPublisher(t, Config{Broker: broker.URL(), QoS: 1, Root: root, Rules: rules, WritesEnabled: true})
+	// Each refusal is answered in full here (the burst covers them all).
+	p, _, ring := newTestPublisher(t, Config{Broker: broker.URL(), QoS: 1, Root: root, Rules: rules, WritesEnabled: true, RefusalBurst: 100})
 	cmd := subscribe(t, broker.URL(), "cmd", "nothing/here", false)
 	set := func(target, payload string) {
 		t.Helper()

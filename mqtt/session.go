@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/ecagent/ecagent/mqtt/mqttconn"
@@ -28,8 +29,23 @@ type flight struct {
 	sent time.Time
 }
 
+// MaxReconnect caps the reconnect back-off, whatever Config.ReconnectMax
+// says: an attempt on a broker that is down costs a refused connection,
+// and a longer wait makes the agent come back long after the broker does
+// (after a 30 s outage, 21 s after it with a 30 s cap).
+const MaxReconnect = 2 * time.Second
+
+// reconnectWait returns how long to wait before the next attempt: a random
+// duration between half of backoff and backoff ("equal jitter"), so that
+// many agents do not come back at the same instant.
+func reconnectWait(backoff time.Duration) time.Duration {
+	half := backoff / 2
+	return half + rand.N(backoff-half+1)
+}
+
 // runSession connects, serves the connection until it breaks, and
-// reconnects with exponential back-off, until Close.
+// reconnects with exponential back-off (jittered, capped at MaxReconnect),
+// until Close.
 func (p *Publisher) runSession() {
 	defer close(p.sessionDone)
 	backoff := p.cfg.ReconnectMin
@@ -52,7 +68,7 @@ func (p *Publisher) runSession() {
 			select {
 			case <-p.closing:
 				return
-			case <-time.After(backoff):
+			case <-time.After(reconnectWait(backoff)):
 			}
 			backoff = min(2*backoff, p.cfg.ReconnectMax)
 			continue
