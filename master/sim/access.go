@@ -164,7 +164,7 @@ func (d *Device) finish(ac *access, f *frameContext) {
 				s.full = true
 				d.setSMStatus(i, smStatusFull|smStatusWriteEvent)
 				if d.mbx != nil {
-					d.mbx.received(i)
+					d.mbx.received(i, f.arrival)
 				}
 			} else if ac.wroteFirst&(1<<i) != 0 {
 				// A 3-buffer SyncManager hands the master's buffer to
@@ -177,7 +177,11 @@ func (d *Device) finish(ac *access, f *frameContext) {
 		if ac.readLast&(1<<i) != 0 {
 			if s.mailbox {
 				s.full = false
-				d.setSMStatus(i, smStatusReopened)
+				st := uint8(smStatusReadEvent)
+				if d.spec.fw.reopen {
+					st = smStatusReopened
+				}
+				d.setSMStatus(i, st)
 			} else {
 				d.setSMStatus(i, smStatusReadEvent)
 			}
@@ -208,7 +212,7 @@ func (d *Device) registersWritten(lo, hi int, f *frameContext) {
 	}
 	if overlaps(lo, hi, int(esc.RegALControl), int(esc.RegALControl)+1) {
 		v := uint16(regs[esc.RegALControl]) | uint16(regs[esc.RegALControl+1])<<8
-		d.esm.control(v, d)
+		d.esm.control(v, d, f.arrival)
 		d.stateChanged()
 	}
 	if overlaps(lo, hi, int(esc.RegRxErrorCounter), int(esc.RegLostLinkCounter)+3) {

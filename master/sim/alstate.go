@@ -19,8 +19,11 @@ import (
 // to get there (the EK1914 took five polls, the EL3004 one).
 type stateMachine struct {
 	emulated  bool
-	bootstrap bool // the device has a bootstrap mailbox
-	delay     int  // frames between a request and its outcome
+	bootstrap bool  // the device has a bootstrap mailbox
+	delay     int   // frames between a request and its outcome, when framed
+	framed    bool  // count frames (WithStateChangeDelay), not time
+	time      int64 // ns between a request and its outcome (firmware.esm)
+	dueAt     int64 // segment time the pending request is decided
 
 	state   esc.ALState
 	err     bool
@@ -50,24 +53,35 @@ type transitionChecker interface {
 	checkTransition(from, to esc.ALState) esc.ALStatusCode
 }
 
-// control handles a write of v to AL control. In device emulation mode the
-// status follows at once; otherwise the request is decided after the delay
-// (by decide, called from tick).
-func (m *stateMachine) control(v uint16, check transitionChecker) {
+// control handles a write of v to AL control at segment time now. In
+// device emulation mode the status follows at once; otherwise the request
+// is decided after the controller's time (by advance) or, framed, after
+// the delay in frames (by tick).
+func (m *stateMachine) control(v uint16, check transitionChecker, now int64) {
 	if m.emulated {
 		m.state, m.err, m.code = esc.ALState(v&0x0F), v&0x10 != 0, esc.ALNoError
 		return
 	}
 	m.pending, m.request, m.left, m.armed = true, v, m.delay, true
-	if m.delay == 0 {
+	m.dueAt = now + m.time
+	if (m.framed && m.delay == 0) || (!m.framed && m.time == 0) {
 		m.decide(check)
 	}
+}
+
+// advance decides a pending request whose time is over at segment time
+// now, and reports whether the state or error changed.
+func (m *stateMachine) advance(check transitionChecker, now int64) bool {
+	if m.framed || !m.pending || now < m.dueAt {
+		return false
+	}
+	return m.decide(check)
 }
 
 // tick advances a pending request by one frame and decides it when its
 // delay is over. It reports whether the state or error changed.
 func (m *stateMachine) tick(check transitionChecker) bool {
-	if !m.pending {
+	if !m.framed || !m.pending {
 		return false
 	}
 	if m.armed {

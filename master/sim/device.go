@@ -54,8 +54,9 @@ type deviceSpec struct {
 	name         string
 	chip         chip
 	ports        uint8 // port descriptor; 0 keeps the chip's
-	esmDelay     int   // frames an application controller takes for a state change
-	mailboxDelay int   // frames it takes to answer a mailbox request
+	esmDelay     int   // frames an application controller takes for a state change, framed
+	mailboxDelay int   // frames it takes to answer a mailbox request, framed
+	fw           firmware
 	objects      func(*objectDictionary)
 	analog       analogRange
 	// app, if set, builds the device's application (see application).
@@ -117,6 +118,7 @@ func (d *Device) powerUp(image []byte, spec deviceSpec) error {
 		emulated:  escConfig&0x01 != 0,
 		bootstrap: desc.Header.BootstrapMailbox.ReceiveSize != 0,
 		delay:     spec.esmDelay,
+		time:      spec.fw.esm,
 		state:     esc.StateInit,
 	}
 	// The local time starts from the same power-up value whenever the
@@ -126,7 +128,7 @@ func (d *Device) powerUp(image []byte, spec deviceSpec) error {
 	d.clock.driftPPB, d.clock.driftFrom = drift, now
 	if !d.esm.emulated && desc.Header.HasMailbox() && desc.Header.MailboxProtocols.Has(sii.ProtocolCoE) {
 		od := newObjectDictionary(desc, spec.objects)
-		d.mbx = newMailbox(d, od, spec.mailboxDelay)
+		d.mbx = newMailbox(d, od, spec.mailboxDelay, spec.fw)
 	}
 	d.pd = newProcessData(spec.analog)
 	d.layoutProcessData()
@@ -367,6 +369,12 @@ func (d *Device) physical(cmd wire.Command, me bool, dg *wire.Datagram, f *frame
 // time now, before a frame reaches it: time-based EEPROM commands.
 func (d *Device) advance(now int64) {
 	d.eeprom.advance(d.mem.b[:], now)
+	if d.esm.advance(d, now) {
+		d.stateChanged()
+	}
+	if d.mbx != nil {
+		d.mbx.advance(now)
+	}
 }
 
 // tick advances the device's timers by one frame: EEPROM busy time, a

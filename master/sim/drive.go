@@ -69,7 +69,7 @@ var chipAKD = chip{
 // akdSpec is the simulator's description of an AKD beyond its SII.
 func akdSpec() deviceSpec {
 	return deviceSpec{name: "AKD", chip: chipAKD, esmDelay: defaultESMDelay, mailboxDelay: defaultMailboxDelay,
-		objects: driveObjects, app: newDrive}
+		fw: fwGeneric, objects: driveObjects, app: newDrive}
 }
 
 // ErrNotADrive is matched (errors.Is) by the errors of drive operations on

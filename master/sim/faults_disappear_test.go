@@ -110,7 +110,9 @@ func TestDisappearFirstDeviceLosesEveryFrame(t *testing.T) {
 // power, keeps its configuration.
 func TestReturnIsAPowerCycle(t *testing.T) {
 	line := []string{"EK1100", "EL3204", "EL3204"}
-	seg := newSeg(t, line)
+	// The clock stands still but where the test moves it: state changes
+	// count frames.
+	seg := newSeg(t, line, WithStateChangeDelay(1))
 	now := int64(1_000_000)
 	seg.now = func() int64 { return now }
 	address(t, seg)

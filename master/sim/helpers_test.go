@@ -60,14 +60,29 @@ func one(tb testing.TB, seg *Segment, d dg) wire.Datagram {
 
 func le16b(v uint16) []byte { return binary.LittleEndian.AppendUint16(nil, v) }
 
-// newSeg builds a segment of the named devices.
+// frameStep is the time each frame takes on the clock of newSeg's
+// segments: longer than any device's controller or EEPROM takes, so a
+// test can count frames, and independent of the host.
+const frameStep = 2_000_000
+
+// newSeg builds a segment of the named devices. Unless opts give it a
+// clock, its time advances by frameStep with every frame.
 func newSeg(tb testing.TB, specs []string, opts ...Option) *Segment {
 	tb.Helper()
 	devs, err := ParseDevices(specs)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return NewSegment(devs, opts...)
+	return frameClocked(NewSegment(devs, opts...))
+}
+
+// frameClocked makes seg's time advance by frameStep with every frame,
+// unless it has a clock of its own (WithClock).
+func frameClocked(seg *Segment) *Segment {
+	if seg.opts.clock == nil {
+		seg.now = func() int64 { return int64(seg.frame) * frameStep }
+	}
+	return seg
 }
 
 // address gives the devices station addresses 0x1001, 0x1002, … as masters do.

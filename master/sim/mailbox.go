@@ -74,7 +74,10 @@ type message struct {
 type mailbox struct {
 	d           *Device
 	od          *objectDictionary
-	delay       int
+	delay       int  // frames before a request is served, when framed
+	framed      bool // count frames (WithMailboxDelay), not time
+	fw          firmware
+	dueAt       int64 // segment time the pending request is served
 	outSM, inSM int
 	pending     bool
 	armed       bool
@@ -98,8 +101,8 @@ type mailbox struct {
 	info     infoState
 }
 
-func newMailbox(d *Device, od *objectDictionary, delay int) *mailbox {
-	return &mailbox{d: d, od: od, delay: max(delay, 0), outSM: 0, inSM: 1}
+func newMailbox(d *Device, od *objectDictionary, delay int, fw firmware) *mailbox {
+	return &mailbox{d: d, od: od, delay: max(delay, 0), fw: fw, outSM: 0, inSM: 1}
 }
 
 // reset forgets everything in progress (the device went to INIT): queued
@@ -113,22 +116,34 @@ func (m *mailbox) reset() {
 	}
 }
 
-// received is called when the master has filled SyncManager sm.
-func (m *mailbox) received(sm int) {
+// received is called when the master has filled SyncManager sm at
+// segment time now.
+func (m *mailbox) received(sm int, now int64) {
 	if sm != m.outSM {
 		return
 	}
 	m.pending, m.armed, m.left = true, true, m.delay
-	if m.delay == 0 {
+	m.dueAt = now + m.fw.mailbox
+	if (m.framed && m.delay == 0) || (!m.framed && m.fw.mailbox == 0) {
 		m.pending = false
 		m.serve()
 		m.deliver()
 	}
 }
 
+// advance serves a pending request whose time is over at segment time now.
+func (m *mailbox) advance(now int64) {
+	if m.framed || !m.pending || now < m.dueAt {
+		return
+	}
+	m.pending = false
+	m.serve()
+	m.deliver()
+}
+
 // tick advances the application controller by one frame.
 func (m *mailbox) tick(uint64) {
-	if m.pending {
+	if m.pending && m.framed {
 		if m.armed {
 			m.armed = false
 		} else if m.left--; m.left <= 0 {

@@ -29,10 +29,10 @@ type model struct {
 func builtinModels() []model {
 	mcu := func(name string, c chip, objects func(*objectDictionary), analog analogRange) deviceSpec {
 		return deviceSpec{name: name, chip: c, esmDelay: defaultESMDelay, mailboxDelay: defaultMailboxDelay,
-			objects: objects, analog: analog}
+			fw: fwBeckhoffTerminal, objects: objects, analog: analog}
 	}
 	ek1914Spec := mcu("EK1914", chipEK1914, nil, analogRange{})
-	ek1914Spec.esmDelay = 5
+	ek1914Spec.esmDelay, ek1914Spec.fw = 5, fwEK1914
 	return []model{
 		{deviceSpec{name: "EK1100", chip: chipET1100}, 0x044C2C52, ek1100},
 		{deviceSpec{name: "EK1110", chip: chipET1200, ports: 0x4E}, 0x04562C52, ek1110},
@@ -131,7 +131,7 @@ func specForImage(desc *sii.Device) deviceSpec {
 			return deviceSpec{chip: chipEL2889}
 		}
 	}
-	spec := deviceSpec{chip: chipET1200, esmDelay: defaultESMDelay, mailboxDelay: defaultMailboxDelay}
+	spec := deviceSpec{chip: chipET1200, esmDelay: defaultESMDelay, mailboxDelay: defaultMailboxDelay, fw: fwGeneric}
 	if desc.Header.HasMailbox() || (desc.InputBits()+7)/8 > 4 || (desc.OutputBits()+7)/8 > 4 {
 		spec.chip = chipET1100
 	}

@@ -172,7 +172,7 @@ func tightEL3004(tb testing.TB) *Segment {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			return NewSegment([]*Device{d})
+			return frameClocked(NewSegment([]*Device{d}))
 		}
 	}
 	tb.Fatal("no EL3004 model")

@@ -40,6 +40,21 @@ func (s *Segment) Preset(first uint16, state esc.ALState) error {
 		if err := send(); err != nil {
 			return err
 		}
+		if mb := s.devices[i].sii.Header.StandardMailbox; state == esc.StatePreOp && s.devices[i].sii.Header.HasMailbox() {
+			// PREOP needs the mailbox SyncManagers as the SII gives them.
+			sms := make([]byte, 2*esc.SyncManagerLen)
+			esc.SyncManager{PhysicalStart: mb.ReceiveOffset, Length: mb.ReceiveSize,
+				Control: esc.SMModeMailbox | esc.SMDirWrite, Activate: esc.SMActivateOn}.Encode(sms)
+			esc.SyncManager{PhysicalStart: mb.SendOffset, Length: mb.SendSize,
+				Control: esc.SMModeMailbox | esc.SMDirRead, Activate: esc.SMActivateOn}.Encode(sms[esc.SyncManagerLen:])
+			_ = b.Reset(buf, broadcast, [6]byte{})
+			if err := b.AppendData(wire.FPWR, 0, wire.PhysicalAddress(first+uint16(i), uint16(esc.RegSyncManager0)), sms); err != nil {
+				return err
+			}
+			if err := send(); err != nil {
+				return err
+			}
+		}
 	}
 	_ = b.Reset(buf, broadcast, [6]byte{})
 	ctl := make([]byte, esc.ALControlLen)
@@ -47,5 +62,18 @@ func (s *Segment) Preset(first uint16, state esc.ALState) error {
 	if err := b.AppendData(wire.BWR, 0, wire.PhysicalAddress(0, uint16(esc.RegALControl)), ctl); err != nil {
 		return err
 	}
-	return send()
+	if err := send(); err != nil {
+		return err
+	}
+	// The master that configured the segment waited for the devices'
+	// controllers to carry the request out: so does the preset, whatever
+	// the time on the segment's clock.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.devices {
+		if d.esm.pending && d.esm.decide(d) {
+			d.stateChanged()
+		}
+	}
+	return nil
 }

@@ -79,14 +79,16 @@ func WithPreset(firstStation uint16, state esc.ALState) Option {
 // remain for tests written against them.
 func WithSIIBusyFrames(n int) Option { return func(o *options) { o.siiBusyFrames = max(n, 0) } }
 
-// WithStateChangeDelay sets how many frames devices with an application
-// controller take to carry out a state change request (default: each
-// model's own, 1 for most terminals, 5 for the EK1914). Devices without
-// one (device emulation) follow at once, as the real ones do.
+// WithStateChangeDelay makes devices with an application controller take
+// frames, counted, to carry out a state change request, instead of their
+// controller's time (the default: each model's own, 0.45 ms for most
+// terminals, 1.6 ms for the EK1914). Devices without one (device
+// emulation) follow at once, as the real ones do.
 func WithStateChangeDelay(frames int) Option { return func(o *options) { o.esmDelay = max(frames, 0) } }
 
-// WithMailboxDelay sets how many frames an application controller takes to
-// answer a mailbox request (default 2).
+// WithMailboxDelay makes application controllers answer a mailbox request
+// after frames, counted, instead of their time (the default: each model's
+// own, 0.7 ms for the Beckhoff terminals).
 func WithMailboxDelay(frames int) Option { return func(o *options) { o.mailboxDelay = max(frames, 0) } }
 
 // WithInputPattern sets the input pattern of every device with inputs.
@@ -158,10 +160,10 @@ func (s *Segment) adopt(d *Device) {
 	o := &s.opts
 	d.eeprom.busyFrames = o.siiBusyFrames
 	if o.esmDelay >= 0 {
-		d.esm.delay = o.esmDelay
+		d.esm.delay, d.esm.framed = o.esmDelay, true
 	}
 	if o.mailboxDelay >= 0 && d.mbx != nil {
-		d.mbx.delay = o.mailboxDelay
+		d.mbx.delay, d.mbx.framed = o.mailboxDelay, true
 	}
 	if o.pattern != nil {
 		d.pd.pattern = *o.pattern
