@@ -33,6 +33,7 @@ func CycleConfig(cfg config.Config) program.Config {
 			Priority:   cfg.Cycle.Priority,
 			BusyWait:   program.Duration(cfg.Cycle.BusyWait),
 			RecvSpin:   program.Duration(cfg.Cycle.RecvSpin),
+			Exchange:   cfg.Cycle.Exchange,
 			LockMemory: cfg.Cycle.LockMemory,
 			SHM:        cfg.Cycle.SHM,
 		},

@@ -35,6 +35,14 @@ type Config struct {
 	// consecutive cycles with a lost frame or a wrong working counter,
 	// and clears it after as many clean cycles; 0 disables the alarm.
 	AlarmCycles int
+	// Pipelined runs the exchange pipelined when the link allows it
+	// (master.CanPost): each cycle collects the answers to the frames the
+	// previous one sent (master.Collect), runs its jobs on those inputs
+	// and sends its frames (master.Post) without waiting, as IgH's master
+	// and TwinCAT do. The frames have the whole period for their round
+	// trip and the cycle thread one context switch a period, its sleep.
+	// Otherwise each cycle sends its frames and waits for their answers.
+	Pipelined bool
 	// KeepGC leaves the garbage collector on. Only tests that share a
 	// process with other goroutines set it.
 	KeepGC bool
@@ -57,6 +65,7 @@ type Engine struct {
 	goodRun    int    // consecutive clean cycles
 	alarm      bool   // the bus alarm is raised
 	linkDown   bool   // the link refused to send
+	pipelined  bool   // Config.Pipelined and the link can post
 	dc         dcSync // keeps the schedule on the DC reference, when configured
 	dcOn       bool
 	dcRef      int    // ring position of the reference clock
@@ -148,6 +157,12 @@ func (e *Engine) Run() uint64 {
 	next := rt.Now() + p
 	var skipped uint32
 	first := e.cycle
+	e.pipelined = e.cfg.Pipelined && e.m.CanPost()
+	if e.pipelined {
+		// The first cycle collects these.
+		e.m.Post(time.Now().Add(time.Duration(p)))
+		defer func() { e.drain(next) }()
+	}
 	for !e.stop.Load() && (e.cfg.Cycles == 0 || e.cycle-first < e.cfg.Cycles) {
 		if e.OnSteady != nil && e.cycle-first == e.SteadyAfter {
 			e.OnSteady()
@@ -176,6 +191,10 @@ func (e *Engine) step(deadline int64, skipped uint32) int64 {
 	if e.stall != nil {
 		e.stall()
 	}
+	var res master.CycleResult
+	if e.pipelined {
+		res = e.m.Collect()
+	}
 	e.applyCommands()
 	for _, j := range e.Jobs {
 		e.event = shm.Event{}
@@ -184,11 +203,16 @@ func (e *Engine) step(deadline int64, skipped uint32) int64 {
 			e.seg.Events().Push(&e.event)
 		}
 	}
-	// The frame may use the rest of this period, less a tenth so that a
-	// lost frame does not also make the next cycle late.
 	p := int64(e.cfg.Period)
-	wait := deadline + p - p/10 - wake
-	res := e.m.ExchangeUntil(time.Now().Add(time.Duration(wait)))
+	if e.pipelined {
+		// Collected when the next cycle wakes.
+		e.m.Post(time.Now().Add(time.Duration(deadline + p - wake)))
+	} else {
+		// The frame may use the rest of this period, less a tenth so
+		// that a lost frame does not also make the next cycle late.
+		wait := deadline + p - p/10 - wake
+		res = e.m.ExchangeUntil(time.Now().Add(time.Duration(wait)))
+	}
 	end := rt.Now()
 
 	s := &e.sample
@@ -234,10 +258,19 @@ func (e *Engine) step(deadline int64, skipped uint32) int64 {
 	return end
 }
 
+// drain takes the answers to the frames the last cycle posted, so that
+// the acyclic requests they carry are answered, waiting until the time
+// the next cycle would have collected them.
+func (e *Engine) drain(at int64) {
+	rt.SleepUntil(at)
+	_ = e.m.Collect()
+}
+
 // trackDC records the distributed-clock figures of the cycle and runs the
 // controller that keeps the schedule on the reference clock.
 func (e *Engine) trackDC(res *master.CycleResult) {
 	s := &e.sample
+	prevStep := e.dcStep
 	e.dcStep = 0
 	// The reference's own 0x092C is never updated (nothing is written
 	// to it): only the other clocks' differences mean something.
@@ -248,7 +281,16 @@ func (e *Engine) trackDC(res *master.CycleResult) {
 	if !e.dcOn || !res.DCValid {
 		return
 	}
-	errNS, step := e.dc.update(res.DCTime)
+	t := res.DCTime
+	if e.pipelined {
+		// The frame was sent a cycle ago, before the last correction
+		// moved this cycle's wake: the frame this cycle sends will pass
+		// the reference that much later (a correction is negative when
+		// the master was late). Without this the controller would see
+		// each correction one cycle late and take it out twice.
+		t = uint64(int64(t) + prevStep)
+	}
+	errNS, step := e.dc.update(t)
 	s.CtlErr = int32(min(max(errNS, -1<<31), 1<<31-1))
 	s.Flags |= shm.SampleCtlValid
 	e.dcStep = step

@@ -79,6 +79,10 @@ type Cycle struct {
 	// RecvSpin is how long the cycle thread reads its frames' answers
 	// without waiting before it blocks for them.
 	RecvSpin time.Duration `koanf:"recvspin" help:"read the frames' answers without waiting this long before blocking (no context switch when they come back within it; burns the core meanwhile); at most half of cycle.period is used; 0..1s, 0 disables"`
+	// Exchange is how a cycle meets its frames: "pipelined" collects the
+	// answers to the frames the previous cycle sent and sends its own
+	// without waiting; "wait" sends and waits for the answers.
+	Exchange string `koanf:"exchange" help:"pipelined: collect the answers to the previous cycle's frames, send without waiting (one context switch a cycle; inputs one period old, as IgH and TwinCAT); wait: send, then wait for the answers"`
 	// LockMemory asks for mlockall so the cycle never takes a page fault.
 	LockMemory bool `koanf:"lockmemory" help:"lock the process's memory (mlockall) so the cycle never waits for a page fault"`
 	// SHM is the shared-memory file through which the cycle process and
@@ -215,6 +219,7 @@ func Default() Config {
 			Core:       -1,
 			Priority:   80,
 			RecvSpin:   DefaultRecvSpin,
+			Exchange:   ExchangePipelined,
 			LockMemory: true,
 			SHM:        DefaultSHM,
 		},
@@ -224,6 +229,12 @@ func Default() Config {
 		MQTT:    defaultMQTT(),
 	}
 }
+
+// The values of cycle.exchange.
+const (
+	ExchangePipelined = "pipelined"
+	ExchangeWait      = "wait"
+)
 
 // DefaultRecvSpin is the default cycle.recvspin: long enough for the
 // answers of a small segment (a 1 ms cycle over a veth or socket pair:

@@ -340,7 +340,7 @@ func TestGoldenExample(t *testing.T) {
 		},
 		Cycle: Cycle{
 			Period: 250 * time.Microsecond, Core: 0, Priority: 90,
-			BusyWait: 50 * time.Microsecond, RecvSpin: 40 * time.Microsecond, LockMemory: false, SHM: "/dev/shm/ecagent-test.shm",
+			BusyWait: 50 * time.Microsecond, RecvSpin: 40 * time.Microsecond, Exchange: ExchangeWait, LockMemory: false, SHM: "/dev/shm/ecagent-test.shm",
 			Program: "ecagent-cycle",
 		},
 		Status:  Status{Interval: 0},

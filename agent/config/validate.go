@@ -88,6 +88,9 @@ func (c Config) problems(models []string, cpus cpuSet) []*FieldError {
 	if rs := c.Cycle.RecvSpin; rs < 0 || rs > time.Second {
 		add("cycle.recvspin", rs, "must be between 0 (no spinning) and 1s")
 	}
+	if x := c.Cycle.Exchange; x != ExchangePipelined && x != ExchangeWait {
+		add("cycle.exchange", x, `must be "pipelined" or "wait"`)
+	}
 	if bw := c.Cycle.BusyWait; bw < 0 || bw >= c.Cycle.Period {
 		add("cycle.busywait", bw, fmt.Sprintf("must be at least 0 and less than cycle.period (%s)", formatDuration(c.Cycle.Period)))
 	}

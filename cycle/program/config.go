@@ -93,6 +93,8 @@ type Cycle struct {
 	// RecvSpin is how long the cycle reads its answers without waiting
 	// before it blocks for them; at most half the period is used.
 	RecvSpin Duration `json:"recvspin"`
+	// Exchange is ExchangePipelined or ExchangeWait (cycle.Config.Pipelined).
+	Exchange string `json:"exchange"`
 	// LockMemory asks for mlockall and a locked segment.
 	LockMemory bool `json:"lockmemory"`
 	// SHM is the shared-memory segment the agent created.
@@ -164,10 +166,20 @@ func Default() Config {
 			DC:           DC{DriftFrames: DefaultDCDriftFrames, StartDelay: Duration(DefaultDCStartDelay)},
 		},
 		Cycle: Cycle{Period: Duration(time.Millisecond), Core: -1, Priority: 80, RecvSpin: Duration(100 * time.Microsecond),
+			Exchange:   ExchangePipelined,
 			LockMemory: true, SHM: DefaultSHM},
 		Log: Log{Level: "info", Format: "text"},
 	}
 }
+
+// The values of cycle.exchange (Cycle.Exchange).
+const (
+	// ExchangePipelined: each cycle collects the answers to the frames the
+	// previous one sent and sends its own without waiting.
+	ExchangePipelined = "pipelined"
+	// ExchangeWait: each cycle sends its frames and waits for the answers.
+	ExchangeWait = "wait"
+)
 
 // SlogLevel returns log.level as a slog level; an unknown level gives
 // slog.LevelInfo.

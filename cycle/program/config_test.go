@@ -35,7 +35,7 @@ func TestConfigRoundTrip(t *testing.T) {
 		{Slave: 1, RxPDOs: []PDO{{Index: 0x1600, Entries: []PDOEntry{{Index: 0x6040, SubIndex: 0, Bits: 16}, {Bits: 8}}}}},
 		{Slave: 2, RxPDOs: []PDO{}, TxPDOs: []PDO{{Index: 0x1A00}}},
 	}
-	c.Cycle = Cycle{Period: Duration(250 * time.Microsecond), Core: 3, Priority: 90, BusyWait: Duration(20 * time.Microsecond),
+	c.Cycle = Cycle{Period: Duration(250 * time.Microsecond), Core: 3, Priority: 90, BusyWait: Duration(20 * time.Microsecond), Exchange: ExchangeWait,
 		SHM: "/run/ecagent/ecagent.shm"}
 	c.Log = Log{Level: "debug", Format: "json"}
 	c.Drives = []Drive{

@@ -108,6 +108,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 		Period:      period,
 		BusyWait:    time.Duration(cfg.Cycle.BusyWait),
 		SleepKeepsP: runtime.GOMAXPROCS(0) >= 2, // the cycle thread is this process's only sleeper
+		Pipelined:   cfg.Cycle.Exchange == ExchangePipelined,
 		Cycles:      o.Cycles,
 		AlarmCycles: cfg.Bus.AlarmCycles,
 		RT: rt.Options{Priority: cfg.Cycle.Priority, Core: cfg.Cycle.Core,

@@ -126,6 +126,9 @@ func (c Config) cycleProblems(v *validator) {
 	if rs := cy.RecvSpin; rs < 0 || rs > Duration(time.Second) {
 		v.add("cycle.recvspin", rs, "must be between 0 (no spinning) and 1s")
 	}
+	if x := cy.Exchange; x != ExchangePipelined && x != ExchangeWait {
+		v.add("cycle.exchange", x, `must be "pipelined" or "wait"`)
+	}
 	if p := cy.SHM; !filepath.IsAbs(p) || strings.HasSuffix(p, "/") {
 		v.add("cycle.shm", p, "must be an absolute file path, e.g. "+DefaultSHM)
 	}
