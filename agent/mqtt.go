@@ -62,17 +62,6 @@ func startMQTT(cfg config.Config, log *slog.Logger, reg *metrics.Registry) (*mqt
 	}
 	b := &mqttBridge{reg: reg, rules: rules, log: log}
 	url := mc.Broker
-	if url == "" {
-		b.broker, err = broker.Start(mc.Embedded, log)
-		if err != nil {
-			log.Warn("MQTT stays off: the embedded broker cannot start (set mqtt.broker to use another broker, or mqtt.embedded to listen elsewhere)", "err", err)
-			return nil, nil
-		}
-		url = b.broker.URL()
-		host, port, _ := net.SplitHostPort(b.broker.Addr())
-		log.Info("embedded MQTT broker", "addr", b.broker.Addr(),
-			"try", fmt.Sprintf("mosquitto_sub -h %s -p %s -t '%s/#' -v", host, port, mc.Prefix))
-	}
 	clientID := mc.ClientID
 	if clientID == "" {
 		clientID = "ecagent-" + cfg.Site + "-" + cfg.Host
@@ -81,9 +70,32 @@ func startMQTT(cfg config.Config, log *slog.Logger, reg *metrics.Registry) (*mqt
 	if node == "" {
 		node = cfg.Host
 	}
+	root := mc.Prefix + "/" + cfg.Site + "/" + cfg.Host
+	username, password := mc.Username, mc.Password
+	if url == "" {
+		auth, secretPath, err := embeddedAuth(mqttStateDir(mc), root, mc.Sparkplug.Group, node, log)
+		if err != nil {
+			log.Warn("MQTT stays off: the embedded broker's credential is unusable (set mqtt.broker to use another broker)", "err", err)
+			return nil, nil
+		}
+		b.broker, err = broker.StartAuth(mc.Embedded, log, auth)
+		if err != nil {
+			log.Warn("MQTT stays off: the embedded broker cannot start (set mqtt.broker to use another broker, or mqtt.embedded to listen elsewhere)", "err", err)
+			return nil, nil
+		}
+		url = b.broker.URL()
+		username, password = auth.Agent.Username, auth.Agent.Password
+		host, port, _ := net.SplitHostPort(b.broker.Addr())
+		try := []any{"addr", b.broker.Addr(), "try", fmt.Sprintf("mosquitto_sub -h %s -p %s -t '%s/#' -v", host, port, mc.Prefix)}
+		if secretPath != "" {
+			try = append(try, "commands", fmt.Sprintf("mosquitto_pub -h %s -p %s -u %s -P \"$(cat %s)\" -t '%s/set/<slave>/<signal>' -m <value>",
+				host, port, embeddedOperator, secretPath, root))
+		}
+		log.Info("embedded MQTT broker", try...)
+	}
 	b.pub, err = mqtt.New(mqtt.Config{
-		Broker: url, ClientID: clientID, Username: mc.Username, Password: mc.Password, TLS: tlsConfig,
-		QoS: byte(mc.QoS), Scheme: scheme, Root: mc.Prefix + "/" + cfg.Site + "/" + cfg.Host,
+		Broker: url, ClientID: clientID, Username: username, Password: password, TLS: tlsConfig,
+		QoS: byte(mc.QoS), Scheme: scheme, Root: root,
 		Group: mc.Sparkplug.Group, Node: node, Rules: rules, Scan: mc.Scan, Buffer: mc.Buffer,
 		BufferFile: mc.BufferFile, Timeout: mc.Timeout, ReconnectMin: mc.ReconnectMin, ReconnectMax: mc.ReconnectMax,
 		WritesEnabled: mc.Writes.Enabled, Logger: log, StateDir: mqttStateDir(mc),
@@ -101,6 +113,50 @@ func startMQTT(cfg config.Config, log *slog.Logger, reg *metrics.Registry) (*mqt
 	log.Info("MQTT publisher", "broker", url, "scheme", mc.Scheme, "interval", mc.Interval, "onchange", mc.OnChange,
 		"writes", mc.Writes.Enabled)
 	return b, nil
+}
+
+// The embedded broker's users: the agent (a password made at each start,
+// known to this process only) and operators, whose password is made at
+// first start and kept in embeddedSecretFile in the state directory.
+const (
+	embeddedAgent      = "ecagent"
+	embeddedOperator   = "operator"
+	embeddedSecretFile = "mqtt-operator.secret"
+)
+
+// embeddedAuth returns who may use the embedded broker: the agent, with a
+// new password; operators, who may publish the agent's commands only,
+// with the password kept in stateDir (secretPath; "" when there is no
+// state directory: the password is then made for this run and known to
+// nobody, so that no command can come through the broker); anonymous
+// clients may watch, not publish (the data can be seen flowing without
+// set-up, as before).
+func embeddedAuth(stateDir, root, group, node string, log *slog.Logger) (a *broker.Auth, secretPath string, err error) {
+	operator := broker.NewSecret()
+	if stateDir != "" {
+		var created bool
+		operator, created, err = broker.LoadOrCreateSecret(stateDir, embeddedSecretFile)
+		if err != nil {
+			return nil, "", err
+		}
+		secretPath = filepath.Join(stateDir, embeddedSecretFile)
+		if created {
+			log.Info("embedded MQTT broker: made the operators' password", "file", secretPath, "user", embeddedOperator)
+		}
+	} else {
+		log.Warn("embedded MQTT broker: no state directory (STATE_DIRECTORY or mqtt.bufferfile) to keep the operators' password in: no client can send commands")
+	}
+	return &broker.Auth{
+		Agent:    broker.Credential{Username: embeddedAgent, Password: broker.NewSecret()},
+		Operator: broker.Credential{Username: embeddedOperator, Password: operator},
+		CommandFilters: []string{
+			root + "/set/#",
+			"spBv1.0/" + group + "/NCMD/" + node,
+			"spBv1.0/" + group + "/DCMD/" + node + "/+",
+			"spBv1.0/STATE/+", // a Sparkplug host application's state
+		},
+		AnonymousRead: true,
+	}, secretPath, nil
 }
 
 // mqttStateDir is where the publisher keeps its state across restarts

@@ -1,12 +1,15 @@
 package agent
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/cycle/program"
@@ -133,4 +136,96 @@ func TestStartMQTTDisabledOrPortBusy(t *testing.T) {
 	b.detach("x")
 	b.window(metrics.WindowReport{})
 	b.stop()
+}
+
+// TestMQTTEmbeddedBrokerNeedsTheCredential: the embedded broker admits the
+// agent with its own password and operators with the one made at first
+// start in the state directory (a file of mode 0600); an anonymous client
+// may watch but neither overwrite the retained status nor send a command
+// (issue 18: any local user could).
+func TestMQTTEmbeddedBrokerNeedsTheCredential(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("STATE_DIRECTORY", dir)
+	cfg := config.Default()
+	cfg.Site, cfg.Host = "plant", "edge1"
+	cfg.MQTT.Enabled, cfg.MQTT.Embedded = true, "127.0.0.1:0"
+	reg, err := metrics.NewRegistry(metrics.Options{Site: "plant", Line: "l", Host: "edge1", Target: time.Millisecond, CycleCore: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := startMQTT(cfg, quiet, reg)
+	if err != nil || b == nil {
+		t.Fatalf("startMQTT: %v %v", b, err)
+	}
+	defer b.stop()
+	for deadline := time.Now().Add(10 * time.Second); !b.pub.Stats().Connected; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent did not connect to its embedded broker")
+		}
+	}
+	path := filepath.Join(dir, embeddedSecretFile)
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode() != 0o600 {
+		t.Fatalf("operators' password file: %v %v", fi, err)
+	}
+	secret, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := "ecagent/plant/edge1"
+	client := func(id, user, password string) (paho.Client, error) {
+		o := paho.NewClientOptions().AddBroker(b.broker.URL()).SetClientID(id).SetAutoReconnect(false)
+		if user != "" {
+			o.SetUsername(user).SetPassword(password)
+		}
+		c := paho.NewClient(o)
+		tok := c.Connect()
+		if !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+			return nil, fmt.Errorf("connect %s: %v", id, tok.Error())
+		}
+		t.Cleanup(func() { c.Disconnect(0) })
+		return c, nil
+	}
+	if _, err := client("guess", embeddedOperator, "guess-guess-guess-guess"); err == nil {
+		t.Fatal("a wrong password was admitted")
+	}
+	for _, qos := range []byte{0, 1} {
+		anon, err := client(fmt.Sprint("anon-", qos), "", "")
+		if err != nil {
+			t.Fatalf("anonymous watcher: %v", err)
+		}
+		anon.Publish(root+"/status", qos, true, "forged").WaitTimeout(time.Second)
+		anon.Publish(root+"/set/EL2004-1/channel_1.output", qos, false, "true").WaitTimeout(time.Second)
+	}
+	op, err := client("op", embeddedOperator, strings.TrimSpace(string(secret)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Writes are off: the operator's command is refused, and counted; the
+	// anonymous ones never reached the agent.
+	if tok := op.Publish(root+"/set/EL2004-1/channel_1.output", 1, false, "true"); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	for deadline := time.Now().Add(5 * time.Second); b.pub.Stats().Rejected[mqtt.RejectDisabled] == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the operator's command did not reach the agent")
+		}
+	}
+	if n := b.pub.Stats().Rejected[mqtt.RejectDisabled]; n != 1 {
+		t.Errorf("%d commands reached the agent, want the operator's only", n)
+	}
+	status := make(chan string, 1)
+	watch, err := client("watch", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch.Subscribe(root+"/status", 1, func(_ paho.Client, m paho.Message) { status <- string(m.Payload()) })
+	select {
+	case s := <-status:
+		if s != "online" {
+			t.Fatalf("retained status %q", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no retained status")
+	}
 }

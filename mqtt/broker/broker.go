@@ -1,7 +1,9 @@
 // Package broker runs the embedded MQTT broker (mochi-mqtt) that `ecagent
 // run` starts when no broker is configured, so that the data can be seen
 // flowing (mosquitto_sub -h 127.0.0.1 -t 'ecagent/#' -v) without any
-// set-up. It accepts every client: bind it to loopback.
+// set-up. StartAuth admits the agent and operators with their
+// credentials only (see Auth); Start accepts every client, for tests.
+// Bind it to loopback either way.
 package broker
 
 import (
@@ -21,8 +23,13 @@ type Broker struct {
 }
 
 // Start starts a broker listening on addr (host:port; port 0 picks a
-// free one). Its own log goes to log at warning level and above.
-func Start(addr string, log *slog.Logger) (*Broker, error) {
+// free one) that accepts every client. Its own log goes to log at warning
+// level and above.
+func Start(addr string, log *slog.Logger) (*Broker, error) { return StartAuth(addr, log, nil) }
+
+// StartAuth is Start with auth enforced: only the agent and operators are
+// admitted, with their rights (nil admits every client).
+func StartAuth(addr string, log *slog.Logger, a *Auth) (*Broker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -30,7 +37,11 @@ func Start(addr string, log *slog.Logger) (*Broker, error) {
 		InlineClient: false,
 		Logger:       slog.New(levelFloor{Handler: log.Handler(), min: slog.LevelWarn}).With("component", "mqtt-broker"),
 	})
-	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
+	var hook mochi.Hook = new(auth.AllowHook)
+	if a != nil {
+		hook = &authHook{auth: *a}
+	}
+	if err := srv.AddHook(hook, nil); err != nil {
 		return nil, fmt.Errorf("embedded MQTT broker: %w", err)
 	}
 	tcp := newConnListener(listeners.NewTCP(listeners.Config{ID: "tcp", Address: addr}))
