@@ -293,7 +293,7 @@ func (c *Cyclic) CanPost() bool { return c.poller != nil }
 // will be: the slack the extra acyclic frame may use. Post allocates
 // nothing; it needs a link that is a link.Poller (CanPost).
 func (c *Cyclic) Post(collectAt time.Time) {
-	c.posted, c.postedPending, c.postedExtra = c.send(c.clock()+int64(time.Until(collectAt)))
+	c.posted, c.postedPending, c.postedExtra = c.send(c.clock() + int64(time.Until(collectAt)))
 	c.inFlight = true
 }
 

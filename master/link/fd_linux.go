@@ -42,10 +42,10 @@ type fdConn struct {
 	// recvmsg, which brings the kernel's receive time (SO_TIMESTAMPNS).
 	pollMsg unix.Msghdr
 	pollIov unix.Iovec
-	pollOOB [8]uint64 // word-aligned, as control messages are
-	spin     time.Duration  // Recv reads without waiting this long first
-	timeout  unix.Timespec  // used by Recv only
-	pad      [MinFrameSize]byte
+	pollOOB [8]uint64     // word-aligned, as control messages are
+	spin    time.Duration // Recv reads without waiting this long first
+	timeout unix.Timespec // used by Recv only
+	pad     [MinFrameSize]byte
 
 	errs      presetErrors
 	sendAgain error // send would block: the kernel's queue is full
