@@ -2,12 +2,14 @@ package metrics
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +20,21 @@ import (
 // ShutdownTimeout bounds how long Run waits for scrapes in flight once its
 // context is done.
 const ShutdownTimeout = 5 * time.Second
+
+// Bounds on clients. Two or three scrapers and the probes are all a server
+// has; the agent shares its memory (and, in a container, its cgroup) with
+// the cycle process, so a crowd of connections must not grow it.
+const (
+	// MaxConnections is the most connections held open at once. Beyond
+	// it, the connection that has waited longest for a request's headers
+	// (a slow or idle client) is closed to make room; when every one is
+	// serving a request, the new connection is closed.
+	MaxConnections = 64
+	// ReadHeaderTimeout bounds the TLS handshake and a request's headers.
+	ReadHeaderTimeout = 10 * time.Second
+	// MaxHeaderBytes bounds a request's headers.
+	MaxHeaderBytes = 16 << 10
+)
 
 // ServerOptions configures a Server.
 type ServerOptions struct {
@@ -49,9 +66,13 @@ type ServerOptions struct {
 //	          otherwise
 //	/         a landing page linking the above
 //
-// With a web configuration file, TLS and basic auth apply to every path.
+// With a web configuration file, TLS applies to every path, basic auth to
+// every path but /healthz and /readyz: probes (Kubernetes httpGet) carry
+// no credentials, so those two answer without and say no more than the
+// state (no reason why not ready; /metrics and the log have it).
 type Server struct {
 	listener   net.Listener
+	limiter    *connLimiter
 	http       *http.Server
 	webConfig  string
 	logger     *slog.Logger
@@ -78,17 +99,76 @@ func NewServer(r *Registry, opts ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listening on %q: %w", opts.Listen, err)
 	}
-	return &Server{
-		listener:  l,
+	limiter := newConnLimiter(l, MaxConnections, logger)
+	s := &Server{
+		listener:  limiter,
+		limiter:   limiter,
 		webConfig: opts.WebConfigFile,
 		logger:    logger,
 		http: &http.Server{
 			Handler:           mux,
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+			ReadHeaderTimeout: ReadHeaderTimeout,
+			MaxHeaderBytes:    MaxHeaderBytes,
+			// A client that reads its answer slowly holds a connection
+			// (and for /metrics a place in MaxRequestsInFlight) no longer.
+			WriteTimeout: time.Minute,
+			IdleTimeout:  2 * time.Minute,
+			ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+			ConnState:    limiter.track,
 		},
-	}, nil
+	}
+	if opts.WebConfigFile != "" {
+		probes := probeMux(opts.Ready, false)
+		// web.Serve wraps s.http.Handler in its authentication before it
+		// serves, and Serve calls BaseContext once before the first
+		// connection: the probes are routed around the authentication
+		// there. TestServerProbesWithoutCredentials holds this.
+		s.http.BaseContext = func(net.Listener) context.Context {
+			if _, done := s.http.Handler.(probeRouter); !done {
+				s.http.Handler = probeRouter{probes: probes, rest: s.http.Handler}
+			}
+			return context.Background()
+		}
+	}
+	return s, nil
+}
+
+// probeRouter sends exactly /healthz and /readyz to probes, every other
+// path to rest.
+type probeRouter struct{ probes, rest http.Handler }
+
+func (p probeRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		p.probes.ServeHTTP(w, r)
+		return
+	}
+	p.rest.ServeHTTP(w, r)
+}
+
+// probeMux serves /healthz and /readyz; with reason, /readyz says why it
+// is not ready.
+func probeMux(ready func() error, reason bool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if ready != nil {
+			if err := ready(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				if reason {
+					fmt.Fprintf(w, "not ready: %v\n", err)
+				} else {
+					io.WriteString(w, "not ready\n")
+				}
+				return
+			}
+		}
+		io.WriteString(w, "ready\n")
+	})
+	return mux
 }
 
 // newMux returns the handler of every path.
@@ -103,22 +183,9 @@ func newMux(r *Registry, opts ServerOptions, logger *slog.Logger) (*http.ServeMu
 		MaxRequestsInFlight: 8,
 		Timeout:             10 * time.Second,
 	}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "ok\n")
-	})
-	ready := opts.Ready
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if ready != nil {
-			if err := ready(); err != nil {
-				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintf(w, "not ready: %v\n", err)
-				return
-			}
-		}
-		io.WriteString(w, "ready\n")
-	})
+	probes := probeMux(opts.Ready, true)
+	mux.Handle("/healthz", probes)
+	mux.Handle("/readyz", probes)
 	landing, err := web.NewLandingPage(web.LandingConfig{
 		Name:        "ecagent",
 		Description: "EtherCAT master agent: cycle timing, bus health and host load",
@@ -179,4 +246,119 @@ func (s *Server) Close() error {
 		return nil
 	}
 	return s.listener.Close()
+}
+
+// connLimiter is a listener that holds at most max connections open,
+// making room for a new one by closing the one that has waited longest
+// for a request's headers (http.StateNew or StateIdle: a slow client, an
+// idle keep-alive): a crowd of slow clients (slowloris) cannot keep a
+// scraper out, nor grow the process without bound.
+type connLimiter struct {
+	net.Listener
+	max    int
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	conns   map[*limitedConn]struct{}
+	evicted uint64    // connections closed to make room, in all
+	logged  time.Time // when an eviction was last logged
+}
+
+// limitedConn is a connection of a connLimiter.
+type limitedConn struct {
+	net.Conn
+	l    *connLimiter
+	once sync.Once
+	// waiting and since (guarded by l.mu): reading a request's headers,
+	// since when.
+	waiting bool
+	since   time.Time
+}
+
+// Close closes the connection and frees its place.
+func (c *limitedConn) Close() error {
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+func newConnLimiter(l net.Listener, max int, logger *slog.Logger) *connLimiter {
+	return &connLimiter{Listener: l, max: max, logger: logger, conns: make(map[*limitedConn]struct{}, max)}
+}
+
+// Accept accepts a connection, closing a waiting one (or, if none waits,
+// the new one) when max are open.
+func (l *connLimiter) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		lc := &limitedConn{Conn: c, l: l, waiting: true, since: now}
+		l.mu.Lock()
+		var victim *limitedConn
+		if len(l.conns) >= l.max {
+			for o := range l.conns {
+				if o.waiting && (victim == nil || o.since.Before(victim.since)) {
+					victim = o
+				}
+			}
+			l.evicted++
+			if now.Sub(l.logged) >= time.Minute {
+				l.logged = now
+				l.logger.Warn("metrics: too many connections; closing the slowest", "limit", l.max, "closed_in_all", l.evicted)
+			}
+		}
+		if victim != nil {
+			delete(l.conns, victim)
+		}
+		admit := len(l.conns) < l.max
+		if admit {
+			l.conns[lc] = struct{}{}
+		}
+		l.mu.Unlock()
+		if victim != nil {
+			_ = victim.Conn.Close()
+		}
+		if admit {
+			return lc, nil
+		}
+		_ = c.Close() // every connection is serving a request
+	}
+}
+
+// track is the http.Server's ConnState hook: it marks which connections
+// wait for a request's headers.
+func (l *connLimiter) track(c net.Conn, state http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	lc, ok := c.(*limitedConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, open := l.conns[lc]; !open {
+		return
+	}
+	switch state {
+	case http.StateNew, http.StateIdle:
+		lc.waiting, lc.since = true, time.Now()
+	case http.StateActive:
+		lc.waiting = false
+	case http.StateHijacked, http.StateClosed:
+		delete(l.conns, lc)
+	}
+}
+
+// open returns how many connections are open.
+func (l *connLimiter) open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
 }
