@@ -79,6 +79,12 @@ func (d *Device) writeByte(a int, v, mask byte, ac *access) bool {
 		return true
 	}
 	if a < 0x1000 {
+		if (a == int(esc.RegALControl) || a == int(esc.RegALControl)+1) && d.esm.unread() {
+			// Without device emulation AL control is a mailbox: until
+			// the controller has read a request, EtherCAT cannot write
+			// another (ET1100 datasheet section II, 0x0120).
+			return false
+		}
 		if a >= int(esc.RegSIIControl) && a <= int(esc.RegSIIData)+7 && d.eeprom.locked(d.mem.b[:]) {
 			return true // accepted, but the interface ignores it
 		}
@@ -172,6 +178,7 @@ func (d *Device) finish(ac *access, f *frameContext) {
 				// its first byte to its last.
 				copy(d.mem.b[s.start:s.end], d.mem.shadow[s.start:s.end])
 				d.setSMStatus(i, smStatusWriteEvent)
+				d.triggerWatchdog(i, f.arrival)
 			}
 		}
 		if ac.readLast&(1<<i) != 0 {

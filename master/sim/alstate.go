@@ -69,6 +69,10 @@ func (m *stateMachine) control(v uint16, check transitionChecker, now int64) {
 	}
 }
 
+// unread reports whether AL control holds a request the controller has
+// not read yet: it reads it when it decides it.
+func (m *stateMachine) unread() bool { return !m.emulated && m.pending }
+
 // advance decides a pending request whose time is over at segment time
 // now, and reports whether the state or error changed.
 func (m *stateMachine) advance(check transitionChecker, now int64) bool {

@@ -14,8 +14,12 @@ type chip struct {
 	// siiBelowSafeOp is ORed into 0x0502 while the device is in INIT, PREOP
 	// or BOOT: the real ET1200-class terminals answer 0x0050 there and 0x0040
 	// once in SAFEOP (EL1004 in the SOEM capture); ET1100-class ones always
-	// 0x0040.
+	// 0x0040. A device spec may narrow it (deviceSpec.siiExtraUntil).
 	siiBelowSafeOp uint16
+	// dlControl is the power-up value of DL control 0x0100–0x0103, what a
+	// master reads before writing it (0x0102 bits 0–2: RX FIFO size 7,
+	// ET1100 datasheet section II; the EK1100 answers 0xC7 there).
+	dlControl [4]byte
 	// sii is how long the EEPROM interface takes for its commands.
 	sii siiTiming
 	// dcAlways says the system time unit (0x0910–0x09FF) exists whatever the
@@ -37,6 +41,7 @@ var (
 			RAMSizeKiB: 8, PortDescriptor: 0x3B, Features: 0x00FC},
 		siiControl: 0x0040,
 		sii:        siiI2C,
+		dlControl:  [4]byte{2: 0xC7},
 		dcAlways:   true,
 	}
 	// chipET1200 is the controller of the small terminals (EL1004, EL2828,

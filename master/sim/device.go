@@ -38,6 +38,7 @@ type Device struct {
 	win    [16]fmmuWindow
 	nwin   int
 	mbx    *mailbox
+	wd     pdWatchdog
 	pd     processData
 	app    application // the device's own application (a drive), or nil
 	seg    *Segment    // the segment the device is in, or nil
@@ -57,8 +58,11 @@ type deviceSpec struct {
 	esmDelay     int   // frames an application controller takes for a state change, framed
 	mailboxDelay int   // frames it takes to answer a mailbox request, framed
 	fw           firmware
-	objects      func(*objectDictionary)
-	analog       analogRange
+	// siiExtraUntil is the state from which the chip's siiBelowSafeOp
+	// bits are clear (0: SAFEOP; StateInit: never set).
+	siiExtraUntil esc.ALState
+	objects       func(*objectDictionary)
+	analog        analogRange
 	// app, if set, builds the device's application (see application).
 	app func(*Device) application
 }
@@ -107,6 +111,7 @@ func (d *Device) powerUp(image []byte, spec deviceSpec) error {
 	d.mem = &memory{acc: newAccessMap(d.nfmmu, d.nsm, d.hasDC), ramEnd: 0x1000 + d.chip.ramBytes()}
 	regs := d.mem.b[:]
 	d.chip.info.Encode(regs[esc.RegType:])
+	copy(regs[esc.RegDLControl:], d.chip.dlControl[:])
 	loadConfiguration(regs, image)
 	d.resetRegisters()
 
@@ -211,10 +216,15 @@ func (d *Device) stateChanged() {
 	binary.LittleEndian.PutUint16(regs[esc.RegALStatus:], d.esm.status())
 	binary.LittleEndian.PutUint16(regs[esc.RegALStatusCode:], uint16(d.esm.code))
 	d.eeprom.extra = 0
-	if st := d.esm.state; st != esc.StateSafeOp && st != esc.StateOp {
+	until := esc.StateSafeOp
+	if d.spec.siiExtraUntil != 0 {
+		until = d.spec.siiExtraUntil
+	}
+	if st := d.esm.state; until != esc.StateInit && (st == esc.StateBootstrap || st < until) {
 		d.eeprom.extra = d.chip.siiBelowSafeOp
 	}
 	d.eeprom.sync(regs)
+	d.watchdogStateChanged()
 	if d.esm.emulated {
 		return
 	}
@@ -374,6 +384,9 @@ func (d *Device) advance(now int64) {
 	}
 	if d.mbx != nil {
 		d.mbx.advance(now)
+	}
+	if d.checkWatchdog(now) {
+		d.stateChanged()
 	}
 }
 

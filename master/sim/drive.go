@@ -56,13 +56,20 @@ const (
 )
 
 // chipAKD is the AKD's EtherCAT controller as the simulator models it: an
-// ET1100-class ESC (8 FMMUs, 8 SyncManagers, 8 KiB) with two MII ports
-// and the distributed clock, whatever the SII's ESC configuration byte
-// (0x00 on the real AKD, whose DC category still offers SYNC0).
+// ESC with 8 FMMUs, 8 SyncManagers and 8 KiB, two MII ports and the
+// distributed clock, whatever the SII's ESC configuration byte (0x00 on
+// the real AKD, whose DC category still offers SYNC0). Its EEPROM is
+// emulated by the drive's processor: 0x0502 reads 0x0020 (emulation, bit
+// 5; 4-byte reads, bit 6 clear), and a command is done within the frame
+// that issued it (the real AKD is never seen busy). DL control 0x0102
+// powers up as 0x07 (RX FIFO size only). The information block
+// (0x0000–0x0009) and PDI control (0x0140) still are an ET1100's: the
+// values of the AKD's own controller are not known here.
 var chipAKD = chip{
 	info: esc.Info{Type: 0x11, Revision: 0x00, Build: 0x0003, FMMUs: 8, SyncManagers: 8,
 		RAMSizeKiB: 8, PortDescriptor: 0x0F, Features: 0x00FC},
-	siiControl: 0x0040,
+	siiControl: esc.SIIEmulation,
+	dlControl:  [4]byte{2: 0x07},
 	dcAlways:   true,
 }
 

@@ -100,7 +100,12 @@ func address(tb testing.TB, seg *Segment) {
 func readSII(tb testing.TB, seg *Segment, adp uint16, n int) []byte {
 	tb.Helper()
 	var out []byte
-	for w := 0; len(out) < n; w += 4 {
+	st := one(tb, seg, phys(wire.FPRD, adp, 0x0502, make([]byte, 2)))
+	size := 4 // bytes per read: 0x0502 bit 6 says 8
+	if st.Data[0]&0x40 != 0 {
+		size = 8
+	}
+	for w := 0; len(out) < n; w += size / 2 {
 		cmd := append(le16b(0x0100), binary.LittleEndian.AppendUint32(nil, uint32(w))...)
 		if d := one(tb, seg, phys(wire.FPWR, adp, 0x0502, cmd)); d.WKC != 1 {
 			tb.Fatalf("EEPROM command: WKC %d", d.WKC)
@@ -118,7 +123,7 @@ func readSII(tb testing.TB, seg *Segment, adp uint16, n int) []byte {
 				tb.Fatal("EEPROM busy for ever")
 			}
 		}
-		d := one(tb, seg, phys(wire.FPRD, adp, 0x0508, make([]byte, 8)))
+		d := one(tb, seg, phys(wire.FPRD, adp, 0x0508, make([]byte, size)))
 		out = append(out, d.Data...)
 	}
 	return out[:n]

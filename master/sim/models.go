@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/sii"
 )
 
@@ -33,6 +34,9 @@ func builtinModels() []model {
 	}
 	ek1914Spec := mcu("EK1914", chipEK1914, nil, analogRange{})
 	ek1914Spec.esmDelay, ek1914Spec.fw = 5, fwEK1914
+	// The EL3004 clears 0x0502 bit 4 once in PREOP (issue 16, real EL3004s).
+	el3004Spec := mcu("EL3004", chipET1200, el3004Objects, analogRange{-0x7FFF, 0x7FFF})
+	el3004Spec.siiExtraUntil = esc.StatePreOp
 	return []model{
 		{deviceSpec{name: "EK1100", chip: chipET1100}, 0x044C2C52, ek1100},
 		{deviceSpec{name: "EK1110", chip: chipET1200, ports: 0x4E}, 0x04562C52, ek1110},
@@ -41,9 +45,11 @@ func builtinModels() []model {
 		{deviceSpec{name: "EL1004", chip: chipET1200}, 0x03EC3052, func() *sii.Device { return digitalIn("EL1004", 4, 0x03EC3052, "3ms") }},
 		{deviceSpec{name: "EL1008", chip: chipET1200}, 0x03F03052, func() *sii.Device { return digitalIn("EL1008", 8, 0x03F03052, "3ms") }},
 		{deviceSpec{name: "EL1014", chip: chipET1200}, 0x03F63052, func() *sii.Device { return digitalIn("EL1014", 4, 0x03F63052, "10\xb5s") }},
-		{deviceSpec{name: "EL2004", chip: chipET1200}, 0x07D43052, func() *sii.Device { return digitalOut("EL2004", 4, 0x07D43052) }},
+		// The EL2004 never sets 0x0502 bit 4 (issue 16, real EL2004s).
+		{deviceSpec{name: "EL2004", chip: chipET1200, siiExtraUntil: esc.StateInit}, 0x07D43052,
+			func() *sii.Device { return digitalOut("EL2004", 4, 0x07D43052) }},
 		{deviceSpec{name: "EL2008", chip: chipET1200}, 0x07D83052, func() *sii.Device { return digitalOut("EL2008", 8, 0x07D83052) }},
-		{mcu("EL3004", chipET1200, el3004Objects, analogRange{-0x7FFF, 0x7FFF}), 0x0BBC3052, el3004},
+		{el3004Spec, 0x0BBC3052, el3004},
 		{mcu("EL3204", chipET1200, el3204Objects, analogRange{-500, 2500}), 0x0C843052, el3204},
 		{mcu("EL4008", chipET1200, analogOutObjects(0x01411389), analogRange{}), 0x0FA83052,
 			func() *sii.Device { return analogOut("EL4008", 8, 0x0FA83052) }},

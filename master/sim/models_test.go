@@ -175,7 +175,7 @@ func TestNewDevice(t *testing.T) {
 }
 
 func TestEEPROMInterface(t *testing.T) {
-	seg := newSeg(t, []string{"EL2004"}, WithSIIBusyFrames(2))
+	seg := newSeg(t, []string{"EL1004"}, WithSIIBusyFrames(2))
 	address(t, seg)
 	ctl := func() uint16 {
 		return binary.LittleEndian.Uint16(one(t, seg, phys(wire.FPRD, 0x1001, 0x0502, make([]byte, 2))).Data)
@@ -191,7 +191,7 @@ func TestEEPROMInterface(t *testing.T) {
 		}
 	}
 	d := one(t, seg, phys(wire.FPRD, 0x1001, 0x0508, make([]byte, 8)))
-	if want := []byte{0x02, 0, 0, 0, 0x52, 0x30, 0xD4, 0x07}; !bytes.Equal(d.Data, want) {
+	if want := []byte{0x02, 0, 0, 0, 0x52, 0x30, 0xEC, 0x03}; !bytes.Equal(d.Data, want) {
 		t.Errorf("data % x, want % x", d.Data, want)
 	}
 	// Beyond the EEPROM: no acknowledge, command error.
