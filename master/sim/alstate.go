@@ -32,6 +32,7 @@ type stateMachine struct {
 	request uint16 // the AL control value of the pending request
 	left    int    // frames before the pending request is decided
 	armed   bool   // the request was written during the current frame
+	taken   bool   // framed: the controller has read the pending request
 	// holdErr, when not ALNoError, is an application error that does not
 	// go away: every request for OP is refused with it (a device whose
 	// application stays faulty until repaired; Faults.HoldALError).
@@ -62,7 +63,7 @@ func (m *stateMachine) control(v uint16, check transitionChecker, now int64) {
 		m.state, m.err, m.code = esc.ALState(v&0x0F), v&0x10 != 0, esc.ALNoError
 		return
 	}
-	m.pending, m.request, m.left, m.armed = true, v, m.delay, true
+	m.pending, m.request, m.left, m.armed, m.taken = true, v, m.delay, true, false
 	m.dueAt = now + m.time
 	if (m.framed && m.delay == 0) || (!m.framed && m.time == 0) {
 		m.decide(check)
@@ -70,8 +71,10 @@ func (m *stateMachine) control(v uint16, check transitionChecker, now int64) {
 }
 
 // unread reports whether AL control holds a request the controller has
-// not read yet: it reads it when it decides it.
-func (m *stateMachine) unread() bool { return !m.emulated && m.pending }
+// not read yet: on its own time it reads it when it decides it; counting
+// frames (WithStateChangeDelay), with the next frame, so that a long delay
+// stands for a slow transition rather than a controller that never looks.
+func (m *stateMachine) unread() bool { return !m.emulated && m.pending && !m.taken }
 
 // advance decides a pending request whose time is over at segment time
 // now, and reports whether the state or error changed.
@@ -89,7 +92,7 @@ func (m *stateMachine) tick(check transitionChecker) bool {
 		return false
 	}
 	if m.armed {
-		m.armed = false
+		m.armed, m.taken = false, true
 		return false
 	}
 	m.left--

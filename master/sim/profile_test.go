@@ -152,3 +152,16 @@ func TestWatchdogStartsInOP(t *testing.T) {
 		t.Errorf("AL status %#04x 100 ms into OP without outputs, want 0x14", st)
 	}
 }
+
+// TestALControlFramedIsReadAtOnce: counting frames (WithStateChangeDelay)
+// the controller reads a request with the next frame however long it
+// then takes, so a slow transition does not lock AL control.
+func TestALControlFramedIsReadAtOnce(t *testing.T) {
+	seg := newSeg(t, []string{"EL3004"}, WithStateChangeDelay(1000))
+	address(t, seg)
+	mailboxSMs(t, seg, 0x1001)
+	one(t, seg, phys(wire.FPWR, 0x1001, 0x0120, le16b(0x02)))
+	if d := one(t, seg, phys(wire.FPWR, 0x1001, 0x0120, le16b(0x01))); d.WKC != 1 {
+		t.Errorf("AL control write a frame after the first: WKC %d, want 1", d.WKC)
+	}
+}
