@@ -76,7 +76,7 @@ var chipAKD = chip{
 // akdSpec is the simulator's description of an AKD beyond its SII.
 func akdSpec() deviceSpec {
 	return deviceSpec{name: "AKD", chip: chipAKD, esmDelay: defaultESMDelay, mailboxDelay: defaultMailboxDelay,
-		fw: fwGeneric, objects: driveObjects, app: newDrive}
+		fw: fwGeneric, objects: func(od *objectDictionary) { driveObjects(od); akdShipped(od) }, app: newDrive}
 }
 
 // ErrNotADrive is matched (errors.Is) by the errors of drive operations on

@@ -32,7 +32,7 @@ func builtinModels() []model {
 		return deviceSpec{name: name, chip: c, esmDelay: defaultESMDelay, mailboxDelay: defaultMailboxDelay,
 			fw: fwBeckhoffTerminal, objects: objects, analog: analog}
 	}
-	ek1914Spec := mcu("EK1914", chipEK1914, nil, analogRange{})
+	ek1914Spec := mcu("EK1914", chipEK1914, ek1914Shipped, analogRange{})
 	ek1914Spec.esmDelay, ek1914Spec.fw = 5, fwEK1914
 	// The EL3004 clears 0x0502 bit 4 once in PREOP (issue 16, real EL3004s).
 	el3004Spec := mcu("EL3004", chipET1200, el3004Objects, analogRange{-0x7FFF, 0x7FFF})
