@@ -25,6 +25,9 @@ type message struct {
 	device string
 	dev    int
 	gen    uint64
+	// wseq is the message's record in the write-ahead log, 0 if it has
+	// none.
+	wseq uint64
 }
 
 // msgKind is what a message in the outbox is to its scheme.
@@ -68,6 +71,10 @@ type outbox struct {
 	n             int
 	free          [][]byte
 	ready         chan struct{} // signalled (never blocking) when a message arrives
+	// wal, when set, logs what the outbox takes while logging is on (the
+	// broker is not reachable), and what becomes of it.
+	wal     *wal
+	logging bool
 
 	dropped atomic.Uint64
 	length  atomic.Int64
@@ -116,8 +123,10 @@ func (o *outbox) recycleLocked(b []byte) {
 // outbox is full. It never blocks.
 func (o *outbox) push(m message) {
 	o.mu.Lock()
+	o.logLocked(&m)
 	if m.retain && m.kind == 0 {
 		if old, ok := o.retained[m.topic]; ok {
+			o.settle(old, false)
 			o.recycleLocked(old.payload) // superseded: the topic says m now
 		} else {
 			o.retainedOrder = append(o.retainedOrder, m.topic)
@@ -160,6 +169,9 @@ func (o *outbox) signal() {
 
 func (o *outbox) dropOldestLocked() {
 	m := &o.ring[o.head]
+	if o.wal != nil {
+		o.wal.drop(m.wseq)
+	}
 	o.recycleLocked(m.payload)
 	*m = message{}
 	o.head = (o.head + 1) % len(o.ring)
@@ -217,3 +229,56 @@ func (o *outbox) Len() int { return int(o.length.Load()) }
 
 // Dropped returns how many messages were dropped for lack of room.
 func (o *outbox) Dropped() uint64 { return o.dropped.Load() }
+
+// logLocked logs m in the write-ahead log when logging is on (births are
+// rendered when sent, and never logged).
+func (o *outbox) logLocked(m *message) {
+	if o.wal != nil && o.logging && m.wseq == 0 && m.kind != kindBirth {
+		m.wseq = o.wal.append(m)
+	}
+}
+
+// settle records in the write-ahead log that m was delivered (or
+// superseded), or dropped; recycle its payload separately.
+func (o *outbox) settle(m message, dropped bool) {
+	if o.wal == nil || m.wseq == 0 {
+		return
+	}
+	if dropped {
+		o.wal.drop(m.wseq)
+		return
+	}
+	o.wal.done(m.wseq)
+}
+
+// finish takes back a message that was delivered, or discarded at send
+// time: its record is settled and its payload recycled.
+func (o *outbox) finish(m message) {
+	o.settle(m, false)
+	o.recycle(m.payload)
+}
+
+// setLogging turns the write-ahead log on (the broker is not reachable:
+// what is queued now, and what comes, is logged) or off.
+func (o *outbox) setLogging(on bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.wal == nil || o.logging == on {
+		return
+	}
+	o.logging = on
+	if !on {
+		return
+	}
+	for i := range o.retry {
+		o.logLocked(&o.retry[i])
+	}
+	for _, t := range o.retainedOrder {
+		m := o.retained[t]
+		o.logLocked(&m)
+		o.retained[t] = m
+	}
+	for i := range o.n {
+		o.logLocked(&o.ring[(o.head+i)%len(o.ring)])
+	}
+}

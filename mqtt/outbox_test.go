@@ -1,9 +1,6 @@
 package mqtt
 
 import (
-	"os"
-	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,54 +70,6 @@ func TestOutboxRecyclesBuffers(t *testing.T) {
 		t.Errorf("a steady flow allocates %v times per message", n)
 	}
 }
-
-func TestSpoolRoundTrip(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "outbox")
-	want := []message{
-		{topic: "a/b", payload: []byte(`{"x":1}`), qos: 1, retain: true, made: 123},
-		{topic: "spBv1.0/g/DDATA/n/d", payload: []byte{0, 1, 2, 255}, qos: 0, sparkplug: true, made: -1},
-		{topic: "empty", qos: 2},
-	}
-	if err := saveOutbox(path, want); err != nil {
-		t.Fatal(err)
-	}
-	got, err := loadOutbox(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range want {
-		if want[i].payload == nil {
-			want[i].payload = []byte{}
-		}
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("round trip:\n got %+v\nwant %+v", got, want)
-	}
-	if again, err := loadOutbox(path); err != nil || len(again) != 0 {
-		t.Errorf("the file is not removed after loading: %v %v", again, err)
-	}
-	if err := saveOutbox(path, nil); err != nil {
-		t.Errorf("saving nothing: %v", err)
-	}
-}
-
-func TestSpoolRejectsGarbage(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "outbox")
-	for name, content := range map[string]string{
-		"foreign":   "hello",
-		"truncated": spoolMagic + "\x01\x02\x05ab",
-		"huge":      spoolMagic + "\x01\x02\x01a\xff\xff\xff\xff\x0f",
-	} {
-		if err := writeFile(path, content); err != nil {
-			t.Fatal(err)
-		}
-		if ms, err := loadOutbox(path); err == nil {
-			t.Errorf("%s: loaded %v", name, ms)
-		}
-	}
-}
-
-func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
 
 // TestOutboxKeepsTheLatestRetained checks that retained plain messages
 // are kept apart from the bounded FIFO: the latest per topic supersedes

@@ -62,7 +62,10 @@ type Config struct {
 	Scan time.Duration
 	// Buffer bounds the outbox (messages).
 	Buffer int
-	// BufferFile, when set, keeps the outbox across a Close and a New.
+	// BufferFile, when set, is the outbox's write-ahead log: what is
+	// buffered while the broker is not reachable survives a crash (kill
+	// -9, and a power cut but for the last walSyncEvery) and a Close, and
+	// is sent by the next New (see wal.go).
 	BufferFile string
 	// Timeout bounds connecting and each acknowledgement.
 	Timeout time.Duration
@@ -114,6 +117,13 @@ type Stats struct {
 	// writes by reason.
 	Accepted uint64
 	Rejected map[RejectCode]uint64
+	// DroppedBeforeRestart counts the messages of the buffered backlog
+	// that an earlier run dropped for room before it stopped without
+	// delivering the rest (a crash): the write-ahead log recorded them.
+	DroppedBeforeRestart uint64
+	// BufferCorrupt counts damaged records of the write-ahead log skipped
+	// at start (mqtt.bufferfile).
+	BufferCorrupt uint64
 	// RejectedQuiet counts the refused writes answered by a summary
 	// rather than one by one (see Config.RefusalBurst).
 	RejectedQuiet uint64
@@ -150,6 +160,8 @@ type Publisher struct {
 	published, delivered, reconnects, accepted atomic.Uint64
 	connected                                  atomic.Bool
 	rebirth                                    atomic.Bool
+
+	droppedBefore, bufferCorrupt uint64 // from the write-ahead log's replay
 
 	rejectMu      sync.Mutex
 	rejected      map[RejectCode]uint64
@@ -255,15 +267,8 @@ func New(cfg Config) (*Publisher, error) {
 	}
 	p.tick = p.tickFor(nil)
 	if cfg.BufferFile != "" {
-		ms, err := loadOutbox(cfg.BufferFile)
-		if err != nil {
+		if err := p.replay(); err != nil {
 			return nil, err
-		}
-		if len(ms) > 0 {
-			log.Info("mqtt: messages kept from the last run", "messages", len(ms), "file", cfg.BufferFile)
-		}
-		for _, m := range ms {
-			p.out.push(m)
 		}
 	}
 	return p, nil
@@ -297,7 +302,7 @@ func (p *Publisher) Close(grace time.Duration) error {
 			// Births are rendered when sent: the next run's connection
 			// sends its own.
 			ms := slices.DeleteFunc(p.out.drain(), func(m message) bool { return m.kind == kindBirth })
-			err = saveOutbox(p.cfg.BufferFile, ms)
+			err = p.out.wal.close(ms)
 		}
 	})
 	return err
@@ -309,6 +314,7 @@ func (p *Publisher) Stats() Stats {
 		Published: p.published.Load(), Delivered: p.delivered.Load(), Buffered: p.out.Len(),
 		Dropped: p.out.Dropped(), Reconnects: p.reconnects.Load(), Connected: p.connected.Load(),
 		Accepted: p.accepted.Load(), Rejected: map[RejectCode]uint64{}, RejectedQuiet: p.quietRejected.Load(),
+		DroppedBeforeRestart: p.droppedBefore, BufferCorrupt: p.bufferCorrupt,
 	}
 	p.rejectMu.Lock()
 	for k, v := range p.rejected {

@@ -58,6 +58,7 @@ func (p *Publisher) runSession() {
 		}
 		c, err := p.connect()
 		if err != nil {
+			p.out.setLogging(true)
 			if wasUp || first {
 				p.log.Warn("mqtt: cannot reach the broker; buffering", "broker", p.cfg.Broker, "err", err,
 					"retry_in", backoff, "buffered", p.out.Len())
@@ -79,12 +80,14 @@ func (p *Publisher) runSession() {
 		first, wasUp = false, true
 		backoff = p.cfg.ReconnectMin
 		p.connected.Store(true)
+		p.out.setLogging(false)
 		p.log.Info("mqtt: connected", "broker", p.cfg.Broker, "client_id", p.cfg.ClientID, "buffered", p.out.Len())
 		err = p.serve(c)
 		p.connected.Store(false)
 		if errors.Is(err, errClosing) {
 			return
 		}
+		p.out.setLogging(true) // what is queued now, the messages in flight included
 		p.log.Warn("mqtt: connection lost", "err", err, "buffered", p.out.Len())
 	}
 }
@@ -178,7 +181,7 @@ func (p *Publisher) serve(c *mqttconn.Conn) (err error) {
 				break
 			}
 			if !p.sch.prepare(&m) {
-				p.out.recycle(m.payload)
+				p.out.finish(m)
 				continue
 			}
 			id, err := p.send(c, m, &seq)
@@ -227,7 +230,7 @@ func (p *Publisher) popAcked(c *mqttconn.Conn, inflight *flights) bool {
 	popped := false
 	for inflight.len() > 0 && c.Acked(inflight.front().id) {
 		p.delivered.Add(1)
-		p.out.recycle(inflight.front().m.payload)
+		p.out.finish(inflight.front().m)
 		inflight.popFront()
 		popped = true
 	}
@@ -267,7 +270,7 @@ func (p *Publisher) flushInflight(c *mqttconn.Conn, inflight *flights) error {
 		if err := p.waitAck(c, f.m.topic, f.id, f.sent.Add(p.cfg.Timeout)); err != nil {
 			return err
 		}
-		p.out.recycle(f.m.payload)
+		p.out.finish(f.m)
 		inflight.popFront()
 	}
 	return nil
@@ -331,7 +334,7 @@ func (p *Publisher) goodbye(c *mqttconn.Conn, inflight *flights, seq *uint64) {
 			break
 		}
 		if !p.sch.prepare(&m) {
-			p.out.recycle(m.payload)
+			p.out.finish(m)
 			continue
 		}
 		id, perr := p.send(c, m, seq)

@@ -6,86 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 )
 
-// spoolMagic starts a buffer file (mqtt.bufferfile).
+// spoolMagic starts a buffer file (mqtt.bufferfile) of the format a
+// clean stop wrote before the write-ahead log; it is still read.
 const spoolMagic = "ecagent-mqtt-outbox-1\n"
 
 // maxSpoolField bounds a topic or payload read from a buffer file.
 const maxSpoolField = 16 << 20
 
-// saveOutbox writes ms to path (atomically: a reader never sees half a
-// file); no messages removes the file.
-func saveOutbox(path string, ms []message) error {
-	if len(ms) == 0 {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("mqtt: buffer file: %w", err)
-		}
-		return nil
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("mqtt: buffer file: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriter(tmp)
-	_, _ = w.WriteString(spoolMagic)
-	var num [binary.MaxVarintLen64]byte
-	for _, m := range ms {
-		flags := m.qos
-		if m.retain {
-			flags |= 4
-		}
-		if m.sparkplug {
-			flags |= 8
-		}
-		_ = w.WriteByte(flags)
-		_, _ = w.Write(num[:binary.PutVarint(num[:], m.made)])
-		_, _ = w.Write(num[:binary.PutUvarint(num[:], uint64(len(m.topic)))])
-		_, _ = w.WriteString(m.topic)
-		_, _ = w.Write(num[:binary.PutUvarint(num[:], uint64(len(m.payload)))])
-		_, _ = w.Write(m.payload)
-	}
-	if err := w.Flush(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("mqtt: buffer file: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("mqtt: buffer file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("mqtt: buffer file: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("mqtt: buffer file: %w", err)
-	}
-	return nil
-}
-
-// loadOutbox reads the messages saveOutbox wrote to path and removes the
-// file. A missing file is no messages.
-func loadOutbox(path string) ([]message, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("mqtt: buffer file: %w", err)
-	}
-	defer f.Close()
-	ms, err := readSpool(bufio.NewReader(f))
-	if err != nil {
-		return nil, fmt.Errorf("mqtt: buffer file %s: %w (remove it to start without it)", path, err)
-	}
-	if err := os.Remove(path); err != nil {
-		return nil, fmt.Errorf("mqtt: buffer file: %w", err)
-	}
-	return ms, nil
-}
+// loadSpool reads a buffer file of the format before the write-ahead
+// log (wal.go), which a clean stop wrote.
+func loadSpool(r io.Reader) ([]message, error) { return readSpool(bufio.NewReader(r)) }
 
 func readSpool(r *bufio.Reader) ([]message, error) {
 	magic := make([]byte, len(spoolMagic))

@@ -1,0 +1,544 @@
+package mqtt
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ecagent/ecagent/mqtt/sparkplug"
+)
+
+// The write-ahead log of the outbox (mqtt.bufferfile). While the broker
+// is not reachable — from the start until the first connection, and from
+// a lost connection until the next — every message the outbox takes is
+// appended to the log as it is buffered (one write(2) each, so a kill -9
+// loses none), and so is what the outbox held when the connection broke,
+// messages in flight included. Delivered, superseded and dropped messages
+// get a small record each; once nothing logged is outstanding the log is
+// cut back to its header. The file is synced every walSyncEvery while it
+// has unsynced records ("group fsync"): a power cut loses at most that
+// much. It is bounded: when it grows past twice what is outstanding (plus
+// walSlack), the outstanding records are copied to a new file, which
+// replaces it atomically. Every record carries a CRC-32C: on replay a
+// torn tail (the crash came mid-write) is ignored, a damaged record is
+// skipped and counted, and the messages outstanding come back in the
+// order they were buffered.
+//
+// Record: length (uint32 LE, of type and body), CRC-32C (uint32 LE, of
+// type and body), type (1 byte), body:
+//
+//	walMsg:     seq, flags, made, topic, payload (as the buffer file)
+//	walDone:    seq (delivered, or superseded by a newer retained message)
+//	walDrop:    seq (dropped for room: counted)
+//	walDropped: count (drops carried over by a compaction)
+
+// walMagic starts a write-ahead log.
+const walMagic = "ecagent-mqtt-wal-1\n"
+
+// Record types.
+const (
+	walMsg     byte = 1
+	walDone    byte = 2
+	walDrop    byte = 3
+	walDropped byte = 4
+)
+
+const (
+	walHeader    = 8 // length and CRC; the type starts the body
+	walMaxRecord = 2*maxSpoolField + 64
+	// walSyncEvery is the group-fsync period.
+	walSyncEvery = 100 * time.Millisecond
+	// walSlack is how far the file may grow beyond twice what is
+	// outstanding before it is compacted.
+	walSlack = 1 << 20
+)
+
+// walEntry locates an outstanding message record in the file.
+type walEntry struct {
+	off int64
+	n   int
+}
+
+// wal is an open write-ahead log. Its methods are safe for concurrent
+// use; they never block on the broker, and a write error is logged (once
+// until a write succeeds again) and counted, the outbox carrying on in
+// memory.
+type wal struct {
+	path string
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	f         *os.File
+	size      int64
+	live      map[uint64]walEntry
+	liveBytes int64
+	next      uint64 // the next message's seq
+	dropped   uint64 // drops since the log was last empty
+	dirty     bool
+	failing   bool
+	errors    uint64
+	buf       []byte
+
+	stop, stopped chan struct{}
+}
+
+// walReplay is what a replay found.
+type walReplay struct {
+	messages []message // outstanding, in the order they were buffered
+	dropped  uint64    // messages the earlier run dropped from this backlog
+	corrupt  uint64    // records whose CRC or contents are wrong, skipped
+	torn     int64     // bytes of a partly written last record, ignored
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// openWAL opens the log at path, replays it (a buffer file of the old
+// format is read too), and rewrites it with just the outstanding
+// messages, numbered afresh (their wseq set). It starts the group fsync.
+func openWAL(path string, log *slog.Logger) (*wal, walReplay, error) {
+	rp, err := replayWAL(path)
+	if err != nil {
+		return nil, rp, err
+	}
+	w := &wal{path: path, log: log, live: map[uint64]walEntry{}, next: 1, stop: make(chan struct{}), stopped: make(chan struct{})}
+	w.mu.Lock()
+	err = w.rewriteLocked(rp.messages, rp.dropped)
+	w.mu.Unlock()
+	if err != nil {
+		return nil, rp, err
+	}
+	go w.syncLoop()
+	return w, rp, nil
+}
+
+// replayWAL reads the outstanding messages of the log at path.
+func replayWAL(path string) (walReplay, error) {
+	var rp walReplay
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rp, nil
+	}
+	if err != nil {
+		return rp, fmt.Errorf("mqtt: buffer file: %w", err)
+	}
+	if len(b) >= len(spoolMagic) && string(b[:len(spoolMagic)]) == spoolMagic {
+		f, err := os.Open(path)
+		if err != nil {
+			return rp, fmt.Errorf("mqtt: buffer file: %w", err)
+		}
+		defer f.Close()
+		rp.messages, err = loadSpool(f)
+		if err != nil {
+			return rp, fmt.Errorf("mqtt: buffer file %s: %w (remove it to start without it)", path, err)
+		}
+		return rp, nil
+	}
+	if len(b) < len(walMagic) || string(b[:len(walMagic)]) != walMagic {
+		return rp, fmt.Errorf("mqtt: buffer file %s: not an ecagent MQTT buffer file (remove it to start without it)", path)
+	}
+	out := map[uint64]message{}
+	for rest := b[len(walMagic):]; len(rest) > 0; {
+		if len(rest) < walHeader {
+			rp.torn = int64(len(rest))
+			break
+		}
+		n := int(binary.LittleEndian.Uint32(rest))
+		if n < 1 || n > walMaxRecord {
+			rp.corrupt++ // the length itself is damaged: nothing after it can be found
+			break
+		}
+		if walHeader+n > len(rest) {
+			rp.torn = int64(len(rest))
+			break
+		}
+		sum, body := binary.LittleEndian.Uint32(rest[4:]), rest[walHeader:walHeader+n]
+		rest = rest[walHeader+n:]
+		if crc32.Checksum(body, castagnoli) != sum {
+			rp.corrupt++
+			continue
+		}
+		if err := applyRecord(body, out, &rp); err != nil {
+			rp.corrupt++
+		}
+	}
+	seqs := make([]uint64, 0, len(out))
+	for s := range out {
+		seqs = append(seqs, s)
+	}
+	slices.Sort(seqs)
+	for _, s := range seqs {
+		rp.messages = append(rp.messages, out[s])
+	}
+	return rp, nil
+}
+
+// applyRecord applies one record (type and body) to the messages
+// outstanding.
+func applyRecord(rec []byte, out map[uint64]message, rp *walReplay) error {
+	typ, body := rec[0], rec[1:]
+	seq, n := binary.Uvarint(body)
+	if n <= 0 {
+		return errors.New("bad number")
+	}
+	switch typ {
+	case walMsg:
+		m, err := decodeWALMessage(body[n:])
+		if err != nil {
+			return err
+		}
+		out[seq] = m
+	case walDone:
+		delete(out, seq)
+	case walDrop:
+		if _, ok := out[seq]; ok {
+			delete(out, seq)
+			rp.dropped++
+		}
+	case walDropped:
+		rp.dropped += seq
+	default:
+		return fmt.Errorf("record type %d", typ)
+	}
+	return nil
+}
+
+// appendWALMessage appends the body of a walMsg record of m.
+func appendWALMessage(b []byte, seq uint64, m *message) []byte {
+	b = append(b, walMsg)
+	b = binary.AppendUvarint(b, seq)
+	flags := m.qos
+	if m.retain {
+		flags |= 4
+	}
+	if m.sparkplug {
+		flags |= 8
+	}
+	b = append(b, flags)
+	b = binary.AppendVarint(b, m.made)
+	b = binary.AppendUvarint(b, uint64(len(m.topic)))
+	b = append(b, m.topic...)
+	b = binary.AppendUvarint(b, uint64(len(m.payload)))
+	return append(b, m.payload...)
+}
+
+// decodeWALMessage decodes what follows the seq of a walMsg record.
+func decodeWALMessage(b []byte) (message, error) {
+	if len(b) < 1 {
+		return message{}, io.ErrUnexpectedEOF
+	}
+	flags := b[0]
+	b = b[1:]
+	made, n := binary.Varint(b)
+	if n <= 0 {
+		return message{}, errors.New("bad time")
+	}
+	b = b[n:]
+	field := func() ([]byte, error) {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l > uint64(len(b)-n) {
+			return nil, io.ErrUnexpectedEOF
+		}
+		f := b[n : n+int(l)]
+		b = b[n+int(l):]
+		return f, nil
+	}
+	topic, err := field()
+	if err != nil {
+		return message{}, err
+	}
+	payload, err := field()
+	if err != nil {
+		return message{}, err
+	}
+	if len(b) != 0 || flags&^15 != 0 || flags&3 == 3 {
+		return message{}, errors.New("bad message record")
+	}
+	return message{topic: string(topic), payload: slices.Clone(payload), qos: flags & 3, retain: flags&4 != 0,
+		sparkplug: flags&8 != 0, made: made}, nil
+}
+
+// writeRecordLocked appends one record (type and body in rec) to the
+// file, in one write.
+func (w *wal) writeRecordLocked(rec []byte) (int64, bool) {
+	if w.f == nil {
+		return 0, false
+	}
+	w.buf = binary.LittleEndian.AppendUint32(w.buf[:0], uint32(len(rec)))
+	w.buf = binary.LittleEndian.AppendUint32(w.buf, crc32.Checksum(rec, castagnoli))
+	w.buf = append(w.buf, rec...)
+	off := w.size
+	n, err := w.f.WriteAt(w.buf, off)
+	w.size += int64(n)
+	if err != nil {
+		w.fail(err)
+		return off, false
+	}
+	w.dirty, w.failing = true, false
+	return off, true
+}
+
+// fail logs a write error, once until a write succeeds again.
+func (w *wal) fail(err error) {
+	w.errors++
+	if !w.failing {
+		w.log.Error("mqtt: the buffer file cannot be written; buffering in memory only", "file", w.path, "err", err)
+	}
+	w.failing = true
+}
+
+// append logs m, buffered now, and returns its seq (0 if not logged).
+func (w *wal) append(m *message) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seq := w.next
+	w.next++
+	rec := appendWALMessage(nil, seq, m)
+	off, ok := w.writeRecordLocked(rec)
+	if !ok {
+		return 0
+	}
+	w.live[seq] = walEntry{off: off, n: walHeader + len(rec)}
+	w.liveBytes += int64(walHeader + len(rec))
+	if w.size > 2*w.liveBytes+walSlack {
+		w.compactLocked()
+	}
+	return seq
+}
+
+// done records that message seq was delivered (or superseded).
+func (w *wal) done(seq uint64) { w.settle(seq, walDone) }
+
+// drop records that message seq was dropped for room.
+func (w *wal) drop(seq uint64) { w.settle(seq, walDrop) }
+
+func (w *wal) settle(seq uint64, typ byte) {
+	if seq == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.live[seq]
+	if !ok {
+		return
+	}
+	delete(w.live, seq)
+	w.liveBytes -= int64(e.n)
+	if typ == walDrop {
+		w.dropped++
+	}
+	if len(w.live) == 0 {
+		w.truncateLocked()
+		return
+	}
+	var rec [1 + binary.MaxVarintLen64]byte
+	rec[0] = typ
+	w.writeRecordLocked(rec[:1+binary.PutUvarint(rec[1:], seq)])
+}
+
+// truncateLocked cuts the log back to its header: nothing is
+// outstanding.
+func (w *wal) truncateLocked() {
+	if w.f == nil {
+		return
+	}
+	if err := w.f.Truncate(int64(len(walMagic))); err != nil {
+		w.fail(err)
+		return
+	}
+	w.size, w.liveBytes, w.dropped, w.dirty = int64(len(walMagic)), 0, 0, true
+}
+
+// compactLocked copies the outstanding records to a new file, which
+// replaces the log.
+func (w *wal) compactLocked() {
+	seqs := make([]uint64, 0, len(w.live))
+	for s := range w.live {
+		seqs = append(seqs, s)
+	}
+	slices.Sort(seqs)
+	ms := make([]message, 0, len(seqs))
+	for _, s := range seqs {
+		e := w.live[s]
+		rec := make([]byte, e.n)
+		if _, err := w.f.ReadAt(rec, e.off); err != nil {
+			w.fail(err)
+			return
+		}
+		m, err := decodeWALMessage(skipSeq(rec[walHeader+1:]))
+		if err != nil {
+			w.fail(err)
+			return
+		}
+		m.wseq = s
+		ms = append(ms, m)
+	}
+	if err := w.writeFileLocked(ms, w.dropped); err != nil {
+		w.fail(err)
+	}
+}
+
+func skipSeq(b []byte) []byte {
+	_, n := binary.Uvarint(b)
+	return b[max(n, 0):]
+}
+
+// rewriteLocked replaces the log with ms, numbered afresh (their wseq
+// set), and dropped carried over.
+func (w *wal) rewriteLocked(ms []message, dropped uint64) error {
+	w.next = 1
+	for i := range ms {
+		ms[i].wseq = w.next
+		w.next++
+	}
+	return w.writeFileLocked(ms, dropped)
+}
+
+// writeFileLocked writes a new log of ms (each with its wseq) and the
+// drops carried over, synced, and renames it over the old one.
+func (w *wal) writeFileLocked(ms []message, dropped uint64) error {
+	tmp, err := os.CreateTemp(filepath.Dir(w.path), "."+filepath.Base(w.path)+".*")
+	if err != nil {
+		return fmt.Errorf("mqtt: buffer file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	old, oldSize, oldLive, oldLiveBytes, oldDropped := w.f, w.size, w.live, w.liveBytes, w.dropped
+	w.f, w.size, w.live, w.liveBytes, w.dropped = tmp, 0, map[uint64]walEntry{}, 0, dropped
+	fail := func(err error) error {
+		tmp.Close()
+		w.f, w.size, w.live, w.liveBytes, w.dropped = old, oldSize, oldLive, oldLiveBytes, oldDropped
+		return fmt.Errorf("mqtt: buffer file: %w", err)
+	}
+	n, err := tmp.WriteString(walMagic)
+	w.size = int64(n)
+	if err != nil {
+		return fail(err)
+	}
+	if dropped > 0 {
+		var rec [1 + binary.MaxVarintLen64]byte
+		rec[0] = walDropped
+		if _, ok := w.writeRecordLocked(rec[:1+binary.PutUvarint(rec[1:], dropped)]); !ok {
+			return fail(errors.New("write failed"))
+		}
+	}
+	for i := range ms {
+		rec := appendWALMessage(nil, ms[i].wseq, &ms[i])
+		off, ok := w.writeRecordLocked(rec)
+		if !ok {
+			return fail(errors.New("write failed"))
+		}
+		w.live[ms[i].wseq] = walEntry{off: off, n: walHeader + len(rec)}
+		w.liveBytes += int64(walHeader + len(rec))
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp.Name(), w.path); err != nil {
+		return fail(err)
+	}
+	syncDir(filepath.Dir(w.path))
+	if old != nil {
+		old.Close()
+	}
+	w.dirty = false
+	return nil
+}
+
+// syncDir syncs a directory, so that a rename in it survives a power cut.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// syncLoop syncs the log every walSyncEvery while it has unsynced
+// records, until close.
+func (w *wal) syncLoop() {
+	defer close(w.stopped)
+	t := time.NewTicker(walSyncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			w.sync()
+		}
+	}
+}
+
+func (w *wal) sync() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.dirty || w.f == nil {
+		return
+	}
+	if err := w.f.Sync(); err != nil {
+		w.fail(err)
+		return
+	}
+	w.dirty = false
+}
+
+// close replaces the log with ms (what is still undelivered at a clean
+// stop; none removes the file) and closes it.
+func (w *wal) close(ms []message) error {
+	close(w.stop)
+	<-w.stopped
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var err error
+	if len(ms) == 0 {
+		if rerr := os.Remove(w.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = fmt.Errorf("mqtt: buffer file: %w", rerr)
+		}
+		syncDir(filepath.Dir(w.path))
+	} else {
+		err = w.rewriteLocked(ms, w.dropped)
+	}
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
+	}
+	return err
+}
+
+// replay opens the write-ahead log (cfg.BufferFile) and queues what an
+// earlier run left in it, in order; Sparkplug messages are marked
+// is_historical, as store and forward requires. Logging is on until the
+// first connection.
+func (p *Publisher) replay() error {
+	w, rp, err := openWAL(p.cfg.BufferFile, p.log)
+	if err != nil {
+		return err
+	}
+	p.droppedBefore, p.bufferCorrupt = rp.dropped, rp.corrupt
+	if len(rp.messages) > 0 || rp.dropped > 0 || rp.corrupt > 0 || rp.torn > 0 {
+		p.log.Info("mqtt: messages kept from the last run", "messages", len(rp.messages), "file", p.cfg.BufferFile,
+			"dropped_before", rp.dropped, "corrupt_records", rp.corrupt, "torn_bytes", rp.torn)
+	}
+	if rp.corrupt > 0 {
+		p.log.Warn("mqtt: damaged records in the buffer file were skipped", "file", p.cfg.BufferFile, "records", rp.corrupt)
+	}
+	p.out.mu.Lock()
+	p.out.wal, p.out.logging = w, true
+	p.out.mu.Unlock()
+	for _, m := range rp.messages {
+		if m.sparkplug {
+			if h, err := sparkplug.MarkHistorical(m.payload); err == nil {
+				m.payload = h
+			}
+		}
+		p.out.push(m)
+	}
+	return nil
+}

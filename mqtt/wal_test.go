@@ -1,0 +1,223 @@
+package mqtt
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/ecagent/ecagent/mqtt/sparkplug"
+)
+
+func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// openTestWAL opens the log at path, failing t on error.
+func openTestWAL(t *testing.T, path string) (*wal, walReplay) {
+	t.Helper()
+	w, rp, err := openWAL(path, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, rp
+}
+
+// plain strips what a replay does not keep (wseq) for comparison.
+func plain(ms []message) []message {
+	out := make([]message, len(ms))
+	for i, m := range ms {
+		m.wseq = 0
+		if m.payload == nil {
+			m.payload = []byte{}
+		}
+		out[i] = m
+	}
+	return out
+}
+
+func walTestMessages() []message {
+	return []message{
+		{topic: "a/b", payload: []byte(`{"x":1}`), qos: 1, retain: true, made: 123},
+		{topic: "spBv1.0/g/DDATA/n/d", payload: []byte{0, 1, 2, 255}, qos: 0, sparkplug: true, made: -1},
+		{topic: "empty", qos: 2},
+	}
+}
+
+// TestWALRoundTrip: what a clean stop leaves is read back in order; an
+// empty stop removes the file.
+func TestWALRoundTrip(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "outbox")
+	w, rp := openTestWAL(t, path)
+	if len(rp.messages) != 0 {
+		t.Fatalf("a new log replays %v", rp.messages)
+	}
+	if err := w.close(walTestMessages()); err != nil {
+		t.Fatal(err)
+	}
+	w, rp = openTestWAL(t, path)
+	if got, want := plain(rp.messages), plain(walTestMessages()); !reflect.DeepEqual(got, want) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got, want)
+	}
+	if err := w.close(nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("nothing left, yet the file stays: %v", err)
+	}
+}
+
+// TestWALReplaysWhatACrashLeft: messages appended and never closed (the
+// process killed) come back in order, without those delivered; the drops
+// are counted; a log with nothing outstanding is cut to its header.
+func TestWALReplaysWhatACrashLeft(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "outbox")
+	w, _ := openTestWAL(t, path)
+	var seqs []uint64
+	for i := range 10 {
+		seqs = append(seqs, w.append(&message{topic: "t", payload: []byte{byte(i)}, qos: 1, made: int64(i)}))
+	}
+	w.done(seqs[3])
+	w.drop(seqs[0])
+	w.drop(seqs[1])
+	// No close: what a kill -9 leaves (every record was written).
+	_, rp := openTestWAL(t, path)
+	var got []byte
+	for _, m := range rp.messages {
+		got = append(got, m.payload...)
+	}
+	if string(got) != "\x02\x04\x05\x06\x07\x08\x09" || rp.dropped != 2 || rp.corrupt != 0 || rp.torn != 0 {
+		t.Fatalf("replayed %v, dropped %d, corrupt %d, torn %d", got, rp.dropped, rp.corrupt, rp.torn)
+	}
+
+	w2, _ := openTestWAL(t, filepath.Join(t.TempDir(), "b"))
+	s := w2.append(&message{topic: "t", payload: []byte("x")})
+	w2.done(s)
+	if fi, err := os.Stat(w2.path); err != nil || fi.Size() != int64(len(walMagic)) {
+		t.Fatalf("nothing outstanding, yet the log holds %v bytes (%v)", fi.Size(), err)
+	}
+}
+
+// TestWALDetectsDamage: a torn last record is ignored; a record whose
+// CRC fails is skipped and counted, the others replayed.
+func TestWALDetectsDamage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "outbox")
+	w, _ := openTestWAL(t, path)
+	for i := range 5 {
+		w.append(&message{topic: "t", payload: []byte{'a' + byte(i)}, qos: 1})
+	}
+	w.mu.Lock()
+	second := w.live[2]
+	w.mu.Unlock()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[second.off+int64(second.n)-1] ^= 0xFF // the payload of message 2
+	b = b[:len(b)-3]                        // message 5 torn
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, rp := openTestWAL(t, path)
+	var got []byte
+	for _, m := range rp.messages {
+		got = append(got, m.payload...)
+	}
+	if string(got) != "acd" || rp.corrupt != 1 || rp.torn == 0 {
+		t.Fatalf("replayed %q, corrupt %d, torn %d; want acd, 1, > 0", got, rp.corrupt, rp.torn)
+	}
+	// A record type nobody knows, with a good CRC, is counted too.
+	rec := []byte{9, 1}
+	hdr := binary.LittleEndian.AppendUint32(nil, uint32(len(rec)))
+	hdr = binary.LittleEndian.AppendUint32(hdr, crc32.Checksum(rec, crc32.MakeTable(crc32.Castagnoli)))
+	if err := os.WriteFile(path, append(append([]byte(walMagic), hdr...), rec...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, rp := openTestWAL(t, path); rp.corrupt != 1 || len(rp.messages) != 0 {
+		t.Fatalf("unknown record: %+v", rp)
+	}
+}
+
+// TestWALRejectsGarbage: a file of neither format, or an old-format
+// buffer file that is cut or absurd, is refused with the advice to remove
+// it.
+func TestWALRejectsGarbage(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "outbox")
+	for name, content := range map[string]string{
+		"foreign":   "hello",
+		"truncated": spoolMagic + "\x01\x02\x05ab",
+		"huge":      spoolMagic + "\x01\x02\x01a\xff\xff\xff\xff\x0f",
+	} {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, rp, err := openWAL(path, quietLog()); err == nil {
+			t.Errorf("%s: loaded %v", name, rp.messages)
+		}
+	}
+	// The old format is still read.
+	if err := os.WriteFile(path, []byte(spoolMagic+"\x01\x02\x01a\x02hi"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, rp, err := openWAL(path, quietLog()); err != nil || len(rp.messages) != 1 || string(rp.messages[0].payload) != "hi" {
+		t.Errorf("old format: %+v %v", rp.messages, err)
+	}
+}
+
+// TestWALCompacts: a long outage with a small bound keeps the log near
+// twice what is outstanding, and the replay is the same.
+func TestWALCompacts(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "outbox")
+	o := newOutbox(100)
+	w, _ := openTestWAL(t, path)
+	o.wal, o.logging = w, true
+	payload := make([]byte, 1000)
+	for i := range 20000 {
+		binary.LittleEndian.PutUint32(payload, uint32(i))
+		o.push(message{topic: "t", payload: append([]byte(nil), payload...), qos: 1})
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > 2*100*1100+walSlack+64<<10 {
+		t.Errorf("the log holds %d bytes for 100 messages of 1 kB", fi.Size())
+	}
+	_, rp := openTestWAL(t, path)
+	if len(rp.messages) != 100 || rp.dropped != 19900 {
+		t.Fatalf("replayed %d messages, %d dropped; want 100, 19900", len(rp.messages), rp.dropped)
+	}
+	for i, m := range rp.messages {
+		if got := binary.LittleEndian.Uint32(m.payload); got != uint32(19900+i) {
+			t.Fatalf("message %d is %d, want %d", i, got, 19900+i)
+		}
+	}
+}
+
+// TestMarkHistorical: every metric of a replayed Sparkplug payload reads
+// is_historical, its value unchanged.
+func TestMarkHistorical(t *testing.T) {
+	t.Parallel()
+	in := sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: 5, Metrics: []sparkplug.Metric{
+		{Name: "a", DataType: sparkplug.Double, Float: 2.5, HasValue: true},
+		{Alias: 3, HasAlias: true, DataType: sparkplug.Boolean, Bool: true, HasValue: true},
+	}, Seq: 7, HasSeq: true})
+	out, err := sparkplug.MarkHistorical(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p sparkplug.Payload
+	if err := sparkplug.DecodePayload(out, &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Metrics) != 2 || !p.Metrics[0].Historical || !p.Metrics[1].Historical || p.Metrics[0].Float != 2.5 || !p.Metrics[1].Bool || p.Seq != 7 || p.Timestamp != 5 {
+		t.Fatalf("%+v", p)
+	}
+}
