@@ -12,7 +12,8 @@ import (
 // connection), state (the bus's readiness), meta (each slave, with its
 // state), pd (its values, with their quality), stats and events.
 type jsonScheme struct {
-	p *Publisher
+	p     *Publisher
+	metas metaKeeper
 }
 
 var _ scheme = (*jsonScheme)(nil)
@@ -72,6 +73,7 @@ func (j *jsonScheme) queueMeta(v *deviceView) {
 }
 
 func (j *jsonScheme) attached(v *busView) {
+	j.metaAttached(v)
 	j.busChanged(v)
 	for i := range v.model.Devices {
 		j.queueMeta(v.device(i))
@@ -135,6 +137,8 @@ func (j *jsonScheme) window(r *metrics.WindowReport, at time.Time) {
 func (j *jsonScheme) command(topic string, payload []byte) {
 	if strings.HasPrefix(topic, j.root()+"/set/") {
 		j.p.handleJSONWrite(topic, payload)
+	} else if j.isMetaTopic(topic) {
+		j.metaSeen(topic, payload)
 	}
 }
 

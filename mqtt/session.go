@@ -319,7 +319,13 @@ func (p *Publisher) announce(c *mqttconn.Conn, seq *uint64) error {
 // subscribe subscribes to the scheme's command topics (writes always, so
 // that refused writes are answered); the connection hands what arrives to
 // command.
-func (p *Publisher) subscribe(c *mqttconn.Conn) error { return c.Subscribe(p.sch.subscriptions()) }
+func (p *Publisher) subscribe(c *mqttconn.Conn) error {
+	if err := c.Subscribe(p.sch.subscriptions()); err != nil {
+		return err
+	}
+	p.subscribeMeta(c)
+	return nil
+}
 
 // goodbye ends a connection on Close: it tries to deliver what is
 // buffered (for up to Close's grace), then publishes status offline or
