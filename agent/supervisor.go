@@ -166,7 +166,7 @@ func layoutFor(cfg config.Config) shm.Layout {
 // (benchmarks). The segment file must not exist.
 func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
 	path := cfg.Cycle.SHM
-	if err := checkSegmentPlace(path); err != nil {
+	if err := checkSegmentPlace(path, log); err != nil {
 		return nil, err
 	}
 	seg, err := shm.Create(path, layoutFor(cfg))
@@ -385,12 +385,14 @@ func attachOwn(path string) (*shm.Segment, error) {
 	return seg, nil
 }
 
-// checkSegmentPlace refuses a cycle.shm another user could subvert: in a
-// directory others may write without the sticky bit, or with a bus
-// description beside it that is a symbolic link or another user's file
-// (the agent would read it as the cycle's). A stale bus description of
-// this user is removed.
-func checkSegmentPlace(path string) error {
+// checkSegmentPlace refuses a cycle.shm another user has planted — a
+// symbolic link, another user's file — or with a bus description beside
+// it that is (the agent would read it as the cycle's). A stale bus
+// description of this user is removed. A directory others may write
+// without the sticky bit (an emptyDir volume may be one) only gets a
+// warning: the checks of every file opened there still hold, others can
+// only remove them.
+func checkSegmentPlace(path string, log *slog.Logger) error {
 	dir := filepath.Dir(path)
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -400,8 +402,8 @@ func checkSegmentPlace(path string) error {
 		return fmt.Errorf("cycle.shm %s: %s is not a directory", path, dir)
 	}
 	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0 {
-		return fmt.Errorf("cycle.shm %s: other users may replace files in %s (mode %v, no sticky bit): "+
-			"use /dev/shm or a directory only the agent's user can write", path, dir, fi.Mode())
+		log.Warn("other users may remove or rename the segment's files: the directory of cycle.shm is writable by them "+
+			"without the sticky bit; prefer a directory only the agent's user can write", "segment", path, "mode", fi.Mode().String())
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if err := program.CheckOwnFileInfo(path, fi); err != nil {
