@@ -97,7 +97,7 @@ func startMQTT(cfg config.Config, log *slog.Logger, reg *metrics.Registry) (*mqt
 		Broker: url, ClientID: clientID, Username: username, Password: password, TLS: tlsConfig,
 		QoS: byte(mc.QoS), Scheme: scheme, Root: root,
 		Group: mc.Sparkplug.Group, Node: node, Rules: rules, Scan: mc.Scan, Buffer: mc.Buffer,
-		BufferFile: mc.BufferFile, Timeout: mc.Timeout, ReconnectMin: mc.ReconnectMin, ReconnectMax: mc.ReconnectMax,
+		BufferFile: mqttBufferFile(mc), Timeout: mc.Timeout, ReconnectMin: mc.ReconnectMin, ReconnectMax: mc.ReconnectMax,
 		WritesEnabled: mc.Writes.Enabled, Logger: log, StateDir: mqttStateDir(mc),
 	})
 	if err != nil {
@@ -169,6 +169,23 @@ func mqttStateDir(mc config.MQTT) string {
 	}
 	if mc.BufferFile != "" {
 		return filepath.Dir(mc.BufferFile)
+	}
+	return ""
+}
+
+// mqttWALFile is the write-ahead log of the MQTT outbox in the state
+// directory, when mqtt.bufferfile does not name one.
+const mqttWALFile = "mqtt-outbox.wal"
+
+// mqttBufferFile is the outbox's write-ahead log: mqtt.bufferfile, else
+// mqttWALFile in systemd's StateDirectory= (so that under the unit we ship
+// what is buffered during an outage survives a crash), else none.
+func mqttBufferFile(mc config.MQTT) string {
+	if mc.BufferFile != "" {
+		return mc.BufferFile
+	}
+	if d := os.Getenv("STATE_DIRECTORY"); d != "" {
+		return filepath.Join(filepath.SplitList(d)[0], mqttWALFile)
 	}
 	return ""
 }

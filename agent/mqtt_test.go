@@ -229,3 +229,17 @@ func TestMQTTEmbeddedBrokerNeedsTheCredential(t *testing.T) {
 		t.Fatal("no retained status")
 	}
 }
+
+func TestMQTTBufferFile(t *testing.T) {
+	t.Setenv("STATE_DIRECTORY", "/var/lib/ecagent:/other")
+	if got := mqttBufferFile(config.MQTT{}); got != "/var/lib/ecagent/"+mqttWALFile {
+		t.Errorf("under systemd: %q", got)
+	}
+	if got := mqttBufferFile(config.MQTT{BufferFile: "/x/outbox"}); got != "/x/outbox" {
+		t.Errorf("configured: %q", got)
+	}
+	t.Setenv("STATE_DIRECTORY", "")
+	if got := mqttBufferFile(config.MQTT{}); got != "" {
+		t.Errorf("neither: %q", got)
+	}
+}
