@@ -66,6 +66,7 @@ type Engine struct {
 	alarm      bool   // the bus alarm is raised
 	linkDown   bool   // the link refused to send
 	pipelined  bool   // Config.Pipelined and the link can post
+	busKnown   bool   // lastBus holds a read of the AL status
 	dc         dcSync // keeps the schedule on the DC reference, when configured
 	dcOn       bool
 	dcRef      int    // ring position of the reference clock
@@ -428,7 +429,7 @@ func (e *Engine) publish(end int64) {
 // out or came back is the recovery worker's to find and report (a
 // per-slave read), not the cycle's.
 func (e *Engine) watchBus(res *master.CycleResult) {
-	if res.Lost > 0 && res.Responding == 0 {
+	if !res.StatusRead {
 		return // nothing known this cycle; lost frames are in the sample
 	}
 	var errBit uint32
@@ -439,10 +440,10 @@ func (e *Engine) watchBus(res *master.CycleResult) {
 	if bus == e.lastBus {
 		return
 	}
-	prev := e.lastBus
-	e.lastBus = bus
-	if prev == 0 {
-		return // first cycle: the baseline
+	prev, known := e.lastBus, e.busKnown
+	e.lastBus, e.busKnown = bus, true
+	if !known {
+		return // the first read: the baseline
 	}
 	if res.ALError && prev>>8&1 == 0 {
 		e.noteState(shm.EventALError, res.ALStates, true)

@@ -150,8 +150,13 @@ func (b *Bus) await(idx uint8, cmd wire.Command, data []byte, deadline time.Time
 			}
 			return 0, false, err
 		}
+		var fr wire.Frame
 		var d wire.Datagram
-		if !firstDatagram(b.rx[:n], &d) {
+		if fr.Decode(b.rx[:n]) != nil {
+			b.counters.invalid.Add(1)
+			continue
+		}
+		if it := fr.Datagrams(); !it.Next(&d) {
 			b.counters.invalid.Add(1)
 			continue
 		}
@@ -159,22 +164,19 @@ func (b *Bus) await(idx uint8, cmd wire.Command, data []byte, deadline time.Time
 			b.counters.stale.Add(1)
 			continue
 		}
+		switch answers(b.builder.Bytes(), &fr) {
+		case answerForeign:
+			b.counters.foreign.Add(1)
+			continue
+		case answerMismatch:
+			b.counters.mismatch.Add(1)
+			continue
+		}
 		if cmd.Reads() {
 			copy(data, d.Data)
 		}
 		return d.WKC, true, nil
 	}
-}
-
-// firstDatagram decodes frame's first datagram into d and reports whether
-// the frame is an EtherCAT datagram frame at all.
-func firstDatagram(frame []byte, d *wire.Datagram) bool {
-	var f wire.Frame
-	if f.Decode(frame) != nil {
-		return false
-	}
-	it := f.Datagrams()
-	return it.Next(d)
 }
 
 // check turns a working counter into a *WKCError when it is not want

@@ -49,6 +49,10 @@ type CycleResult struct {
 	Responding uint16
 	ALStates   uint8
 	ALError    bool
+	// StatusRead tells whether the AL status read came back this cycle
+	// (in the answer to the first frame); without it Responding, ALStates
+	// and ALError say nothing about the bus.
+	StatusRead bool
 	// SendTime is taken just before the first frame is sent, RecvTime when
 	// the last answer has arrived (zero when a frame was lost), both from
 	// Config.Clock in nanoseconds.
@@ -390,6 +394,10 @@ func (c *Cyclic) receive(frame []byte, r *CycleResult, pending, extra int) (int,
 		c.counters.stale.Add(1)
 	case answerInvalid:
 		c.counters.invalid.Add(1)
+	case answerForeign:
+		c.counters.foreign.Add(1)
+	case answerMismatch:
+		c.counters.mismatch.Add(1)
 	}
 	return pending, extra
 }

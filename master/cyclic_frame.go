@@ -170,9 +170,11 @@ func resolveAcyclic(f *cyclicFrame, fr *wire.Frame) {
 
 // What take made of a received frame.
 const (
-	answerTaken   = iota // the answer to one of this cycle's frames
-	answerStale          // an EtherCAT frame, but not one this cycle awaits
-	answerInvalid        // not an EtherCAT datagram frame
+	answerTaken    = iota // the answer to one of this cycle's frames
+	answerStale           // an EtherCAT frame, but not one this cycle awaits
+	answerInvalid         // not an EtherCAT datagram frame
+	answerForeign         // names a frame in flight, from another source
+	answerMismatch        // names a frame in flight, does not answer it
 )
 
 // take matches a received frame to the frame of this cycle it answers and
@@ -190,6 +192,9 @@ func (c *Cyclic) take(frame []byte, r *CycleResult) int {
 	f := c.match(&d)
 	if f == nil {
 		return answerStale
+	}
+	if kind := answers(f.builder.Bytes(), &fr); kind != answerTaken {
+		return kind // the frame stays in flight: its answer may still come
 	}
 	f.done = true
 	resolveAcyclic(f, &fr)
@@ -209,12 +214,68 @@ func (c *Cyclic) take(frame []byte, r *CycleResult) int {
 		if d.Command == wire.BRD && len(d.Data) == esc.ALStatusLen {
 			st := esc.DecodeALStatus(d.Data)
 			r.Responding, r.ALStates, r.ALError = d.WKC, uint8(st.State), st.Error
+			r.StatusRead = true
 		}
 		more = it.Next(&d)
 	}
 	if f.aux && more {
 		c.auxBack = true
 		c.takeAux(&it, &d, r)
+	}
+	return answerTaken
+}
+
+// answers checks that the received frame fr answers the frame sent: it
+// comes from the segment (the master's source address, with the
+// locally-administered bit that an ESC's port 0 sets allowed — ET1100
+// datasheet, "Frame processing": the source MAC is modified on port 0),
+// and carries the same datagrams: as many, each with the same command,
+// index and length, the same address except the position an
+// auto-increment or broadcast datagram counts up on its way, and the
+// same last-datagram flags. A slave changes only a datagram's data,
+// working counter, IRQ field and that position. Anything else was not
+// made by the segment out of this frame.
+func answers(sent []byte, fr *wire.Frame) int {
+	src, own := fr.Source(), sent[6:12]
+	if src[0]|0x02 != own[0]|0x02 || string(src[1:6]) != string(own[1:6]) {
+		return answerForeign
+	}
+	var sf wire.Frame
+	if sf.Decode(sent) != nil {
+		return answerMismatch
+	}
+	if sf.Header.Length != fr.Header.Length {
+		return answerMismatch
+	}
+	si, gi := sf.Datagrams(), fr.Datagrams()
+	var s, g wire.Datagram
+	for {
+		sok, gok := si.Next(&s), gi.Next(&g)
+		if sok != gok {
+			return answerMismatch
+		}
+		if !sok {
+			break
+		}
+		if s.Command != g.Command || s.Index != g.Index || len(s.Data) != len(g.Data) {
+			return answerMismatch
+		}
+		switch s.Command.Addressing() {
+		case wire.AddressingPosition, wire.AddressingBroadcast:
+			if s.ADO() != g.ADO() {
+				return answerMismatch
+			}
+		default:
+			if s.Address != g.Address {
+				return answerMismatch
+			}
+		}
+		if g.WKC < s.WKC {
+			return answerMismatch // no slave takes a count away
+		}
+	}
+	if gi.Err() != nil {
+		return answerMismatch
 	}
 	return answerTaken
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/master/wire"
 )
 
 // countingPoller is the master's end of a pipe with a view of its receive
@@ -159,5 +160,82 @@ func TestCyclicPostCollectDoesNotAllocate(t *testing.T) {
 		if lost > 20 {
 			t.Errorf("%d frames: %d frames lost in 500 cycles", cy.Frames(), lost)
 		}
+	}
+}
+
+// TestCyclicForgedAnswerCountsForNothing: a frame for the index in
+// flight that is not the segment's answer (an LRW alone with a full
+// working counter, as a forger sends) is counted as mismatched and the
+// real answer after it is taken.
+func TestCyclicForgedAnswerCountsForNothing(t *testing.T) {
+	slaves := referenceSet()
+	l, err := mapProcessData(slaves, maxLRWData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, far := link.NewPipe()
+	t.Cleanup(func() { _ = a.Close(); _ = far.Close() })
+	c := &counters{}
+	bus := newBus(a, 10*time.Millisecond, 0, c)
+	cy := newCyclic(bus, &acyclicQueue{}, newProcessImage(l.outBytes, l.inBytes), l, 2*time.Second, newMonotonicClock(), c)
+
+	cy.Post(time.Now().Add(time.Millisecond))
+	buf := make([]byte, link.MaxFrameSize)
+	n, err := far.Recv(buf, time.Now().Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := buf[:n]
+	var rf wire.Frame
+	if err := rf.Decode(req); err != nil {
+		t.Fatal(err)
+	}
+	it := rf.Datagrams()
+	var lrw wire.Datagram
+	it.Next(&lrw)
+
+	// The forgery: the same index and LRW, nothing else, WKC 8.
+	var fb wire.Builder
+	src := [6]byte(rf.Source())
+	src[0] |= 0x02
+	_ = fb.Reset(make([]byte, wire.MaxFrameLen), broadcastMAC, src)
+	d, _ := fb.Append(wire.LRW, lrw.Index, lrw.Address, len(lrw.Data))
+	clear(d)
+	forged := fb.Bytes()
+	var ff wire.Frame
+	_ = ff.Decode(forged)
+	fit := ff.Datagrams()
+	var fd wire.Datagram
+	fit.Next(&fd)
+	fd.SetWKC(8)
+	if err := far.Send(forged); err != nil {
+		t.Fatal(err)
+	}
+	// The segment's answer: every datagram taken part in.
+	it = rf.Datagrams()
+	var dg wire.Datagram
+	for it.Next(&dg) {
+		if dg.Command == wire.LRW {
+			dg.SetWKC(8)
+		} else {
+			dg.SetWKC(7)
+			if dg.Command == wire.BRD {
+				dg.Data[0] = 0x08 // OP
+			}
+		}
+	}
+	req[6] |= 0x02
+	if err := far.Send(req); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(time.Second); a.Stats().Packets < 2 && time.Now().Before(end); {
+		time.Sleep(50 * time.Microsecond) // polling a counter, not synchronising a test
+	}
+	r := cy.Collect()
+	if r.WKC != 8 || !r.StatusRead || r.Responding != 7 || r.ALStates != 0x08 || r.Err != nil {
+		t.Errorf("result %+v, want the segment's answer", r)
+	}
+	if s := c.snapshot(); s.MismatchedAnswers != 1 || s.StaleFrames != 0 || s.WKCErrors != 0 {
+		t.Errorf("stats %+v, want one mismatched answer and nothing else", s)
 	}
 }

@@ -21,8 +21,19 @@ type Stats struct {
 	// late answers to lost or abandoned frames.
 	StaleFrames uint64
 	// InvalidFrames counts received frames that were not EtherCAT
-	// datagram frames at all.
+	// datagram frames at all (truncated, wrong length fields, a datagram
+	// chain that overruns the frame).
 	InvalidFrames uint64
+	// ForeignFrames counts EtherCAT frames that named a frame in flight
+	// but did not come from the segment: their source address is neither
+	// the master's nor the master's with the bit ESC port 0 sets (the
+	// master's own frames seen again count here too).
+	ForeignFrames uint64
+	// MismatchedAnswers counts frames from the segment whose first
+	// datagram named a frame in flight but whose datagrams do not answer
+	// it (another count, command, index, address or length): forged or
+	// corrupted answers. None of them counts for anything else.
+	MismatchedAnswers uint64
 	// Retries counts bring-up frames sent again after going unanswered.
 	Retries uint64
 	// Emergencies counts CoE emergency messages received from slaves;
@@ -54,6 +65,8 @@ type counters struct {
 	wkcErrors atomic.Uint64
 	stale     atomic.Uint64
 	invalid   atomic.Uint64
+	foreign   atomic.Uint64
+	mismatch  atomic.Uint64
 	retries   atomic.Uint64
 
 	emergencies        atomic.Uint64
@@ -67,12 +80,14 @@ type counters struct {
 
 func (c *counters) snapshot() Stats {
 	return Stats{
-		Cycles:        c.cycles.Load(),
-		LostFrames:    c.lost.Load(),
-		WKCErrors:     c.wkcErrors.Load(),
-		StaleFrames:   c.stale.Load(),
-		InvalidFrames: c.invalid.Load(),
-		Retries:       c.retries.Load(),
+		Cycles:            c.cycles.Load(),
+		LostFrames:        c.lost.Load(),
+		WKCErrors:         c.wkcErrors.Load(),
+		StaleFrames:       c.stale.Load(),
+		InvalidFrames:     c.invalid.Load(),
+		ForeignFrames:     c.foreign.Load(),
+		MismatchedAnswers: c.mismatch.Load(),
+		Retries:           c.retries.Load(),
 
 		Emergencies:        c.emergencies.Load(),
 		EmergenciesDropped: c.emergenciesDropped.Load(),
