@@ -79,7 +79,7 @@ type Config struct {
 	WritesEnabled bool
 	// RefusalBurst refused writes per RefusalInterval are answered one by
 	// one (a log line, an event); the others of the interval by one
-	// summary. Zero values mean 5 per second.
+	// summary. Zero values mean 10 per second.
 	RefusalInterval time.Duration
 	RefusalBurst    int
 	// Logger receives the publisher's log; nil discards it.

@@ -17,7 +17,7 @@ import (
 // Defaults of Config.RefusalInterval and Config.RefusalBurst.
 const (
 	defaultRefusalInterval = time.Second
-	defaultRefusalBurst    = 5
+	defaultRefusalBurst    = 10
 )
 
 // refusal is one refused write, as it is answered.
