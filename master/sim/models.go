@@ -58,6 +58,8 @@ func builtinModels() []model {
 		// A Kollmorgen AKD servo drive (CiA 402, see drive.go): its
 		// vendor is not Beckhoff, specForImage knows it by identity.
 		{akdSpec(), akdProduct, akd},
+		// A Microchip LAN9252 evaluation board (see lan9252.go).
+		{lan9252Spec(), lan9252Product, lan9252},
 	}
 }
 
@@ -123,6 +125,9 @@ func specForImage(desc *sii.Device) deviceSpec {
 	id := desc.Header.Identity
 	if id.VendorID == kollmorgen && id.ProductCode == akdProduct {
 		return akdSpec() // any AKD image gets the drive behaviour
+	}
+	if id.VendorID == microchip && id.ProductCode == lan9252Product {
+		return lan9252Spec()
 	}
 	for _, m := range builtinModels() {
 		if id.VendorID == beckhoff && id.ProductCode == m.product {

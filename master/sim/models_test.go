@@ -35,8 +35,11 @@ func TestModelsReadThroughTheEEPROMInterface(t *testing.T) {
 			}
 			id := desc.Header.Identity
 			wantVendor := uint32(beckhoff)
-			if name == "AKD" {
+			switch name {
+			case "AKD":
 				wantVendor = kollmorgen
+			case "LAN9252":
+				wantVendor = microchip
 			}
 			if id.VendorID != wantVendor || desc.OrderCode() != name || desc.Name() == "" {
 				t.Errorf("identity %+v order %q name %q", id, desc.OrderCode(), desc.Name())
