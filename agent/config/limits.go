@@ -35,6 +35,10 @@ const (
 	MaxDepth = 16
 )
 
+// maxUnknownKeys is how many unknown keys of one layer are reported each
+// with a suggestion; the rest are counted in one more error.
+const maxUnknownKeys = 20
+
 // readConfigFile reads the YAML layer's file, refusing quickly what is not
 // a configuration file: a directory, a file larger than MaxFileSize. A
 // FIFO (--config <(…)) is read up to the bound.

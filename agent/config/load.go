@@ -279,6 +279,8 @@ func (l *loader) merge(flat map[string]any, source func(key string) string) []er
 
 	var errs []error
 	reported := map[string]bool{}
+	unknown := 0              // keys the schema does not have
+	var more *UnknownKeyError // the first of those beyond maxUnknownKeys
 	for _, key := range keys {
 		value := flat[key]
 		if m, isMap := value.(map[string]any); value == nil || (isMap && len(m) == 0) {
@@ -300,6 +302,14 @@ func (l *loader) merge(flat map[string]any, source func(key string) string) []er
 			l.origin[key] = source(key)
 			continue
 		}
+		if unknown++; unknown > maxUnknownKeys {
+			// Each report looks for the closest known key: thousands of
+			// them would take seconds and bury the first.
+			if more == nil {
+				more = &UnknownKeyError{Key: key, Source: source(key)}
+			}
+			continue
+		}
 		err := l.badKey(key, source(key))
 		if fe, ok := err.(*FieldError); ok {
 			if reported[fe.Key] {
@@ -308,6 +318,10 @@ func (l *loader) merge(flat map[string]any, source func(key string) string) []er
 			reported[fe.Key] = true
 		}
 		errs = append(errs, err)
+	}
+	if more != nil {
+		more.Problem = fmt.Sprintf("the first of %d more unknown keys, not listed", unknown-maxUnknownKeys)
+		errs = append(errs, more)
 	}
 	return errs
 }
