@@ -86,7 +86,7 @@ type wal struct {
 	dirty     bool
 	failing   bool
 	errors    uint64
-	buf       []byte
+	buf, rec  []byte // scratch: a record with its header, a record
 
 	stop, stopped chan struct{}
 }
@@ -301,7 +301,8 @@ func (w *wal) append(m *message) uint64 {
 	defer w.mu.Unlock()
 	seq := w.next
 	w.next++
-	rec := appendWALMessage(nil, seq, m)
+	w.rec = appendWALMessage(w.rec[:0], seq, m)
+	rec := w.rec
 	off, ok := w.writeRecordLocked(rec)
 	if !ok {
 		return 0
