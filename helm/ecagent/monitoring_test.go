@@ -59,6 +59,7 @@ func checkMonitoring(t *testing.T, ds *appsv1.DaemonSet, r rendered, scenario st
 		"real-nic":        {"ConfigMap", "DaemonSet", "Service", "ServiceAccount"},
 		"guaranteed-qos":  {"ConfigMap", "DaemonSet", "Service", "ServiceAccount"},
 		"nonroot":         {"ConfigMap", "DaemonSet", "Secret", "Service", "ServiceAccount"},
+		"webconfig":       {"ConfigMap", "DaemonSet", "Service", "ServiceAccount", "ServiceMonitor"},
 	}[scenario]
 	var kinds []string
 	for k := range r {

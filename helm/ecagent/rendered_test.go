@@ -53,6 +53,7 @@ func TestRenderedObjects(t *testing.T) {
 			checkSecretReferences(t, ds, r)
 			checkMonitoring(t, ds, r, scenarioName(values))
 			checkDashboards(t, r, scenarioName(values) == "monitoring")
+			checkWebConfig(t, ds, r, r.configMap(t, ds.Name), scenarioName(values) == "webconfig")
 		})
 	}
 }
@@ -170,8 +171,14 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, scenario string) {
 // metrics endpoint listens on the container's port.
 func checkConfig(t *testing.T, ds *appsv1.DaemonSet, cm *corev1.ConfigMap) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "ecagent.yaml")
-	if err := os.WriteFile(path, []byte(cm.Data["ecagent.yaml"]), 0o600); err != nil {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ecagent.yaml")
+	// The web configuration is on the pod's Secret volume: here, in dir.
+	data := strings.ReplaceAll(cm.Data["ecagent.yaml"], webConfigDir+"/", dir+"/")
+	if err := os.WriteFile(filepath.Join(dir, "web-config.yml"), []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Load(config.Sources{File: path})

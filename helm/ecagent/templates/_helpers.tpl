@@ -82,6 +82,9 @@ manages. The node name comes from the environment (ECAGENT_HOST).
 {{- $config := deepCopy .Values.config }}
 {{- $metrics := default (dict) $config.metrics }}
 {{- $_ := set $metrics "listen" (printf ":%d" (int .Values.containerPort)) }}
+{{- if .Values.webConfig.existingSecret }}
+{{- $_ := set $metrics "webconfig" "/etc/ecagent/web/web-config.yml" }}
+{{- end }}
 {{- $_ := set $config "metrics" $metrics }}
 {{- toYaml $config }}
 {{- end }}
@@ -96,4 +99,38 @@ scrapeProtocols:
   - OpenMetricsText1.0.0
   - PrometheusText0.0.4
 scrapeClassicHistograms: true
+{{- end }}
+
+{{/*
+A probe of .Values (livenessProbe or readinessProbe) with the scheme
+webConfig.tls asks for: HTTPS when the endpoints serve TLS. Call with
+(list $ probe).
+*/}}
+{{- define "ecagent.probe" -}}
+{{- $root := index . 0 }}
+{{- $probe := deepCopy (index . 1) }}
+{{- if and $root.Values.webConfig.tls $probe.httpGet }}
+{{- $_ := set $probe.httpGet "scheme" "HTTPS" }}
+{{- end }}
+{{- toYaml $probe }}
+{{- end }}
+
+{{/*
+A monitor endpoint's scheme, TLS and credentials (webConfig); call with
+(list $ monitorValues).
+*/}}
+{{- define "ecagent.monitorSecurity" -}}
+{{- $root := index . 0 }}
+{{- $mon := index . 1 }}
+{{- if $root.Values.webConfig.tls }}
+scheme: HTTPS
+{{- end }}
+{{- with $mon.tlsConfig }}
+tlsConfig:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $mon.basicAuth }}
+basicAuth:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
