@@ -163,7 +163,7 @@ func TestRunsAgainstASimulatedSegment(t *testing.T) {
 			}
 			cfg := program.Default()
 			cfg.Bus.ExpectedSlaves = c.expected
-			cfg.Cycle = program.Cycle{Period: program.Duration(2 * time.Millisecond), Core: -1, SHM: path}
+			cfg.Cycle = program.Cycle{Period: program.Duration(2 * time.Millisecond), Core: -1, SHM: path, Exchange: program.ExchangePipelined}
 			cfgPath := filepath.Join(dir, c.name+".cycle.json")
 			b, err := json.Marshal(cfg)
 			if err != nil {
