@@ -159,7 +159,7 @@ func layoutFor(cfg config.Config) shm.Layout {
 
 // StartCycle creates the segment cfg.Cycle.SHM and starts the cycle
 // process — the cycle program (CycleProgram) with its configuration
-// (CycleConfig) in a file beside the segment — and, for the built-in
+// (CycleConfig) through a pipe, no file — and, for the built-in
 // simulated segment, the simulator process (`ecagent sim`) on the other
 // end of a socket pair, then waits for cyclic operation. A non-zero cycles
 // makes the cycle process stop by itself after that many cycles
