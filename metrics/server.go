@@ -252,7 +252,9 @@ func (s *Server) Close() error {
 // making room for a new one by closing the one that has waited longest
 // for a request's headers (http.StateNew or StateIdle: a slow client, an
 // idle keep-alive): a crowd of slow clients (slowloris) cannot keep a
-// scraper out, nor grow the process without bound.
+// scraper out, nor grow the process without bound. (An HTTP/2 connection,
+// which a web configuration may enable, reports no state after StateNew:
+// it counts as waiting, and may be closed first when the limit is hit.)
 type connLimiter struct {
 	net.Listener
 	max    int
