@@ -93,7 +93,7 @@ func checkValue(v any, s *Signal) (value float64, raw uint64, err error) {
 		}
 		value = f
 	case string:
-		return 0, 0, reject(RejectWrongType, "%s is %s, got a string", s.Name, describeType(s))
+		return 0, 0, reject(RejectWrongType, "%s is %s, got the string %s", s.Name, describeType(s), cmdparse.Quote([]byte(x)))
 	case nil:
 		return 0, 0, reject(RejectWrongType, "%s is %s, got null", s.Name, describeType(s))
 	default:

@@ -79,6 +79,8 @@ func TestSparkplugWriteTyposRefused(t *testing.T) {
 			rejection{RejectOutOfRange, out + ": 65537 does not fit datatype Int16"}},
 		{"UInt8 of 257", spPayload(sparkplug.Metric{Name: out, DataType: sparkplug.UInt8, Int: 257, HasValue: true}),
 			rejection{RejectOutOfRange, out + ": 257 does not fit datatype UInt8"}},
+		{"String of a typo", spPayload(sparkplug.Metric{Name: out, DataType: sparkplug.String, Str: "1,000", HasValue: true}),
+			rejection{RejectWrongType, out + ` is a boolean, got the string "1,000"`}},
 		{"Boolean in int_value", rawMetric(out, sparkplug.Boolean, [2]uint64{10, 1}),
 			rejection{RejectMalformed, `sparkplug: malformed payload: metric 0: metric "channel_1.output" of datatype Boolean carries its value in int_value; a Boolean value goes in boolean_value`}},
 		{"Int16 in double_value", rawMetric(out, sparkplug.Int16, [2]uint64{13, 0x3FF0000000000000}),
