@@ -258,3 +258,24 @@ func FuzzWALReplay(f *testing.F) {
 		}
 	})
 }
+
+// TestReplayMarksSparkplugHistorical: a Sparkplug message an earlier run
+// left in the log is queued with its metrics marked is_historical.
+func TestReplayMarksSparkplugHistorical(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "outbox")
+	w, _ := openTestWAL(t, path)
+	data := sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: 9, Metrics: []sparkplug.Metric{
+		{Alias: 4, HasAlias: true, DataType: sparkplug.Double, Float: 1.5, HasValue: true}}})
+	w.append(&message{topic: "spBv1.0/plant/DDATA/edge1/EL3204-7", payload: data, sparkplug: true})
+	p, err := New(Config{Broker: "tcp://127.0.0.1:1", Scheme: SchemeSparkplug, Group: "plant", Node: "edge1", BufferFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(0) })
+	m, ok := p.out.pop()
+	var pl sparkplug.Payload
+	if !ok || sparkplug.DecodePayload(m.payload, &pl) != nil || len(pl.Metrics) != 1 || !pl.Metrics[0].Historical || pl.Metrics[0].Float != 1.5 {
+		t.Fatalf("replayed %v %+v", ok, pl)
+	}
+}
