@@ -21,6 +21,11 @@ type cyclicFrame struct {
 	first   wire.Command
 	index   uint8
 	done    bool
+	// sent and prevIndex: whether the frame went out last cycle, with
+	// which index. An answer that comes a cycle late is recognised by it
+	// (stale), not taken for junk.
+	sent      bool
+	prevIndex uint8
 	// cyclicN is how many datagrams of the cyclic exchange the frame
 	// carries this cycle; the acyclic datagrams of acyc[:nacyc] follow.
 	cyclicN int
@@ -47,6 +52,7 @@ func (c *Cyclic) build() {
 	c.auxBack = false
 	for i := range c.frames {
 		f := &c.frames[i]
+		f.prevIndex, f.sent = f.index, true
 		f.index = c.bus.nextIndex()
 		f.done = false
 		_ = f.builder.Reset(f.buf, broadcastMAC, c.bus.src)
@@ -191,7 +197,7 @@ func (c *Cyclic) take(frame []byte, r *CycleResult) int {
 	}
 	f := c.match(&d)
 	if f == nil {
-		return answerStale
+		return c.late(&fr, &d)
 	}
 	if kind := answers(f.builder.Bytes(), &fr); kind != answerTaken {
 		return kind // the frame stays in flight: its answer may still come
@@ -278,6 +284,24 @@ func answers(sent []byte, fr *wire.Frame) int {
 		return answerMismatch
 	}
 	return answerTaken
+}
+
+// late tells a frame that answers none of this cycle's frames: a late
+// answer to one of the last cycle's (stale), from the segment and with
+// that frame's index and first command, or junk (foreign: another source;
+// mismatch: from the segment's address, but answering nothing sent).
+func (c *Cyclic) late(fr *wire.Frame, d *wire.Datagram) int {
+	src, own := fr.Source(), c.bus.src[:]
+	if src[0]|0x02 != own[0]|0x02 || string(src[1:6]) != string(own[1:6]) {
+		return answerForeign
+	}
+	for i := range c.frames {
+		f := &c.frames[i]
+		if f.sent && d.Index == f.prevIndex && d.Command == f.first {
+			return answerStale
+		}
+	}
+	return answerMismatch
 }
 
 // match returns the frame of this cycle that a frame starting with d

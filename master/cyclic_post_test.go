@@ -239,3 +239,30 @@ func TestCyclicForgedAnswerCountsForNothing(t *testing.T) {
 		t.Errorf("stats %+v, want one mismatched answer and nothing else", s)
 	}
 }
+
+// TestCyclicJunkIsNotALateAnswer: EtherCAT frames that answer nothing
+// sent this cycle or the one before are counted by kind, never as late
+// answers (a flood of junk made ecagent_late_answers_total count most
+// cycles).
+func TestCyclicJunkIsNotALateAnswer(t *testing.T) {
+	cy, cnt, _ := testPostCyclic(t, maxLRWData, func(uint8) uint16 { return 8 })
+	junk := func(src [6]byte, index uint8) []byte {
+		var b wire.Builder
+		_ = b.Reset(make([]byte, wire.MaxFrameLen), broadcastMAC, src)
+		_, _ = b.Append(wire.APRD, index, 0, 2)
+		return b.Bytes()
+	}
+	own := cy.bus.src
+	stranger := [6]byte{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
+	var r CycleResult
+	cy.Post(time.Now())
+	for i, frame := range [][]byte{junk(own, cy.frames[0].index+100), junk(stranger, cy.frames[0].index), {0x01, 0x02}} {
+		if kind := cy.take(frame, &r); kind == answerTaken || kind == answerStale {
+			t.Errorf("junk %d taken as %d", i, kind)
+		}
+	}
+	_ = cy.Collect()
+	if s := cnt.snapshot(); s.StaleFrames != 0 {
+		t.Errorf("stats %+v: junk counted as late answers", s)
+	}
+}
