@@ -13,7 +13,8 @@
 //
 //	<root>/status            "online" / "offline" (retained; "offline" is the last will)
 //	<root>/state             the bus: ready, why not, summary (retained)
-//	<root>/meta/<slave>      the slave's signals and state (presence, AL state, quality) (retained)
+//	<root>/meta/<slave>      the slave's signals and state (presence, AL state, quality) (retained;
+//	                         cleared when the slave is gone from the bus)
 //	<root>/pd/<slave>        {"ts":…,"seq":…,"cycle":…,"quality":"good","values":{…},"units":{…}}
 //	<root>/stats             the statistics of each metrics window
 //	<root>/events            bus state changes, AL status codes, CoE emergencies, drive states and faults, write results
@@ -55,7 +56,12 @@
 // out in order when it is back; what exceeds the bound is dropped oldest
 // first and counted. Messages sent but not acknowledged when a connection
 // breaks are sent again (at least once, as QoS 1 promises). Sparkplug
-// messages produced while disconnected carry is_historical. The publisher
-// reconnects with exponential back-off, and waits on no token without a
-// timeout.
+// messages produced while disconnected carry is_historical. With a buffer
+// file the outbox has a write-ahead log (wal.go): what is buffered while
+// the broker is unreachable survives a kill -9, and a power cut but for
+// the last 100 ms, and is replayed in order at the next start. The
+// publisher reconnects with exponential back-off, jittered and capped at
+// MaxReconnect, and waits on no token without a timeout. Writes are parsed
+// whole (package cmdparse); refused ones are answered one by one up to a
+// burst per second, the rest by one summary (refusals.go).
 package mqtt
