@@ -93,13 +93,22 @@ func startMQTT(cfg config.Config, log *slog.Logger, reg *metrics.Registry) (*mqt
 		}
 		log.Info("embedded MQTT broker", try...)
 	}
-	b.pub, err = mqtt.New(mqtt.Config{
+	pc := mqtt.Config{
 		Broker: url, ClientID: clientID, Username: username, Password: password, TLS: tlsConfig,
 		QoS: byte(mc.QoS), Scheme: scheme, Root: root,
 		Group: mc.Sparkplug.Group, Node: node, Rules: rules, Scan: mc.Scan, Buffer: mc.Buffer,
 		BufferFile: mqttBufferFile(mc), Timeout: mc.Timeout, ReconnectMin: mc.ReconnectMin, ReconnectMax: mc.ReconnectMax,
 		WritesEnabled: mc.Writes.Enabled, Logger: log, StateDir: mqttStateDir(mc),
-	})
+	}
+	b.pub, err = mqtt.New(pc)
+	if err != nil && mc.BufferFile == "" && pc.BufferFile != "" {
+		// The write-ahead log in the state directory was not asked for:
+		// without it, the outbox is kept in memory, as before.
+		log.Warn("MQTT outbox kept in memory only: its write-ahead log cannot be used (set mqtt.bufferfile to choose another file)",
+			"file", pc.BufferFile, "err", err)
+		pc.BufferFile = ""
+		b.pub, err = mqtt.New(pc)
+	}
 	if err != nil {
 		b.closeBroker()
 		return nil, err
