@@ -357,10 +357,3 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 		delete(l.conns, lc)
 	}
 }
-
-// open returns how many connections are open.
-func (l *connLimiter) open() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.conns)
-}
