@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ecagent/ecagent/internal/pcapng"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/sim"
 	"github.com/ecagent/ecagent/master/sim/replay"
@@ -68,10 +69,15 @@ func simVerifyCommand(_ context.Context, e *env, args []string) error {
 		opts.Setup = &replay.Setup{FirstStation: *presetAddr, State: st}
 	}
 	path := fs.Arg(0)
-	c, err := replay.Read(path)
+	pkts, err := pcapng.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("sim verify: %w", err)
 	}
+	frames := make([]replay.Frame, len(pkts))
+	for i, p := range pkts {
+		frames[i] = replay.Frame{Time: p.Time, Data: p.Data}
+	}
+	c := replay.FromFrames(frames)
 	devs, err := sim.ParseDevices(*devices)
 	if err != nil {
 		return usageError{fmt.Errorf("sim verify: --devices: %w", err)}

@@ -12,9 +12,7 @@ package replay
 
 import (
 	"encoding/binary"
-	"fmt"
 
-	"github.com/ecagent/ecagent/internal/pcapng"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/wire"
 )
@@ -41,13 +39,12 @@ type Capture struct {
 	Strays int
 }
 
-// Read reads a pcapng or pcap capture and pairs its frames.
-func Read(path string) (*Capture, error) {
-	pkts, err := pcapng.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
-	}
-	return FromPackets(pkts), nil
+// Frame is one captured frame: its capture time, in ns on any time base
+// (a pcapng reader gives ns since the epoch), and its bytes from the
+// Ethernet header on.
+type Frame struct {
+	Time int64
+	Data []byte
 }
 
 // isAnswer tells a frame that went through devices: they set bit 1 of the
@@ -77,12 +74,12 @@ func keyOf(frame []byte) (frameKey, bool) {
 	return frameKey(b), true
 }
 
-// FromPackets pairs the EtherCAT frames of a capture: each answer belongs
+// FromFrames pairs the EtherCAT frames of a capture: each answer belongs
 // to the latest request in flight with the same datagrams (command, index,
 // length). Earlier requests with the same datagrams still in flight are
 // counted lost: a master resends a frame it got no answer for, and never
 // has two frames in flight it could not tell apart.
-func FromPackets(pkts []pcapng.Packet) *Capture {
+func FromFrames(pkts []Frame) *Capture {
 	c := &Capture{}
 	type pending struct {
 		key  frameKey

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ecagent/ecagent/internal/pcapng"
 	"github.com/ecagent/ecagent/master/sim"
 )
 
@@ -41,12 +42,23 @@ func TestManifestListsEveryCapture(t *testing.T) {
 	}
 }
 
-func replayEntry(t *testing.T, e Entry) *Result {
+// read reads a capture file and pairs its frames.
+func read(t *testing.T, path string) *Capture {
 	t.Helper()
-	c, err := Read(e.Capture)
+	pkts, err := pcapng.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	frames := make([]Frame, len(pkts))
+	for i, p := range pkts {
+		frames[i] = Frame{Time: p.Time, Data: p.Data}
+	}
+	return FromFrames(frames)
+}
+
+func replayEntry(t *testing.T, e Entry) *Result {
+	t.Helper()
+	c := read(t, e.Capture)
 	devs, err := sim.ParseDevices(e.Devices)
 	if err != nil {
 		t.Fatal(err)
