@@ -90,10 +90,10 @@ func FromFrames(pkts []Frame) *Capture {
 	var inFlight []pending
 	first := true
 	for _, p := range pkts {
-		if len(p.Data) < 16 || binary.BigEndian.Uint16(p.Data[12:]) != wire.EtherType {
+		if len(p.Data) < 16 {
 			continue
 		}
-		key, ok := keyOf(p.Data)
+		key, ok := keyOf(p.Data) // EtherCAT, also behind VLAN tags
 		if !ok {
 			continue
 		}

@@ -101,3 +101,38 @@ func TestReplayIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestVLANTaggedCapture: a capture whose frames carry a VLAN tag replays
+// as the untagged one.
+func TestVLANTaggedCapture(t *testing.T) {
+	e := manifest(t)[0]
+	pkts, err := pcapng.ReadFile(e.Capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain, tagged []Frame
+	for _, p := range pkts {
+		plain = append(plain, Frame{Time: p.Time, Data: p.Data})
+		if len(p.Data) < 14 {
+			continue
+		}
+		b := append([]byte(nil), p.Data[:12]...)
+		b = append(b, 0x81, 0x00, 0x00, 0x05)
+		tagged = append(tagged, Frame{Time: p.Time, Data: append(b, p.Data[12:]...)})
+	}
+	run := func(frames []Frame) *Result {
+		devs, err := sim.ParseDevices(e.Devices)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Run(FromFrames(frames), devs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, b := run(plain), run(tagged)
+	if a.Datagrams == 0 || a.Datagrams != b.Datagrams || a.Same != b.Same {
+		t.Errorf("tagged %d/%d identical, untagged %d/%d", b.Same, b.Datagrams, a.Same, a.Datagrams)
+	}
+}
