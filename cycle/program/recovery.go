@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecagent/ecagent/cycle"
@@ -40,6 +41,23 @@ const (
 	slowStep = 500 * time.Millisecond
 )
 
+// recoveryMaster is what the recovery worker asks of the master
+// (*master.Master; a test's fake).
+type recoveryMaster interface {
+	CheckSlaves(ctx context.Context, dst []master.SlaveHealth) ([]master.SlaveHealth, error)
+	Reconnect(ctx context.Context, position int) (master.ReconnectReport, error)
+	Recover(ctx context.Context, s *master.Slave, target esc.ALState) error
+	Slaves() []*master.Slave
+}
+
+// recoveryCycle is what the recovery worker asks of the cycle
+// (*cycle.Engine; a test's fake): to be woken on trouble, and to carry
+// its events to the ring.
+type recoveryCycle interface {
+	WaitTrouble(ctx context.Context) bool
+	Report(ev shm.Event) bool
+}
+
 // recoverer brings the bus back while the cycle runs: woken by the
 // engine's trouble signal, it reads every slave's state (its datagrams
 // ride in the cycle's frames), acknowledges AL errors and requests
@@ -47,14 +65,27 @@ const (
 // loss (refusing another device at their position), and reports each
 // step as an event. It allocates — but only while something is wrong, and
 // it collects its garbage when the episode ends.
+//
+// Each slave's step (a reconnect, a return to OP) runs in a goroutine of
+// its own, as IgH runs one state machine per slave, while the worker
+// keeps checking the bus and starting the steps of the other slaves: one
+// slave's slow step (a mailbox that times out, a reconnect of many
+// frames) delays nobody else's. At most parallelRecoveries steps run at
+// once; a slave finding every lane taken waits for the next check.
 type recoverer struct {
-	m   *master.Master
-	e   *cycle.Engine
+	m   recoveryMaster
+	e   recoveryCycle
 	log *slog.Logger
 	now func() time.Time
 
 	health []master.SlaveHealth
+	// slaves is the worker's (the goroutine of run) record of each
+	// slave; a slave's record is its step's while busy is set.
 	slaves map[int]*slaveRecovery
+	// lanes bounds the steps running at once; steps counts them, so
+	// that run returns after its steps.
+	lanes chan struct{}
+	steps sync.WaitGroup
 
 	// rt is how the worker's threads are set up (its own and those of
 	// the slaves it recovers in parallel): just below the cycle's
@@ -67,6 +98,10 @@ type recoverer struct {
 
 // slaveRecovery is what the worker remembers of one slave in trouble.
 type slaveRecovery struct {
+	// busy is set while a step of this slave runs in its own goroutine,
+	// which then owns the other fields; the worker leaves them alone
+	// until the step clears it.
+	busy     atomic.Bool
 	lost     bool      // reported lost, not back yet
 	refused  bool      // another device is at its position (reported)
 	attempts int       // failed returns to OP in a row
@@ -80,7 +115,14 @@ type slaveRecovery struct {
 }
 
 func newRecoverer(m *master.Master, e *cycle.Engine, log *slog.Logger) *recoverer {
-	return &recoverer{m: m, e: e, log: log, now: time.Now, slaves: map[int]*slaveRecovery{}}
+	return newRecovererOf(m, e, log)
+}
+
+// newRecovererOf returns a worker for any master and cycle; its threads
+// are not set up (rt.Options with no core) until the caller says.
+func newRecovererOf(m recoveryMaster, e recoveryCycle, log *slog.Logger) *recoverer {
+	return &recoverer{m: m, e: e, log: log, now: time.Now, slaves: map[int]*slaveRecovery{},
+		lanes: make(chan struct{}, parallelRecoveries), rt: rt.Options{Core: -1}}
 }
 
 // recoveryRT is the set-up of the recovery worker's thread for a cycle
@@ -92,7 +134,7 @@ func recoveryRT(cycle rt.Options) rt.Options {
 }
 
 // run waits for trouble and recovers until ctx ends. It runs on a thread
-// of its own, set up as r.rt says.
+// of its own, set up as r.rt says, and returns after the steps it started.
 func (r *recoverer) run(ctx context.Context) {
 	// Locked for good: when run returns, its thread ends with it rather
 	// than going back to the runtime with a real-time priority.
@@ -102,12 +144,14 @@ func (r *recoverer) run(ctx context.Context) {
 	for _, refused := range setup.Refused() {
 		r.log.Warn("recovery worker: real-time setting refused by the host; running without it", "setting", refused.Setting, "err", refused.Err)
 	}
+	defer r.steps.Wait()
 	for r.e.WaitTrouble(ctx) {
 		r.episode(ctx)
 	}
 }
 
-// episode works until every slave answers in OP without an error.
+// episode works until every slave answers in OP without an error and no
+// step runs.
 func (r *recoverer) episode(ctx context.Context) {
 	defer runtime.GC()
 	lastGC := r.now()
@@ -126,8 +170,9 @@ func (r *recoverer) episode(ctx context.Context) {
 	}
 }
 
-// pass checks every slave once and acts on what it finds; it reports
-// whether all are well.
+// pass checks every slave once and starts a step for each in trouble
+// whose step is due and not running; it does not wait for the steps. It
+// reports whether all are well and no step runs.
 func (r *recoverer) pass(ctx context.Context) bool {
 	var err error
 	start := r.now()
@@ -139,26 +184,6 @@ func (r *recoverer) pass(ctx context.Context) bool {
 		return false
 	}
 	well := true
-	// Slaves are reconnected and taken back to OP in parallel, as IgH
-	// runs one state machine per slave: each has one datagram in flight
-	// per cycle, so a power-cycled segment comes back in the time of
-	// one slave, not of all of them in turn.
-	var work sync.WaitGroup
-	lanes := make(chan struct{}, parallelRecoveries)
-	do := func(f func()) {
-		lanes <- struct{}{}
-		work.Go(func() {
-			defer func() { <-lanes }()
-			// On a thread set up like the worker's, locked for good: it
-			// ends with the goroutine instead of going back to the
-			// runtime with a real-time priority.
-			runtime.LockOSThread()
-			setup := rt.Apply(r.rt)
-			defer setup.Close()
-			f()
-		})
-	}
-	defer work.Wait()
 	for _, h := range r.health {
 		st := r.slaves[h.Position]
 		if st == nil {
@@ -166,6 +191,12 @@ func (r *recoverer) pass(ctx context.Context) bool {
 			// was reported last.
 			st = &slaveRecovery{reported: esc.ALStatus{State: esc.StateOp}, reportedSet: true}
 			r.slaves[h.Position] = st
+		}
+		if st.busy.Load() {
+			// Its step runs; what this check read of it may be from
+			// before the step's last write.
+			well = false
+			continue
 		}
 		if h.Present {
 			r.reportState(h, st)
@@ -176,7 +207,13 @@ func (r *recoverer) pass(ctx context.Context) bool {
 			// reconnect that was cut short (a frame lost, the device
 			// gone again), which only a full reconnect completes.
 			well = false
-			do(func() { r.absent(ctx, h.Position, st) })
+			if !st.lost {
+				st.lost, st.refused, st.attempts = true, false, 0
+				st.next = time.Time{}
+				st.reportedSet = false
+				r.report(shm.EventSlaveLost, h.Position, 0, 0, "does not answer")
+			}
+			r.start(ctx, st, func() { r.absent(ctx, h.Position, st) })
 		case st.lost:
 			// Back with its configuration (it kept power: a cable, or
 			// it was behind the break).
@@ -184,11 +221,11 @@ func (r *recoverer) pass(ctx context.Context) bool {
 			r.report(shm.EventSlaveFound, h.Position, 0, 0, "answers again")
 			if !h.Healthy(esc.StateOp) {
 				well = false
-				do(func() { r.toOp(ctx, h, st) })
+				r.start(ctx, st, func() { r.toOp(ctx, h, st) })
 			}
 		case !h.Healthy(esc.StateOp):
 			well = false
-			do(func() { r.toOp(ctx, h, st) })
+			r.start(ctx, st, func() { r.toOp(ctx, h, st) })
 		default:
 			st.attempts = 0
 		}
@@ -196,19 +233,37 @@ func (r *recoverer) pass(ctx context.Context) bool {
 	return well
 }
 
-// absent handles a slave that does not answer at its station address:
-// reported lost once, then reconnected when a device answers at its
-// position again.
-func (r *recoverer) absent(ctx context.Context, pos int, st *slaveRecovery) {
-	if !st.lost {
-		st.lost, st.refused, st.attempts = true, false, 0
-		st.next = time.Time{}
-		st.reportedSet = false
-		r.report(shm.EventSlaveLost, pos, 0, 0, "does not answer")
-	}
-	if r.now().Before(st.next) {
+// start runs step for the slave st in a goroutine of its own, on a
+// thread set up like the worker's, when it is due and a lane is free;
+// otherwise the next pass looks again.
+func (r *recoverer) start(ctx context.Context, st *slaveRecovery, step func()) {
+	if r.now().Before(st.next) || ctx.Err() != nil {
 		return
 	}
+	select {
+	case r.lanes <- struct{}{}:
+	default:
+		return // every lane taken: the next pass
+	}
+	st.busy.Store(true)
+	r.steps.Go(func() {
+		defer func() {
+			st.busy.Store(false) // after the step's writes to st
+			<-r.lanes
+		}()
+		// Locked for good: the thread ends with the goroutine instead
+		// of going back to the runtime with a real-time priority.
+		runtime.LockOSThread()
+		setup := rt.Apply(r.rt)
+		defer setup.Close()
+		step()
+	})
+}
+
+// absent is the step of a slave that does not answer at its station
+// address (pass reported it lost): it is reconnected when a device
+// answers at its position again.
+func (r *recoverer) absent(ctx context.Context, pos int, st *slaveRecovery) {
 	start := r.now()
 	rep, err := r.m.Reconnect(ctx, pos)
 	r.slow("reconnect", pos, start, err)
@@ -227,6 +282,10 @@ func (r *recoverer) absent(ctx context.Context, pos int, st *slaveRecovery) {
 		// found, and taken back to OP by the next pass if need be.
 		st.lost = false
 		r.report(shm.EventSlaveFound, pos, 0, 0, "answers again")
+	case errors.Is(err, master.ErrAcyclicQueueFull):
+		// Refused before a frame went out: no attempt, look again soon.
+		st.next = r.now().Add(absentPoll)
+		r.log.Warn("reconnect not started: the acyclic queue to the cycle is full", "position", pos, "err", err)
 	case errors.Is(err, master.ErrSlaveAbsent), errors.Is(err, master.ErrNoResponse):
 		// Not there yet, or a frame of the reconnect went unanswered (a
 		// loaded host, a device still booting): look again soon, it is
@@ -251,7 +310,7 @@ func (r *recoverer) absent(ctx context.Context, pos int, st *slaveRecovery) {
 // toOp acknowledges a slave's AL error and takes it back to OP, with
 // back-off between failed attempts.
 func (r *recoverer) toOp(ctx context.Context, h master.SlaveHealth, st *slaveRecovery) {
-	if r.now().Before(st.next) || h.Position >= len(r.m.Slaves()) {
+	if h.Position >= len(r.m.Slaves()) {
 		return
 	}
 	s := r.m.Slaves()[h.Position]
@@ -263,6 +322,12 @@ func (r *recoverer) toOp(ctx context.Context, h master.SlaveHealth, st *slaveRec
 		st.attempts = 0
 		st.reported, st.reportedErr, st.reportedSet = esc.ALStatus{State: esc.StateOp}, 0, true
 		r.report(shm.EventALAcknowledged, h.Position, 0, code, "back in OP")
+		return
+	}
+	if errors.Is(err, master.ErrAcyclicQueueFull) {
+		// Refused before a frame went out: no attempt, no event.
+		st.next = r.now().Add(absentPoll)
+		r.log.Warn("return to OP not started: the acyclic queue to the cycle is full", "position", h.Position, "err", err)
 		return
 	}
 	var re *master.RecoveryError

@@ -1,0 +1,175 @@
+package program
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/shm"
+)
+
+// fakeBus is a segment as the recovery worker sees it: which slaves
+// answer, in which state, and what a reconnect of each does.
+type fakeBus struct {
+	mu      sync.Mutex
+	present map[int]bool
+	slaves  []*master.Slave
+	// reconnect is the step of a reconnect at a position (absent: the
+	// slave comes back in OP at once); n counts the calls from 1.
+	reconnect map[int]func(ctx context.Context, n int) error
+	calls     map[int]int
+}
+
+func newFakeBus(n int) *fakeBus {
+	b := &fakeBus{present: map[int]bool{}, reconnect: map[int]func(context.Context, int) error{}, calls: map[int]int{}}
+	for i := range n {
+		b.present[i] = true
+		b.slaves = append(b.slaves, &master.Slave{Position: i, StationAddress: uint16(0x1001 + i)})
+	}
+	return b
+}
+
+func (b *fakeBus) Slaves() []*master.Slave { return b.slaves }
+
+func (b *fakeBus) CheckSlaves(ctx context.Context, dst []master.SlaveHealth) ([]master.SlaveHealth, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	dst = dst[:0]
+	for _, s := range b.slaves {
+		h := master.SlaveHealth{Position: s.Position, Address: s.StationAddress, Present: b.present[s.Position]}
+		if h.Present {
+			h.State = esc.ALStatus{State: esc.StateOp}
+		}
+		dst = append(dst, h)
+	}
+	return dst, nil
+}
+
+func (b *fakeBus) Reconnect(ctx context.Context, pos int) (master.ReconnectReport, error) {
+	b.mu.Lock()
+	b.calls[pos]++
+	n, step := b.calls[pos], b.reconnect[pos]
+	b.mu.Unlock()
+	if step != nil {
+		if err := step(ctx, n); err != nil {
+			return master.ReconnectReport{Position: pos}, err
+		}
+	}
+	b.mu.Lock()
+	b.present[pos] = true
+	b.mu.Unlock()
+	return master.ReconnectReport{Position: pos}, nil
+}
+
+func (b *fakeBus) Recover(ctx context.Context, s *master.Slave, target esc.ALState) error {
+	return nil
+}
+
+// fakeCycle collects the worker's events.
+type fakeCycle struct{ events chan shm.Event }
+
+func (c *fakeCycle) WaitTrouble(ctx context.Context) bool { <-ctx.Done(); return false }
+func (c *fakeCycle) Report(ev shm.Event) bool {
+	select {
+	case c.events <- ev:
+		return true
+	default:
+		return false
+	}
+}
+
+// eventKey is an event's kind and slave, what the counts are by.
+type eventKey struct {
+	kind shm.EventKind
+	pos  int
+}
+
+// TestRecoverySlowSlaveDelaysNoOther: two slaves lost; one's reconnect
+// hangs in a mailbox transfer that times out only after seconds, the
+// other's first reconnect loses a frame (ErrNoResponse: look again in
+// absentPoll). The second must be back in OP within its normal bound —
+// not after the first's slow step — and the events counted exactly by
+// kind and slave.
+func TestRecoverySlowSlaveDelaysNoOther(t *testing.T) {
+	bus := newFakeBus(4)
+	bus.present[1], bus.present[2] = false, false
+	release := make(chan struct{})
+	bus.reconnect[1] = func(ctx context.Context, n int) error {
+		if n > 1 {
+			return nil
+		}
+		select { // the mailbox answers when the test says
+		case <-release:
+		case <-ctx.Done():
+		}
+		return errors.New("CoE SDO upload 0x1c12: mailbox timeout")
+	}
+	bus.reconnect[2] = func(ctx context.Context, n int) error {
+		if n == 1 {
+			return master.ErrNoResponse
+		}
+		return nil
+	}
+	cyc := &fakeCycle{events: make(chan shm.Event, 64)}
+	r := newRecovererOf(bus, cyc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.episode(ctx) }()
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+		cancel()
+		<-done
+		r.steps.Wait()
+	}()
+
+	counts := map[eventKey]int{}
+	// The normal bound of a reconnect is a second; a slave that loses a
+	// frame is looked at again after absentPoll.
+	const bound = time.Second
+	start := time.Now()
+	deadline := time.After(bound)
+	for counts[eventKey{shm.EventSlaveReconnected, 2}] == 0 {
+		select {
+		case ev := <-cyc.events:
+			counts[eventKey{ev.Kind, int(ev.Slave)}]++
+		case <-deadline:
+			t.Fatalf("slave 2 not back within %v while slave 1's step hangs; events %v", bound, counts)
+		}
+	}
+	t.Logf("slave 2 back %v after the episode began, slave 1's step still hanging", time.Since(start).Round(time.Millisecond))
+
+	close(release)
+	released = true
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the episode did not end after slave 1 came back; events %v", counts)
+	}
+	for len(cyc.events) > 0 {
+		ev := <-cyc.events
+		counts[eventKey{ev.Kind, int(ev.Slave)}]++
+	}
+	want := map[eventKey]int{
+		{shm.EventSlaveLost, 1}: 1, {shm.EventSlaveLost, 2}: 1,
+		{shm.EventSlaveReconnected, 1}: 1, {shm.EventSlaveReconnected, 2}: 1,
+	}
+	for k, n := range want {
+		if counts[k] != n {
+			t.Errorf("%v events for slave %d: %d, want %d", k.kind, k.pos, counts[k], n)
+		}
+	}
+	for k, n := range counts {
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected %v events for slave %d: %d", k.kind, k.pos, n)
+		}
+	}
+}
