@@ -25,11 +25,16 @@ var (
 	// fwBeckhoffTerminal is a Beckhoff terminal with a controller, as the
 	// EL3004 in ethercrab-ek1914-el3004-mailbox: still INIT 0.29 ms after
 	// the PREOP request, PREOP 0.59 ms after; the SDO answers not there
-	// 0.59 ms after the request, there 0.83 ms after.
-	fwBeckhoffTerminal = firmware{esm: 450_000, mailbox: 700_000, reopen: true}
+	// 0.59 ms after the request, there 0.83 ms after. Only the EL3004 is
+	// seen reopening its send mailbox (fwEL3004); most devices leave the
+	// ESC's read event (issue 16).
+	fwBeckhoffTerminal = firmware{esm: 450_000, mailbox: 700_000}
+	// fwEL3004 is the EL3004's: the terminal timings, and the send mailbox
+	// status 0x80 after the master's read.
+	fwEL3004 = firmware{esm: 450_000, mailbox: 700_000, reopen: true}
 	// fwEK1914 is the EK1914's: still INIT 1.47 ms after the PREOP
 	// request, PREOP 1.76 ms after (the same capture).
-	fwEK1914 = firmware{esm: 1_600_000, mailbox: 700_000, reopen: true}
+	fwEK1914 = firmware{esm: 1_600_000, mailbox: 700_000}
 	// fwGeneric is a controller the captures do not show: the EL3004's
 	// timings, and the ESC's own SyncManager status after a read.
 	fwGeneric = firmware{esm: 450_000, mailbox: 700_000}

@@ -77,7 +77,7 @@ func TestSendMailboxStatusAfterRead(t *testing.T) {
 	for _, c := range []struct {
 		model string
 		want  uint8
-	}{{"EL3004", smStatusReopened}, {"AKD", smStatusReadEvent}} {
+	}{{"EL3004", smStatusReopened}, {"EL4132", smStatusReadEvent}, {"AKD", smStatusReadEvent}} {
 		seg := newSeg(t, []string{c.model})
 		address(t, seg)
 		d := seg.Devices()[0]

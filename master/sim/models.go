@@ -36,7 +36,7 @@ func builtinModels() []model {
 	ek1914Spec.esmDelay, ek1914Spec.fw = 5, fwEK1914
 	// The EL3004 clears 0x0502 bit 4 once in PREOP (issue 16, real EL3004s).
 	el3004Spec := mcu("EL3004", chipET1200, el3004Objects, analogRange{-0x7FFF, 0x7FFF})
-	el3004Spec.siiExtraUntil = esc.StatePreOp
+	el3004Spec.siiExtraUntil, el3004Spec.fw = esc.StatePreOp, fwEL3004
 	return []model{
 		{deviceSpec{name: "EK1100", chip: chipET1100}, 0x044C2C52, ek1100},
 		{deviceSpec{name: "EK1110", chip: chipET1200, ports: 0x4E}, 0x04562C52, ek1110},
