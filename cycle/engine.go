@@ -60,21 +60,25 @@ type Engine struct {
 	event  shm.Event
 	cmd    shm.Command
 
-	cycle      uint64
-	badRun     int    // consecutive cycles with a lost frame or a wrong WKC
-	goodRun    int    // consecutive clean cycles
-	alarm      bool   // the bus alarm is raised
-	linkDown   bool   // the link refused to send
-	pipelined  bool   // Config.Pipelined and the link can post
-	busKnown   bool   // lastBus holds a read of the AL status
-	dc         dcSync // keeps the schedule on the DC reference, when configured
-	dcOn       bool
-	dcRef      int    // ring position of the reference clock
-	dcStep     int64  // correction the controller asks of the next deadline
-	lastBus    uint32 // responding<<16 | error<<8 | states, as last reported
-	setup      *rt.Setup
-	slaveCount int
-	stall      func() // tests only: runs inside the job to provoke overruns
+	cycle     uint64
+	badRun    int  // consecutive cycles with a lost frame or a wrong WKC
+	goodRun   int  // consecutive clean cycles
+	alarm     bool // the bus alarm is raised
+	linkDown  bool // the link refused to send
+	pipelined bool // Config.Pipelined and the link can post
+	busKnown  bool // lastBus holds a read of the AL status
+	// discardedAt is when the discarded frames were last looked at,
+	// discarded their counts (invalid, foreign, mismatched) as reported.
+	discardedAt int64
+	discarded   [3]uint64
+	dc          dcSync // keeps the schedule on the DC reference, when configured
+	dcOn        bool
+	dcRef       int    // ring position of the reference clock
+	dcStep      int64  // correction the controller asks of the next deadline
+	lastBus     uint32 // responding<<16 | error<<8 | states, as last reported
+	setup       *rt.Setup
+	slaveCount  int
+	stall       func() // tests only: runs inside the job to provoke overruns
 
 	// OnStart, if set, runs on the cycle thread after the real-time set-up
 	// and before the garbage collector is switched off: the place for the
@@ -255,8 +259,41 @@ func (e *Engine) step(deadline int64, skipped uint32) int64 {
 	e.watchAlarm(&res)
 	e.signalTrouble(&res)
 	e.reportEmergencies()
+	e.reportDiscarded(end)
 	e.forwardReports(end)
 	return end
+}
+
+// reportDiscarded reports the frames the master discarded since the last
+// report, by reason, at most once a second: a flood of junk makes a few
+// events (shm.EventFramesDiscarded), not one per frame.
+func (e *Engine) reportDiscarded(now int64) {
+	if now-e.discardedAt < int64(time.Second) {
+		return
+	}
+	e.discardedAt = now
+	st := e.m.Stats()
+	counts := [3]uint64{st.InvalidFrames, st.ForeignFrames, st.MismatchedAnswers}
+	for i, n := range counts {
+		if n <= e.discarded[i] {
+			continue
+		}
+		e.event = shm.Event{Cycle: e.cycle, Time: now, Kind: shm.EventFramesDiscarded, Value: n - e.discarded[i]}
+		e.event.SetText(discardReason(i))
+		e.seg.Events().Push(&e.event)
+		e.discarded[i] = n
+	}
+}
+
+// discardReason names count i of Engine.discarded in events.
+func discardReason(i int) string {
+	switch i {
+	case 0:
+		return "invalid"
+	case 1:
+		return "foreign"
+	}
+	return "mismatched"
 }
 
 // drain takes the answers to the frames the last cycle posted, so that

@@ -100,6 +100,7 @@ func agentRegistry(t *testing.T) *metrics.Registry {
 	reg.SetSlaves([]metrics.Slave{{Position: 0, Name: "EK1100"}, {Position: 1, Name: "AKD"}})
 	reg.SetSlaveErrorCounters(0, "EK1100", metrics.ESCErrorCounters{})
 	reg.CountEvent("slave-lost", 1, "AKD")
+	reg.CountDiscarded("invalid", 2)
 	reg.CycleProcessStarted(1)
 	reg.SetRTSetting(metrics.RTSchedFIFO, true)
 	if err := reg.SetRTCheck("preempt_rt", metrics.CheckPass); err != nil {

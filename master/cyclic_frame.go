@@ -21,11 +21,9 @@ type cyclicFrame struct {
 	first   wire.Command
 	index   uint8
 	done    bool
-	// sent and prevIndex: whether the frame went out last cycle, with
-	// which index. An answer that comes a cycle late is recognised by it
-	// (stale), not taken for junk.
-	sent      bool
-	prevIndex uint8
+	// sent: the frame has gone out in an earlier cycle, so a late answer
+	// to it may come (recognised as stale, not taken for junk).
+	sent bool
 	// cyclicN is how many datagrams of the cyclic exchange the frame
 	// carries this cycle; the acyclic datagrams of acyc[:nacyc] follow.
 	cyclicN int
@@ -52,7 +50,7 @@ func (c *Cyclic) build() {
 	c.auxBack = false
 	for i := range c.frames {
 		f := &c.frames[i]
-		f.prevIndex, f.sent = f.index, true
+		f.sent = f.index != 0 || f.sent
 		f.index = c.bus.nextIndex()
 		f.done = false
 		_ = f.builder.Reset(f.buf, broadcastMAC, c.bus.src)
@@ -286,20 +284,33 @@ func answers(sent []byte, fr *wire.Frame) int {
 	return answerTaken
 }
 
+// lateCycles is how many cycles back a late answer is still recognised:
+// a pipelined cycle sees the answer to a frame it gave up on two posts
+// later at the earliest, a host stall makes it more.
+const lateCycles = 8
+
 // late tells a frame that answers none of this cycle's frames: a late
-// answer to one of the last cycle's (stale), from the segment and with
-// that frame's index and first command, or junk (foreign: another source;
-// mismatch: from the segment's address, but answering nothing sent).
+// answer to a frame of the last lateCycles cycles (stale): from the
+// segment, with an index handed out in that stretch and the first command
+// of one of the cyclic frames; or junk (foreign: another source;
+// mismatch: from the segment's address, answering nothing sent).
 func (c *Cyclic) late(fr *wire.Frame, d *wire.Datagram) int {
 	src, own := fr.Source(), c.bus.src[:]
 	if src[0]|0x02 != own[0]|0x02 || string(src[1:6]) != string(own[1:6]) {
 		return answerForeign
 	}
+	// Indexes count up by one per frame sent (Bus.nextIndex).
+	window := uint8(min(lateCycles*(len(c.frames)+1), 255))
+	if age := c.bus.index - d.Index; age == 0 || age > window {
+		return answerMismatch
+	}
 	for i := range c.frames {
-		f := &c.frames[i]
-		if f.sent && d.Index == f.prevIndex && d.Command == f.first {
+		if f := &c.frames[i]; f.sent && d.Command == f.first {
 			return answerStale
 		}
+	}
+	if d.Command == c.extra.first && c.extra.first != 0 {
+		return answerStale // a late answer to an acyclic frame
 	}
 	return answerMismatch
 }

@@ -67,6 +67,7 @@ type Registry struct {
 	processUp       prometheus.Gauge
 	processStarts   prometheus.Counter
 	busEvents       *prometheus.CounterVec
+	framesDiscarded *prometheus.CounterVec
 	rtSetting       *prometheus.GaugeVec
 	rtCheck         *prometheus.GaugeVec
 	dc              dcGauges
@@ -114,6 +115,7 @@ func NewRegistry(opts Options) (*Registry, error) {
 	r.processUp = b.gauge(nameProcessUp)
 	r.processStarts = b.counter(nameProcessStarts)
 	r.busEvents = b.counterVec(nameBusEvents, labelKind, labelPosition, labelName)
+	r.framesDiscarded = b.counterVec(nameFramesDiscarded, labelReason)
 	r.rtSetting = b.gaugeVec(nameRTSetting, labelSetting)
 	r.rtCheck = b.gaugeVec(nameRTCheck, labelCheck, labelStatus)
 	r.dc = newDCGauges(&b)
@@ -147,6 +149,13 @@ func (r *Registry) CountEvent(kind string, position int, name string) {
 		position, name = -1, "bus"
 	}
 	r.busEvents.WithLabelValues(kind, strconv.Itoa(position), name).Inc()
+}
+
+// CountDiscarded adds n frames the master discarded for reason
+// (ecagent_frames_discarded_total; shm.EventFramesDiscarded). It is safe
+// for concurrent use.
+func (r *Registry) CountDiscarded(reason string, n uint64) {
+	r.framesDiscarded.WithLabelValues(reason).Add(float64(n))
 }
 
 // Gatherer returns the registry to serve (see NewServer) or to test.

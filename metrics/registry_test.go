@@ -70,6 +70,7 @@ func populate(t testing.TB, r *Registry) {
 	r.SetDriveState(1, "EL2004", int(state.OperationEnabled), "operation enabled")
 	r.CountEvent("slave-reconnected", 2, "EL1014")
 	r.CountEvent("bus-alarm", -1, "")
+	r.CountDiscarded("mismatched", 3)
 	r.DriveFault(1, "EL2004", 0x3220)
 	for check, status := range map[string]CheckStatus{"preempt_rt": CheckFail, "isolcpus": CheckWarn, "swap": CheckPass} {
 		if err := r.SetRTCheck(check, status); err != nil {

@@ -77,6 +77,7 @@ const (
 	nameProcessUp         = "ecagent_cycle_process_up"
 	nameProcessStarts     = "ecagent_cycle_process_starts_total"
 	nameBusEvents         = "ecagent_bus_events_total"
+	nameFramesDiscarded   = "ecagent_frames_discarded_total"
 	nameProcessCPU        = "ecagent_cycle_process_cpu_seconds_total"
 	nameHostBusy          = "ecagent_host_cpu_busy_ratio"
 	nameCoreBusy          = "ecagent_cycle_core_busy_ratio"
@@ -112,6 +113,7 @@ const (
 	labelStatus   = "status"
 	labelColl     = "collector"
 	labelKind     = "kind"
+	labelReason   = "reason"
 	labelPresence = "presence"
 	labelQuality  = "quality"
 )
@@ -207,6 +209,11 @@ func Documented() []Series {
 				"al-acknowledged, recovery-failed, bus-alarm, bus-alarm-cleared, link-down, link-up, cycle-died, cycle-restarted, …) " +
 				"and slave (position and name; position -1, name bus for the bus as a whole).",
 			Conditional: "once such an event happened"},
+		{Name: nameFramesDiscarded, Type: TypeCounter, Labels: []string{labelReason},
+			Help: "Received frames the master discarded, by reason: invalid (not an EtherCAT datagram frame), " +
+				"foreign (from another source than the segment), mismatched (from the segment's address, but answering no frame sent). " +
+				"Late answers to lost frames are ecagent_late_answers_total.",
+			Conditional: "once a frame was discarded"},
 		{Name: nameProcessUp, Type: TypeGauge, Help: "1 while the cycle process runs cycles, 0 when it is not running or its heartbeat stopped."},
 		{Name: nameProcessStarts, Type: TypeCounter, Help: "Times the agent started the cycle process."},
 		{Name: nameProcessCPU, Type: TypeCounter, Help: "CPU time (user and system) the running cycle process has used, from /proc/PID/stat.",

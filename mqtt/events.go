@@ -94,6 +94,10 @@ func appendShmEvent(o *jsonObject, ev *shm.Event, model *Model) {
 		text = "" // the state's name, written above
 	case shm.EventBusAlarm, shm.EventBusAlarmCleared:
 		o.uint("cycles", ev.Value)
+	case shm.EventFramesDiscarded:
+		o.string("reason", text)
+		o.uint("frames", ev.Value)
+		text = ""
 	case shm.EventLinkDown, shm.EventLinkUp, shm.EventCycleStarted:
 	case shm.EventSlaveReconnected:
 		appendSlave(o, ev, model)

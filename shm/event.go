@@ -108,6 +108,13 @@ const (
 	// in which state is known even when the in-cycle read (the OR of every
 	// slave's state) cannot tell.
 	EventSlaveState
+	// EventFramesDiscarded: received frames were discarded in the last
+	// second or more; Value is how many, Text why: "invalid" (not an
+	// EtherCAT datagram frame), "foreign" (from another source than the
+	// segment) or "mismatched" (from the segment's address, but not an
+	// answer to a frame sent). At most one per reason and second, so a
+	// flood makes a few events, not one per frame.
+	EventFramesDiscarded
 )
 
 // The texts of an EventBusAlarm: what made the cycles bad. Frames lost
@@ -185,6 +192,8 @@ func (k EventKind) String() string {
 		return "link-up"
 	case EventSlaveState:
 		return "slave-state"
+	case EventFramesDiscarded:
+		return "frames-discarded"
 	}
 	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }

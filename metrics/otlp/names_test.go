@@ -33,6 +33,7 @@ func prometheusOnly() map[string]string {
 		"ecagent_slave_port_errors":                          scan,
 		"ecagent_slave_esc_errors":                           scan,
 		"ecagent_bus_events_total":                           "the bus supervisor's events, counted by the agent; OTLP users get the same events over MQTT",
+		"ecagent_frames_discarded_total":                     "counted by the agent from the cycle's frames-discarded events, as ecagent_bus_events_total",
 		"ecagent_dc_enabled":                                 dc,
 		"ecagent_dc_reference_position":                      dc,
 		"ecagent_dc_sync0_cycle_seconds":                     dc,
