@@ -80,7 +80,12 @@ func TestFaultMatrix(t *testing.T) {
 			inbox, _ := pahoSub(t, "tcp://"+brokerAddr, "matrix-"+scheme, "#", false)
 			for _, row := range faultRows() {
 				t.Run(row.name, func(t *testing.T) {
-					r.settle(t)
+					r.begin(t)
+					var positions []int
+					for pos := range row.slaves {
+						positions = append(positions, pos)
+					}
+					r.repairOnFailure(t, positions...)
 					from := inbox.len()
 					during := row.inject(t, r)
 					checkReadyz(t, r, row.ready) // first: the cycle row's fault is short

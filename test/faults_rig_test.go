@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -69,12 +70,18 @@ type faultRig struct {
 	devices []string
 	seg     *sim.Segment
 	stopSim func()
+	// stopped reports whether stopSim ran since the last startSim.
+	stopped func() bool
 	a       *agentProc
 	addr    string
 	shm     string
 	// scraper opens a connection per scrape, so that the agent's
 	// keep-alive connections do not count among its goroutines.
 	scraper *http.Client
+	// exited is closed when the agent process has ended, exitErr then
+	// says how.
+	exited  chan struct{}
+	exitErr error
 }
 
 // startSim serves a fresh simulated segment (every device just powered
@@ -111,6 +118,7 @@ func (r *faultRig) startSim(t *testing.T) {
 	}()
 	stopped := false
 	owner := r.t
+	r.stopped = func() bool { return stopped }
 	r.stopSim = func() {
 		if stopped {
 			return
@@ -139,7 +147,17 @@ func newFaultRig(t *testing.T, devices []string, extra ...string) *faultRig {
 		"--status.interval", "0", "--metrics.listen", "127.0.0.1:0", "--metrics.window", "1s",
 		"--mqtt.embedded", "127.0.0.1:0", "--bus.expectedslaves", strconv.Itoa(len(devices))}, extra...)
 	r.a = startAgent(t, args...)
-	t.Cleanup(func() { _ = r.a.cmd.Process.Signal(syscall.SIGTERM); _ = r.a.cmd.Wait() })
+	r.exited = make(chan struct{})
+	go func() { r.exitErr = r.a.cmd.Wait(); close(r.exited) }()
+	t.Cleanup(func() {
+		_ = r.a.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-r.exited:
+		case <-time.After(10 * time.Second):
+			_ = r.a.cmd.Process.Kill()
+			<-r.exited
+		}
+	})
 	r.addr = r.a.loggedAddr(t, "metrics endpoint", 30*time.Second)
 	r.a.waitLog(t, "cycle started", 30*time.Second)
 	r.waitHealthy(t, 5*time.Second)
@@ -171,12 +189,73 @@ func (r *faultRig) waitHealthy(t *testing.T, within time.Duration) time.Duration
 	return 0
 }
 
-// alive fails t if the agent process has exited.
+// alive fails t if the agent process has exited (a process that exited
+// but is not waited for still takes signals: the rig waits for it).
 func (r *faultRig) alive(t *testing.T) {
 	t.Helper()
-	if err := r.a.cmd.Process.Signal(syscall.Signal(0)); err != nil {
-		t.Fatalf("the agent exited: %v\n%s", err, tail(r.a.log(), 30))
+	select {
+	case <-r.exited:
+		t.Fatalf("the agent exited: %v\n%s", r.exitErr, tail(r.a.log(), 40))
+	default:
 	}
+}
+
+// begin starts a subtest t on the rig: the agent runs and is ready (an
+// earlier subtest that failed may have left a fault: its repair ran, and
+// the agent gets time to recover from it), and the frame counters stand
+// still; it returns that scrape. When the rig is not usable it fails t
+// alone, saying so, and the subtests after it try again.
+func (r *faultRig) begin(t *testing.T) map[string]*dto {
+	t.Helper()
+	r.alive(t)
+	const within = 10 * time.Second
+	deadline := time.Now().Add(within)
+	for !r.ready() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the rig is not ready at the start of the subtest (an earlier one left it so) within %v; agent log:\n%s",
+				within, tail(r.a.log(), 30))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return r.settle(t)
+}
+
+// repairOnFailure makes a failed subtest t put the rig back as the
+// subtests after it expect: every fault of the simulator off, the link
+// up, a stopped cycle process continued, the simulator served, and the
+// devices at positions powered up again as the right model. What it did
+// is logged in t; a passed subtest leaves the rig alone.
+func (r *faultRig) repairOnFailure(t *testing.T, positions ...int) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		if r.stopped() {
+			t.Log("repair: simulator started again")
+			r.startSim(t)
+		}
+		f := r.seg.Faults()
+		f.DropOff()
+		f.DelayOff()
+		f.CorruptWKC(0)
+		f.CorruptLength(0)
+		_ = exec.Command("ip", "link", "set", r.w.MasterEnd, "up").Run()
+		if pid := cyclePIDOf(r.shm); pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+		for _, pos := range positions {
+			_ = f.ReleaseALError(pos)
+			if err := f.Disappear(pos); err != nil && !errors.Is(err, sim.ErrDeviceOff) {
+				t.Logf("repair: slave %d: %v", pos, err)
+				continue
+			}
+			if err := f.ReturnAs(pos, r.devices[pos]); err != nil {
+				t.Logf("repair: slave %d: %v", pos, err)
+				continue
+			}
+			t.Logf("repair: slave %d powered up again as %s", pos, r.devices[pos])
+		}
+	})
 }
 
 // scrape reads the agent's metrics over a fresh connection.

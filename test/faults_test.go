@@ -17,6 +17,9 @@ import (
 // and the agent leaked neither goroutines nor file descriptors. Each step
 // waits for what it is about (the simulator applied the faults, the agent
 // counted an event, the counters stood still), never for a fixed time.
+// Each subtest fails only itself: it starts from a ready rig (begin), and
+// one that fails puts the rig back (repairOnFailure) so that the others
+// still say which guarantee holds.
 func TestFaultsAreCountedAndRecovered(t *testing.T) {
 	// The reference set: EK1110 at 6 is the last slave, EL4132 at 5 has an
 	// application controller (AL errors) and a mailbox.
@@ -43,7 +46,8 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 	const applied = 5 * time.Second // for the simulator to apply armed faults
 
 	t.Run("frames dropped", func(t *testing.T) {
-		before := r.settle(t)
+		before := r.begin(t)
+		r.repairOnFailure(t)
 		d0 := f.Counts().Dropped
 		f.DropNext(7)
 		waitSim(t, f, "7 drops", applied, func(c sim.FaultCounts) bool { return c.Dropped == d0+7 })
@@ -54,7 +58,8 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 	})
 
 	t.Run("working counter corrupted", func(t *testing.T) {
-		before := r.settle(t)
+		before := r.begin(t)
+		r.repairOnFailure(t)
 		c0 := f.Counts().CorruptedWKC
 		f.CorruptWKC(4)
 		waitSim(t, f, "4 corrupted working counters", applied, func(c sim.FaultCounts) bool { return c.CorruptedWKC == c0+4 })
@@ -73,7 +78,8 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 	})
 
 	t.Run("malformed answers", func(t *testing.T) {
-		before := r.settle(t)
+		before := r.begin(t)
+		r.repairOnFailure(t)
 		c0 := f.Counts().CorruptedLength
 		f.CorruptLength(3)
 		waitSim(t, f, "3 malformed answers", applied, func(c sim.FaultCounts) bool { return c.CorruptedLength == c0+3 })
@@ -84,7 +90,8 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 	})
 
 	t.Run("answers late beyond the deadline", func(t *testing.T) {
-		before := r.settle(t)
+		before := r.begin(t)
+		r.repairOnFailure(t)
 		delayed0 := f.Counts().Delayed
 		f.Delay(7*time.Millisecond, 20) // the cycle waits 4.5 ms
 		waitSim(t, f, "10 delays", applied, func(c sim.FaultCounts) bool { return c.Delayed >= delayed0+10 })
@@ -104,7 +111,8 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 	})
 
 	t.Run("persistent loss raises the bus alarm", func(t *testing.T) {
-		before := r.settle(t)
+		before := r.begin(t)
+		r.repairOnFailure(t)
 		d0 := f.Counts().Dropped
 		f.DropNext(30) // bus.alarmcycles is 10
 		waitSim(t, f, "30 drops", applied, func(c sim.FaultCounts) bool { return c.Dropped == d0+30 })
@@ -120,7 +128,8 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 	})
 
 	t.Run("slave drops to SAFEOP+ERROR", func(t *testing.T) {
-		before := r.settle(t)
+		before := r.begin(t)
+		r.repairOnFailure(t, 5)
 		start := time.Now()
 		if err := f.ALError(5, 0x001B); err != nil {
 			t.Fatal(err)
@@ -137,7 +146,8 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 	})
 
 	t.Run("last slave unplugged and plugged back", func(t *testing.T) {
-		before := r.settle(t)
+		before := r.begin(t)
+		r.repairOnFailure(t, 6)
 		if err := f.Disappear(6); err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +172,8 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 	})
 
 	t.Run("another device plugged in at the position", func(t *testing.T) {
-		before := r.settle(t)
+		before := r.begin(t)
+		r.repairOnFailure(t, 6)
 		if err := f.Disappear(6); err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +210,8 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 	})
 
 	t.Run("link down and up", func(t *testing.T) {
-		before := r.settle(t)
+		before := r.begin(t)
+		r.repairOnFailure(t)
 		run(t, "ip", "link", "set", r.w.MasterEnd, "down")
 		eventAfter(t, before, "link-down", "", 2*time.Second)
 		run(t, "ip", "link", "set", r.w.MasterEnd, "up")
@@ -213,7 +225,8 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 	})
 
 	t.Run("cycle process crashes", func(t *testing.T) {
-		before := r.settle(t)
+		before := r.begin(t)
+		r.repairOnFailure(t)
 		pid := cyclePIDOf(r.shm)
 		if pid <= 0 {
 			t.Fatal("no cycle process PID in the bus description")
@@ -246,7 +259,8 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 	})
 
 	t.Run("simulator restarted: every slave powered on again", func(t *testing.T) {
-		before := r.settle(t)
+		before := r.begin(t)
+		r.repairOnFailure(t)
 		r.stopSim()
 		// Started again once the agent has seen the segment gone.
 		deadline := time.Now().Add(2 * time.Second)
