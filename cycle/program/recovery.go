@@ -324,10 +324,13 @@ func (r *recoverer) toOp(ctx context.Context, h master.SlaveHealth, st *slaveRec
 		r.report(shm.EventALAcknowledged, h.Position, 0, code, "back in OP")
 		return
 	}
-	if errors.Is(err, master.ErrAcyclicQueueFull) {
-		// Refused before a frame went out: no attempt, no event.
+	if errors.Is(err, master.ErrAcyclicQueueFull) || errors.Is(err, master.ErrNoResponse) {
+		// Refused before a frame went out, or its frames went unanswered
+		// (lost, or a loaded host let a datagram's wait run out before
+		// the cycle carried it): the slave refused nothing. No attempt,
+		// no event; the next check reads it again soon.
 		st.next = r.now().Add(absentPoll)
-		r.log.Warn("return to OP not started: the acyclic queue to the cycle is full", "position", h.Position, "err", err)
+		r.log.Warn("return to OP cut short: no refusal of the slave's", "position", h.Position, "err", err)
 		return
 	}
 	var re *master.RecoveryError

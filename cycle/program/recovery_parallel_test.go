@@ -3,6 +3,7 @@ package program
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -171,5 +172,75 @@ func TestRecoverySlowSlaveDelaysNoOther(t *testing.T) {
 		if _, ok := want[k]; !ok {
 			t.Errorf("unexpected %v events for slave %d: %d", k.kind, k.pos, n)
 		}
+	}
+}
+
+// recoverFake is a fakeBus whose slaves are all present and whose
+// Recover answers with the errors in order, then nil.
+type recoverFake struct {
+	*fakeBus
+	mu       sync.Mutex
+	errs     []error
+	recovers int
+	inOp     bool
+}
+
+func (b *recoverFake) CheckSlaves(ctx context.Context, dst []master.SlaveHealth) ([]master.SlaveHealth, error) {
+	dst, _ = b.fakeBus.CheckSlaves(ctx, dst)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.inOp {
+		dst[1].State = esc.ALStatus{State: esc.StateSafeOp, Error: true}
+		dst[1].Code = 0x001B
+	}
+	return dst, nil
+}
+
+func (b *recoverFake) Recover(ctx context.Context, s *master.Slave, target esc.ALState) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.recovers++
+	if len(b.errs) > 0 {
+		err := b.errs[0]
+		b.errs = b.errs[1:]
+		return err
+	}
+	b.inOp = true
+	return nil
+}
+
+// TestRecoveryUnansweredIsNoRefusal: a return to OP whose frames went
+// unanswered (a saturated host let the acyclic datagram's wait run out
+// before the cycle carried it; a frame lost) or that the acyclic queue
+// refused is no refusal of the slave's: no recovery-failed event (and no
+// back-off), only the al-acknowledged when it is back. The counts by kind
+// are exact whatever the host's load.
+func TestRecoveryUnansweredIsNoRefusal(t *testing.T) {
+	bus := &recoverFake{fakeBus: newFakeBus(3), errs: []error{
+		fmt.Errorf("master: recover: read AL status: %w", master.ErrNoResponse),
+		fmt.Errorf("master: recover: %w", master.ErrAcyclicQueueFull),
+		fmt.Errorf("master: recover: read AL status: %w", master.ErrNoResponse),
+	}}
+	cyc := &fakeCycle{events: make(chan shm.Event, 64)}
+	r := newRecovererOf(bus, cyc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r.episode(ctx)
+	r.steps.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("the episode did not end: %d returns to OP tried", bus.recovers)
+	}
+	counts := map[shm.EventKind]int{}
+	for len(cyc.events) > 0 {
+		ev := <-cyc.events
+		counts[ev.Kind]++
+	}
+	// The SAFEOP+ERR read is reported (slave-state), then the return.
+	want := map[shm.EventKind]int{shm.EventSlaveState: 1, shm.EventALAcknowledged: 1}
+	if len(counts) != len(want) || counts[shm.EventSlaveState] != 1 || counts[shm.EventALAcknowledged] != 1 {
+		t.Errorf("events %v, want %v", counts, want)
+	}
+	if bus.recovers != 4 {
+		t.Errorf("%d returns to OP tried, want 4", bus.recovers)
 	}
 }
