@@ -101,7 +101,10 @@ type slaveRecovery struct {
 	// busy is set while a step of this slave runs in its own goroutine,
 	// which then owns the other fields; the worker leaves them alone
 	// until the step clears it.
-	busy     atomic.Bool
+	busy atomic.Bool
+	// stale is the worker's: the slave's step ran when the last check
+	// began, so the check may have read it half-way through.
+	stale    bool
 	lost     bool      // reported lost, not back yet
 	refused  bool      // another device is at its position (reported)
 	attempts int       // failed returns to OP in a row
@@ -174,6 +177,12 @@ func (r *recoverer) episode(ctx context.Context) {
 // whose step is due and not running; it does not wait for the steps. It
 // reports whether all are well and no step runs.
 func (r *recoverer) pass(ctx context.Context) bool {
+	// A slave whose step runs now, or ran during the check, was read
+	// half-way through it (a reconnect's PREOP): what the check says of
+	// it is stale, and the next check reads it again.
+	for _, st := range r.slaves {
+		st.stale = st.busy.Load()
+	}
 	var err error
 	start := r.now()
 	r.health, err = r.m.CheckSlaves(ctx, r.health)
@@ -192,9 +201,8 @@ func (r *recoverer) pass(ctx context.Context) bool {
 			st = &slaveRecovery{reported: esc.ALStatus{State: esc.StateOp}, reportedSet: true}
 			r.slaves[h.Position] = st
 		}
-		if st.busy.Load() {
-			// Its step runs; what this check read of it may be from
-			// before the step's last write.
+		if st.stale || st.busy.Load() {
+			// Its step runs, or ran during the check.
 			well = false
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -242,5 +243,72 @@ func TestRecoveryUnansweredIsNoRefusal(t *testing.T) {
 	}
 	if bus.recovers != 4 {
 		t.Errorf("%d returns to OP tried, want 4", bus.recovers)
+	}
+}
+
+// midStepFake is a fakeBus whose check of slave 1 overlaps its
+// reconnect: the check reads it in PREOP (half configured), and the
+// reconnect ends, in OP, before the check returns.
+type midStepFake struct {
+	*fakeBus
+	stepping chan struct{} // closed when the reconnect began
+	finish   chan struct{} // closed by the check: the reconnect may end
+	ended    func() bool   // the reconnect's step is over
+	once     sync.Once
+}
+
+func (b *midStepFake) Reconnect(ctx context.Context, pos int) (master.ReconnectReport, error) {
+	close(b.stepping)
+	<-b.finish
+	return b.fakeBus.Reconnect(ctx, pos)
+}
+
+func (b *midStepFake) CheckSlaves(ctx context.Context, dst []master.SlaveHealth) ([]master.SlaveHealth, error) {
+	select {
+	case <-b.stepping:
+	default:
+		return b.fakeBus.CheckSlaves(ctx, dst)
+	}
+	overlapped := false
+	b.once.Do(func() { overlapped = true })
+	if !overlapped {
+		return b.fakeBus.CheckSlaves(ctx, dst)
+	}
+	dst, _ = b.fakeBus.CheckSlaves(ctx, dst)
+	dst[1].Present, dst[1].State = true, esc.ALStatus{State: esc.StatePreOp}
+	close(b.finish)
+	deadline := time.Now().Add(5 * time.Second)
+	for !b.ended() && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	return dst, nil
+}
+
+// TestRecoveryCheckDuringStepIsStale: a check of the bus that ran while
+// a slave's step ran says nothing of where the step left it (seen: after
+// the whole segment powered up again, slaves read in PREOP mid-reconnect
+// were "acknowledged" back to OP once their reconnect was done, adding
+// slave-state and al-acknowledged events and a return to OP to the
+// recovery time). The counts by kind stay exact: lost, reconnected.
+func TestRecoveryCheckDuringStepIsStale(t *testing.T) {
+	bus := &midStepFake{fakeBus: newFakeBus(3), stepping: make(chan struct{}), finish: make(chan struct{})}
+	bus.present[1] = false
+	cyc := &fakeCycle{events: make(chan shm.Event, 64)}
+	r := newRecovererOf(bus, cyc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	bus.ended = func() bool { st := r.slaves[1]; return st != nil && !st.busy.Load() }
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r.episode(ctx)
+	r.steps.Wait()
+	if ctx.Err() != nil {
+		t.Fatal("the episode did not end")
+	}
+	counts := map[shm.EventKind]int{}
+	for len(cyc.events) > 0 {
+		ev := <-cyc.events
+		counts[ev.Kind]++
+	}
+	if len(counts) != 2 || counts[shm.EventSlaveLost] != 1 || counts[shm.EventSlaveReconnected] != 1 {
+		t.Errorf("events %v, want slave-lost 1 and slave-reconnected 1 only", counts)
 	}
 }
