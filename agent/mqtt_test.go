@@ -243,3 +243,11 @@ func TestMQTTBufferFile(t *testing.T) {
 		t.Errorf("neither: %q", got)
 	}
 }
+
+// TestMQTTReconnectDefaultIsThePublishersCap: the default mqtt.reconnectmax
+// is the cap the publisher puts on its back-off.
+func TestMQTTReconnectDefaultIsThePublishersCap(t *testing.T) {
+	if config.DefaultMQTTReconnectMax != mqtt.MaxReconnect {
+		t.Errorf("config.DefaultMQTTReconnectMax %v, mqtt.MaxReconnect %v", config.DefaultMQTTReconnectMax, mqtt.MaxReconnect)
+	}
+}

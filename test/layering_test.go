@@ -36,7 +36,8 @@ var layers = []layer{
 	// The simulator is a device, not a master: it shares the protocol's
 	// encoders with the master but never the master's logic, so a master
 	// bug cannot hide behind a simulator that shares it.
-	{pattern: "master/sim", allowed: []string{"master/wire", "master/esc", "master/link", "master/sii", "master/coe", "master/cia402/state"},
+	{pattern: "master/sim", allowed: []string{"master/wire", "master/esc", "master/link", "master/sii", "master/coe", "master/cia402/state",
+		"internal/pcapng"}, // the replay reads captures
 		why: "the simulator models devices with the protocol encoders only, never the master"},
 	{pattern: "master/...", allowed: []string{"master/...", "internal/spsc"},
 		why: "the master knows nothing of the cycle process, shared memory, the agent, metrics or MQTT"},

@@ -52,7 +52,7 @@ type MQTT struct {
 	Timeout time.Duration `koanf:"timeout" help:"how long to wait for the broker to accept a connection or acknowledge a message"`
 	// ReconnectMin and ReconnectMax bound the reconnect back-off.
 	ReconnectMin time.Duration `koanf:"reconnectmin" help:"first wait before reconnecting to the broker; it doubles up to mqtt.reconnectmax"`
-	ReconnectMax time.Duration `koanf:"reconnectmax" help:"longest wait between two attempts to reach the broker"`
+	ReconnectMax time.Duration `koanf:"reconnectmax" help:"longest wait between two attempts to reach the broker (each wait is random between half of it and all of it); the publisher caps it at 2s, so the agent follows a broker that is back"`
 	// Slaves and Signals override names, rates, types, units and scaling.
 	Slaves  []string `koanf:"slaves" help:"per-slave rules: 'POSITION|NAME [name=NEW] [interval=DURATION] [onchange=BOOL]'"`
 	Signals []string `koanf:"signals" help:"per-signal rules: 'SLAVE/SIGNAL [name=NEW] [unit=U] [type=bool|int|uint|float] [scale=X] [offset=X] [deadband=X]'"`
@@ -103,6 +103,11 @@ const (
 	MaxMQTTTimeout   = time.Minute            // longest mqtt.timeout
 	MinMQTTReconnect = 10 * time.Millisecond  // shortest mqtt.reconnectmin
 	MaxMQTTReconnect = 10 * time.Minute       // longest mqtt.reconnectmax
+	// DefaultMQTTReconnectMax is the default mqtt.reconnectmax and the cap
+	// the publisher puts on its back-off whatever the key says
+	// (mqtt.MaxReconnect, the same value), so that the agent follows a
+	// broker that is back within a couple of seconds.
+	DefaultMQTTReconnectMax = 2 * time.Second
 )
 
 // DefaultMQTTEmbedded is the default mqtt.embedded: the standard MQTT port,
@@ -123,7 +128,7 @@ func defaultMQTT() MQTT {
 		Buffer:       10000,
 		Timeout:      5 * time.Second,
 		ReconnectMin: 100 * time.Millisecond,
-		ReconnectMax: 30 * time.Second,
+		ReconnectMax: DefaultMQTTReconnectMax,
 		Sparkplug:    MQTTSparkplug{Group: "ecagent"},
 	}
 }
