@@ -119,6 +119,7 @@ type verifyReport struct {
 	Groups     []verifyGroup `json:"groups"`
 }
 
+// verifyGroup is one group of differing datagrams in a verifyReport.
 type verifyGroup struct {
 	Group    string          `json:"group"` // "FPRD 0x0502"
 	Count    int             `json:"count"`
@@ -126,6 +127,7 @@ type verifyGroup struct {
 	Examples []verifyExample `json:"examples"`
 }
 
+// verifyExample is one differing datagram of a verifyGroup.
 type verifyExample struct {
 	TimeMS   float64 `json:"time_ms"` // since the capture's first frame
 	Exchange int     `json:"exchange"`

@@ -79,7 +79,7 @@ func keyOf(frame []byte) (frameKey, bool) {
 // length). Earlier requests with the same datagrams still in flight are
 // counted lost: a master resends a frame it got no answer for, and never
 // has two frames in flight it could not tell apart.
-func FromFrames(pkts []Frame) *Capture {
+func FromFrames(frames []Frame) *Capture {
 	c := &Capture{}
 	type pending struct {
 		key  frameKey
@@ -89,7 +89,7 @@ func FromFrames(pkts []Frame) *Capture {
 	}
 	var inFlight []pending
 	first := true
-	for _, p := range pkts {
+	for _, p := range frames {
 		if len(p.Data) < 16 {
 			continue
 		}

@@ -29,9 +29,11 @@ type Options struct {
 	Examples int
 }
 
-// Run replays every exchange of c against a new segment of devices, on a
-// virtual clock set to each request's capture time, and compares each
-// answer with the real one.
+// Run replays every exchange of c against a new segment of devices (which
+// become the segment's: build new ones for another run), on a virtual
+// clock set to each request's capture time, and compares each answer with
+// the real one. A capture without timestamps (simple packet blocks) runs
+// with the clock standing still: every time-based behaviour then waits.
 func Run(c *Capture, devices []*sim.Device, o Options) (*Result, error) {
 	var clk Clock
 	seg := sim.NewSegment(devices, append(slices.Clone(o.Segment), sim.WithClock(clk.Now))...)
