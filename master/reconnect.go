@@ -30,6 +30,10 @@ type ReconnectReport struct {
 	PreviousAddress uint16
 	// Took is the time from the first frame to OP.
 	Took time.Duration
+	// Cycles is how many cycles the bus ran meanwhile (0 without a
+	// running cycle): the reconnect's length in the measure a saturated
+	// host does not stretch, since every datagram of it rides in a cycle.
+	Cycles uint64
 }
 
 // String renders the identity as the logs and errors do.
@@ -86,7 +90,7 @@ func (id Identity) sameModel(o Identity) bool {
 // Reconnect does not change the Slave's recorded description; its AL
 // status is recorded as usual.
 func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, error) {
-	start := time.Now()
+	start, cycles := time.Now(), m.counters.cycles.Load()
 	rep := ReconnectReport{Position: position}
 	if err := m.usable(); err != nil {
 		return rep, err
@@ -166,9 +170,10 @@ func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, 
 	if err := m.requestState(ctx, []*Slave{s}, esc.StateOp); err != nil {
 		return rep, fmt.Errorf("master: reconnect: %w", err)
 	}
-	rep.Took = time.Since(start)
+	rep.Took, rep.Cycles = time.Since(start), m.counters.cycles.Load()-cycles
 	m.log.Info("reconnect: slave back in OP", "slave", s.String(), "replaced", rep.Replaced,
-		"previous_address", fmt.Sprintf("%#04x", rep.PreviousAddress), "took", rep.Took.Round(time.Microsecond).String())
+		"previous_address", fmt.Sprintf("%#04x", rep.PreviousAddress), "took", rep.Took.Round(time.Microsecond).String(),
+		"cycles", rep.Cycles)
 	return rep, nil
 }
 

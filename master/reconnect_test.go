@@ -209,9 +209,14 @@ func TestReconnectOverPipe(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Reconnect: %v", err)
 	}
-	t.Logf("reconnect over the pipe took %v", rep.Took)
+	t.Logf("reconnect over the pipe took %v, %d cycles", rep.Took, rep.Cycles)
 	if rep.Took >= time.Second {
 		t.Errorf("reconnect took %v, want well under 1 s", rep.Took)
+	}
+	// Every datagram rode in a cycle: at least one cycle each, and on a
+	// busy host as many cycles as the time allowed, not more.
+	if rep.Cycles == 0 || rep.Cycles > uint64(rep.Took/time.Millisecond)+2 {
+		t.Errorf("reconnect spanned %d cycles of 1 ms in %v", rep.Cycles, rep.Took)
 	}
 	cy.waitWKC(t, want, 5*time.Second)
 }
