@@ -54,9 +54,9 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(config.Sources{Flags: fs, Environ: e.environ, Models: sim.Models()})
+	cfg, err := loadConfig(ctx, config.Sources{Flags: fs, Environ: e.environ, Models: sim.Models()})
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	n, err := benchCycles(fs.Changed("cycles"), *cycles, fs.Changed("duration"), *duration, cfg.Cycle.Period)
 	if err != nil {

@@ -35,6 +35,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ecagent/ecagent/agent"
+	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/cycle/program"
 )
 
@@ -69,6 +70,7 @@ func commands() []command {
 		{name: "run", summary: "bring the bus to OP and run the cycle (the agent)", run: runCommand},
 		{name: "scan", summary: "list the slaves of a segment, like `ethercat slaves`", run: scanCommand},
 		{name: "sdo", summary: "read or write a CoE object (SDO) of a slave", run: sdoCommand},
+		{name: "slaves", summary: "list the slaves with live state and identity, like `ethercat slaves`", run: slavesCommand},
 		{name: "sim", summary: "serve a simulated EtherCAT segment on a network interface", run: simCommand},
 		{name: "bench", summary: "run the cycle for N cycles and report jitter, latency and load", run: benchCommand},
 		{name: "rtcheck", summary: "check this host's real-time tuning and say how to fix it", run: rtcheckCommand},
@@ -115,6 +117,22 @@ func signalContext(parent context.Context, sigs ...os.Signal) (ctx context.Conte
 		close(done)
 		cancel(nil)
 	}
+}
+
+// loadConfig loads the configuration, returning as soon as the command is
+// interrupted (Ctrl-C during the load of a huge file exits 130 at once);
+// a bad configuration is a usage error.
+func loadConfig(ctx context.Context, src config.Sources) (config.Config, error) {
+	cfg, err := config.LoadContext(ctx, src)
+	switch {
+	case err == nil:
+		return cfg, nil
+	case interruptedBy(ctx, os.Interrupt):
+		return cfg, errInterrupted
+	case ctx.Err() != nil:
+		return cfg, err
+	}
+	return cfg, usageError{err}
 }
 
 // interruptedBy reports whether ctx was cancelled by signal sig.

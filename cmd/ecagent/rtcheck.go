@@ -41,9 +41,9 @@ func rtcheckCommand(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(config.Sources{Flags: fs, Environ: e.environ, Models: sim.Models()})
+	cfg, err := loadConfig(ctx, config.Sources{Flags: fs, Environ: e.environ, Models: sim.Models()})
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	opts := rtcheck.DefaultOptions()
 	opts.CycleCore, opts.Interface, opts.Priority = cfg.Cycle.Core, cfg.Bus.Interface, cfg.Cycle.Priority

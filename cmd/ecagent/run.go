@@ -43,9 +43,9 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	cfg, err := config.Load(config.Sources{Flags: fs, Environ: e.environ, Models: sim.Models()})
+	cfg, err := loadConfig(ctx, config.Sources{Flags: fs, Environ: e.environ, Models: sim.Models()})
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	if *printConfig {
 		y, err := cfg.YAML()
