@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -57,7 +58,9 @@ func simVerifyCommand(_ context.Context, e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return usageError{errors.New("sim verify: want one CAPTURE file")}
 	}
-	if len(*devices) == 0 {
+	if !fs.Changed("devices") {
+		// --devices "" is a segment without devices (a capture of a
+		// master finding none); no --devices at all is a mistake.
 		return usageError{errors.New("sim verify: --devices is required (the devices the capture was made with)")}
 	}
 	opts := replay.Options{Examples: max(*examples, 1)}
@@ -97,8 +100,8 @@ func simVerifyCommand(_ context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("sim verify: %w", err)
 	}
-	if rep.Score < *minScore {
-		return fmt.Errorf("sim verify: %s: %.1f%% of datagrams identical, below --min %.1f%%", path, rep.Score, *minScore)
+	if r.Score() < *minScore {
+		return fmt.Errorf("sim verify: %s: %.2f%% of datagrams identical, below --min %g%%", path, r.Score(), *minScore)
 	}
 	return nil
 }
@@ -142,8 +145,8 @@ type verifyExample struct {
 
 func newVerifyReport(name string, devices []string, c *replay.Capture, r *replay.Result) verifyReport {
 	rep := verifyReport{Capture: name, Devices: devices, Exchanges: len(c.Exchanges), Lost: r.Lost,
-		Strays: r.Strays, Datagrams: r.Datagrams, Same: r.Same, Score: round1(r.Score()),
-		WKCScore: round1(r.WKCScore()), Unanswered: r.Unanswered, Groups: []verifyGroup{}}
+		Strays: r.Strays, Datagrams: r.Datagrams, Same: r.Same, Score: round2(r.Score()),
+		WKCScore: round2(r.WKCScore()), Unanswered: r.Unanswered, Groups: []verifyGroup{}}
 	if r.Setup != nil {
 		rep.Preset = fmt.Sprintf("0x%04x %v", r.Setup.FirstStation, r.Setup.State)
 	}
@@ -159,9 +162,9 @@ func newVerifyReport(name string, devices []string, c *replay.Capture, r *replay
 	return rep
 }
 
-// round1 rounds a percentage down to one decimal, so that 98.96 % does not
-// print as a passing 99.0 %.
-func round1(p float64) float64 { return float64(int64(p*10)) / 10 }
+// round2 rounds a percentage to two decimals for the JSON report (--min
+// compares the exact share).
+func round2(p float64) float64 { return math.Round(p*100) / 100 }
 
 func (rep *verifyReport) writeText(w io.Writer) error {
 	var b strings.Builder

@@ -126,7 +126,7 @@ func TestSimVerifyFailsBelowMin(t *testing.T) {
 	if code != exitFailure {
 		t.Fatalf("wrong devices, --min 99: exit %d, want %d\n%s", code, exitFailure, out)
 	}
-	if !strings.Contains(errOut, "below --min 99") {
+	if !strings.Contains(errOut, "below --min 99%") {
 		t.Errorf("stderr %q does not say the score is below --min", errOut)
 	}
 	if !strings.Contains(out, "DIFFERS IN") {
@@ -146,6 +146,9 @@ func TestSimVerifyUsageErrors(t *testing.T) {
 		if code, _, _ := runVerify(t, args...); code != exitUsage {
 			t.Errorf("sim verify %q: exit %d, want %d", args, code, exitUsage)
 		}
+	}
+	if code, out, errOut := runVerify(t, capture, "--devices", ""); code != exitOK || !strings.Contains(out, "of 1 datagrams") {
+		t.Errorf("--devices \"\" (no devices): exit %d: %s%s", code, out, errOut)
 	}
 	if code, _, _ := runVerify(t, "no-such.pcapng", "--devices", "EK1100"); code != exitFailure {
 		t.Errorf("missing capture: exit %d, want %d", code, exitFailure)
