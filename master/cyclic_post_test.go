@@ -36,45 +36,14 @@ func (p *countingPoller) Poll(buf []byte) (int, int64, error) {
 
 // testPostCyclic is testCyclic on a countingPoller.
 func testPostCyclic(t testing.TB, maxData int, wkc func(uint8) uint16) (*Cyclic, *counters, []*Slave) {
-	slaves := referenceSet()
-	l, err := mapProcessData(slaves, maxData)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := link.NewPipe()
-	t.Cleanup(func() { _ = a.Close() })
-	startLoop(t, b, wkc)
-	c := &counters{}
-	bus := newBus(&countingPoller{PipeEnd: a}, 10*time.Millisecond, 0, c)
-	cy := newCyclic(bus, &acyclicQueue{}, newProcessImage(l.outBytes, l.inBytes), l, 2*time.Second, newMonotonicClock(), c)
-	return cy, c, slaves
+	return testCyclicOn(t, maxData, wkc, func(p *link.PipeEnd) link.Link { return &countingPoller{PipeEnd: p} })
 }
 
 // TestCyclicPostCollect runs the pipelined exchange through the cases of
 // TestCyclicResult: the same result and counters as ExchangeUntil, a
 // receive time between the send and the collection.
 func TestCyclicPostCollect(t *testing.T) {
-	cases := []struct {
-		name     string
-		maxData  int
-		wkc      func(uint8) uint16
-		wantWKC  uint16
-		lost     int
-		err      error
-		counters Stats
-	}{
-		{"complete", maxLRWData, func(uint8) uint16 { return 8 }, 8, 0, nil, Stats{Cycles: 1}},
-		{"one slave missing", maxLRWData, func(uint8) uint16 { return 7 }, 7, 0, ErrWKCMismatch, Stats{Cycles: 1, WKCErrors: 1}},
-		{"one of three frames lost", 4, func(i uint8) uint16 {
-			switch i % 3 {
-			case 1:
-				return 4
-			case 2:
-				return 0xFFFF
-			}
-			return 2
-		}, 6, 1, ErrFrameLost, Stats{Cycles: 1, LostFrames: 1}},
-	}
+	cases := resultCases()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cy, cnt, _ := testPostCyclic(t, c.maxData, c.wkc)

@@ -61,6 +61,12 @@ func startLoop(t testing.TB, far link.Link, wkc func(uint8) uint16) *loopSegment
 // testCyclic builds the reference layout's exchange on a pipe served by a
 // loopSegment.
 func testCyclic(t testing.TB, maxData int, wkc func(uint8) uint16) (*Cyclic, *counters, []*Slave) {
+	return testCyclicOn(t, maxData, wkc, func(p *link.PipeEnd) link.Link { return p })
+}
+
+// testCyclicOn is testCyclic with the master's end of the pipe seen
+// through wrap.
+func testCyclicOn(t testing.TB, maxData int, wkc func(uint8) uint16, wrap func(*link.PipeEnd) link.Link) (*Cyclic, *counters, []*Slave) {
 	slaves := referenceSet()
 	l, err := mapProcessData(slaves, maxData)
 	if err != nil {
@@ -70,21 +76,27 @@ func testCyclic(t testing.TB, maxData int, wkc func(uint8) uint16) (*Cyclic, *co
 	t.Cleanup(func() { _ = a.Close() })
 	startLoop(t, b, wkc)
 	c := &counters{}
-	bus := newBus(a, 10*time.Millisecond, 0, c)
+	bus := newBus(wrap(a), 10*time.Millisecond, 0, c)
 	cy := newCyclic(bus, &acyclicQueue{}, newProcessImage(l.outBytes, l.inBytes), l, 2*time.Second, newMonotonicClock(), c)
 	return cy, c, slaves
 }
 
-func TestCyclicResult(t *testing.T) {
-	cases := []struct {
-		name     string
-		maxData  int
-		wkc      func(uint8) uint16
-		wantWKC  uint16
-		lost     int
-		err      error
-		counters Stats
-	}{
+// resultCase is a cycle the loop segment answers in a given way, and what
+// the exchange must make of it.
+type resultCase struct {
+	name     string
+	maxData  int
+	wkc      func(uint8) uint16
+	wantWKC  uint16
+	lost     int
+	err      error
+	counters Stats
+}
+
+// resultCases are the cycles TestCyclicResult and TestCyclicPostCollect
+// run: waiting and pipelined, an exchange must come to the same result.
+func resultCases() []resultCase {
+	return []resultCase{
 		{"complete", maxLRWData, func(uint8) uint16 { return 8 }, 8, 0, nil, Stats{Cycles: 1}},
 		{"one slave missing", maxLRWData, func(uint8) uint16 { return 7 }, 7, 0, ErrWKCMismatch, Stats{Cycles: 1, WKCErrors: 1}},
 		{"frame lost", maxLRWData, func(uint8) uint16 { return 0xFFFF }, 0, 1, ErrFrameLost, Stats{Cycles: 1, LostFrames: 1}},
@@ -100,6 +112,10 @@ func TestCyclicResult(t *testing.T) {
 			return 2
 		}, 6, 1, ErrFrameLost, Stats{Cycles: 1, LostFrames: 1}},
 	}
+}
+
+func TestCyclicResult(t *testing.T) {
+	cases := resultCases()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cy, cnt, _ := testCyclic(t, c.maxData, c.wkc)
