@@ -73,7 +73,7 @@ func WithPreset(firstStation uint16, state esc.ALState) Option {
 
 // WithSIIBusyFrames makes an SII EEPROM command stay busy for n frames
 // after the frame that issued it (0: done within it), instead of the time
-// the device's controller takes (the default: 0.7 ms for a read on the
+// the device's controller takes (the default: 0.71 ms for a read on the
 // ET1100 and ET1200, whatever the master's polling rate). Frame counts
 // make a master that polls faster or slower see a different device; they
 // remain for tests written against them.

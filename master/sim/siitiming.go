@@ -17,16 +17,17 @@ type siiTiming struct {
 // siiI2C is an ESC reading a serial I²C EEPROM (ET1100, ET1200).
 //
 // Read: the real EK1100 (ET1100), EL2828/EL3004/EL1004 (ET1200) and EL2889
-// were still busy 0.665 ms after the command and done 0.727 ms after it, in
-// the SOEM and ethercrab captures in testdata/real-hw (times between the
-// frames as the master sent them): 0.7 ms lies between.
+// were still busy 0.668 ms after the command and done 0.753 ms after it, in
+// the SOEM and ethercrab captures in testdata/real-hw (times at the middle
+// of each frame's send and return, as the replay takes them): 0.71 ms lies
+// between.
 //
 // Write: the ESC hands the word to the EEPROM and reports idle at once;
 // the EEPROM then spends its write cycle (about 3.8 ms on the Beckhoff
 // terminals issue 16 reports; the ≤ 5 ms tWR of I²C EEPROM datasheets)
 // not acknowledging its address, which the ESC reports as an
 // acknowledge error (ET1100 datasheet section II, 0x0502 bit 13).
-var siiI2C = siiTiming{read: 700_000, write: 0, writeCycle: 3_800_000}
+var siiI2C = siiTiming{read: 710_000, write: 0, writeCycle: 3_800_000}
 
 // duration returns how long command cmd keeps the interface busy.
 func (t siiTiming) duration(cmd uint16) int64 {

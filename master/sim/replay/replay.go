@@ -8,8 +8,9 @@ import (
 	"github.com/ecagent/ecagent/master/wire"
 )
 
-// Clock is the virtual clock a replay drives a segment with: the time of
-// the request being replayed, in ns since the capture's first frame.
+// Clock is the virtual clock a replay drives a segment with: the time the
+// devices saw the frame being replayed, in ns since the capture's first
+// frame.
 type Clock struct{ now int64 }
 
 // Now returns the clock's time in ns.
@@ -31,8 +32,8 @@ type Options struct {
 
 // Run replays every exchange of c against a new segment of devices (which
 // become the segment's: build new ones for another run), on a virtual
-// clock set to each request's capture time, and compares each answer with
-// the real one. A capture without timestamps (simple packet blocks) runs
+// clock set to the middle of each exchange's capture times, and compares
+// each answer with the real one. A capture without timestamps (simple packet blocks) runs
 // with the clock standing still: every time-based behaviour then waits.
 func Run(c *Capture, devices []*sim.Device, o Options) (*Result, error) {
 	var clk Clock
@@ -52,7 +53,11 @@ func Run(c *Capture, devices []*sim.Device, o Options) (*Result, error) {
 	}
 	buf := make([]byte, wire.MaxFrameLen)
 	for n, ex := range c.Exchanges {
-		clk.Set(ex.Sent)
+		// The devices saw the frame between the master sending it and
+		// its answer being captured: the midpoint is the best estimate
+		// (frames are processed in the order the master sent them, and
+		// the clock never goes back).
+		clk.Set(ex.Sent + (ex.Returned-ex.Sent)/2)
 		frame := buf[:copy(buf, ex.Request)]
 		answered := seg.Process(frame)
 		var got []wire.Datagram
