@@ -209,6 +209,55 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 		t.Logf("the right terminal back in OP %v after it returned", took)
 	})
 
+	t.Run("first slave unplugged: overruns while it is gone and back", func(t *testing.T) {
+		before := r.begin(t)
+		r.repairOnFailure(t, 0)
+		// With slave 0 gone no frame comes back (the master's port loses
+		// its link; on the veth pair the frames go unanswered): the bus
+		// alarm, not a slave lost. When it returns, at address 0, the
+		// slaves behind it kept power and configuration: slave 0 alone is
+		// lost and reconnected. Overruns are compared with the quiet
+		// rate over as many cycles.
+		const window = 400 // cycles: 2 s at 5 ms
+		overruns := func(f map[string]*dto) float64 { return counter(f, "ecagent_cycle_overruns_total", nil) }
+		cycles := func(f map[string]*dto) float64 { return framesOf(f).cycles }
+		q1 := r.waitFor(t, "a quiet window", 10*time.Second, func(f map[string]*dto) bool {
+			return cycles(f) >= cycles(before)+window
+		})
+		if err := f.Disappear(0); err != nil {
+			t.Fatal(err)
+		}
+		gone := eventAfter(t, q1, "bus-alarm", "", 3*time.Second)
+		gone1 := r.waitFor(t, "the loss to last a window", 10*time.Second, func(f map[string]*dto) bool {
+			return cycles(f) >= cycles(gone)+window
+		})
+		if err := f.Return(0); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		eventAfter(t, gone1, "slave-reconnected", "0", 2*time.Second)
+		took := time.Since(start)
+		back := r.waitFor(t, "a window after its return", 10*time.Second, func(f map[string]*dto) bool {
+			return cycles(f) >= cycles(gone1)+window
+		})
+		r.waitHealthy(t, time.Second)
+		after := r.settle(t)
+		r.alive(t)
+		t.Logf("overruns: %v in %v quiet cycles; %v in %v cycles with slave 0 gone (%v frames lost); %v in %v cycles from its return (back in OP after %v)",
+			overruns(q1)-overruns(before), cycles(q1)-cycles(before),
+			overruns(gone1)-overruns(gone), cycles(gone1)-cycles(gone), framesOf(gone1).lost-framesOf(gone).lost,
+			overruns(back)-overruns(gone1), cycles(back)-cycles(gone1), took)
+		for _, c := range []struct {
+			kind, pos string
+			want      float64
+		}{{"slave-lost", "0", 1}, {"slave-reconnected", "0", 1}, {"slave-lost", "", 1}, {"slave-reconnected", "", 1},
+			{"slave-found", "", 0}, {"recovery-failed", "", 0}} {
+			if got := ev(after, c.kind, c.pos) - ev(before, c.kind, c.pos); got != c.want {
+				t.Errorf("%s at position %q counted %v, want %v", c.kind, c.pos, got, c.want)
+			}
+		}
+	})
+
 	t.Run("link down and up", func(t *testing.T) {
 		before := r.begin(t)
 		r.repairOnFailure(t)
