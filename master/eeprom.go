@@ -121,7 +121,7 @@ func (r *eepromReader) read(word uint16) ([]byte, error) {
 func (r *eepromReader) waitIdle(word uint16) (esc.SIIControl, []byte, error) {
 	deadline := time.Now().Add(r.timeout)
 	window := r.window[:]
-	for {
+	for expired := false; ; {
 		if err := r.readReg(uint16(esc.RegSIIControl), window); err != nil {
 			return 0, nil, fmt.Errorf("master: slave %#04x: SII status: %w", r.station, err)
 		}
@@ -129,9 +129,13 @@ func (r *eepromReader) waitIdle(word uint16) (esc.SIIControl, []byte, error) {
 		if !st.Busy() {
 			return st, window, nil
 		}
-		if time.Now().After(deadline) {
+		if expired {
 			return st, nil, &SIIError{Address: r.station, Word: word, Status: st, Busy: true}
 		}
+		// Past the deadline, read once more: a stalled host may have
+		// sent the last poll before the deadline and read its answer
+		// after it, so that answer says nothing of the EEPROM now.
+		expired = time.Now().After(deadline)
 	}
 }
 
