@@ -208,17 +208,21 @@ func linkedMaster(t *testing.T, seg *sim.Segment, cfg master.Config) (*master.Ma
 func TestAcyclicRidesTheCycle(t *testing.T) {
 	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004", "EL4132", "EL1014"))
 	m, l := linkedMaster(t, seg, master.Config{})
-	var cy *cycler
+	// The cycle starts sending before startCycle returns it: a frame sent
+	// before cyRef is set is the cycle's first (bring-up is over, nothing
+	// else sends).
+	var cyRef atomic.Pointer[cycler]
 	var sent, outside atomic.Int64
 	l.mu.Lock()
 	l.onSend = func([]byte) {
 		sent.Add(1)
-		if !cy.inExchange.Load() {
+		if c := cyRef.Load(); c != nil && !c.inExchange.Load() {
 			outside.Add(1)
 		}
 	}
 	l.mu.Unlock()
-	cy = startCycle(t, m, time.Millisecond)
+	cy := startCycle(t, m, time.Millisecond)
+	cyRef.Store(cy)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	analog := m.Slaves()[2]
