@@ -54,7 +54,9 @@ type stormReport struct {
 // real-time priority, beside the simulator) hit both kinds of cycle
 // alike. Every replugged slave must be back in OP within 1 s, and once the
 // storm is over the cycle allocates nothing. SDO uploads and dumps fail
-// while a break upstream cuts their slave off; they are counted.
+// while a break upstream cuts their slave off; they are counted. The cycle
+// runs the default, pipelined exchange (ECAGENT_STORM_EXCHANGE=wait runs
+// the waiting one).
 func TestFaultStorm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 20 s storm")
@@ -71,7 +73,7 @@ func TestFaultStorm(t *testing.T) {
 	t.Cleanup(func() { _ = mem.Close() })
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	e := cycle.New(m, mem, cycle.Config{Period: period, KeepGC: true, AlarmCycles: 10,
-		RT: rt.Options{Priority: 0, Core: -1}})
+		Pipelined: os.Getenv("ECAGENT_STORM_EXCHANGE") != ExchangeWait, RT: rt.Options{Priority: 0, Core: -1}})
 	m.QueueAcyclic(true, period)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
