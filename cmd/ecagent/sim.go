@@ -39,8 +39,8 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 			{"Faults", []string{"control", "faults", "help-faults", "delay", "delay-every", "delay-on-signal"}},
 		},
 		notes: "Built-in models: " + strings.Join(sim.Models(), ", ") + ". Fault commands (--help-faults " +
-			"explains them): drop, delay, corrupt, disappear POS, return POS, alerror, drift, offset, link, " +
-			"counts, seed; a schedule file runs them at times and may end in e.g. 'repeat 10s'.",
+			"explains them): drop, delay, corrupt, disappear POS, return POS, alerror, drift, offset, noisy POS PORT RATE, " +
+			"power-cycle, link, counts, seed; a schedule file runs them at times and may end in e.g. 'repeat 10s'.",
 		examples: []string{
 			"ip link add veth0 type veth peer name veth1 && ip link set veth0 up && ip link set veth1 up",
 			"ecagent sim --iface veth1 --devices EK1100,EL2004,EL1014 --control /run/ecsim.sock &",

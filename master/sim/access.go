@@ -223,10 +223,7 @@ func (d *Device) registersWritten(lo, hi int, f *frameContext) {
 		d.stateChanged()
 	}
 	if overlaps(lo, hi, int(esc.RegRxErrorCounter), int(esc.RegLostLinkCounter)+3) {
-		// Error counters are cleared by any write.
-		for a := max(lo, int(esc.RegRxErrorCounter)); a <= min(hi, int(esc.RegLostLinkCounter)+3); a++ {
-			regs[a] = 0
-		}
+		clearErrorCounters(regs, lo, hi)
 	}
 	if overlaps(lo, hi, int(esc.RegFMMU0), int(esc.RegSyncManager0)-1) {
 		d.decodeFMMUs()
@@ -250,5 +247,24 @@ func (d *Device) registersWritten(lo, hi int, f *frameContext) {
 	}
 	if d.hasDC {
 		d.syncRegistersWritten(lo, hi, f.arrival)
+	}
+}
+
+// clearErrorCounters clears the groups of error counters that a write of
+// [lo, hi] touches, whatever the value written: a write to any of
+// 0x0300–0x030B clears all the invalid frame, RX and forwarded RX error
+// counters; 0x030C and 0x030D clear alone; a write to any lost link
+// counter clears all four (ET1100 datasheet section II, 0x0300–0x0313).
+func clearErrorCounters(regs []byte, lo, hi int) {
+	groups := [...][2]int{
+		{int(esc.RegRxErrorCounter), int(esc.RegFwdRxErrorCounter) + 3},
+		{int(esc.RegProcessingError), int(esc.RegProcessingError)},
+		{int(esc.RegPDIError), int(esc.RegPDIError)},
+		{int(esc.RegLostLinkCounter), int(esc.RegLostLinkCounter) + 3},
+	}
+	for _, g := range groups {
+		if overlaps(lo, hi, g[0], g[1]) {
+			clear(regs[g[0] : g[1]+1])
+		}
 	}
 }

@@ -36,6 +36,8 @@ const (
 	FaultLinkUp                           // link up
 	FaultShowCounts                       // counts
 	FaultSeed                             // seed N
+	FaultNoisy                            // noisy POS PORT RATE
+	FaultPowerCycle                       // power-cycle
 )
 
 // FaultCommand is one parsed fault command. Only the fields its Op uses
@@ -50,6 +52,8 @@ type FaultCommand struct {
 	PPM      float64       // drift
 	NS       int64         // offset step
 	Seed     uint64        // seed
+	Port     int           // port of the device (noisy)
+	Rate     float64       // errors a second (noisy)
 }
 
 // ErrNotSegmentFault is matched by the error Apply returns for link down
@@ -73,6 +77,11 @@ const FaultCommandHelp = `  drop percent P            lose each frame with proba
   alerror POS CODE          its application drops to SAFEOP+ERR with AL status code CODE (0x001B or 27)
   drift POS PPM             its clock's drift becomes PPM ppm
   offset POS NS             its clock steps by NS ns
+  noisy POS PORT RATE       the cable at port PORT (0 towards the master, 1 onwards) of the
+                            device at POS gets RATE CRC errors a second (0: quiet again);
+                            damaged frames are lost and counted in 0x0300-0x030C
+  power-cycle               every device loses power and comes back: INIT, registers and
+                            station addresses reset, EEPROM contents (alias) kept
   link down | link up       set the simulator's interface down or up (CAP_NET_ADMIN;
                             on a veth pair the master's end loses its carrier)
   counts                    one line of key=value counts of the faults applied
@@ -163,6 +172,13 @@ func ParseFaultCommand(line string) (FaultCommand, error) {
 	case "seed":
 		c.Op = FaultSeed
 		c.Seed = p.uint64(1, "seed")
+	case "noisy":
+		c.Op, c.Pos = FaultNoisy, p.position(1)
+		c.Port = p.port(2)
+		c.Rate = p.float(3, "rate in errors a second", 0, maxNoiseRate)
+	case "power-cycle":
+		c.Op = FaultPowerCycle
+		p.args(1)
 	default:
 		return FaultCommand{}, fmt.Errorf("unknown command %q", w[0])
 	}
@@ -255,6 +271,20 @@ func (p *cmdParser) position(i int) int {
 	n, err := strconv.Atoi(w)
 	if err != nil || n < 0 {
 		p.fail("device position %q: want a whole number ≥ 0", w)
+		return 0
+	}
+	return n
+}
+
+// port parses word i as an ESC port, 0 to 3.
+func (p *cmdParser) port(i int) int {
+	w, ok := p.word(i, "port")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(w)
+	if err != nil || n < 0 || n > 3 {
+		p.fail("port %q: want 0 to 3", w)
 		return 0
 	}
 	return n
@@ -368,6 +398,10 @@ func (f *Faults) Apply(c FaultCommand) (string, error) {
 		return "", f.OffsetJump(c.Pos, c.NS)
 	case FaultSeed:
 		f.SetSeed(c.Seed)
+	case FaultNoisy:
+		return "", f.Noisy(c.Pos, c.Port, c.Rate)
+	case FaultPowerCycle:
+		return "", f.PowerCycle()
 	case FaultShowCounts:
 		st := f.seg.Stats()
 		return fmt.Sprintf("%s frames=%d answered=%d unanswered=%d link_errors=%d",

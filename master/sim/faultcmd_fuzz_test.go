@@ -115,7 +115,7 @@ func faultCommandProblem(c FaultCommand) string {
 		}
 	}
 	switch {
-	case c.Op < FaultDropPercent || c.Op > FaultSeed:
+	case c.Op < FaultDropPercent || c.Op > FaultPowerCycle:
 		return "unknown op"
 	case c.Percent < 0 || c.Percent > 100:
 		return "percent outside 0..100"
@@ -123,6 +123,8 @@ func faultCommandProblem(c FaultCommand) string {
 		return "delays out of order"
 	case c.Pos < 0:
 		return "negative position"
+	case c.Port < 0 || c.Port > 3 || c.Rate < 0 || c.Rate > maxNoiseRate || c.Rate != c.Rate:
+		return "noise out of range"
 	case c.PPM < -MaxClockDrift || c.PPM > MaxClockDrift || c.PPM != c.PPM:
 		return "drift out of range"
 	}
@@ -176,6 +178,10 @@ func formatFaultCommand(c FaultCommand) string {
 		return "counts"
 	case FaultSeed:
 		return "seed " + strconv.FormatUint(c.Seed, 10)
+	case FaultNoisy:
+		return fmt.Sprintf("noisy %d %d %s", c.Pos, c.Port, float(c.Rate))
+	case FaultPowerCycle:
+		return "power-cycle"
 	}
 	return fmt.Sprintf("op%d", c.Op)
 }

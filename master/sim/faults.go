@@ -42,6 +42,8 @@ type Faults struct {
 
 	corruptWKC, corruptLength int
 
+	noise []noisyPort // noisy cables (Noisy)
+
 	counts FaultCounts
 }
 
@@ -63,6 +65,12 @@ type FaultCounts struct {
 	ALErrors uint64
 	// DriftJumps and OffsetJumps count clock faults.
 	DriftJumps, OffsetJumps uint64
+	// CRCErrors is the number of frames lost to a noisy cable (Noisy):
+	// they also count in Stats.Dropped. String leaves it out, to keep the
+	// line's format; the devices' error counters show it per port.
+	CRCErrors uint64
+	// PowerCycles counts PowerCycle (left out of String, as CRCErrors).
+	PowerCycles uint64
 }
 
 // String returns the counts as one line of key=value pairs, e.g.

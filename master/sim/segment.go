@@ -263,9 +263,17 @@ func (s *Segment) process(frame []byte, serving bool) (bool, time.Duration) {
 		}
 		d.ctx = fc
 	}
+	noisy := len(s.faults.noise) > 0
+	cut := visited
+	if noisy {
+		cut = s.faults.noiseOut(visited)
+	}
 	for k := range visited {
 		d := s.devices[k]
 		d.advance(d.ctx.arrival)
+		if k >= cut {
+			continue // a damaged frame: writes are not committed (see noise.go)
+		}
 		for i := range s.datagrams {
 			d.handle(&s.datagrams[i], &d.ctx)
 		}
@@ -274,6 +282,10 @@ func (s *Segment) process(frame []byte, serving bool) (bool, time.Duration) {
 		if !d.off {
 			d.tick(s.frame)
 		}
+	}
+	if noisy && !lost && s.faults.noiseBack(visited, cut < visited) {
+		s.faults.counts.CRCErrors++
+		lost = true
 	}
 	if lost {
 		s.stats.Dropped++
