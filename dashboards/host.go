@@ -113,6 +113,7 @@ func HostDetail() (dashboard.Dashboard, error) {
 		WithPanel(staleSlaves(sel).Height(8).Span(8)).
 		WithPanel(escErrors(sel).Height(8).Span(12)).
 		WithPanel(busEvents(sel).Height(8).Span(12)).
+		WithPanel(cableErrors(sel).Height(8).Span(24)).
 		WithRow(dashboard.NewRowBuilder("Distributed clocks")).
 		WithPanel(hostStat("Distributed clocks", "Whether distributed clocks are configured on the segment.", series("ecagent_dc_enabled", sel), "none").
 			Mappings(valueText([3]string{"1", "on", "green"}, [3]string{"0", "off", "text"})).Span(4)).
@@ -209,7 +210,7 @@ func cpuLoad(sel string) *timeseries.PanelBuilder {
 // busErrors plots the error counters as rates.
 func busErrors(sel string) *timeseries.PanelBuilder {
 	p := timeSeries("Bus and cycle errors per second", unitPerSec,
-		"Lost frames, working counter errors, overruns (jobs that ended after the next deadline), skipped deadlines and samples the agent dropped; the cycles the agent received on the right axis.")
+		"Lost frames, working counter errors, overruns (jobs that ended after the next deadline), skipped deadlines, samples the agent dropped and received frames discarded (by reason); the cycles the agent received on the right axis.")
 	for _, c := range []struct{ name, legend string }{
 		{"ecagent_lost_frames_total", "lost frames"},
 		{"ecagent_late_answers_total", "late answers (of the lost)"},
@@ -217,6 +218,7 @@ func busErrors(sel string) *timeseries.PanelBuilder {
 		{"ecagent_cycle_overruns_total", "overruns"},
 		{"ecagent_cycle_skipped_total", "skipped deadlines"},
 		{"ecagent_sample_ring_drops_total", "samples dropped"},
+		{"ecagent_frames_discarded_total", "frames discarded ({{reason}})"},
 	} {
 		p = p.WithTarget(query(fmt.Sprintf("rate(%s[%s])", series(c.name, sel), rateInterval), c.legend))
 	}
@@ -244,6 +246,20 @@ func escErrors(sel string) *timeseries.PanelBuilder {
 		"ESC error counters (registers 0x0300–0x0313, saturating at 255) that are not zero, per slave and port. lost_link and rx_error locate a bad cable or connector.").
 		WithTarget(query(series("ecagent_slave_port_errors", sel)+" > 0", "{{position}} {{name}} port {{port}} {{counter}}")).
 		WithTarget(query(series("ecagent_slave_esc_errors", sel)+" > 0", "{{position}} {{name}} {{counter}}")).
+		Min(0)
+}
+
+// cableErrors plots, per slave port, the damaged frames it receives a
+// minute: what alert EcagentCableErrors compares with its threshold (1).
+// Forwarded errors are left out, so the port shown is the first one behind
+// the bad cable; the registers are gauges a write clears, which rate()
+// takes for a counter reset.
+func cableErrors(sel string) *timeseries.PanelBuilder {
+	return timeSeries("CRC errors per slave port (per minute)", unitCount,
+		"Invalid frames and RX errors a minute at each slave port (ESC registers 0x0300–0x0307), forwarded errors left out: the port shown is the one behind the bad cable (port 0: the cable from the master's side; port 1: to the next slave). Above 1 a minute for 5 minutes, alert EcagentCableErrors fires.").
+		WithTarget(query(fmt.Sprintf(`sum by (position, name, port) (rate(%s[%s])) * 60 > 0`,
+			series("ecagent_slave_port_errors", sel, `counter=~"invalid_frame|rx_error"`), rateInterval),
+			"{{position}} {{name}} port {{port}}")).
 		Min(0)
 }
 
