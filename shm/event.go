@@ -115,6 +115,11 @@ const (
 	// answer to a frame sent). At most one per reason and second, so a
 	// flood makes a few events, not one per frame.
 	EventFramesDiscarded
+	// EventMaintenance: a maintenance request through the cycle's control
+	// socket changed the slave at Slave (register or SII write, alias,
+	// state request); Value is the uid of the requesting process, Text
+	// what was done (e.g. "reg write 0x0120").
+	EventMaintenance
 )
 
 // The texts of an EventBusAlarm: what made the cycles bad. Frames lost
@@ -194,6 +199,8 @@ func (k EventKind) String() string {
 		return "slave-state"
 	case EventFramesDiscarded:
 		return "frames-discarded"
+	case EventMaintenance:
+		return "maintenance"
 	}
 	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }

@@ -48,7 +48,10 @@ func (b busFlags) scanBus(ctx context.Context, e *env, expected int) (m *master.
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	m, err = master.New(seg.Link, program.MasterConfig(agent.CycleConfig(cfg), log))
+	mc := program.MasterConfig(agent.CycleConfig(cfg), log)
+	// A slow segment (--timeout raised) is slow for the EEPROM polls too.
+	mc.SIITimeout = max(master.DefaultSIITimeout, 10*cfg.Bus.Timeout)
+	m, err = master.New(seg.Link, mc)
 	if err != nil {
 		seg.Close()
 		return nil, nil, nil, err

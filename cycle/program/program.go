@@ -146,9 +146,13 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	recCtx, stopRec := context.WithCancel(ctx)
 	recDone := make(chan struct{})
 	go func() { defer close(recDone); rec.run(recCtx) }()
+	// The maintenance endpoint (ecagent slaves, reg, sii …): its requests
+	// go through the acyclic queue like recovery's.
+	ctlDone := serveControl(recCtx, m, e, cfg, log)
 	defer func() {
 		stopRec()
 		<-recDone
+		<-ctlDone
 		m.QueueAcyclic(false, 0) // the cycle has stopped: acyclic frames go straight out again
 	}()
 
@@ -176,6 +180,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 
 	stopRec()
 	<-recDone
+	<-ctlDone
 	m.QueueAcyclic(false, 0)
 	down, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.Bus.StateTimeout))
 	defer cancel()

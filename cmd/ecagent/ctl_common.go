@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/cycle/control"
+)
+
+// ctlFlags are the flags of the maintenance commands (slaves, reg, states,
+// crc, sii, alias, master): where the segment is, and how to print.
+type ctlFlags struct {
+	bus  busFlags
+	shm  *string
+	json *bool
+}
+
+func addCtlFlags(fs *pflag.FlagSet) ctlFlags {
+	return ctlFlags{
+		bus:  addBusFlags(fs),
+		shm:  fs.String("cycle.shm", config.DefaultSHM, "shared-memory `path` of a running agent; its socket is PATH.ctl"),
+		json: fs.Bool("json", false, "print the result as JSON"),
+	}
+}
+
+// ctlGroups are the help's groups of the common flags.
+func ctlGroups(own ...string) []flagGroup {
+	return []flagGroup{
+		{title: "Flags", flags: append(own, "json")},
+		{title: "Segment (a running agent's socket first, else opened here)",
+			flags: []string{"cycle.shm", "iface", "devices", "timeout", "log.level"}},
+	}
+}
+
+// ctlNotes is the paragraph every maintenance command's help ends with.
+const ctlNotes = "When an agent runs on the segment (its socket PATH.ctl of --cycle.shm answers) the request " +
+	"goes to its cycle process, which carries it in its frames; else the command opens --iface (or " +
+	"the built-in simulated segment) itself. SLAVE is the ring position (0 first)."
+
+// call runs req on the segment the flags name and decodes its result into
+// res: through a running agent's control socket when one answers for
+// that segment, else on a master brought up here with the same handler.
+func (c ctlFlags) call(ctx context.Context, e *env, cmd string, reqs []control.Request, res ...any) error {
+	if len(reqs) != len(res) {
+		panic("ctlFlags.call: one result per request")
+	}
+	if cl, ok := c.agent(ctx); ok {
+		defer cl.Close()
+		for i, req := range reqs {
+			raw, err := cl.Call(ctx, req)
+			if err != nil {
+				return fmt.Errorf("%s: %w", cmd, err)
+			}
+			if err := json.Unmarshal(raw, res[i]); err != nil {
+				return fmt.Errorf("%s: decode result: %w", cmd, err)
+			}
+		}
+		return nil
+	}
+	m, _, closeBus, err := c.bus.scanBus(ctx, e, 0)
+	if err != nil {
+		return wrapUnlessUsage(cmd, err)
+	}
+	defer closeBus()
+	h := control.NewHandler(m, *c.bus.iface, nil)
+	for i, req := range reqs {
+		raw, err := h.Call(ctx, req, os.Getuid())
+		if err != nil {
+			return fmt.Errorf("%s: %w", cmd, err)
+		}
+		if err := json.Unmarshal(raw, res[i]); err != nil {
+			return fmt.Errorf("%s: decode result: %w", cmd, err)
+		}
+	}
+	return nil
+}
+
+// agent connects to the control socket of a running agent on the segment
+// of the flags: the socket must answer, and serve the same interface.
+func (c ctlFlags) agent(ctx context.Context) (*control.Client, bool) {
+	cl, err := control.Dial(ctx, control.SocketPath(*c.shm))
+	if err != nil {
+		return nil, false
+	}
+	raw, err := cl.Call(ctx, control.Request{Op: control.OpHello})
+	var hello control.HelloResult
+	if err != nil || json.Unmarshal(raw, &hello) != nil || hello.Interface != *c.bus.iface {
+		_ = cl.Close()
+		return nil, false
+	}
+	return cl, true
+}
+
+// print writes res as JSON with --json, else with text.
+func (c ctlFlags) print(w io.Writer, res any, text func(io.Writer)) error {
+	if *c.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return fmt.Errorf("encode JSON: %w", err)
+		}
+		return nil
+	}
+	text(w)
+	return nil
+}
+
+// parseSlave parses a SLAVE argument: a ring position.
+func parseSlave(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, usageError{fmt.Errorf("slave %q: want a ring position (0, 1, …)", s)}
+	}
+	return n, nil
+}
+
+// parseNumber parses a decimal or 0x-prefixed hex number of at most bits bits.
+func parseNumber(what, s string, bits int) (uint64, error) {
+	v, err := strconv.ParseUint(s, 0, bits)
+	if err != nil {
+		return 0, usageError{fmt.Errorf("%s %q: want a number (decimal or 0x hex) of at most %d bits", what, s, bits)}
+	}
+	return v, nil
+}
+
+// needWrite refuses a change without --write.
+func needWrite(cmd string, write bool) error {
+	if !write {
+		return usageError{errors.New(cmd + " changes the slave: add --write to confirm")}
+	}
+	return nil
+}
+
+// yesNo prints a bool as the tables do.
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// args parses the flags and returns the positional arguments, checking
+// their count.
+func parseArgs(fs *pflag.FlagSet, args []string, min, max int, usage string) ([]string, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usageError{err}
+	}
+	if n := fs.NArg(); n < min || n > max {
+		return nil, usageError{fmt.Errorf("want %s, got %q", usage, strings.Join(fs.Args(), " "))}
+	}
+	return fs.Args(), nil
+}

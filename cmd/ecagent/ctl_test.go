@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ctlAgent is an `ecagent run` on the built-in simulated segment, whose
+// cycle process serves the control socket of shm.
+type ctlAgent struct {
+	shm    string
+	lines  chan string // its status lines
+	stderr *syncBuffer
+}
+
+// startCtlAgent starts the agent and waits for its first status line in OP.
+func startCtlAgent(t *testing.T) *ctlAgent {
+	t.Helper()
+	a := &ctlAgent{shm: fmt.Sprintf("/dev/shm/ecagent-ctltest-%d.shm", os.Getpid()), lines: make(chan string, 1000),
+		stderr: &syncBuffer{}}
+	cmd := exec.Command(os.Args[0], "run", "--status.interval", "200ms", "--metrics.listen", "",
+		"--cycle.shm", a.shm, "--log.level", "warn", "--bus.timeout", "200ms")
+	cmd.Env = append(append(os.Environ(), "ECAGENT_TEST_MAIN=1"), cycleEnviron(t)...)
+	cmd.Stderr = a.stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.WaitDelay = 10 * time.Second // its children hold stderr until they stop
+	t.Cleanup(func() {
+		// SIGTERM stops the agent with its cycle and simulator; a kill
+		// would leave them running.
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	go func() {
+		in := bufio.NewScanner(stdout)
+		for in.Scan() {
+			select {
+			case a.lines <- in.Text():
+			default: // nobody reads them now
+			}
+		}
+		close(a.lines)
+	}()
+	if l := a.next(t); !strings.Contains(l, " OP ") {
+		t.Fatalf("first status line not in OP: %q\n%s", l, a.stderr.String())
+	}
+	return a
+}
+
+// next returns the agent's next status line.
+func (a *ctlAgent) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case l, ok := <-a.lines:
+		if !ok {
+			t.Fatalf("the agent exited:\n%s", a.stderr.String())
+		}
+		return l
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no status line in 30 s:\n%s", a.stderr.String())
+	}
+	return ""
+}
+
+// overruns returns the overrun count of a fresh status line.
+func (a *ctlAgent) overruns(t *testing.T) int {
+	t.Helper()
+	for len(a.lines) > 0 { // drop lines of the past
+		<-a.lines
+	}
+	l := a.next(t)
+	m := regexp.MustCompile(`overruns (\d+)`).FindStringSubmatch(l)
+	if m == nil {
+		t.Fatalf("no overruns in status line %q", l)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// ctlCase is a maintenance command run with and without the agent.
+type ctlCase struct {
+	name string
+	args []string
+	// perMode: the output depends on the slaves' state (OP under the
+	// agent, INIT in a segment just scanned), so each mode has its file.
+	perMode bool
+}
+
+func ctlCases() []ctlCase {
+	return []ctlCase{
+		{name: "slaves", args: []string{"slaves"}, perMode: true},
+		{name: "slaves-v", args: []string{"slaves", "-v"}, perMode: true},
+		{name: "slaves-json", args: []string{"slaves", "--json"}, perMode: true},
+	}
+}
+
+// checkGolden compares got with testdata/ctl/name.golden (-update rewrites it).
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "ctl", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s:\n%s", name, path, got)
+	}
+}
+
+// TestCtlCommands runs each maintenance command against a running agent
+// (through its control socket) and on a segment it opens itself, and
+// compares both with the golden files; the agent must not overrun more
+// while serving them than in a quiet window of the same length.
+func TestCtlCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an agent")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	noAgent := filepath.Join(t.TempDir(), "none.shm")
+	for _, c := range ctlCases() {
+		code, out, errOut := runCLI(t, ctx, nil, append(c.args, "--cycle.shm", noAgent, "--timeout", "100ms")...)
+		if code != exitOK {
+			t.Fatalf("%s without agent: exit %d: %s", c.name, code, errOut)
+		}
+		name := c.name
+		if c.perMode {
+			name += ".local"
+		}
+		checkGolden(t, name, out)
+	}
+
+	a := startCtlAgent(t)
+	q0 := a.overruns(t)
+	quietFrom := time.Now()
+	q1 := a.overruns(t)
+	for time.Since(quietFrom) < 2*time.Second {
+		q1 = a.overruns(t)
+	}
+	quiet := q1 - q0
+	start := time.Now()
+	for _, c := range ctlCases() {
+		code, out, errOut := runCLI(t, ctx, nil, append(c.args, "--cycle.shm", a.shm)...)
+		if code != exitOK {
+			t.Fatalf("%s with agent: exit %d: %s", c.name, code, errOut)
+		}
+		name := c.name
+		if c.perMode {
+			name += ".agent"
+		}
+		checkGolden(t, name, out)
+	}
+	busy := a.overruns(t) - q1
+	took := time.Since(start)
+	// The host's own overruns come at their rate in both windows.
+	allowed := 2*quiet*int(took/time.Second+1)/2 + 1
+	if busy > allowed {
+		t.Errorf("%d overruns in the %v of requests, %d in a quiet 2 s window before", busy, took, quiet)
+	}
+}
