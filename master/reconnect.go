@@ -105,13 +105,13 @@ func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, 
 
 	// 1. Is anything there?
 	var reg [2]byte
-	if err := m.readAtPosition(ctx, position, esc.RegStationAddress, reg[:]); err != nil {
+	if err := m.reconnectStep(ctx, func() error { return m.readAtPosition(ctx, position, esc.RegStationAddress, reg[:]) }); err != nil {
 		return rep, fmt.Errorf("master: reconnect position %d: %w", position, err)
 	}
 	rep.PreviousAddress = binary.LittleEndian.Uint16(reg[:])
 	if rep.PreviousAddress == s.StationAddress {
 		var al [2]byte
-		if err := m.readAtPosition(ctx, position, esc.RegALStatus, al[:]); err != nil {
+		if err := m.reconnectStep(ctx, func() error { return m.readAtPosition(ctx, position, esc.RegALStatus, al[:]) }); err != nil {
 			return rep, fmt.Errorf("master: reconnect position %d: read AL status: %w", position, err)
 		}
 		if st := esc.DecodeALStatus(al[:]); st.State == esc.StateSafeOp || st.State == esc.StateOp {
@@ -120,7 +120,9 @@ func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, 
 	}
 
 	// 2. Is it the same device?
-	id, alias, err := m.identityAt(ctx, position)
+	var id Identity
+	var alias uint16
+	err := m.reconnectStep(ctx, func() (err error) { id, alias, err = m.identityAt(ctx, position); return err })
 	if err != nil {
 		return rep, fmt.Errorf("master: reconnect position %d: %w", position, err)
 	}
@@ -135,26 +137,28 @@ func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, 
 	}
 
 	// 3. Address, INIT, a clean register set.
-	if err := m.bus.APWR(ctx, position, uint16(esc.RegSIIConfig), []byte{siiAccessPDI}); err != nil {
+	if err := m.reconnectStep(ctx, func() error { return m.bus.APWR(ctx, position, uint16(esc.RegSIIConfig), []byte{siiAccessPDI}) }); err != nil {
 		return rep, fmt.Errorf("master: reconnect %v: assign SII EEPROM to PDI: %w", s, err)
 	}
 	binary.LittleEndian.PutUint16(reg[:], s.StationAddress)
-	if err := m.bus.APWR(ctx, position, uint16(esc.RegStationAddress), reg[:]); err != nil {
+	if err := m.reconnectStep(ctx, func() error { return m.bus.APWR(ctx, position, uint16(esc.RegStationAddress), reg[:]) }); err != nil {
 		return rep, fmt.Errorf("master: reconnect %v: set station address: %w", s, err)
 	}
-	if err := m.requestState(ctx, []*Slave{s}, esc.StateInit); err != nil {
+	if err := m.reconnectStep(ctx, func() error { return m.requestState(ctx, []*Slave{s}, esc.StateInit) }); err != nil {
 		return rep, fmt.Errorf("master: reconnect: %w", err)
 	}
 	zero := make([]byte, max(fmmuArea, syncManagerArea))
-	if err := m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegFMMU0), zero[:fmmuArea]); err != nil {
+	if err := m.reconnectStep(ctx, func() error { return m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegFMMU0), zero[:fmmuArea]) }); err != nil {
 		return rep, fmt.Errorf("master: reconnect %v: clear FMMUs: %w", s, err)
 	}
-	if err := m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegSyncManager0), zero[:syncManagerArea]); err != nil {
+	if err := m.reconnectStep(ctx, func() error {
+		return m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegSyncManager0), zero[:syncManagerArea])
+	}); err != nil {
 		return rep, fmt.Errorf("master: reconnect %v: clear SyncManagers: %w", s, err)
 	}
 
 	// 4. PREOP, and the PDO layout checked.
-	if err := m.requestState(ctx, []*Slave{s}, esc.StatePreOp); err != nil {
+	if err := m.reconnectStep(ctx, func() error { return m.requestState(ctx, []*Slave{s}, esc.StatePreOp) }); err != nil {
 		return rep, fmt.Errorf("master: reconnect: %w", err)
 	}
 	if err := m.checkPDOLayout(ctx, s); err != nil {
@@ -167,7 +171,7 @@ func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, 
 	}
 
 	// 6. SAFEOP and OP.
-	if err := m.requestState(ctx, []*Slave{s}, esc.StateOp); err != nil {
+	if err := m.reconnectStep(ctx, func() error { return m.requestState(ctx, []*Slave{s}, esc.StateOp) }); err != nil {
 		return rep, fmt.Errorf("master: reconnect: %w", err)
 	}
 	rep.Took, rep.Cycles = time.Since(start), m.counters.cycles.Load()-cycles
@@ -175,6 +179,30 @@ func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, 
 		"previous_address", fmt.Sprintf("%#04x", rep.PreviousAddress), "took", rep.Took.Round(time.Microsecond).String(),
 		"cycles", rep.Cycles)
 	return rep, nil
+}
+
+// reconnectStep runs one step of Reconnect (f) and runs it again when its
+// frames went unanswered (ErrNoResponse) while the running cycle ran fewer
+// cycles than the bus's tries of one frame: at least one try then waited
+// out its time in the acyclic queue without the cycle carrying it — a host
+// that starved the cycle, not a frame the segment lost (a datagram the
+// cycle carries is answered or lost within that cycle, so a frame lost on
+// every try spans as many cycles). The step's bound is so in cycles the bus
+// ran, with Config.StateTimeout as the backstop for a cycle that stopped.
+// Without a running cycle it is f.
+func (m *Master) reconnectStep(ctx context.Context, f func() error) error {
+	tries := uint64(max(m.cfg.Retries, 0) + 1)
+	backstop := time.Now().Add(m.cfg.StateTimeout)
+	for {
+		c0 := m.counters.cycles.Load()
+		err := f()
+		ran := m.counters.cycles.Load() - c0
+		if err == nil || !errors.Is(err, ErrNoResponse) || !m.queued() || ran >= tries ||
+			ctx.Err() != nil || time.Now().After(backstop) {
+			return err
+		}
+		m.log.Debug("reconnect: step unanswered while the cycle ran too few cycles to carry it; again", "cycles", ran, "err", err)
+	}
 }
 
 // readAtPosition reads register reg of the slave at ring position by

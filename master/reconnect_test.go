@@ -286,3 +286,39 @@ func TestReconnectLeavesAConfiguredSlave(t *testing.T) {
 	}
 	cy.waitWKC(t, want, 5*time.Second)
 }
+
+// TestReconnectThroughAStarvedCycle: the host stalls the cycle for
+// longer than every try of a frame waits in the acyclic queue (4 tries of
+// 3 periods + RecoveryTimeout: 212 ms here) just as a reconnect begins.
+// No frame was lost — the cycle never got to carry them — so the
+// reconnect must not fail for it: its steps are bounded in cycles the bus
+// ran, and it completes once the cycle runs again.
+func TestReconnectThroughAStarvedCycle(t *testing.T) {
+	seg, m, cy, want := cyclingSegment(t, time.Millisecond, "EK1100", "EL2004", "EL1014")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const pos = 2
+	if err := seg.Faults().Disappear(pos); err != nil {
+		t.Fatal(err)
+	}
+	if err := seg.Faults().Return(pos); err != nil {
+		t.Fatal(err)
+	}
+	cy.waitWKCBelow(t, want, 5*time.Second)
+
+	const stall = 400 * time.Millisecond // the fault: a host that runs no cycle
+	cy.pause.Lock()
+	resumed := time.AfterFunc(stall, cy.pause.Unlock)
+	defer func() {
+		if resumed.Stop() {
+			cy.pause.Unlock()
+		}
+	}()
+	start := time.Now()
+	rep, err := m.Reconnect(ctx, pos)
+	if err != nil {
+		t.Fatalf("Reconnect through a %v stall of the cycle: %v (after %v)", stall, err, time.Since(start))
+	}
+	t.Logf("reconnect through a %v stall took %v, %d cycles", stall, rep.Took, rep.Cycles)
+	cy.waitWKC(t, want, 5*time.Second)
+}
