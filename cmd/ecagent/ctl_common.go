@@ -50,8 +50,17 @@ const ctlNotes = "When an agent runs on the segment (its socket PATH.ctl of --cy
 // res: through a running agent's control socket when one answers for
 // that segment, else on a master brought up here with the same handler.
 func (c ctlFlags) call(ctx context.Context, e *env, cmd string, reqs []control.Request, res ...any) error {
+	return c.callEach(ctx, e, cmd, reqs, res, nil)
+}
+
+// callEach is call with after, when not nil, called after each request
+// with its index.
+func (c ctlFlags) callEach(ctx context.Context, e *env, cmd string, reqs []control.Request, res []any, after func(int)) error {
 	if len(reqs) != len(res) {
 		panic("ctlFlags.call: one result per request")
+	}
+	if after == nil {
+		after = func(int) {}
 	}
 	if cl, ok := c.agent(ctx); ok {
 		defer cl.Close()
@@ -63,6 +72,7 @@ func (c ctlFlags) call(ctx context.Context, e *env, cmd string, reqs []control.R
 			if err := json.Unmarshal(raw, res[i]); err != nil {
 				return fmt.Errorf("%s: decode result: %w", cmd, err)
 			}
+			after(i)
 		}
 		return nil
 	}
@@ -80,6 +90,7 @@ func (c ctlFlags) call(ctx context.Context, e *env, cmd string, reqs []control.R
 		if err := json.Unmarshal(raw, res[i]); err != nil {
 			return fmt.Errorf("%s: decode result: %w", cmd, err)
 		}
+		after(i)
 	}
 	return nil
 }

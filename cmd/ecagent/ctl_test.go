@@ -113,6 +113,39 @@ func ctlCases() []ctlCase {
 		{name: "slaves", args: []string{"slaves"}, perMode: true},
 		{name: "slaves-v", args: []string{"slaves", "-v"}, perMode: true},
 		{name: "slaves-json", args: []string{"slaves", "--json"}, perMode: true},
+		{name: "reg-read-esc-info", args: []string{"reg", "read", "0", "0x0000", "16"}},
+		{name: "reg-read-station", args: []string{"reg", "read", "3", "0x0010", "--type", "uint16"}},
+		{name: "reg-write", args: []string{"reg", "write", "1", "0x0f80", "0x0102", "--type", "uint16", "--write"}},
+		{name: "reg-read-json", args: []string{"reg", "read", "2", "0x0008", "2", "--json"}},
+		{name: "crc", args: []string{"crc", "--interval", "200ms"}},
+		{name: "crc-json", args: []string{"crc", "--interval", "0", "--json"}},
+		// Last: a state request may disturb the agent's cycle for a while.
+		{name: "states-all-op", args: []string{"states", "all", "OP", "--write"}},
+	}
+}
+
+// TestCtlRefusals checks the errors of the maintenance commands, on a
+// segment the command opens itself.
+func TestCtlRefusals(t *testing.T) {
+	noAgent := filepath.Join(t.TempDir(), "none.shm")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"reg", "write", "1", "0x0f80", "1", "--type", "uint8"}, exitUsage, "add --write to confirm"},
+		{[]string{"states", "all", "PREOP"}, exitUsage, "add --write to confirm"},
+		{[]string{"states", "5", "BOOT", "--write"}, exitBusMismatch,
+			"refused INIT→BOOT, stays in INIT: AL status code 0x0013 (bootstrap not supported)"},
+		{[]string{"states", "1", "RUN", "--write"}, exitFailure, `state "RUN": want INIT, PREOP, BOOT, SAFEOP or OP`},
+		{[]string{"reg", "read", "9", "0x0130"}, exitFailure, "slave 9: the segment has 7 slaves"},
+		{[]string{"reg", "read", "1", "0x0130", "4", "--type", "uint16"}, exitUsage, "does not match --type uint16"},
+		{[]string{"reg", "read", "x", "0x0130"}, exitUsage, "want a ring position"},
+	} {
+		code, _, errOut := runCLI(t, context.Background(), nil, append(c.args, "--cycle.shm", noAgent, "--timeout", "100ms")...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d (want %d), stderr %q, want %q", c.args, code, c.code, errOut, c.want)
+		}
 	}
 }
 

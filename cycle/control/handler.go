@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,9 +111,30 @@ func (h *Handler) report(pos int, uid int, text string) {
 
 // RegResult is the content of registers after a read or write.
 type RegResult struct {
-	Slave int    `json:"slave"`
-	Addr  uint16 `json:"addr"`
-	Data  []byte `json:"data"`
+	Slave int      `json:"slave"`
+	Addr  uint16   `json:"addr"`
+	Data  HexBytes `json:"data"`
+}
+
+// HexBytes is a byte string that JSON carries as hex digits ("fc01"),
+// as register dumps are read.
+type HexBytes []byte
+
+// MarshalJSON writes b as a string of hex digits.
+func (b HexBytes) MarshalJSON() ([]byte, error) { return json.Marshal(hex.EncodeToString(b)) }
+
+// UnmarshalJSON reads a string of hex digits.
+func (b *HexBytes) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	v, err := hex.DecodeString(s)
+	if err != nil {
+		return fmt.Errorf("hex bytes %q: %w", s, err)
+	}
+	*b = v
+	return nil
 }
 
 func (h *Handler) reg(ctx context.Context, req Request, uid int) (*RegResult, error) {
@@ -230,6 +252,8 @@ type SlaveCounters struct {
 
 // PortCounters are the error counters of one port.
 type PortCounters struct {
+	// Kind is the port descriptor: "-" for a port the ESC does not have.
+	Kind string `json:"kind"`
 	// InvalidFrame (0x0300+2p) counts frames with a CRC or framing error,
 	// RXError (0x0301+2p) physical-layer RX errors, ForwardedRX
 	// (0x0308+p) errors a slave before this one found, LostLink
@@ -249,7 +273,7 @@ func (h *Handler) crc(ctx context.Context) (*CRCResult, error) {
 		}
 		c := SlaveCounters{Position: s.Position, Processing: b[0x0C], PDI: b[0x0D]}
 		for p := range c.Ports {
-			c.Ports[p] = PortCounters{InvalidFrame: b[2*p], RXError: b[2*p+1], ForwardedRX: b[0x08+p], LostLink: b[0x10+p]}
+			c.Ports[p] = PortCounters{Kind: portKind(s.ESC.Port(p)), InvalidFrame: b[2*p], RXError: b[2*p+1], ForwardedRX: b[0x08+p], LostLink: b[0x10+p]}
 		}
 		res.Slaves = append(res.Slaves, c)
 	}
