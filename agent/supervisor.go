@@ -218,7 +218,11 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 		}
 		defer mf.Close()
 		defer sf.Close()
-		simArgs := []string{"sim", "--link-fd", "3", "--log.level", "warn", "--priority", fmt.Sprint(cfg.Cycle.Priority)}
+		// The segment answers in real time, but one step below the cycle
+		// thread, which it must never hold off: on hardware the segment
+		// takes no CPU at all, and SCHED_FIFO threads of equal priority
+		// do not preempt each other.
+		simArgs := []string{"sim", "--link-fd", "3", "--log.level", "warn", "--priority", fmt.Sprint(max(cfg.Cycle.Priority-1, min(cfg.Cycle.Priority, 1)))}
 		for _, d := range cfg.Bus.Devices {
 			simArgs = append(simArgs, "--devices", d)
 		}
