@@ -69,7 +69,8 @@ type faultRig struct {
 	w       wire
 	devices []string
 	seg     *sim.Segment
-	stopSim func()
+	// stopSim stops the simulated segment; its error is the segment's.
+	stopSim func() error
 	// stopped reports whether stopSim ran since the last startSim.
 	stopped func() bool
 	a       *agentProc
@@ -117,20 +118,25 @@ func (r *faultRig) startSim(t *testing.T) {
 		done <- r.seg.Serve(ctx, l)
 	}()
 	stopped := false
-	owner := r.t
 	r.stopped = func() bool { return stopped }
-	r.stopSim = func() {
+	r.stopSim = func() error {
 		if stopped {
-			return
+			return nil
 		}
 		stopped = true
 		cancel()
 		_ = l.Close()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			owner.Errorf("simulated segment: %v", err)
+			return fmt.Errorf("simulated segment: %w", err)
 		}
+		return nil
 	}
-	r.t.Cleanup(r.stopSim)
+	owner, stop := r.t, r.stopSim
+	r.t.Cleanup(func() {
+		if err := stop(); err != nil {
+			owner.Error(err)
+		}
+	})
 }
 
 // newFaultRig starts the rig: the simulated segment of devices and an

@@ -310,7 +310,9 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 	t.Run("simulator restarted: every slave powered on again", func(t *testing.T) {
 		before := r.begin(t)
 		r.repairOnFailure(t)
-		r.stopSim()
+		if err := r.stopSim(); err != nil {
+			t.Error(err)
+		}
 		// Started again once the agent has seen the segment gone.
 		deadline := time.Now().Add(2 * time.Second)
 		for r.ready() {
