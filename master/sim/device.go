@@ -65,6 +65,8 @@ type deviceSpec struct {
 	analog        analogRange
 	// app, if set, builds the device's application (see application).
 	app func(*Device) application
+	// flash holds the files written through FoE (set by newDevice).
+	flash *flash
 }
 
 // Defaults applied when a segment option does not say otherwise.
@@ -79,6 +81,9 @@ func newDevice(image []byte, spec deviceSpec) (*Device, error) {
 	d := &Device{}
 	d.mu = &d.own
 	d.downPort = 1
+	if spec.flash == nil {
+		spec.flash = &flash{} // the device's own, kept through power cycles
+	}
 	if err := d.powerUp(image, spec); err != nil {
 		return nil, err
 	}
@@ -235,7 +240,8 @@ func (d *Device) stateChanged() {
 		}
 		switch sm.Type {
 		case sii.SMMailboxOut, sii.SMMailboxIn:
-			d.setPDIOff(i, st == esc.StateInit || st == esc.StateBootstrap)
+			// The mailbox runs in BOOT too, on the bootstrap mailbox.
+			d.setPDIOff(i, st == esc.StateInit)
 		case sii.SMProcessDataOut, sii.SMProcessDataIn:
 			d.setPDIOff(i, st != esc.StateSafeOp && st != esc.StateOp)
 		}
@@ -408,21 +414,27 @@ func (d *Device) tick(frame uint64) {
 func (d *Device) checkTransition(from, to esc.ALState) esc.ALStatusCode {
 	switch {
 	case from == esc.StateInit && to == esc.StatePreOp:
-		return d.checkMailboxSMs()
+		return d.checkMailboxSMs(d.sii.Header.StandardMailbox, esc.ALInvalidMailboxConfig)
+	case from == esc.StateInit && to == esc.StateBootstrap:
+		// ETG.1000.6: the bootstrap mailbox of SII words 0x0014–0x0017,
+		// refused with 0x0015 (invalid mailbox configuration, BOOT).
+		return d.checkMailboxSMs(d.sii.Header.BootstrapMailbox, alInvalidBootMailboxConfig)
 	case from == esc.StatePreOp && to == esc.StateSafeOp:
 		return d.checkProcessDataSMs()
 	}
 	return esc.ALNoError
 }
 
-// checkMailboxSMs compares the mailbox SyncManagers with the standard
-// mailbox of the SII header.
-func (d *Device) checkMailboxSMs() esc.ALStatusCode {
-	h := &d.sii.Header
-	if !h.HasMailbox() {
+// alInvalidBootMailboxConfig is AL status code 0x0015, invalid mailbox
+// configuration for BOOT (ETG.1000.6).
+const alInvalidBootMailboxConfig esc.ALStatusCode = 0x0015
+
+// checkMailboxSMs compares the mailbox SyncManagers with mailbox mb of the
+// SII header (standard or bootstrap) and returns code when they differ.
+func (d *Device) checkMailboxSMs(mb sii.Mailbox, code esc.ALStatusCode) esc.ALStatusCode {
+	if !d.sii.Header.HasMailbox() {
 		return esc.ALNoError
 	}
-	mb := h.StandardMailbox
 	want := []struct {
 		start, size uint16
 		control     uint8
@@ -432,11 +444,11 @@ func (d *Device) checkMailboxSMs() esc.ALStatusCode {
 	}
 	for i, w := range want {
 		if i >= d.nsm {
-			return esc.ALInvalidMailboxConfig
+			return code
 		}
 		r := esc.DecodeSyncManager(d.mem.b[esc.RegSyncManager(i):])
 		if r.PhysicalStart != w.start || r.Length != w.size || r.Control&0x0F != w.control || !r.Enabled() {
-			return esc.ALInvalidMailboxConfig
+			return code
 		}
 	}
 	return esc.ALNoError

@@ -99,6 +99,7 @@ type mailbox struct {
 
 	download downloadState
 	info     infoState
+	foeState foeState
 }
 
 func newMailbox(d *Device, od *objectDictionary, delay int, fw firmware) *mailbox {
@@ -111,6 +112,7 @@ func (m *mailbox) reset() {
 	m.pending, m.armed, m.upload, m.counter = false, false, nil, 0
 	m.head, m.queued, m.last.n = 0, 0, 0
 	m.download.active, m.info.rest = false, nil
+	m.resetFoE()
 	if m.inSM < m.d.nsm {
 		m.d.mem.b[int(esc.RegSyncManager(m.inSM))+smPDIControlOffset] &^= smRepeatBit
 	}
@@ -306,9 +308,12 @@ func (m *mailbox) serve() {
 		return
 	}
 	body := req[mailboxHeaderLen : mailboxHeaderLen+n]
-	switch req[5] & 0x0F {
-	case mbxTypeCoE:
+	switch typ := req[5] & 0x0F; {
+	case typ == mbxTypeCoE && m.d.esm.state != esc.StateBootstrap:
+		// In BOOT only FoE runs (ETG.1000.6, bootstrap mailbox).
 		m.coe(body)
+	case typ == mbxTypeFoE && m.d.hasFoE():
+		m.foe(body)
 	default:
 		m.mailboxError(mbxErrUnsupportedProtocol)
 	}
