@@ -34,33 +34,50 @@ func EEPROMBytes(header []byte) int {
 // bytes as its header declares (EEPROMBytes), not only the categories in
 // use as the scan reads them.
 func (m *Master) ReadEEPROM(ctx context.Context, s *Slave) ([]byte, error) {
+	var img []byte
+	err := m.withEEPROM(ctx, s, func(r *eepromReader) error {
+		header := make([]byte, sii.HeaderSize)
+		if err := r.ReadWords(0, header); err != nil {
+			return fmt.Errorf("master: %v: read SII header: %w", s, err)
+		}
+		img = make([]byte, EEPROMBytes(header))
+		copy(img, header)
+		if err := r.ReadWords(uint16(len(header)/2), img[len(header):]); err != nil {
+			return fmt.Errorf("master: %v: read SII: %w", s, err)
+		}
+		return nil
+	})
+	return img, err
+}
+
+// withEEPROM assigns the EEPROM of s to EtherCAT (0x0500 = 0), runs f with
+// a reader of its interface, and hands the EEPROM back to the slave's PDI
+// as Scan leaves it.
+func (m *Master) withEEPROM(ctx context.Context, s *Slave, f func(r *eepromReader) error) error {
+	if err := m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegSIIConfig), []byte{0}); err != nil {
+		return fmt.Errorf("master: %v: assign SII EEPROM to EtherCAT: %w", s, err)
+	}
 	r, err := newEEPROMReader(ctx, m.bus, s.StationAddress, m.cfg.SIITimeout, m.cfg.Retries)
-	if err != nil {
-		return nil, fmt.Errorf("master: %v: EEPROM interface: %w", s, err)
+	if err == nil {
+		err = f(r)
+	} else {
+		err = fmt.Errorf("master: %v: EEPROM interface: %w", s, err)
 	}
-	header := make([]byte, sii.HeaderSize)
-	if err := r.ReadWords(0, header); err != nil {
-		return nil, fmt.Errorf("master: %v: read SII header: %w", s, err)
+	if perr := m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegSIIConfig), []byte{siiAccessPDI}); perr != nil && err == nil {
+		err = fmt.Errorf("master: %v: assign SII EEPROM to PDI: %w", s, perr)
 	}
-	img := make([]byte, EEPROMBytes(header))
-	copy(img, header)
-	if err := r.ReadWords(uint16(len(header)/2), img[len(header):]); err != nil {
-		return nil, fmt.Errorf("master: %v: read SII: %w", s, err)
-	}
-	return img, nil
+	return err
 }
 
 // ReadEEPROMAt fills dst (a whole number of words) with the SII EEPROM
 // of s from word address word on.
 func (m *Master) ReadEEPROMAt(ctx context.Context, s *Slave, word uint16, dst []byte) error {
-	r, err := newEEPROMReader(ctx, m.bus, s.StationAddress, m.cfg.SIITimeout, m.cfg.Retries)
-	if err != nil {
-		return fmt.Errorf("master: %v: EEPROM interface: %w", s, err)
-	}
-	if err := r.ReadWords(word, dst); err != nil {
-		return fmt.Errorf("master: %v: read SII at word %#04x: %w", s, word, err)
-	}
-	return nil
+	return m.withEEPROM(ctx, s, func(r *eepromReader) error {
+		if err := r.ReadWords(word, dst); err != nil {
+			return fmt.Errorf("master: %v: read SII at word %#04x: %w", s, word, err)
+		}
+		return nil
+	})
 }
 
 // WriteEEPROM writes data (a whole number of words) into the SII EEPROM
@@ -72,42 +89,47 @@ func (m *Master) WriteEEPROM(ctx context.Context, s *Slave, word uint16, data []
 	if len(data)%2 != 0 {
 		return fmt.Errorf("master: %v: EEPROM write of %d bytes, not a whole number of words", s, len(data))
 	}
-	r, err := newEEPROMReader(ctx, m.bus, s.StationAddress, m.cfg.SIITimeout, m.cfg.Retries)
-	if err != nil {
-		return fmt.Errorf("master: %v: EEPROM interface: %w", s, err)
-	}
-	for i := 0; i < len(data); i += 2 {
-		if err := m.writeEEPROMWord(ctx, r, s, word+uint16(i/2), data[i:i+2]); err != nil {
-			return err
+	return m.withEEPROM(ctx, s, func(r *eepromReader) error {
+		for i := 0; i < len(data); i += 2 {
+			if err := m.writeEEPROMWord(ctx, r, s, word+uint16(i/2), data[i:i+2]); err != nil {
+				return err
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // writeEEPROMWord runs one write command: control with write enable,
-// address and data in one datagram (0x0502–0x0509), then waits until the
-// interface is idle again.
+// address and data in one datagram (0x0502–0x0509).
 func (m *Master) writeEEPROMWord(ctx context.Context, r *eepromReader, s *Slave, word uint16, v []byte) error {
+	return m.eepromCommand(ctx, r, s, esc.SIICmdWrite|esc.SIIWriteEnable, word, v)
+}
+
+// eepromCommand writes command ctl with word address word and data (the
+// data register follows the 4-byte address register: bytes 6–7 of a
+// datagram at 0x0502) and waits until the interface is idle again. A
+// command the EEPROM refuses (no acknowledge while it finishes its own
+// write cycle, ~4 ms after a word write) is sent again until the SII
+// timeout.
+func (m *Master) eepromCommand(ctx context.Context, r *eepromReader, s *Slave, ctl esc.SIIControl, word uint16, data []byte) error {
 	deadline := time.Now().Add(m.cfg.SIITimeout)
 	for {
 		var cmd [8]byte
-		esc.SIIControl(esc.SIICmdWrite | esc.SIIWriteEnable).Encode(cmd[:])
+		ctl.Encode(cmd[:])
 		binary.LittleEndian.PutUint32(cmd[2:], uint32(word))
-		copy(cmd[6:], v)
-		// 0x0508 follows the 4-byte address register: the data word
-		// sits at cmd[6:8] of a datagram starting at 0x0502.
+		copy(cmd[6:], data)
 		if err := r.writeReg(uint16(esc.RegSIIControl), cmd[:]); err != nil {
-			return fmt.Errorf("master: %v: SII write command at word %#04x: %w", s, word, err)
+			return fmt.Errorf("master: %v: SII command %#04x at word %#04x: %w", s, uint16(ctl), word, err)
 		}
 		st, _, err := r.waitIdle(word)
 		if err != nil {
-			return fmt.Errorf("master: %v: SII write at word %#04x: %w", s, word, err)
+			return fmt.Errorf("master: %v: SII command %#04x at word %#04x: %w", s, uint16(ctl), word, err)
 		}
 		if !st.Failed() {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("master: %v: SII write at word %#04x: %w", s, word,
+			return fmt.Errorf("master: %v: SII command %#04x at word %#04x: %w", s, uint16(ctl), word,
 				&SIIError{Address: s.StationAddress, Word: word, Status: st})
 		}
 		m.bus.counters.retries.Add(1)
@@ -117,21 +139,7 @@ func (m *Master) writeEEPROMWord(ctx context.Context, r *eepromReader, s *Slave,
 // ReloadEEPROM makes the ESC of s load its configuration area (SII words
 // 0–7: PDI, ESC configuration, station alias) again, as at power-up.
 func (m *Master) ReloadEEPROM(ctx context.Context, s *Slave) error {
-	r, err := newEEPROMReader(ctx, m.bus, s.StationAddress, m.cfg.SIITimeout, m.cfg.Retries)
-	if err != nil {
-		return fmt.Errorf("master: %v: EEPROM interface: %w", s, err)
-	}
-	var cmd [2]byte
-	esc.SIIControl(esc.SIICmdReload).Encode(cmd[:])
-	if err := r.writeReg(uint16(esc.RegSIIControl), cmd[:]); err != nil {
-		return fmt.Errorf("master: %v: SII reload command: %w", s, err)
-	}
-	st, _, err := r.waitIdle(0)
-	if err != nil {
-		return fmt.Errorf("master: %v: SII reload: %w", s, err)
-	}
-	if st.Failed() {
-		return fmt.Errorf("master: %v: SII reload: %w", s, &SIIError{Address: s.StationAddress, Status: st})
-	}
-	return nil
+	return m.withEEPROM(ctx, s, func(r *eepromReader) error {
+		return m.eepromCommand(ctx, r, s, esc.SIICmdReload, 0, nil)
+	})
 }

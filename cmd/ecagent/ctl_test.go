@@ -119,6 +119,9 @@ func ctlCases() []ctlCase {
 		{name: "reg-read-json", args: []string{"reg", "read", "2", "0x0008", "2", "--json"}},
 		{name: "crc", args: []string{"crc", "--interval", "200ms"}},
 		{name: "crc-json", args: []string{"crc", "--interval", "0", "--json"}},
+		{name: "sii-read-1", args: []string{"sii", "read", "1"}},
+		{name: "sii-write-1", args: []string{"sii", "write", "1", filepath.Join("testdata", "ctl", "sii-read-1.golden"), "--write"}},
+		{name: "alias-2", args: []string{"alias", "2", "0", "--write"}},
 		// Last: a state request may disturb the agent's cycle for a while.
 		{name: "states-all-op", args: []string{"states", "all", "OP", "--write"}},
 	}
@@ -141,6 +144,11 @@ func TestCtlRefusals(t *testing.T) {
 		{[]string{"reg", "read", "9", "0x0130"}, exitFailure, "slave 9: the segment has 7 slaves"},
 		{[]string{"reg", "read", "1", "0x0130", "4", "--type", "uint16"}, exitUsage, "does not match --type uint16"},
 		{[]string{"reg", "read", "x", "0x0130"}, exitUsage, "want a ring position"},
+		{[]string{"alias", "1", "5"}, exitUsage, "add --write to confirm"},
+		{[]string{"sii", "write", "1", filepath.Join("testdata", "ctl", "sii-read-1.golden")}, exitUsage, "add --write"},
+		{[]string{"sii", "write", "3", filepath.Join("testdata", "ctl", "sii-read-1.golden"), "--write"}, exitFailure,
+			"refused without --force"},
+		{[]string{"sii", "write", "1", filepath.Join("testdata", "ctl", "crc.golden"), "--write"}, exitUsage, "SII image"},
 	} {
 		code, _, errOut := runCLI(t, context.Background(), nil, append(c.args, "--cycle.shm", noAgent, "--timeout", "100ms")...)
 		if code != c.code || !strings.Contains(errOut, c.want) {

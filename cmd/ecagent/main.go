@@ -74,6 +74,8 @@ func commands() []command {
 		{name: "reg", summary: "read or write ESC registers of a slave by address", run: regCommand},
 		{name: "states", summary: "request an AL state of one slave or all (needs --write)", run: statesCommand},
 		{name: "crc", summary: "print the port error counters (0x0300-0x0313) with their growth per second", run: crcCommand},
+		{name: "sii", summary: "dump a slave's SII EEPROM, or write one (needs --write)", run: siiCommand},
+		{name: "alias", summary: "set a slave's station alias in its SII (needs --write)", run: aliasCommand},
 		{name: "sim", summary: "serve a simulated EtherCAT segment on a network interface", run: simCommand},
 		{name: "bench", summary: "run the cycle for N cycles and report jitter, latency and load", run: benchCommand},
 		{name: "rtcheck", summary: "check this host's real-time tuning and say how to fix it", run: rtcheckCommand},

@@ -46,6 +46,23 @@ func (h *Handler) Do(ctx context.Context, req Request, uid int) (any, error) {
 	if req.IsWrite() && !req.Write {
 		return nil, &ErrWriteNotConfirmed{Op: req.Op}
 	}
+	// Every request is safe to repeat (a write writes the same again), so
+	// one whose frames went unanswered, or found the cycle's queue full,
+	// is tried again: a loaded host delays the cycle now and then.
+	for try := 1; ; try++ {
+		res, err := h.do(ctx, req, uid)
+		if err == nil || try == requestTries || ctx.Err() != nil ||
+			!(errors.Is(err, master.ErrNoResponse) || errors.Is(err, master.ErrAcyclicQueueFull)) {
+			return res, err
+		}
+	}
+}
+
+// requestTries is how often Do tries a request whose frames went unanswered.
+const requestTries = 3
+
+// do carries out one try of req.
+func (h *Handler) do(ctx context.Context, req Request, uid int) (any, error) {
 	switch req.Op {
 	case OpHello:
 		return &HelloResult{Interface: h.iface, Slaves: len(h.m.Slaves())}, nil
