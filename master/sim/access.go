@@ -163,6 +163,9 @@ func (d *Device) finish(ac *access, f *frameContext) {
 	if ac.siiCommand {
 		d.eeprom.command(d.mem.b[:], f.arrival)
 	}
+	if ac.wroteLast|ac.readLast == 0 {
+		return // no SyncManager buffer completed
+	}
 	for i := range d.nsm {
 		s := &d.sms[i]
 		if ac.wroteLast&(1<<i) != 0 {
@@ -184,6 +187,7 @@ func (d *Device) finish(ac *access, f *frameContext) {
 		if ac.readLast&(1<<i) != 0 {
 			if s.mailbox {
 				s.full = false
+				d.wakeMailbox() // room for the next message
 				st := uint8(smStatusReadEvent)
 				if d.spec.fw.reopen {
 					st = smStatusReopened
@@ -230,6 +234,7 @@ func (d *Device) registersWritten(lo, hi int, f *frameContext) {
 	}
 	if overlaps(lo, hi, int(esc.RegSyncManager0), int(esc.RegSyncManager0)+16*esc.SyncManagerLen-1) {
 		d.decodeSyncManagers(lo, hi)
+		d.wakeMailbox() // a mailbox enabled, or the repeat request toggled
 	}
 	if overlaps(lo, hi, int(esc.RegDCRecvTimePort0), int(esc.RegDCRecvTimePort0)) {
 		d.clock.latch(regs, f.arrival, d.downPort, f.back, f.hasBack)

@@ -38,6 +38,12 @@ type Device struct {
 	win    [16]fmmuWindow
 	nwin   int
 	mbx    *mailbox
+	// mbxWake says the mailbox may have work on the next frame: set by
+	// every event that can give it some (a request written, the send
+	// mailbox read, SyncManager or state changes, a queued message),
+	// cleared when it is idle, so that a quiet mailbox costs nothing per
+	// frame.
+	mbxWake bool
 	wd     pdWatchdog
 	pd     processData
 	app    application // the device's own application (a drive), or nil
@@ -233,6 +239,7 @@ func (d *Device) stateChanged() {
 	if d.esm.emulated {
 		return
 	}
+	d.wakeMailbox()
 	st := d.esm.state
 	for i, sm := range d.sii.SyncManagers {
 		if i >= d.nsm {
@@ -388,7 +395,7 @@ func (d *Device) advance(now int64) {
 	if d.esm.advance(d, now) {
 		d.stateChanged()
 	}
-	if d.mbx != nil {
+	if d.mbxWake {
 		d.mbx.advance(now)
 	}
 	if d.checkWatchdog(now) {
@@ -403,8 +410,9 @@ func (d *Device) tick(frame uint64) {
 	if d.esm.tick(d) {
 		d.stateChanged()
 	}
-	if d.mbx != nil {
+	if d.mbxWake {
 		d.mbx.tick(frame)
+		d.mbxWake = !d.mbx.idle()
 	}
 }
 

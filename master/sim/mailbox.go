@@ -106,6 +106,23 @@ func newMailbox(d *Device, od *objectDictionary, delay int, fw firmware) *mailbo
 	return &mailbox{d: d, od: od, delay: max(delay, 0), fw: fw, outSM: 0, inSM: 1}
 }
 
+// wakeMailbox makes the mailbox look for work on the next frame.
+func (d *Device) wakeMailbox() { d.mbxWake = d.mbx != nil }
+
+// idle reports whether the mailbox has nothing to do until an event wakes
+// it (Device.mbxWake): no request pending, no message waiting, no SDO
+// information fragments left, no repeat request unanswered.
+func (m *mailbox) idle() bool {
+	if m.pending || m.queued > 0 || m.info.rest != nil {
+		return false
+	}
+	if m.inSM >= m.d.nsm {
+		return true
+	}
+	base := int(esc.RegSyncManager(m.inSM))
+	return m.d.mem.b[base+smActivateOffset]&smRepeatBit == m.d.mem.b[base+smPDIControlOffset]&smRepeatBit
+}
+
 // reset forgets everything in progress (the device went to INIT): queued
 // messages, transfers, the repeat handshake.
 func (m *mailbox) reset() {
@@ -124,6 +141,7 @@ func (m *mailbox) received(sm int, now int64) {
 	if sm != m.outSM {
 		return
 	}
+	m.d.mbxWake = true
 	m.pending, m.armed, m.left = true, true, m.delay
 	m.dueAt = now + m.fw.mailbox
 	if (m.framed && m.delay == 0) || (!m.framed && m.fw.mailbox == 0) {
@@ -228,6 +246,7 @@ func (m *mailbox) enqueue(src []byte) bool {
 	q := &m.queue[(m.head+m.queued)%replyQueueLen]
 	q.n = copy(q.b[:], src)
 	m.queued++
+	m.d.mbxWake = true
 	return true
 }
 

@@ -68,8 +68,11 @@ func (d *Device) triggerWatchdog(i int, now int64) {
 // checkWatchdog expires the watchdog at segment time now when its time is
 // over, and reports whether the state changed.
 func (d *Device) checkWatchdog(now int64) bool {
+	if !d.wd.armed {
+		return false // the common case: decided without the registers
+	}
 	t := d.watchdogTimeout()
-	if !d.wd.armed || t == 0 || now-d.wd.last < t || !d.watched() {
+	if t == 0 || now-d.wd.last < t || !d.watched() {
 		return false
 	}
 	d.wd.armed = false

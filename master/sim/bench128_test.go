@@ -1,0 +1,53 @@
+package sim
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/master/wire"
+)
+
+// segment128 is 128 EL3004 in PREOP with their mailboxes set up, as a
+// master leaves them before process data, and the frame a 1 ms cycle
+// sends them: an LRW over the process image and the AL status of all.
+func segment128(tb testing.TB) (*Segment, []byte) {
+	tb.Helper()
+	specs := slices.Repeat([]string{"EL3004"}, 128)
+	devs, err := ParseDevices(specs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	seg := frameClocked(NewSegment(devs))
+	if err := seg.Preset(0x1001, esc.StatePreOp); err != nil {
+		tb.Fatal(err)
+	}
+	frame := frameOf(tb, logical(wire.LRW, 0, make([]byte, 128*8)), phys(wire.BRD, 0, 0x0130, make([]byte, 2)),
+		phys(wire.FPRD, 0x1001, 0x080D, make([]byte, 1)))
+	return seg, frame
+}
+
+// BenchmarkProcess128 carries the cycle frame through 128 devices.
+func BenchmarkProcess128(b *testing.B) {
+	seg, frame := segment128(b)
+	buf := make([]byte, len(frame))
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(buf, frame)
+		seg.Process(buf)
+	}
+}
+
+// TestProcess128AllocationFree keeps Process allocation-free on a long line.
+func TestProcess128AllocationFree(t *testing.T) {
+	seg, frame := segment128(t)
+	buf := make([]byte, len(frame))
+	if a := testing.AllocsPerRun(50, func() { copy(buf, frame); seg.Process(buf) }); a != 0 {
+		t.Errorf("Process allocates %v times a frame through 128 devices", a)
+	}
+	copy(buf, frame)
+	seg.Process(buf)
+	if d := datagrams(buf)[1]; d.WKC != 128 {
+		t.Errorf("BRD AL status: WKC %d, want 128", d.WKC)
+	}
+}
