@@ -44,10 +44,10 @@ type Device struct {
 	// cleared when it is idle, so that a quiet mailbox costs nothing per
 	// frame.
 	mbxWake bool
-	wd     pdWatchdog
-	pd     processData
-	app    application // the device's own application (a drive), or nil
-	seg    *Segment    // the segment the device is in, or nil
+	wd      pdWatchdog
+	pd      processData
+	app     application // the device's own application (a drive), or nil
+	seg     *Segment    // the segment the device is in, or nil
 
 	downPort int  // the port that leads to the next device
 	hasNext  bool // a device follows on downPort, powered
