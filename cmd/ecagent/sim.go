@@ -52,7 +52,7 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 	devices := fs.StringSlice("devices", config.ReferenceDevices(),
 		"devices in ring order: built-in models or SII image paths (*.bin)")
 	pattern := fs.String("inputs", "counter", "how inputs change: constant, counter, walk, square:N or sine:N")
-	busy := fs.Int("sii-busy-frames", 2, "frames an SII EEPROM command stays busy; unset, EEPROM reads take the "+
+	busy := fs.Int("sii-busy-frames", 0, "frames an SII EEPROM command stays busy, counted; unset, EEPROM reads take the "+
 		"chip's real time (0.71 ms on the ET1100/ET1200)")
 	presetAddr := fs.Uint16("preset-address", 0, "start with station addresses from this one on, e.g. 0x03e9")
 	presetState := fs.String("preset-state", "PREOP", "with --preset-address: INIT or PREOP")
@@ -221,6 +221,8 @@ Examples:
   ecagent sim --iface veth1 --control /run/ecsim.sock &
   echo 'drop next 3' | socat - UNIX-CONNECT:/run/ecsim.sock    # answers: ok
   printf 'disappear 3\ncounts\n' | socat - UNIX-CONNECT:/run/ecsim.sock
+  echo 'noisy 2 0 50' | socat - UNIX-CONNECT:/run/ecsim.sock   # 50 CRC errors/s into terminal 2
+  echo 'power-cycle' | socat - UNIX-CONNECT:/run/ecsim.sock    # 24 V off and on, EEPROMs kept
 
   # faults.txt: pull terminal 3 for 2.5 s every 10 s, lose 1 % of frames
   0s   drop percent 1
