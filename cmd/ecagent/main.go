@@ -76,6 +76,8 @@ func commands() []command {
 		{name: "crc", summary: "print the port error counters (0x0300-0x0313) with their growth per second", run: crcCommand},
 		{name: "sii", summary: "dump a slave's SII EEPROM, or write one (needs --write)", run: siiCommand},
 		{name: "alias", summary: "set a slave's station alias in its SII (needs --write)", run: aliasCommand},
+		{name: "graph", summary: "print the segment's topology as a Graphviz DOT graph", run: graphCommand},
+		{name: "master", summary: "print the master's counters: frames, losses, retries, with rates", run: masterCommand},
 		{name: "sim", summary: "serve a simulated EtherCAT segment on a network interface", run: simCommand},
 		{name: "bench", summary: "run the cycle for N cycles and report jitter, latency and load", run: benchCommand},
 		{name: "rtcheck", summary: "check this host's real-time tuning and say how to fix it", run: rtcheckCommand},
