@@ -22,6 +22,9 @@ type ctlFlags struct {
 	bus  busFlags
 	shm  *string
 	json *bool
+	// bringUp makes a segment opened here go through the agent's
+	// bring-up (PDO configuration, image mapping) before the requests.
+	bringUp bool
 }
 
 func addCtlFlags(fs *pflag.FlagSet) ctlFlags {
@@ -81,6 +84,11 @@ func (c ctlFlags) callEach(ctx context.Context, e *env, cmd string, reqs []contr
 		return wrapUnlessUsage(cmd, err)
 	}
 	defer closeBus()
+	if c.bringUp {
+		if err := m.BringUp(ctx); err != nil {
+			return fmt.Errorf("%s: bring-up: %w", cmd, err)
+		}
+	}
 	h := control.NewHandler(m, *c.bus.iface, nil)
 	for i, req := range reqs {
 		raw, err := h.Call(ctx, req, os.Getuid())

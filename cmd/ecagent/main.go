@@ -78,6 +78,8 @@ func commands() []command {
 		{name: "alias", summary: "set a slave's station alias in its SII (needs --write)", run: aliasCommand},
 		{name: "graph", summary: "print the segment's topology as a Graphviz DOT graph", run: graphCommand},
 		{name: "master", summary: "print the master's counters: frames, losses, retries, with rates", run: masterCommand},
+		{name: "pdos", summary: "print PDO assignment and mapping per SyncManager with image offsets", run: pdosCommand},
+		{name: "domains", summary: "print the process image layout: each slave's outputs and inputs", run: domainsCommand},
 		{name: "sim", summary: "serve a simulated EtherCAT segment on a network interface", run: simCommand},
 		{name: "bench", summary: "run the cycle for N cycles and report jitter, latency and load", run: benchCommand},
 		{name: "rtcheck", summary: "check this host's real-time tuning and say how to fix it", run: rtcheckCommand},

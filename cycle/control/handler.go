@@ -82,6 +82,8 @@ func (h *Handler) do(ctx context.Context, req Request, uid int) (any, error) {
 		return h.alias(ctx, req, uid)
 	case OpMaster:
 		return h.master(), nil
+	case OpPDOs:
+		return h.pdos()
 	}
 	return nil, fmt.Errorf("unknown request %q", req.Op)
 }

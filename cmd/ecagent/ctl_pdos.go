@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/ecagent/ecagent/cycle/control"
+)
+
+func pdosCommand(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "pdos", help{
+		usage: "[--json]",
+		about: "Print each slave's process-data SyncManagers, the PDOs assigned to them and their mapped " +
+			"entries, with each entry's place in the process image (byte.bit), like `ethercat pdos`.",
+		groups: ctlGroups(),
+		notes: "Where the assignment came from is printed per slave: the SII, the slave's CoE objects " +
+			"(0x1C12/0x1C13) or the configuration (bus.pdo). On a segment opened here the command " +
+			"brings the bus up as the agent would, to map the image. " + ctlNotes,
+		examples: []string{"ecagent pdos", "ecagent pdos --json | jq '.slaves[1].rxpdos'"},
+	})
+	c := addCtlFlags(fs)
+	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
+		return err
+	}
+	c.bringUp = true
+	var res control.PDOsResult
+	if err := c.call(ctx, e, "pdos", []control.Request{{Op: control.OpPDOs}}, &res); err != nil {
+		return err
+	}
+	return c.print(e.stdout, &res, func(w io.Writer) { printPDOs(w, res) })
+}
+
+func domainsCommand(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "domains", help{
+		usage: "[--json]",
+		about: "Print the layout of the process image, like `ethercat domains`: its size and where each " +
+			"slave's outputs and inputs lie (byte.bit and bit length; outputs first, then inputs).",
+		groups:   ctlGroups(),
+		notes:    "On a segment opened here the command brings the bus up as the agent would. " + ctlNotes,
+		examples: []string{"ecagent domains", "ecagent domains --json"},
+	})
+	c := addCtlFlags(fs)
+	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
+		return err
+	}
+	c.bringUp = true
+	var res control.PDOsResult
+	if err := c.call(ctx, e, "domains", []control.Request{{Op: control.OpPDOs}}, &res); err != nil {
+		return err
+	}
+	return c.print(e.stdout, &res, func(w io.Writer) { printDomains(w, res) })
+}
+
+// bitPos prints a bit offset of the image as byte.bit.
+func bitPos(off int) string { return fmt.Sprintf("%d.%d", off/8, off%8) }
+
+func printPDOs(w io.Writer, res control.PDOsResult) {
+	for i, s := range res.Slaves {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "=== Slave %d (%s) === assignment from %s\n", s.Position, s.Name, s.Source)
+		for _, sm := range s.SyncManagers {
+			fmt.Fprintf(w, "SM%d: %s, start %#04x, %d bytes, control %#02x\n", sm.Index, sm.Type, sm.Start, sm.Bytes, sm.Control)
+			for _, list := range [][]control.PDOInfo{s.RxPDOs, s.TxPDOs} {
+				for _, p := range list {
+					if p.SM != sm.Index {
+						continue
+					}
+					fmt.Fprintf(w, "  PDO %#04x\n", p.Index)
+					for _, en := range p.Entries {
+						if en.Index == 0 {
+							fmt.Fprintf(w, "    (gap)      %2d bit  image %s\n", en.Bits, bitPos(en.Offset))
+							continue
+						}
+						fmt.Fprintf(w, "    %#04x:%02x  %2d bit  image %s\n", en.Index, en.SubIndex, en.Bits, bitPos(en.Offset))
+					}
+				}
+			}
+		}
+	}
+}
+
+func printDomains(w io.Writer, res control.PDOsResult) {
+	fmt.Fprintf(w, "Process image: %d bytes (%d output bytes at 0, %d input bytes at %d)\n",
+		res.OutputBytes+res.InputBytes, res.OutputBytes, res.InputBytes, res.OutputBytes)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "POS\tNAME\tOUTPUTS\tBITS\tINPUTS\tBITS")
+	for _, s := range res.Slaves {
+		o, in := "-", "-"
+		if s.Outputs.Len > 0 {
+			o = bitPos(s.Outputs.Offset)
+		}
+		if s.Inputs.Len > 0 {
+			in = bitPos(s.Inputs.Offset)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%d\n", s.Position, s.Name, o, s.Outputs.Len, in, s.Inputs.Len)
+	}
+	_ = tw.Flush()
+}
