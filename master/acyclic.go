@@ -24,8 +24,14 @@ import (
 
 // AcyclicQueueLen is how many acyclic datagrams can wait for the cycle at
 // once. A Bus transaction is one datagram; more are in flight only when
-// several goroutines use the master at the same time.
-const AcyclicQueueLen = 16
+// several goroutines use the master at the same time: recovery's parallel
+// steps, mailbox transfers, the maintenance socket. A datagram a requester
+// withdrew holds its place until the cycle walks past it, so on a
+// saturated host 16 places filled up behind eight parallel reconnects
+// (scripts/stress-faults); 64 leave room for that and for the bursts of
+// the maintenance commands. Each place holds a frame's worth of data
+// (about 1.5 KiB).
+const AcyclicQueueLen = 64
 
 // ErrAcyclicQueueFull is returned to a transaction that finds every place
 // of the acyclic queue taken: the cycle is not keeping up (or not

@@ -35,7 +35,7 @@ const (
 	// parallelRecoveries bounds the slaves recovered at once: each has
 	// one datagram queued for the cycle at a time, and together they
 	// leave room in the acyclic queue.
-	parallelRecoveries = master.AcyclicQueueLen / 2
+	parallelRecoveries = min(8, master.AcyclicQueueLen/2)
 	// slowStep: a check, reconnect or recovery of one slave that takes
 	// longer is logged with its outcome, whatever it was.
 	slowStep = 500 * time.Millisecond
