@@ -17,7 +17,7 @@ import (
 // configHelp is the help of `ecagent config` and of its subcommands.
 func configHelp() help {
 	return help{
-		usage: "schema [--json] | check FILE",
+		usage: "schema [--json] | check FILE | from-bus [flags]",
 		about: "Print the configuration schema (every key with its type, default, allowed values, " +
 			"environment variable and flag, including the file-only lists drives and bus.pdo), or " +
 			"check a configuration file the way 'ecagent run' would read it.",
@@ -28,14 +28,18 @@ func configHelp() help {
 			"ecagent config schema | less",
 			"ecagent config schema --json | jq -r '.keys[].key'",
 			"ecagent config check /etc/ecagent/ecagent.yaml",
+			"ecagent config from-bus > bus.yaml   # the segment as it is (own flags and help)",
 		},
 	}
 }
 
-func configCommand(_ context.Context, e *env, args []string) error {
+func configCommand(ctx context.Context, e *env, args []string) error {
 	sub := ""
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, args = args[0], args[1:]
+	}
+	if sub == "from-bus" {
+		return configFromBusCommand(ctx, e, args)
 	}
 	fs := newFlagSet(e, "config", configHelp())
 	asJSON := fs.Bool("json", false, "config schema: print the schema as JSON")

@@ -129,6 +129,7 @@ func ctlCases() []ctlCase {
 		{name: "pdos", args: []string{"pdos"}},
 		{name: "domains", args: []string{"domains"}},
 		{name: "domains-json", args: []string{"domains", "--json"}},
+		{name: "config-from-bus", args: []string{"config", "from-bus"}},
 		{name: "master", args: []string{"master", "--interval", "300ms"}, match: func(agent bool) string {
 			if agent { // the cycle runs: about 1000 cycles/s (1 ms)
 				return `(?s)Link: \(simulated segment\)\nSlaves: 7\n.*cycles: +\d+ \(\+[1-9]\d*/s\)`
@@ -257,5 +258,27 @@ func TestCtlCommands(t *testing.T) {
 	if allowed := int(2*quietRate*took.Seconds()) + 3; busy > allowed {
 		t.Errorf("%d overruns in the %v of requests, more than %d at the host's rate of %.1f/s in a quiet window",
 			busy, took, allowed, quietRate)
+	}
+}
+
+// TestConfigFromBusIsValid reads the configuration snippet of a segment
+// back with config check, and checks the help of config from-bus.
+func TestConfigFromBusIsValid(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, context.Background(), nil, "config", "from-bus", "--cycle.shm",
+		filepath.Join(dir, "none.shm"), "--timeout", "100ms", "--devices", "EK1100,EL3004,EL4132")
+	if code != exitOK || !strings.Contains(out, "- slave: 1  # EL3004") {
+		t.Fatalf("exit %d: %s\n%s", code, out, errOut)
+	}
+	path := filepath.Join(dir, "bus.yaml")
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, context.Background(), nil, "config", "check", path); code != exitOK {
+		t.Errorf("config check of:\n%s\n%s", out, errOut)
+	}
+	out, _ = helpOf(t, "config", "from-bus")
+	if n := strings.Count(out, "\n"); n > 40 || !strings.Contains(out, "Example") {
+		t.Errorf("config from-bus --help: %d lines:\n%s", n, out)
 	}
 }
