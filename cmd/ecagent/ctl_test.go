@@ -130,6 +130,12 @@ func ctlCases() []ctlCase {
 		{name: "domains", args: []string{"domains"}},
 		{name: "domains-json", args: []string{"domains", "--json"}},
 		{name: "config-from-bus", args: []string{"config", "from-bus"}},
+		{name: "data", args: []string{"data"}, match: func(agent bool) string {
+			if agent { // the cycle's image, from the shared-memory segment
+				return `^Process image: 6 bytes \(cycle [1-9]\d*\)\nOutputs:\n  0x0000: ([0-9a-f]{2} ){4}[0-9a-f]{2}\nInputs:\n  0x0005: [0-9a-f]{2}\n$`
+			}
+			return `^Process image: 6 bytes\nOutputs:\n  0x0000: ([0-9a-f]{2} ){4}[0-9a-f]{2}\nInputs:\n  0x0005: [0-9a-f]{2}\n$`
+		}},
 		{name: "master", args: []string{"master", "--interval", "300ms"}, match: func(agent bool) string {
 			if agent { // the cycle runs: about 1000 cycles/s (1 ms)
 				return `(?s)Link: \(simulated segment\)\nSlaves: 7\n.*cycles: +\d+ \(\+[1-9]\d*/s\)`

@@ -12,6 +12,9 @@
 //	rtcheck  check this host's real-time tuning and say how to fix it
 //	config   print the configuration schema (config schema), check a file (config check)
 //	sdo      read or write a CoE object of a slave (SDO upload/download)
+//	slaves, reg, states, crc, sii, alias, master, graph, pdos, domains, data
+//	         the maintenance toolbox of IgH's ethercat tool (docs/toolbox.md),
+//	         through a running agent's cycle process or on the segment itself
 //	version  print the version and build information
 //
 // Exit codes: 0 success, 1 runtime failure (link, bus, I/O), 2 usage or
@@ -80,6 +83,7 @@ func commands() []command {
 		{name: "master", summary: "print the master's counters: frames, losses, retries, with rates", run: masterCommand},
 		{name: "pdos", summary: "print PDO assignment and mapping per SyncManager with image offsets", run: pdosCommand},
 		{name: "domains", summary: "print the process image layout: each slave's outputs and inputs", run: domainsCommand},
+		{name: "data", summary: "print the process image as a hex dump, outputs then inputs", run: dataCommand},
 		{name: "sim", summary: "serve a simulated EtherCAT segment on a network interface", run: simCommand},
 		{name: "bench", summary: "run the cycle for N cycles and report jitter, latency and load", run: benchCommand},
 		{name: "rtcheck", summary: "check this host's real-time tuning and say how to fix it", run: rtcheckCommand},

@@ -30,6 +30,8 @@ type Handler struct {
 	iface string
 	// events, when not nil, gets an shm.EventMaintenance per write.
 	events Reporter
+	// snapshot, when not nil, reads the image the cycle publishes.
+	snapshot ImageSnapshot
 }
 
 // NewHandler returns a Handler on m, a master that has scanned its
@@ -84,6 +86,8 @@ func (h *Handler) do(ctx context.Context, req Request, uid int) (any, error) {
 		return h.master(), nil
 	case OpPDOs:
 		return h.pdos()
+	case OpData:
+		return h.data(ctx)
 	}
 	return nil, fmt.Errorf("unknown request %q", req.Op)
 }

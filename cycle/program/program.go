@@ -148,7 +148,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	go func() { defer close(recDone); rec.run(recCtx) }()
 	// The maintenance endpoint (ecagent slaves, reg, sii …): its requests
 	// go through the acyclic queue like recovery's.
-	ctlDone := serveControl(recCtx, m, e, cfg, log)
+	ctlDone := serveControl(recCtx, m, e, seg, cfg, log)
 	defer func() {
 		stopRec()
 		<-recDone
