@@ -187,8 +187,7 @@ func TestServerOverSocket(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	served := make(chan struct{})
-	go func() { defer close(served); srv.Serve(ctx) }()
+	served := srv.Start(ctx)
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != SocketMode {
 		t.Fatalf("socket %v, %v", fi, err)
 	}

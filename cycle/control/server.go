@@ -36,6 +36,8 @@ type Server struct {
 	// mu lets one request at a time use the master: a maintenance tool's
 	// requests are few, and mailbox transfers of two would contend.
 	mu sync.Mutex
+	// conns counts the connections being served.
+	conns sync.WaitGroup
 }
 
 // Listen creates the socket at path (replacing a stale one nobody
@@ -69,12 +71,24 @@ func Listen(path string, gid int, h *Handler, log *slog.Logger) (*Server, error)
 // Path returns the socket's path.
 func (s *Server) Path() string { return s.path }
 
-// Serve accepts connections until ctx ends, then closes the socket
-// (removing it) and waits for the connections' goroutines.
-func (s *Server) Serve(ctx context.Context) {
-	var wg sync.WaitGroup
+// Start serves connections in a goroutine of their own until ctx ends,
+// then closes the socket (removing it) and waits for the connections'
+// goroutines; the returned channel closes then. Everything it allocates
+// up front is allocated before it returns, so that a cycle starting
+// afterwards sees no allocation from it until a client connects.
+func (s *Server) Start(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() { _ = s.ln.Close() })
-	defer stop()
+	go func() {
+		defer close(done)
+		defer stop()
+		s.serve(ctx)
+	}()
+	return done
+}
+
+// serve accepts connections until the listener is closed.
+func (s *Server) serve(ctx context.Context) {
 	for {
 		c, err := s.ln.AcceptUnix()
 		if err != nil {
@@ -83,14 +97,14 @@ func (s *Server) Serve(ctx context.Context) {
 			}
 			break
 		}
-		wg.Add(1)
+		s.conns.Add(1)
 		go func() {
-			defer wg.Done()
+			defer s.conns.Done()
 			s.serveConn(ctx, c)
 		}()
 	}
 	_ = s.ln.Close()
-	wg.Wait()
+	s.conns.Wait()
 }
 
 // Close stops accepting connections and removes the socket.

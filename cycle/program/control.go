@@ -13,19 +13,19 @@ import (
 // serveControl serves the control socket of the segment cfg.Cycle.SHM
 // (control.SocketPath) until ctx ends; the returned channel closes when
 // it has stopped. A socket that cannot be made is logged and the cycle
-// runs without it.
+// runs without it. It allocates before it returns, not in cyclic
+// operation (until a client connects).
 func serveControl(ctx context.Context, m *master.Master, e *cycle.Engine, seg *shm.Segment, cfg Config, log *slog.Logger) <-chan struct{} {
-	done := make(chan struct{})
 	// The image is read where the agent reads it, from the segment: the
 	// master's own buffer belongs to the cycle thread.
 	h := control.NewHandler(m, cfg.Bus.Interface, e).WithImage(seg.Image().Snapshot)
 	srv, err := control.Listen(control.SocketPath(cfg.Cycle.SHM), -1, h, log)
 	if err != nil {
 		log.Warn("no maintenance endpoint", "err", err)
+		done := make(chan struct{})
 		close(done)
 		return done
 	}
 	log.Info("maintenance endpoint", "socket", srv.Path())
-	go func() { defer close(done); srv.Serve(ctx) }()
-	return done
+	return srv.Start(ctx)
 }
