@@ -60,7 +60,7 @@ func (cl *Client) Call(ctx context.Context, req Request) (json.RawMessage, error
 		return nil, fmt.Errorf("control: %s: bad response: %w", req.Op, err)
 	}
 	if resp.Error != "" {
-		return nil, &RemoteError{Msg: resp.Error}
+		return nil, &RemoteError{Msg: resp.Error, Refused: resp.Refused}
 	}
 	return resp.Result, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -224,3 +225,27 @@ func TestServerOverSocket(t *testing.T) {
 }
 
 func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// TestRefusalOverSocket: a slave's refusal of a state comes back as an
+// error that unwraps to the master's *ALStateError, as in-process.
+func TestRefusalOverSocket(t *testing.T) {
+	s := newSegment(t, "EK1100", "EL4132")
+	path := filepath.Join(t.TempDir(), "seg.shm.ctl")
+	srv, err := Listen(path, -1, s.h, slogDiscard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	served := srv.Start(ctx)
+	defer func() { cancel(); <-served }()
+	cl, err := Dial(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	_, err = cl.Call(ctx, Request{Op: OpStates, Slave: 1, State: "BOOT", Write: true})
+	var refused *master.ALStateError
+	if !errors.As(err, &refused) || refused.Position != 1 || refused.Code != 0x0013 {
+		t.Errorf("BOOT of an EL4132: %v (%+v), want its refusal with code 0x0013", err, refused)
+	}
+}

@@ -21,6 +21,8 @@ package control
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/ecagent/ecagent/master"
 )
 
 // SocketSuffix is appended to the shared-memory segment's path to name
@@ -98,15 +100,30 @@ func (r Request) IsWrite() bool {
 // Response is the answer to one Request: Error, or Result, the JSON of the
 // request's result type.
 type Response struct {
-	Error  string          `json:"error,omitempty"`
-	Result json.RawMessage `json:"result,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Refused is the slave's refusal of a state, when that is the error,
+	// so that the client can tell it (exit code 3) as in-process.
+	Refused *master.ALStateError `json:"refused,omitempty"`
+	Result  json.RawMessage      `json:"result,omitempty"`
 }
 
 // RemoteError is an error the endpoint answered with.
-type RemoteError struct{ Msg string }
+type RemoteError struct {
+	Msg string
+	// Refused is the slave's refusal of a state behind it, if any.
+	Refused *master.ALStateError
+}
 
 // Error returns the endpoint's message.
 func (e *RemoteError) Error() string { return e.Msg }
+
+// Unwrap returns the refusal behind the error, if any.
+func (e *RemoteError) Unwrap() error {
+	if e.Refused == nil {
+		return nil
+	}
+	return e.Refused
+}
 
 // ErrWriteNotConfirmed is the refusal of a request that changes a slave
 // without Write set.

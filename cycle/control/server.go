@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ecagent/ecagent/master"
 )
 
 // SocketMode is the permission of the control socket: the owner and its
@@ -166,7 +168,12 @@ func (s *Server) do(ctx context.Context, req Request, uid int) Response {
 		if req.IsWrite() {
 			s.log.Warn("maintenance request failed", "op", req.Op, "slave", req.Slave, "uid", uid, "err", err)
 		}
-		return Response{Error: err.Error()}
+		resp := Response{Error: err.Error()}
+		var refused *master.ALStateError
+		if errors.As(err, &refused) {
+			resp.Refused = refused
+		}
+		return resp
 	}
 	if req.IsWrite() {
 		s.log.Info("maintenance request", "op", req.Op, "slave", req.Slave, "uid", uid)
