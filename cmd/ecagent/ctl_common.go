@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -65,7 +66,11 @@ func (c ctlFlags) callEach(ctx context.Context, e *env, cmd string, reqs []contr
 	if after == nil {
 		after = func(int) {}
 	}
-	if cl, ok := c.agent(ctx); ok {
+	cl, ok, err := c.agent(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	if ok {
 		defer cl.Close()
 		for i, req := range reqs {
 			raw, err := cl.Call(ctx, req)
@@ -104,20 +109,36 @@ func (c ctlFlags) callEach(ctx context.Context, e *env, cmd string, reqs []contr
 }
 
 // agent connects to the control socket of a running agent on the segment
-// of the flags: the socket must answer, and serve the same interface.
-func (c ctlFlags) agent(ctx context.Context) (*control.Client, bool) {
-	cl, err := control.Dial(ctx, control.SocketPath(*c.shm))
+// of the flags. ok is false when no agent serves it (no socket, or one
+// nobody listens on) or the agent serves another interface: the command
+// may then open the segment itself. An agent that is there but does not
+// answer is an error: opening its segment beside it would disturb it.
+func (c ctlFlags) agent(ctx context.Context) (cl *control.Client, ok bool, err error) {
+	path := control.SocketPath(*c.shm)
+	cl, err = control.Dial(ctx, path)
 	if err != nil {
-		return nil, false
+		return nil, false, nil
 	}
-	raw, err := cl.Call(ctx, control.Request{Op: control.OpHello})
+	hctx, cancel := context.WithTimeout(ctx, helloTimeout)
+	defer cancel()
+	raw, err := cl.Call(hctx, control.Request{Op: control.OpHello})
 	var hello control.HelloResult
-	if err != nil || json.Unmarshal(raw, &hello) != nil || hello.Interface != *c.bus.iface {
-		_ = cl.Close()
-		return nil, false
+	if err == nil {
+		err = json.Unmarshal(raw, &hello)
 	}
-	return cl, true
+	if err != nil {
+		_ = cl.Close()
+		return nil, false, fmt.Errorf("the agent's control socket %s does not answer: %w", path, err)
+	}
+	if hello.Interface != *c.bus.iface {
+		_ = cl.Close()
+		return nil, false, nil
+	}
+	return cl, true, nil
 }
+
+// helloTimeout bounds the wait for a running agent's first answer.
+const helloTimeout = 10 * time.Second
 
 // print writes res as JSON with --json, else with text.
 func (c ctlFlags) print(w io.Writer, res any, text func(io.Writer)) error {
