@@ -94,6 +94,9 @@ func appendShmEvent(o *jsonObject, ev *shm.Event, model *Model) {
 		text = "" // the state's name, written above
 	case shm.EventBusAlarm, shm.EventBusAlarmCleared:
 		o.uint("cycles", ev.Value)
+	case shm.EventMaintenance:
+		appendSlave(o, ev, model)
+		o.uint("uid", ev.Value)
 	case shm.EventFramesDiscarded:
 		o.string("reason", text)
 		o.uint("frames", ev.Value)
