@@ -120,7 +120,7 @@ func (t *telemetry) countEvent(cp *CycleProcess, ev *shm.Event) {
 		return // not faults of the bus; slave and drive states have their own series
 	case shm.EventSlaveLost, shm.EventSlaveFound, shm.EventSlaveReconnected, shm.EventSlaveRefused,
 		shm.EventALAcknowledged, shm.EventRecoveryFailed, shm.EventEmergency, shm.EventDriveFault,
-		shm.EventDriveFaultCleared:
+		shm.EventDriveFaultCleared, shm.EventMaintenance:
 		pos = int(ev.Slave)
 	}
 	name := ""
