@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -44,8 +45,7 @@ func (m *Master) Scan(ctx context.Context) ([]*Slave, error) {
 		return nil, ErrClosed
 	}
 	m.slaves, m.image, m.cyclic = nil, nil, nil
-	var reg [2]byte
-	wkc, err := m.bus.BRD(ctx, uint16(esc.RegType), reg[:], AnyWKC)
+	wkc, err := m.countSlaves(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("master: scan: count slaves: %w", err)
 	}
@@ -62,6 +62,7 @@ func (m *Master) Scan(ctx context.Context) ([]*Slave, error) {
 		return nil, fmt.Errorf("master: scan: %w", err)
 	}
 	slaves := make([]*Slave, n)
+	var reg [2]byte
 	for pos := range slaves {
 		s := &Slave{Position: pos, StationAddress: uint16(firstStationAddress + pos)}
 		binary.LittleEndian.PutUint16(reg[:], s.StationAddress)
@@ -85,6 +86,23 @@ func (m *Master) Scan(ctx context.Context) ([]*Slave, error) {
 }
 
 // resetAll takes the n slaves to INIT and clears their FMMUs and
+// countSlaves counts the slaves with a broadcast read. A segment that does
+// not answer at all is given Config.StateTimeout to appear: devices take
+// about a second after power-on before they forward frames, and a
+// simulated segment started beside the master may not serve yet. Any
+// answer, also one with working counter 0, ends the wait.
+func (m *Master) countSlaves(ctx context.Context) (uint16, error) {
+	var reg [2]byte
+	until := time.Now().Add(m.cfg.StateTimeout)
+	for {
+		wkc, err := m.bus.BRD(ctx, uint16(esc.RegType), reg[:], AnyWKC)
+		if err == nil || !errors.Is(err, ErrNoResponse) || time.Now().After(until) || ctx.Err() != nil {
+			return wkc, err
+		}
+		m.log.Debug("scan: no answer yet, the segment may still be starting", "err", err)
+	}
+}
+
 // SyncManagers; the SII EEPROM goes to ECAT.
 func (m *Master) resetAll(ctx context.Context, n int) error {
 	var reg [esc.ALControlLen]byte
