@@ -38,7 +38,7 @@ func (m *Master) EnterBoot(ctx context.Context, s *Slave) error {
 		return fmt.Errorf("master: %v: %w", s, ErrNoBootstrap)
 	}
 	var words [16]byte // 0x0010–0x0017: the bootstrap mailbox is words 0x0014–0x0017
-	if err := m.readSIIWords(ctx, s, 0x10, words[:]); err != nil {
+	if err := m.ReadEEPROMAt(ctx, s, 0x10, words[:]); err != nil {
 		return fmt.Errorf("master: %v: enter BOOT: read bootstrap mailbox: %w", s, err)
 	}
 	mb := decodeBootstrap(words[8:])
@@ -54,23 +54,6 @@ func (m *Master) EnterBoot(ctx context.Context, s *Slave) error {
 		return fmt.Errorf("master: %v: configure bootstrap mailbox: %w", s, err)
 	}
 	return m.RequestSlaveState(ctx, s, esc.StateBootstrap)
-}
-
-// readSIIWords reads EEPROM words from word on into dst: the EEPROM is
-// assigned to EtherCAT (0x0500 = 0) for the read and handed back to the
-// slave's PDI after it, as Scan leaves it.
-func (m *Master) readSIIWords(ctx context.Context, s *Slave, word uint16, dst []byte) error {
-	if err := m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegSIIConfig), []byte{0}); err != nil {
-		return fmt.Errorf("assign SII EEPROM to EtherCAT: %w", err)
-	}
-	r, err := newEEPROMReader(ctx, m.bus, s.StationAddress, m.cfg.SIITimeout, m.cfg.Retries)
-	if err == nil {
-		err = r.ReadWords(word, dst)
-	}
-	if perr := m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegSIIConfig), []byte{siiAccessPDI}); perr != nil && err == nil {
-		err = fmt.Errorf("assign SII EEPROM to PDI: %w", perr)
-	}
-	return err
 }
 
 // decodeBootstrap reads the bootstrap mailbox from SII words 0x0014–0x0017
