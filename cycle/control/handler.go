@@ -88,6 +88,10 @@ func (h *Handler) do(ctx context.Context, req Request, uid int) (any, error) {
 		return h.pdos()
 	case OpData:
 		return h.data(ctx)
+	case OpFoEWrite:
+		return h.foeWrite(ctx, req, uid)
+	case OpFoERead:
+		return h.foeRead(ctx, req, uid)
 	}
 	return nil, fmt.Errorf("unknown request %q", req.Op)
 }

@@ -86,12 +86,18 @@ type Request struct {
 	Force bool `json:"force,omitempty"`
 	// Alias is what OpAlias writes.
 	Alias uint16 `json:"alias,omitempty"`
+	// Name and Password are the file and password of OpFoEWrite and
+	// OpFoERead; Progress asks for Response lines with Progress before
+	// the result (CallProgress).
+	Name     string `json:"name,omitempty"`
+	Password uint32 `json:"password,omitempty"`
+	Progress bool   `json:"progress,omitempty"`
 }
 
 // IsWrite reports whether the request changes a slave and so needs Write.
 func (r Request) IsWrite() bool {
 	switch r.Op {
-	case OpRegWrite, OpStates, OpSIIWrite, OpAlias:
+	case OpRegWrite, OpStates, OpSIIWrite, OpAlias, OpFoEWrite:
 		return true
 	}
 	return false
@@ -104,7 +110,12 @@ type Response struct {
 	// Refused is the slave's refusal of a state, when that is the error,
 	// so that the client can tell it (exit code 3) as in-process.
 	Refused *master.ALStateError `json:"refused,omitempty"`
-	Result  json.RawMessage      `json:"result,omitempty"`
+	// FoE is the slave's FoE error, when that is the error.
+	FoE    *FoEError       `json:"foe,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	// Progress, alone in a line, is how far the request is; the
+	// response proper follows.
+	Progress *Progress `json:"progress,omitempty"`
 }
 
 // RemoteError is an error the endpoint answered with.
@@ -112,6 +123,8 @@ type RemoteError struct {
 	Msg string
 	// Refused is the slave's refusal of a state behind it, if any.
 	Refused *master.ALStateError
+	// FoE is the slave's FoE error behind it, if any.
+	FoE *FoEError
 }
 
 // Error returns the endpoint's message.

@@ -22,9 +22,9 @@ import (
 // group may connect.
 const SocketMode = 0o660
 
-// maxRequestBytes bounds one request line (an SII image is the largest:
-// up to 128 KiB as base64).
-const maxRequestBytes = 256 << 10
+// maxRequestBytes bounds one request line (an FoE file is the largest:
+// up to 16 MiB as base64); the buffer grows to it only when needed.
+const maxRequestBytes = 24 << 20
 
 // requestTimeout bounds one request's work.
 const requestTimeout = 2 * time.Minute
@@ -149,7 +149,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
 			resp.Error = fmt.Sprintf("bad request: %v", err)
 		} else {
-			resp = s.do(ctx, req, uid)
+			resp = s.do(ctx, req, uid, enc)
 		}
 		if err := enc.Encode(&resp); err != nil {
 			return
@@ -157,12 +157,25 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 	}
 }
 
-// do runs one request under the server's lock.
-func (s *Server) do(ctx context.Context, req Request, uid int) Response {
+// do runs one request under the server's lock; a request that asks for
+// progress gets its Progress lines on enc, and ends when they cannot be
+// sent (the client went away).
+func (s *Server) do(ctx context.Context, req Request, uid int, enc *json.Encoder) Response {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	timeout := requestTimeout
+	if req.Op == OpFoEWrite || req.Op == OpFoERead {
+		timeout = foeTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if req.Progress {
+		ctx = WithProgress(ctx, func(done, total int) {
+			if enc.Encode(&Response{Progress: &Progress{Done: done, Total: total}}) != nil {
+				cancel()
+			}
+		})
+	}
 	res, err := s.h.Call(ctx, req, uid)
 	if err != nil {
 		if req.IsWrite() {
@@ -172,6 +185,9 @@ func (s *Server) do(ctx context.Context, req Request, uid int) Response {
 		var refused *master.ALStateError
 		if errors.As(err, &refused) {
 			resp.Refused = refused
+		}
+		if code, meaning, ok := FoECode(err); ok {
+			resp.FoE = &FoEError{Code: code, Meaning: meaning}
 		}
 		return resp
 	}
