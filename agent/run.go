@@ -289,6 +289,8 @@ func (c *consumer) event(ev *shm.Event) {
 		c.log.Warn("bus alarm", "what", ev.TextString(), "cycles", ev.Value)
 	case shm.EventBusAlarmCleared:
 		c.log.Info("bus alarm cleared", "clean_cycles", ev.Value)
+	case shm.EventErrorCounters:
+		c.tel.errorCounters(c.cp, ev)
 	case shm.EventMaintenance:
 		c.log.Warn("maintenance write through the control socket", "slave", who, "what", ev.TextString(), "uid", ev.Value, "cycle", ev.Cycle)
 	case shm.EventFramesDiscarded:

@@ -116,7 +116,7 @@ func (t *telemetry) countEvent(cp *CycleProcess, ev *shm.Event) {
 	pos := -1
 	switch ev.Kind {
 	case shm.EventCommandDone, shm.EventCommandRejected, shm.EventNote, shm.EventDriveState,
-		shm.EventSlaveState, shm.EventInvalid:
+		shm.EventSlaveState, shm.EventInvalid, shm.EventErrorCounters:
 		return // not faults of the bus; slave and drive states have their own series
 	case shm.EventSlaveLost, shm.EventSlaveFound, shm.EventSlaveReconnected, shm.EventSlaveRefused,
 		shm.EventALAcknowledged, shm.EventRecoveryFailed, shm.EventEmergency, shm.EventDriveFault,
@@ -130,6 +130,23 @@ func (t *telemetry) countEvent(cp *CycleProcess, ev *shm.Event) {
 		}
 	}
 	t.reg.CountEvent(ev.Kind.String(), pos, name)
+}
+
+// errorCounters sets a slave's ESC error counter series
+// (ecagent_slave_port_errors, ecagent_slave_esc_errors) from the block an
+// shm.EventErrorCounters carries.
+func (t *telemetry) errorCounters(cp *CycleProcess, ev *shm.Event) {
+	c, err := metrics.DecodeESCErrorCounters(ev.Text[:])
+	if err != nil {
+		return
+	}
+	pos, name := int(ev.Slave), ""
+	for _, s := range cp.info.Slaves {
+		if s.Position == pos {
+			name = slaveLabel(s)
+		}
+	}
+	t.reg.SetSlaveErrorCounters(pos, name, c)
 }
 
 // slaveEvent records an event about one slave (a CoE emergency, a drive's

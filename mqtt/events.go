@@ -39,8 +39,8 @@ func (p *Publisher) Event(ev *shm.Event, at time.Time) {
 			o.string("topic", w.topic)
 		})
 		return
-	case shm.EventInvalid:
-		return
+	case shm.EventInvalid, shm.EventErrorCounters:
+		return // error counters are a metric (ecagent_slave_port_errors), not an event
 	}
 	model := p.current.Load()
 	p.eventLocked(at, func(o *jsonObject) { appendShmEvent(o, ev, model) })

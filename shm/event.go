@@ -120,6 +120,10 @@ const (
 	// state request); Value is the uid of the requesting process, Text
 	// what was done (e.g. "reg write 0x0120").
 	EventMaintenance
+	// EventErrorCounters: the ESC error counters (0x0300–0x0313, 20
+	// bytes, as the ESC keeps them) of the slave at Slave changed; Text
+	// holds the block. The cycle process reads them once a second.
+	EventErrorCounters
 )
 
 // The texts of an EventBusAlarm: what made the cycles bad. Frames lost
@@ -199,6 +203,8 @@ func (k EventKind) String() string {
 		return "slave-state"
 	case EventFramesDiscarded:
 		return "frames-discarded"
+	case EventErrorCounters:
+		return "error-counters"
 	case EventMaintenance:
 		return "maintenance"
 	}

@@ -149,10 +149,16 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	// The maintenance endpoint (ecagent slaves, reg, sii …): its requests
 	// go through the acyclic queue like recovery's.
 	ctlDone := serveControl(recCtx, m, e, seg, cfg, log)
+	countersDone := make(chan struct{})
+	go func() {
+		defer close(countersDone)
+		pollErrorCounters(recCtx, m, e.Report, errorCountersEvery, log)
+	}()
 	defer func() {
 		stopRec()
 		<-recDone
 		<-ctlDone
+		<-countersDone
 		m.QueueAcyclic(false, 0) // the cycle has stopped: acyclic frames go straight out again
 	}()
 
@@ -181,6 +187,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	stopRec()
 	<-recDone
 	<-ctlDone
+	<-countersDone
 	m.QueueAcyclic(false, 0)
 	down, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.Bus.StateTimeout))
 	defer cancel()
