@@ -12,7 +12,7 @@
 //	rtcheck  check this host's real-time tuning and say how to fix it
 //	config   print the configuration schema (config schema), check a file (config check)
 //	sdo      read or write a CoE object of a slave (SDO upload/download)
-//	slaves, reg, states, crc, sii, alias, master, graph, pdos, domains, data
+//	slaves, reg, states, crc, sii, alias, foe, master, graph, pdos, domains, data
 //	         the maintenance toolbox of IgH's ethercat tool (docs/toolbox.md),
 //	         through a running agent's cycle process or on the segment itself
 //	version  print the version and build information
@@ -79,6 +79,7 @@ func commands() []command {
 		{name: "crc", summary: "print the port error counters (0x0300-0x0313) with their growth per second", run: crcCommand},
 		{name: "sii", summary: "dump a slave's SII EEPROM, or write one (needs --write)", run: siiCommand},
 		{name: "alias", summary: "set a slave's station alias in its SII (needs --write)", run: aliasCommand},
+		{name: "foe", summary: "write a file (firmware) to a slave over FoE in BOOT, or read one (write needs --write)", run: foeCommand},
 		{name: "graph", summary: "print the segment's topology as a Graphviz DOT graph", run: graphCommand},
 		{name: "master", summary: "print the master's counters: frames, losses, retries, with rates", run: masterCommand},
 		{name: "pdos", summary: "print PDO assignment and mapping per SyncManager with image offsets", run: pdosCommand},

@@ -83,8 +83,22 @@ type FoEError struct {
 	Meaning string `json:"meaning"`
 }
 
-// foeSlave checks an FoE request and returns its slave.
+// ErrFoEUnderCycle refuses an FoE transfer in a running cycle process:
+// its recovery worker takes every slave that is not in OP back to OP,
+// and so out of BOOT in the middle of the transfer (the boot loader then
+// drops the file). It needs a hold that keeps the worker off the slave
+// while the transfer runs.
+var ErrFoEUnderCycle = errors.New("FoE is not possible through a running agent yet: its recovery worker " +
+	"would take the slave out of BOOT during the transfer; stop the agent and run the command again " +
+	"(it then opens the segment itself)")
+
+// foeSlave checks an FoE request and returns its slave. The handler of a
+// running cycle process (the one that reads the cycle's image, see
+// WithImage) refuses with ErrFoEUnderCycle.
 func (h *Handler) foeSlave(req Request) (*master.Slave, error) {
+	if h.snapshot != nil {
+		return nil, ErrFoEUnderCycle
+	}
 	s, err := h.slave(req.Slave)
 	if err != nil {
 		return nil, err
@@ -101,7 +115,7 @@ func (h *Handler) foeSlave(req Request) (*master.Slave, error) {
 func (h *Handler) inBoot(ctx context.Context, s *master.Slave, transfer func() error) (esc.ALState, error) {
 	err := h.m.EnterBoot(ctx, s)
 	if err != nil {
-		err = fmt.Errorf("%v: enter BOOT: %w", s, err)
+		err = fmt.Errorf("enter BOOT: %w", err)
 	} else {
 		err = transfer()
 	}
