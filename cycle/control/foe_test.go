@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -104,5 +105,19 @@ func TestFoEOverSocket(t *testing.T) {
 	_, err = cl.CallProgress(ctx, Request{Op: OpFoERead, Slave: 1, Name: "missing"}, nil)
 	if code, _, ok := FoECode(err); !ok || code != uint32(foe.ErrNotFound) {
 		t.Errorf("read of a missing file: %v, want FoE error not found", err)
+	}
+}
+
+// TestFoERefusedUnderCycle: the handler of a running cycle (WithImage)
+// refuses FoE before touching the slave, and records nothing.
+func TestFoERefusedUnderCycle(t *testing.T) {
+	s := newSegment(t, "EK1100", "AKD")
+	s.h.WithImage(func([]byte) (uint64, bool) { return 0, false })
+	err := s.do(t, Request{Op: OpFoEWrite, Slave: 1, Name: "a", Data: pattern(10), Write: true}, &FoEResult{})
+	if !errors.Is(err, ErrFoEUnderCycle) {
+		t.Errorf("FoE write under a cycle: %v, want ErrFoEUnderCycle", err)
+	}
+	if len(s.ev.evs) != 0 || s.m.Slaves()[1].State().String() != "INIT" {
+		t.Errorf("refused write left %d events, slave in %v", len(s.ev.evs), s.m.Slaves()[1].State())
 	}
 }
