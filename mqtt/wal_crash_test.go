@@ -210,8 +210,14 @@ func TestWALSurvivesKill(t *testing.T) {
 	if num(final, "before") == 0 {
 		t.Error("the drops of the killed run were not carried over")
 	}
-	if uint64(missing) != counted {
-		t.Errorf("%d messages missing, %d drops counted", missing, counted)
+	// Every message that did not arrive is counted as dropped. A message
+	// in flight when the publisher was killed may have reached the broker
+	// although its acknowledgement did not come back: it is kept, sent
+	// again (a QoS 1 duplicate), and, if the new run then drops it for
+	// room, counted as dropped though the subscriber has it. So the count
+	// may exceed what is missing by at most what was in flight.
+	if extra := int64(counted) - int64(missing); extra < 0 || extra > int64(maxInflight) {
+		t.Errorf("%d messages missing, %d drops counted: want the count to be the missing plus at most the %d in flight", missing, counted, maxInflight)
 	}
 	if outOfOrder != 0 {
 		t.Errorf("%d messages out of order", outOfOrder)
