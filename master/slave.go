@@ -28,6 +28,8 @@ type Slave struct {
 	// slave: while above zero the cyclic polling leaves its mailbox alone,
 	// so that it does not take the answers they wait for.
 	mbxClaims atomic.Int32
+	// held: a maintenance procedure has the slave (Hold).
+	held atomic.Bool
 
 	// Position is the ring position, 0 for the slave next to the master.
 	Position int
@@ -175,3 +177,13 @@ func (s *Slave) releaseMailbox() { s.mbxClaims.Add(-1) }
 // mailboxClaimed reports an acyclic mailbox transfer in progress. It is
 // read by the cycle: one atomic load.
 func (s *Slave) mailboxClaimed() bool { return s.mbxClaims.Load() > 0 }
+
+// Hold keeps the recovery worker off the slave while a maintenance
+// procedure takes it out of OP on purpose (a firmware transfer in BOOT):
+// it must not be taken back to OP half-way. Hold(false) gives it back,
+// and recovery then brings it to OP as any slave out of OP. Safe from any
+// goroutine.
+func (s *Slave) Hold(on bool) { s.held.Store(on) }
+
+// Held reports whether a maintenance procedure holds the slave (Hold).
+func (s *Slave) Held() bool { return s.held.Load() }

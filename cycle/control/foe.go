@@ -83,22 +83,8 @@ type FoEError struct {
 	Meaning string `json:"meaning"`
 }
 
-// ErrFoEUnderCycle refuses an FoE transfer in a running cycle process:
-// its recovery worker takes every slave that is not in OP back to OP,
-// and so out of BOOT in the middle of the transfer (the boot loader then
-// drops the file). It needs a hold that keeps the worker off the slave
-// while the transfer runs.
-var ErrFoEUnderCycle = errors.New("FoE is not possible through a running agent yet: its recovery worker " +
-	"would take the slave out of BOOT during the transfer; stop the agent and run the command again " +
-	"(it then opens the segment itself)")
-
-// foeSlave checks an FoE request and returns its slave. The handler of a
-// running cycle process (the one that reads the cycle's image, see
-// WithImage) refuses with ErrFoEUnderCycle.
+// foeSlave checks an FoE request and returns its slave.
 func (h *Handler) foeSlave(req Request) (*master.Slave, error) {
-	if h.snapshot != nil {
-		return nil, ErrFoEUnderCycle
-	}
 	s, err := h.slave(req.Slave)
 	if err != nil {
 		return nil, err
@@ -133,6 +119,10 @@ func (h *Handler) foeWrite(ctx context.Context, req Request, uid int) (*FoEResul
 		return nil, err
 	}
 	h.report(req.Slave, uid, fmt.Sprintf("foe write %d B %s", len(req.Data), req.Name))
+	// Under a running cycle the recovery worker would take the slave
+	// back to OP, out of BOOT, half-way through the transfer.
+	s.Hold(true)
+	defer s.Hold(false)
 	start := time.Now()
 	state, err := h.inBoot(ctx, s, func() error {
 		return h.m.FoEWrite(ctx, s, req.Name, req.Password, req.Data, progressOf(ctx))
@@ -151,6 +141,8 @@ func (h *Handler) foeRead(ctx context.Context, req Request, uid int) (*FoEResult
 	}
 	// Not a write of the slave's memory, but it leaves OP: recorded too.
 	h.report(req.Slave, uid, "foe read "+req.Name)
+	s.Hold(true)
+	defer s.Hold(false)
 	start := time.Now()
 	var data []byte
 	state, err := h.inBoot(ctx, s, func() error {

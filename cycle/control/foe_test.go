@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -108,16 +107,17 @@ func TestFoEOverSocket(t *testing.T) {
 	}
 }
 
-// TestFoERefusedUnderCycle: the handler of a running cycle (WithImage)
-// refuses FoE before touching the slave, and records nothing.
-func TestFoERefusedUnderCycle(t *testing.T) {
+// TestFoEUnderCycleHoldsTheSlave: the handler of a running cycle
+// (WithImage) writes the file like any other and gives the slave back
+// to recovery afterwards.
+func TestFoEUnderCycleHoldsTheSlave(t *testing.T) {
 	s := newSegment(t, "EK1100", "AKD")
 	s.h.WithImage(func([]byte) (uint64, bool) { return 0, false })
-	err := s.do(t, Request{Op: OpFoEWrite, Slave: 1, Name: "a", Data: pattern(10), Write: true}, &FoEResult{})
-	if !errors.Is(err, ErrFoEUnderCycle) {
-		t.Errorf("FoE write under a cycle: %v, want ErrFoEUnderCycle", err)
+	var res FoEResult
+	if err := s.do(t, Request{Op: OpFoEWrite, Slave: 1, Name: "a", Data: pattern(3000), Write: true}, &res); err != nil {
+		t.Fatalf("FoE write under a cycle: %v", err)
 	}
-	if len(s.ev.evs) != 0 || s.m.Slaves()[1].State().String() != "INIT" {
-		t.Errorf("refused write left %d events, slave in %v", len(s.ev.evs), s.m.Slaves()[1].State())
+	if res.Bytes != 3000 || s.m.Slaves()[1].Held() {
+		t.Errorf("wrote %d bytes, slave still held: %v", res.Bytes, s.m.Slaves()[1].Held())
 	}
 }

@@ -209,6 +209,11 @@ func (r *recoverer) pass(ctx context.Context) bool {
 		if h.Present {
 			r.reportState(h, st)
 		}
+		if r.held(h.Position) {
+			// A maintenance procedure has it out of OP on purpose.
+			well = false
+			continue
+		}
 		switch {
 		case !h.Present, st.lost && !configured(h):
 			// Gone; or back at its address but below SAFEOP: a
@@ -400,4 +405,11 @@ func (r *recoverer) report(kind shm.EventKind, pos int, value uint64, code esc.A
 func backoff(n int) time.Duration {
 	d := retryMin << min(n-1, 10)
 	return min(d, retryMax)
+}
+
+// held reports whether a maintenance procedure holds the slave at pos
+// (master.Slave.Hold): recovery leaves it alone until it is given back.
+func (r *recoverer) held(pos int) bool {
+	slaves := r.m.Slaves()
+	return pos >= 0 && pos < len(slaves) && slaves[pos].Held()
 }
