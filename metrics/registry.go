@@ -116,6 +116,9 @@ func NewRegistry(opts Options) (*Registry, error) {
 	r.processStarts = b.counter(nameProcessStarts)
 	r.busEvents = b.counterVec(nameBusEvents, labelKind, labelPosition, labelName)
 	r.framesDiscarded = b.counterVec(nameFramesDiscarded, labelReason)
+	for _, reason := range []string{"invalid", "foreign", "mismatched"} {
+		r.framesDiscarded.WithLabelValues(reason) // exported at 0 from the start
+	}
 	r.rtSetting = b.gaugeVec(nameRTSetting, labelSetting)
 	r.rtCheck = b.gaugeVec(nameRTCheck, labelCheck, labelStatus)
 	r.dc = newDCGauges(&b)

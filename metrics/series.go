@@ -212,8 +212,7 @@ func Documented() []Series {
 		{Name: nameFramesDiscarded, Type: TypeCounter, Labels: []string{labelReason},
 			Help: "Received frames the master discarded, by reason: invalid (not an EtherCAT datagram frame), " +
 				"foreign (from another source than the segment), mismatched (from the segment's address, but answering no frame sent). " +
-				"Late answers to lost frames are ecagent_late_answers_total.",
-			Conditional: "once a frame was discarded"},
+				"Late answers to lost frames are ecagent_late_answers_total."},
 		{Name: nameProcessUp, Type: TypeGauge, Help: "1 while the cycle process runs cycles, 0 when it is not running or its heartbeat stopped."},
 		{Name: nameProcessStarts, Type: TypeCounter, Help: "Times the agent started the cycle process."},
 		{Name: nameProcessCPU, Type: TypeCounter, Help: "CPU time (user and system) the running cycle process has used, from /proc/PID/stat.",
