@@ -7,16 +7,28 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/cycle/program"
 )
+
+// simulatedFrameTimeout is the least bus.timeout for the built-in
+// simulated segment. It is a process on the same host whose answers wait
+// for the scheduler: without real-time priority (a container without an
+// RT budget) on a loaded host an answer took longer than 4 tries of the
+// default 10 ms, and bring-up failed. The cyclic exchange does not use
+// this timeout.
+const simulatedFrameTimeout = 100 * time.Millisecond
 
 // CycleConfig is the part of cfg the cycle process reads (bus.*, cycle.*,
 // log.*, drives), as the cycle program takes it. This is the one place
 // that maps the agent's configuration onto the cycle's.
 func CycleConfig(cfg config.Config) program.Config {
 	b := cfg.Bus
+	if cfg.Simulated() && b.Timeout < simulatedFrameTimeout {
+		b.Timeout = simulatedFrameTimeout
+	}
 	c := program.Config{
 		Bus: program.Bus{
 			Interface:      b.Interface,

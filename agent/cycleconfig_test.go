@@ -16,9 +16,20 @@ import (
 
 // TestCycleConfigDefaults: a key the cycle's file leaves out takes the
 // agent's default for it.
+// The default segment is the built-in simulated one, whose frames get
+// simulatedFrameTimeout at least; on an interface bus.timeout is kept.
 func TestCycleConfigDefaults(t *testing.T) {
-	if got, want := CycleConfig(config.Default()), program.Default(); !reflect.DeepEqual(got, want) {
+	want := program.Default()
+	want.Bus.Timeout = program.Duration(simulatedFrameTimeout)
+	if got := CycleConfig(config.Default()); !reflect.DeepEqual(got, want) {
 		t.Errorf("the agent's defaults as the cycle's:\n%+v\nthe cycle's own:\n%+v", got, want)
+	}
+	cfg := config.Default()
+	cfg.Bus.Interface = "eth1"
+	want = program.Default()
+	want.Bus.Interface = "eth1"
+	if got := CycleConfig(cfg); !reflect.DeepEqual(got, want) {
+		t.Errorf("on an interface:\n%+v\nthe cycle's own:\n%+v", got, want)
 	}
 }
 

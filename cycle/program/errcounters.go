@@ -2,7 +2,6 @@ package program
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/ecagent/ecagent/master"
@@ -27,40 +26,59 @@ type errorCountersBus interface {
 	Bus() *master.Bus
 }
 
-// pollErrorCounters reads every slave's error counters once per every
-// until ctx ends and reports the blocks that changed through report. A
-// slave that does not answer is skipped until it does. It reuses its
-// buffers: the cycle process runs without its collector.
-func pollErrorCounters(ctx context.Context, m errorCountersBus, report func(shm.Event) bool, every time.Duration, log *slog.Logger) {
+// errorCountersPoller reads every slave's error counters once per
+// period and reports the blocks that changed. newErrorCountersPoller
+// makes everything it needs before the cycle starts; run allocates
+// nothing (the cycle process runs without its collector, and counts the
+// allocations of every goroutine in its steady state).
+type errorCountersPoller struct {
+	m      errorCountersBus
+	report func(shm.Event) bool
+	every  time.Duration
+	slaves []*master.Slave
+	last   [][errorCountersLen]byte
+	known  []bool
+	tick   *time.Ticker
+}
+
+func newErrorCountersPoller(m errorCountersBus, report func(shm.Event) bool, every time.Duration) *errorCountersPoller {
 	slaves := m.Slaves()
-	last := make([][errorCountersLen]byte, len(slaves))
-	known := make([]bool, len(slaves))
+	return &errorCountersPoller{m: m, report: report, every: every, slaves: slaves,
+		last: make([][errorCountersLen]byte, len(slaves)), known: make([]bool, len(slaves)), tick: time.NewTicker(every)}
+}
+
+// run polls until ctx ends. A slave that does not answer is skipped until
+// it does.
+func (p *errorCountersPoller) run(ctx context.Context) {
+	defer p.tick.Stop()
 	var buf [errorCountersLen]byte
-	tick := time.NewTicker(every)
-	defer tick.Stop()
 	for {
-		for i, s := range slaves {
+		for i, s := range p.slaves {
 			if ctx.Err() != nil {
 				return
 			}
-			if err := m.Bus().FPRD(ctx, s.StationAddress, uint16(esc.RegRxErrorCounter), buf[:]); err != nil {
+			if err := p.m.Bus().FPRD(ctx, s.StationAddress, uint16(esc.RegRxErrorCounter), buf[:]); err != nil {
 				continue // gone or not answering: recovery's business
 			}
-			if known[i] && buf == last[i] {
+			if p.known[i] && buf == p.last[i] {
 				continue
 			}
 			ev := shm.Event{Kind: shm.EventErrorCounters, Slave: uint16(s.Position)}
 			copy(ev.Text[:], buf[:])
-			if !report(ev) {
-				log.Debug("error counters not reported: the event queue is full", "slave", s.Position)
-				continue // reported again at the next read
+			if !p.report(ev) {
+				continue // the event queue is full: reported at the next read
 			}
-			last[i], known[i] = buf, true
+			p.last[i], p.known[i] = buf, true
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-p.tick.C:
 		}
 	}
+}
+
+// pollErrorCounters makes a poller and runs it until ctx ends.
+func pollErrorCounters(ctx context.Context, m errorCountersBus, report func(shm.Event) bool, every time.Duration) {
+	newErrorCountersPoller(m, report, every).run(ctx)
 }

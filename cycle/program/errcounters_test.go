@@ -2,7 +2,6 @@ package program
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -51,7 +50,7 @@ func TestErrorCountersReportChangesOnly(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		pollErrorCounters(ctx, m, report, 20*time.Millisecond, slog.New(slog.DiscardHandler))
+		pollErrorCounters(ctx, m, report, 20*time.Millisecond)
 	}()
 	defer func() { cancel(); <-done }()
 

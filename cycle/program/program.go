@@ -150,9 +150,10 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	// go through the acyclic queue like recovery's.
 	ctlDone := serveControl(recCtx, m, e, seg, cfg, log)
 	countersDone := make(chan struct{})
+	counters := newErrorCountersPoller(m, e.Report, errorCountersEvery) // allocates here, not in the cycle's steady state
 	go func() {
 		defer close(countersDone)
-		pollErrorCounters(recCtx, m, e.Report, errorCountersEvery, log)
+		counters.run(recCtx)
 	}()
 	defer func() {
 		stopRec()
