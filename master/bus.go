@@ -223,6 +223,16 @@ func (b *Bus) APWR(ctx context.Context, pos int, ado uint16, data []byte) error 
 	return err
 }
 
+// ReadOnce reads register ado of the slave with station address station
+// with one FPRD and no retry: ok is false when the frame did not come
+// back, wkc is the working counter (1: the slave answered) otherwise.
+// While the cycle carries the master's datagrams (Master.QueueAcyclic) a
+// failed read allocates nothing, unlike FPRD's errors: it is for pollers
+// that run beside an allocation-free cycle.
+func (b *Bus) ReadOnce(ctx context.Context, station, ado uint16, data []byte) (wkc uint16, ok bool, err error) {
+	return b.exchange(ctx, wire.FPRD, wire.PhysicalAddress(station, ado), data)
+}
+
 // FPRD reads register ado of the slave with station address station into data.
 func (b *Bus) FPRD(ctx context.Context, station, ado uint16, data []byte) error {
 	_, err := b.transactWant(ctx, wire.FPRD, wire.PhysicalAddress(station, ado), data, 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/ecagent/ecagent/internal/spsc"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/shm"
@@ -38,27 +39,35 @@ type errorCountersPoller struct {
 	slaves []*master.Slave
 	last   [][errorCountersLen]byte
 	known  []bool
-	tick   *time.Ticker
+	// wake ends the wait between two rounds when ctx ends. The wait is a
+	// futex, not a Go timer: a goroutine's first timer grows the
+	// runtime's timer heap, an allocation the cycle's steady state would
+	// count.
+	wake spsc.Signal
+	stop func() bool
 }
 
-func newErrorCountersPoller(m errorCountersBus, report func(shm.Event) bool, every time.Duration) *errorCountersPoller {
+func newErrorCountersPoller(ctx context.Context, m errorCountersBus, report func(shm.Event) bool, every time.Duration) *errorCountersPoller {
 	slaves := m.Slaves()
-	return &errorCountersPoller{m: m, report: report, every: every, slaves: slaves,
-		last: make([][errorCountersLen]byte, len(slaves)), known: make([]bool, len(slaves)), tick: time.NewTicker(every)}
+	p := &errorCountersPoller{m: m, report: report, every: every, slaves: slaves,
+		last: make([][errorCountersLen]byte, len(slaves)), known: make([]bool, len(slaves))}
+	p.stop = context.AfterFunc(ctx, p.wake.Notify)
+	return p
 }
 
-// run polls until ctx ends. A slave that does not answer is skipped until
-// it does.
+// run polls until ctx (the one given to newErrorCountersPoller) ends. A
+// slave that does not answer is skipped until it does.
 func (p *errorCountersPoller) run(ctx context.Context) {
-	defer p.tick.Stop()
+	defer p.stop()
 	var buf [errorCountersLen]byte
 	for {
 		for i, s := range p.slaves {
 			if ctx.Err() != nil {
 				return
 			}
-			if err := p.m.Bus().FPRD(ctx, s.StationAddress, uint16(esc.RegRxErrorCounter), buf[:]); err != nil {
-				continue // gone or not answering: recovery's business
+			// One try, no error values: a failed read allocates nothing.
+			if wkc, ok, err := p.m.Bus().ReadOnce(ctx, s.StationAddress, uint16(esc.RegRxErrorCounter), buf[:]); err != nil || !ok || wkc != 1 {
+				continue // lost, gone or not answering: read again next round
 			}
 			if p.known[i] && buf == p.last[i] {
 				continue
@@ -70,15 +79,15 @@ func (p *errorCountersPoller) run(ctx context.Context) {
 			}
 			p.last[i], p.known[i] = buf, true
 		}
-		select {
-		case <-ctx.Done():
+		seq := p.wake.Seq()
+		if ctx.Err() != nil {
 			return
-		case <-p.tick.C:
 		}
+		p.wake.Wait(seq, p.every)
 	}
 }
 
 // pollErrorCounters makes a poller and runs it until ctx ends.
 func pollErrorCounters(ctx context.Context, m errorCountersBus, report func(shm.Event) bool, every time.Duration) {
-	newErrorCountersPoller(m, report, every).run(ctx)
+	newErrorCountersPoller(ctx, m, report, every).run(ctx)
 }

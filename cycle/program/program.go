@@ -150,7 +150,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	// go through the acyclic queue like recovery's.
 	ctlDone := serveControl(recCtx, m, e, seg, cfg, log)
 	countersDone := make(chan struct{})
-	counters := newErrorCountersPoller(m, e.Report, errorCountersEvery) // allocates here, not in the cycle's steady state
+	counters := newErrorCountersPoller(recCtx, m, e.Report, errorCountersEvery) // allocates here, not in the cycle's steady state
 	go func() {
 		defer close(countersDone)
 		counters.run(recCtx)
