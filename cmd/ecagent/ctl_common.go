@@ -202,3 +202,26 @@ func parseArgs(fs *pflag.FlagSet, args []string, min, max int, usage string) ([]
 	}
 	return fs.Args(), nil
 }
+
+// readTwice sends req, and again interval later when interval > 0 (on
+// one connection, the wait the client's), decoding the answers into first
+// and second; it returns the time between the two reads. It is how crc and
+// master show the growth of their counters.
+func (c ctlFlags) readTwice(ctx context.Context, e *env, cmd string, req control.Request, interval time.Duration, first, second any) (time.Duration, error) {
+	reqs, res := []control.Request{req}, []any{first}
+	if interval > 0 {
+		reqs, res = append(reqs, req), append(res, second)
+	}
+	var took time.Duration
+	err := c.callEach(ctx, e, cmd, reqs, res, func(i int) {
+		if i == 0 && interval > 0 {
+			start := time.Now()
+			select {
+			case <-time.After(interval):
+			case <-ctx.Done():
+			}
+			took = time.Since(start)
+		}
+	})
+	return took, err
+}

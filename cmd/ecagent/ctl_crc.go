@@ -39,26 +39,8 @@ func crcCommand(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
-	reqs := []control.Request{{Op: control.OpCRC}}
 	var first, second control.CRCResult
-	res := []any{&first}
-	if *interval > 0 {
-		// A third request in between would do as well: the wait is the
-		// client's, between two requests on one connection.
-		reqs = append(reqs, control.Request{Op: control.OpCRC})
-		res = append(res, &second)
-	}
-	var took time.Duration
-	err := c.callEach(ctx, e, "crc", reqs, res, func(i int) {
-		if i == 0 {
-			start := time.Now()
-			select {
-			case <-time.After(*interval):
-			case <-ctx.Done():
-			}
-			took = time.Since(start)
-		}
-	})
+	took, err := c.readTwice(ctx, e, "crc", control.Request{Op: control.OpCRC}, *interval, &first, &second)
 	if err != nil {
 		return err
 	}

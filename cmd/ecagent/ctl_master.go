@@ -40,24 +40,8 @@ func masterCommand(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
-	reqs := []control.Request{{Op: control.OpMaster}}
 	var first, second control.MasterResult
-	res := []any{&first}
-	if *interval > 0 {
-		reqs = append(reqs, control.Request{Op: control.OpMaster})
-		res = append(res, &second)
-	}
-	var took time.Duration
-	err := c.callEach(ctx, e, "master", reqs, res, func(i int) {
-		if i == 0 && *interval > 0 {
-			start := time.Now()
-			select {
-			case <-time.After(*interval):
-			case <-ctx.Done():
-			}
-			took = time.Since(start)
-		}
-	})
+	took, err := c.readTwice(ctx, e, "master", control.Request{Op: control.OpMaster}, *interval, &first, &second)
 	if err != nil {
 		return err
 	}
