@@ -256,23 +256,7 @@ func (b *foeMailbox) sendFoE(ctx context.Context, msg foe.Message) error {
 	if _, err := foe.Encode(b.out, b.counter, msg); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(b.m.cfg.StateTimeout)
-	for {
-		err := b.m.bus.FPWR(ctx, b.s.StationAddress, b.receive, b.out)
-		var wkc *WKCError
-		if !errors.As(err, &wkc) || wkc.Got != 0 {
-			if err != nil {
-				return fmt.Errorf("write mailbox request: %w", err)
-			}
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("write mailbox request: receive mailbox stays full: %w", ErrMailboxTimeout)
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
+	return writeMailbox(ctx, b.m.bus, b.s.StationAddress, b.receive, b.out, time.Now().Add(b.m.cfg.StateTimeout))
 }
 
 // receiveFoE waits for the send mailbox to fill and reads it into b.in; a

@@ -315,8 +315,15 @@ func (b *mailbox) full(ctx context.Context) (bool, error) {
 // send writes b.out into the receive mailbox (SyncManager 0), again while
 // the slave has not taken the previous message (working counter 0).
 func (b *mailbox) send(ctx context.Context, deadline time.Time) error {
+	return writeMailbox(ctx, b.m.bus, b.s.StationAddress, b.s.Mailbox.ReceiveOffset, b.out, deadline)
+}
+
+// writeMailbox writes msg into the receive mailbox at offset of the slave
+// at station, again while the slave has not taken the previous message
+// (working counter 0), until deadline.
+func writeMailbox(ctx context.Context, bus *Bus, station, offset uint16, msg []byte, deadline time.Time) error {
 	for {
-		err := b.m.bus.FPWR(ctx, b.s.StationAddress, b.s.Mailbox.ReceiveOffset, b.out)
+		err := bus.FPWR(ctx, station, offset, msg)
 		var wkc *WKCError
 		if !errors.As(err, &wkc) || wkc.Got != 0 {
 			if err != nil {

@@ -45,6 +45,19 @@ func (cl *Client) Call(ctx context.Context, req Request) (json.RawMessage, error
 	if err := cl.enc.Encode(&req); err != nil {
 		return nil, fmt.Errorf("control: send %s: %w", req.Op, err)
 	}
+	resp, err := cl.next(ctx, req.Op)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Error != "" {
+		return nil, &RemoteError{Msg: resp.Error, Refused: resp.Refused}
+	}
+	return resp.Result, nil
+}
+
+// next reads one response line of the request op.
+func (cl *Client) next(ctx context.Context, op Op) (Response, error) {
+	var resp Response
 	if !cl.in.Scan() {
 		err := cl.in.Err()
 		if err == nil {
@@ -53,14 +66,10 @@ func (cl *Client) Call(ctx context.Context, req Request) (json.RawMessage, error
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, fmt.Errorf("control: %s: %w", req.Op, err)
+		return resp, fmt.Errorf("control: %s: %w", op, err)
 	}
-	var resp Response
 	if err := json.Unmarshal(cl.in.Bytes(), &resp); err != nil {
-		return nil, fmt.Errorf("control: %s: bad response: %w", req.Op, err)
+		return resp, fmt.Errorf("control: %s: bad response: %w", op, err)
 	}
-	if resp.Error != "" {
-		return nil, &RemoteError{Msg: resp.Error, Refused: resp.Refused}
-	}
-	return resp.Result, nil
+	return resp, nil
 }

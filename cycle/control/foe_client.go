@@ -24,19 +24,9 @@ func (cl *Client) CallProgress(ctx context.Context, req Request, progress func(d
 		return nil, fmt.Errorf("control: send %s: %w", req.Op, err)
 	}
 	for {
-		if !cl.in.Scan() {
-			err := cl.in.Err()
-			if err == nil {
-				err = fmt.Errorf("connection closed")
-			}
-			if ctx.Err() != nil {
-				err = ctx.Err()
-			}
-			return nil, fmt.Errorf("control: %s: %w", req.Op, err)
-		}
-		var resp Response
-		if err := json.Unmarshal(cl.in.Bytes(), &resp); err != nil {
-			return nil, fmt.Errorf("control: %s: bad response: %w", req.Op, err)
+		resp, err := cl.next(ctx, req.Op)
+		if err != nil {
+			return nil, err
 		}
 		switch {
 		case resp.Progress != nil:
