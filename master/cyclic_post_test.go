@@ -226,12 +226,12 @@ func TestCyclicJunkIsNotALateAnswer(t *testing.T) {
 	var r CycleResult
 	cy.Post(time.Now())
 	for i, frame := range [][]byte{junk(own, cy.frames[0].index+100), junk(stranger, cy.frames[0].index), {0x01, 0x02}} {
-		if kind := cy.take(frame, &r); kind == answerTaken || kind == answerStale {
-			t.Errorf("junk %d taken as %d", i, kind)
+		if pending, _ := cy.receive(frame, &r, 1, 0); pending != 1 || r.Stale != 0 {
+			t.Errorf("junk %d taken: %d frames still awaited, %d stale", i, pending, r.Stale)
 		}
 	}
-	_ = cy.Collect()
-	if s := cnt.snapshot(); s.StaleFrames != 0 {
-		t.Errorf("stats %+v: junk counted as late answers", s)
+	if s := cnt.snapshot(); s.StaleFrames != 0 || s.MismatchedAnswers != 1 || s.ForeignFrames != 1 || s.InvalidFrames != 1 {
+		t.Errorf("stats %+v: want one mismatched, one foreign, one invalid frame and no late answer", s)
 	}
+	_ = cy.Collect()
 }
