@@ -23,11 +23,11 @@ func TestCheckCycleFitsRefusesTooShortPeriod(t *testing.T) {
 	m, _ := simbus.Start(t, referenceDevices, master.Config{Logger: quiet})
 	// A frame through the simulator takes microseconds: 1 µs cannot work,
 	// 100 ms always does.
-	err := checkCycleFits(m, time.Microsecond)
+	err := checkCycleFits(m, time.Microsecond, true, quiet)
 	if err == nil || !strings.Contains(err.Error(), "shorter than the bus needs") || !strings.Contains(err.Error(), "at least") {
 		t.Errorf("1µs period: %v", err)
 	}
-	if err := checkCycleFits(m, 100*time.Millisecond); err != nil {
+	if err := checkCycleFits(m, 100*time.Millisecond, false, quiet); err != nil {
 		t.Errorf("100ms period: %v", err)
 	}
 }
