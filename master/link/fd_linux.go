@@ -128,28 +128,8 @@ func (c *fdConn) recv(buf []byte, deadline time.Time) (int, error) {
 		}
 	}
 	for {
-		if c.closed.Load() {
-			return 0, c.errs.recvClosed
-		}
-		var timeout *unix.Timespec
-		if !deadline.IsZero() {
-			// A deadline in the past still polls once without waiting,
-			// so a frame that has already arrived is returned.
-			c.timeout = unix.NsecToTimespec(int64(max(time.Until(deadline), 0)))
-			timeout = &c.timeout
-		}
-		c.recvPoll[0].Revents = 0
-		c.recvPoll[1].Revents = 0
-		ready, err := unix.Ppoll(c.recvPoll[:], timeout, nil)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return 0, &OpError{Op: "recv", Link: c.name, Err: fmt.Errorf("ppoll: %w", err)}
-		case c.recvPoll[1].Revents != 0:
-			return 0, c.errs.recvClosed
-		case ready == 0:
-			return 0, c.errs.recvTimeout
+		if err := c.waitLocked(deadline); err != nil {
+			return 0, err
 		}
 		n, err := unix.Read(c.fd, buf)
 		switch {
@@ -163,6 +143,44 @@ func (c *fdConn) recv(buf []byte, deadline time.Time) (int, error) {
 			return 0, c.errs.recvClosed
 		}
 		return n, nil
+	}
+}
+
+// wait waits until a frame can be read, deadline passes (never for the
+// zero time) or the link is closed.
+func (c *fdConn) wait(deadline time.Time) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.waitLocked(deadline)
+}
+
+// waitLocked is wait with c.mu held shared.
+func (c *fdConn) waitLocked(deadline time.Time) error {
+	for {
+		if c.closed.Load() {
+			return c.errs.recvClosed
+		}
+		var timeout *unix.Timespec
+		if !deadline.IsZero() {
+			// A deadline in the past still polls once without waiting,
+			// so a frame that has already arrived is seen.
+			c.timeout = unix.NsecToTimespec(int64(max(time.Until(deadline), 0)))
+			timeout = &c.timeout
+		}
+		c.recvPoll[0].Revents = 0
+		c.recvPoll[1].Revents = 0
+		ready, err := unix.Ppoll(c.recvPoll[:], timeout, nil)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return &OpError{Op: "recv", Link: c.name, Err: fmt.Errorf("ppoll: %w", err)}
+		case c.recvPoll[1].Revents != 0:
+			return c.errs.recvClosed
+		case ready == 0:
+			return c.errs.recvTimeout
+		}
+		return nil
 	}
 }
 

@@ -51,6 +51,17 @@ type RecvSpinner interface {
 	SetRecvSpin(d time.Duration)
 }
 
+// Waiter is a link that can wait for a frame without reading it. With
+// Poller, a reader that must know when each frame arrived (the simulated
+// segment, whose devices keep time by the wire) waits, then polls: a frame
+// read after the reader was held up keeps the time it arrived.
+type Waiter interface {
+	// Wait returns nil once a frame can be read, an error matching
+	// ErrTimeout at deadline (never, for the zero time), or one matching
+	// ErrClosed. It allocates nothing.
+	Wait(deadline time.Time) error
+}
+
 // Poller is a link that reads a frame that has already arrived without
 // waiting for one, and tells when the kernel received it. A cycle that
 // collects the answers to the frames it sent one period earlier (the

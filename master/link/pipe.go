@@ -152,6 +152,44 @@ func (e *PipeEnd) Recv(buf []byte, deadline time.Time) (int, error) {
 	}
 }
 
+// Wait waits until a frame sent by the peer can be read (Waiter), until
+// deadline or forever for the zero time, with Recv's timer resolution.
+func (e *PipeEnd) Wait(deadline time.Time) error {
+	for {
+		if e.closed.Load() {
+			return e.errs.recvClosed
+		}
+		if e.in.head.Load() != e.in.tail.Load() {
+			return nil
+		}
+		if e.peer.closed.Load() {
+			if e.in.head.Load() != e.in.tail.Load() {
+				return nil
+			}
+			return e.errs.recvClosed
+		}
+		var expired <-chan time.Time
+		if !deadline.IsZero() {
+			wait := time.Until(deadline)
+			if wait <= 0 {
+				return e.errs.recvTimeout
+			}
+			e.timer.Reset(wait)
+			expired = e.timer.C
+		}
+		select {
+		case <-e.in.ready:
+		case <-e.done:
+		case <-e.peer.done:
+		case <-expired:
+			return e.errs.recvTimeout
+		}
+		if expired != nil {
+			e.timer.Stop()
+		}
+	}
+}
+
 // Poll copies the oldest frame sent by the peer into buf without waiting
 // (Poller), with the time the peer sent it as its receive time: the pipe
 // delivers at once. It returns 0, 0, nil when none waits.

@@ -156,6 +156,9 @@ func (s *RawSocket) Recv(buf []byte, deadline time.Time) (int, error) {
 	return s.conn.recv(buf, deadline)
 }
 
+// Wait waits until a frame can be read (Waiter).
+func (s *RawSocket) Wait(deadline time.Time) error { return s.conn.wait(deadline) }
+
 // Poll reads a frame that has arrived without waiting, with the kernel's
 // receive time (Poller).
 func (s *RawSocket) Poll(buf []byte) (int, int64, error) { return s.conn.poll(buf) }

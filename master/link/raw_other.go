@@ -37,6 +37,11 @@ func (s *RawSocket) Recv(buf []byte, deadline time.Time) (int, error) {
 	return 0, &OpError{Op: "recv", Link: s.ifname, Err: errNotLinux()}
 }
 
+// Wait fails: raw sockets are not supported on this GOOS.
+func (s *RawSocket) Wait(deadline time.Time) error {
+	return &OpError{Op: "recv", Link: s.ifname, Err: errNotLinux()}
+}
+
 // Poll fails: raw sockets are not supported on this GOOS.
 func (s *RawSocket) Poll(buf []byte) (int, int64, error) {
 	return 0, 0, &OpError{Op: "recv", Link: s.ifname, Err: errNotLinux()}

@@ -139,6 +139,9 @@ func (l *FDLink) Recv(buf []byte, deadline time.Time) (int, error) {
 	return l.conn.recv(buf, deadline)
 }
 
+// Wait waits until a frame can be read (Waiter).
+func (l *FDLink) Wait(deadline time.Time) error { return l.conn.wait(deadline) }
+
 // Poll reads a frame that has arrived without waiting, with the kernel's
 // receive time (Poller).
 func (l *FDLink) Poll(buf []byte) (int, int64, error) { return l.conn.poll(buf) }

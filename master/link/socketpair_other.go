@@ -47,6 +47,11 @@ func (l *FDLink) Recv(buf []byte, deadline time.Time) (int, error) {
 	return 0, &OpError{Op: "recv", Link: "socketpair", Err: errNotLinux()}
 }
 
+// Wait fails: socket-pair links are not supported on this GOOS.
+func (l *FDLink) Wait(deadline time.Time) error {
+	return &OpError{Op: "recv", Link: "socketpair", Err: errNotLinux()}
+}
+
 // Poll fails: socket-pair links are not supported on this GOOS.
 func (l *FDLink) Poll(buf []byte) (int, int64, error) {
 	return 0, 0, &OpError{Op: "recv", Link: "socketpair", Err: errNotLinux()}

@@ -252,6 +252,56 @@ func runLinkSuite(t *testing.T, newPair pairFactory) {
 		}
 	})
 
+	t.Run("WaitThenPollKeepsTheArrivalTime", func(t *testing.T) {
+		a, b := newPair(t)
+		w, ok := b.(Waiter)
+		if !ok {
+			t.Fatalf("%T is not a Waiter", b)
+		}
+		p := b.(Poller)
+		if err := w.Wait(time.Now().Add(20 * time.Millisecond)); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("Wait with nothing sent = %v, want ErrTimeout", err)
+		}
+		frame := testFrame(100, b.HardwareAddr(), a.HardwareAddr(), 4)
+		sent := time.Now().UnixNano()
+		if err := a.Send(frame); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Wait(time.Now().Add(time.Second)); err != nil {
+			t.Fatalf("Wait after a send = %v", err)
+		}
+		// The reader is held up after the frame came: the time Poll
+		// gives is still the arrival's, before the hold-up ended.
+		held := time.Now().Add(5 * time.Millisecond)
+		for time.Now().Before(held) {
+		}
+		buf := make([]byte, MaxFrameSize)
+		n, at, err := p.Poll(buf)
+		if err != nil || !bytes.Equal(buf[:n], frame) {
+			t.Fatalf("Poll after Wait = %d bytes, %v; want the %d bytes sent", n, err, len(frame))
+		}
+		if at < sent || at >= held.UnixNano() {
+			t.Errorf("receive time %d not between the send %d and the end of the hold-up %d", at, sent, held.UnixNano())
+		}
+		// Wait does not take the frame: with one queued, it returns at once
+		// however often it is called.
+		if err := a.Send(frame); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if err := w.Wait(time.Now().Add(time.Second)); err != nil {
+				t.Fatalf("Wait with a frame queued = %v", err)
+			}
+		}
+		if n, _, _ := p.Poll(buf); n == 0 {
+			t.Error("the frame waited for is gone")
+		}
+		_ = b.Close()
+		if err := w.Wait(time.Time{}); !errors.Is(err, ErrClosed) {
+			t.Errorf("Wait after Close = %v, want ErrClosed", err)
+		}
+	})
+
 	t.Run("RoundTripAllocatesNothing", func(t *testing.T) {
 		if raceEnabled {
 			t.Skip("the race detector allocates")

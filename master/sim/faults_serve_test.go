@@ -119,7 +119,7 @@ func TestProcessWithFaultsArmedAllocatesNothing(t *testing.T) {
 	frame := make([]byte, len(tmpl))
 	allocs := testing.AllocsPerRun(1000, func() {
 		copy(frame, tmpl)
-		seg.process(frame, true)
+		seg.process(frame, true, -1)
 	})
 	if allocs != 0 {
 		t.Errorf("Process with faults armed: %v allocations, want 0", allocs)
@@ -138,7 +138,7 @@ func BenchmarkProcessWithFaults(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		copy(frame, tmpl)
-		seg.process(frame, true)
+		seg.process(frame, true, -1)
 	}
 }
 

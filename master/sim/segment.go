@@ -20,11 +20,13 @@ type Segment struct {
 	start   time.Time
 	now     func() int64 // segment time in ns; tests may replace it
 	frame   uint64       // frames processed
-	hops    hops         // propagation model
-	stats   Stats
-	states  []esc.ALStatus // last states reported to the logger
-	codes   []esc.ALStatusCode
-	faults  Faults
+	// lastFrame is the segment time of the last frame processed.
+	lastFrame int64
+	hops      hops // propagation model
+	stats     Stats
+	states    []esc.ALStatus // last states reported to the logger
+	codes     []esc.ALStatusCode
+	faults    Faults
 	// datagrams holds the current frame's datagrams, decoded once and
 	// handed to every device in turn (their setters write through to the
 	// frame); its capacity grows to the most a frame has carried.
@@ -201,13 +203,15 @@ func (s *Segment) Stats() Stats {
 // (see Faults: a dropped frame reaches no device; a corrupted answer is
 // returned true, damaged). Process does not allocate.
 func (s *Segment) Process(frame []byte) bool {
-	ok, _ := s.process(frame, false)
+	ok, _ := s.process(frame, false, -1)
 	return ok
 }
 
 // process is Process; serving says the answer will be sent by Serve, which
-// then holds it back for the returned time (a delay fault).
-func (s *Segment) process(frame []byte, serving bool) (bool, time.Duration) {
+// then holds it back for the returned time (a delay fault). at is the
+// segment time the frame arrived at, -1 for now; the segment's time never
+// runs backwards from one frame to the next.
+func (s *Segment) process(frame []byte, serving bool, at int64) (bool, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.Frames++
@@ -235,7 +239,12 @@ func (s *Segment) process(frame []byte, serving bool) (bool, time.Duration) {
 		return false, 0
 	}
 	s.frame++
-	now := s.now()
+	now := at
+	if now < 0 {
+		now = s.now()
+	}
+	now = max(now, s.lastFrame)
+	s.lastFrame = now
 	if logical {
 		for _, d := range s.devices {
 			if d.off {

@@ -65,7 +65,7 @@ func (s *Segment) Serve(ctx context.Context, l link.Link) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		n, err := l.Recv(buf, time.Now().Add(s.opts.recvTimeout))
+		n, at, err := s.receive(l, buf)
 		switch {
 		case err == nil:
 		case errors.Is(err, link.ErrTimeout):
@@ -80,7 +80,10 @@ func (s *Segment) Serve(ctx context.Context, l link.Link) error {
 		default:
 			return fmt.Errorf("sim: serve: %w", err)
 		}
-		ok, hold := s.process(buf[:n], true)
+		if n == 0 {
+			continue
+		}
+		ok, hold := s.process(buf[:n], true, at)
 		if !ok {
 			continue
 		}
@@ -114,6 +117,37 @@ func (s *Segment) Serve(ctx context.Context, l link.Link) error {
 			s.logStateChanges(log)
 		}
 	}
+}
+
+// receive reads the next frame from l and returns it with the segment time
+// it arrived at, -1 when l cannot tell. A link that can wait without
+// reading (link.Waiter) and tells each frame's receive time (link.Poller)
+// is waited on, then polled: the devices then keep time by the wire, and a
+// frame that queued while the simulator was held up by its host (a
+// process data watchdog of 100 ms is shorter than some stalls of a loaded
+// host) still arrives when the master sent it. n is 0, with no error, when
+// the frame waited for was gone.
+func (s *Segment) receive(l link.Link, buf []byte) (n int, at int64, err error) {
+	deadline := time.Now().Add(s.opts.recvTimeout)
+	wp, ok := l.(interface {
+		link.Waiter
+		link.Poller
+	})
+	if !ok {
+		n, err = l.Recv(buf, deadline)
+		return n, -1, err
+	}
+	if err := wp.Wait(deadline); err != nil {
+		return 0, -1, err
+	}
+	n, rx, err := wp.Poll(buf)
+	if n == 0 || err != nil || rx == 0 {
+		return n, -1, err
+	}
+	// How long ago the kernel took the frame in, bounded so that a step
+	// of the wall clock cannot move the segment's time far.
+	age := min(max(time.Now().UnixNano()-rx, 0), int64(time.Second))
+	return n, s.now() - age, nil
 }
 
 // linkRetry is how long Serve waits after a link error it rides through.
