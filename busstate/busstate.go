@@ -237,7 +237,25 @@ func (b *Bus) Ready() (ok bool, why string) {
 	if b.Alarm {
 		return false, "bus alarm: " + b.AlarmText
 	}
+	// The bus's AL status is read every cycle, a slave's own status only
+	// once the bus's says one changed: until then the bus's is the truth.
+	if st := b.State; st.State != esc.StateNone && (st.State != esc.StateOp || st.Error) {
+		return false, "bus AL status " + b.stateText() + ": a slave left OP (its own status is being read)"
+	}
 	return true, ""
+}
+
+// stateText is the bus's AL status in words: a state, or MIXED(0x..) when
+// the answering slaves are in several, with +ERR for the error bit.
+func (b *Bus) stateText() string {
+	if !b.State.State.Valid() {
+		text := fmt.Sprintf("MIXED(%#02x)", uint8(b.State.State))
+		if b.State.Error {
+			text += "+ERR"
+		}
+		return text
+	}
+	return b.State.String()
 }
 
 // Summary is the bus's state in one word or a few, for the status line:
@@ -251,13 +269,7 @@ func (b *Bus) Summary() string {
 	case !b.LinkUp:
 		return "LINK-DOWN"
 	}
-	state := b.State.String()
-	if !b.State.State.Valid() {
-		state = fmt.Sprintf("MIXED(%#02x)", uint8(b.State.State))
-		if b.State.Error {
-			state += "+ERR"
-		}
-	}
+	state := b.stateText()
 	counts := map[Presence]int{}
 	for i := range b.Slaves {
 		counts[b.Slaves[i].Presence]++

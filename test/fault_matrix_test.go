@@ -320,9 +320,9 @@ func checkReadyz(t *testing.T, r *faultRig, want string) {
 	resp.Body.Close()
 	switch {
 	case want == "" && resp.StatusCode != http.StatusOK:
-		t.Errorf("/readyz %d %q, want 200", resp.StatusCode, body)
+		t.Errorf("/readyz %d %q, want 200; agent log:\n%s", resp.StatusCode, body, tail(r.a.log(), 25))
 	case want != "" && (resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), want)):
-		t.Errorf("/readyz %d %q, want 503 saying %q", resp.StatusCode, body, want)
+		t.Errorf("/readyz %d %q, want 503 saying %q; agent log:\n%s", resp.StatusCode, body, want, tail(r.a.log(), 25))
 	}
 }
 
