@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -122,21 +123,23 @@ func openWAL(path string, log *slog.Logger) (*wal, walReplay, error) {
 
 // replayWAL reads the outstanding messages of the log at path.
 func replayWAL(path string) (walReplay, error) {
-	var rp walReplay
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return rp, nil
+		return walReplay{}, nil
 	}
 	if err != nil {
-		return rp, fmt.Errorf("mqtt: buffer file: %w", err)
+		return walReplay{}, fmt.Errorf("mqtt: buffer file: %w", err)
 	}
+	return parseWAL(path, b)
+}
+
+// parseWAL reads the outstanding messages of b, the contents of the log
+// (or of a buffer file of the old format) at path.
+func parseWAL(path string, b []byte) (walReplay, error) {
+	var rp walReplay
 	if len(b) >= len(spoolMagic) && string(b[:len(spoolMagic)]) == spoolMagic {
-		f, err := os.Open(path)
-		if err != nil {
-			return rp, fmt.Errorf("mqtt: buffer file: %w", err)
-		}
-		defer f.Close()
-		rp.messages, err = loadSpool(f)
+		var err error
+		rp.messages, err = loadSpool(bytes.NewReader(b))
 		if err != nil {
 			return rp, fmt.Errorf("mqtt: buffer file %s: %w (remove it to start without it)", path, err)
 		}
