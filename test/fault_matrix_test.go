@@ -52,6 +52,12 @@ type matrixRow struct {
 	// sparkplugDeath are the devices that must get a DDEATH during the
 	// fault and a DBIRTH before their next DDATA after it.
 	sparkplugDeath []int
+	// over, when set, tells from the scrape inject returned that the fault
+	// had already ended when it was taken: a host that starves the test
+	// long enough lets the agent repair a short fault (restart a killed
+	// cycle process) before the test looks. The state during the fault is
+	// then not checked; the recovery and the MQTT record of the fault are.
+	over func(during map[string]*dto) bool
 }
 
 func (row *matrixRow) want(pos int) slaveWant {
@@ -88,9 +94,13 @@ func TestFaultMatrix(t *testing.T) {
 					r.repairOnFailure(t, positions...)
 					from := inbox.len()
 					during := row.inject(t, r)
-					checkReadyz(t, r, row.ready) // first: the cycle row's fault is short
-					checkMetrics(t, during, &row)
-					checkAlerts(t, promtool, during, row.alerts)
+					if row.over != nil && row.over(during) {
+						t.Logf("the fault was over before the test could look (the host held the test up): its state during it not checked")
+					} else {
+						checkReadyz(t, r, row.ready) // first: the cycle row's fault is short
+						checkMetrics(t, during, &row)
+						checkAlerts(t, promtool, during, row.alerts)
+					}
 					if scheme == "json" {
 						checkJSON(t, inbox, from, &row)
 					} else {
@@ -114,6 +124,7 @@ func TestFaultMatrix(t *testing.T) {
 }
 
 func faultRows() []matrixRow {
+	var startsBefore float64 // the cycle process's starts before the kill
 	lostAt := func(pos int) func(*testing.T, *faultRig) map[string]*dto {
 		return func(t *testing.T, r *faultRig) map[string]*dto {
 			before := r.scrape(t)
@@ -252,6 +263,7 @@ func faultRows() []matrixRow {
 					t.Fatal("no cycle process PID in the bus description")
 				}
 				before := r.scrape(t)
+				startsBefore = counter(before, "ecagent_cycle_process_starts_total", nil)
 				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}
@@ -260,6 +272,12 @@ func faultRows() []matrixRow {
 			clear: func(t *testing.T, r *faultRig) {},
 			all:   &silenced, ready: "cycle process down",
 			alerts: []string{"EcagentCycleProcessDown"},
+			// A new cycle process already runs: the restart came before
+			// the scrape that counted the death.
+			over: func(during map[string]*dto) bool {
+				return counter(during, "ecagent_cycle_process_up", nil) == 1 &&
+					counter(during, "ecagent_cycle_process_starts_total", nil) > startsBefore
+			},
 			// No bus behind the node: every device dies, and is born
 			// again with the new cycle process.
 			sparkplugDeath: []int{0, 1, 2, 3, 4, 5, 6},
