@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/mqtt/mqtttest"
+	"github.com/ecagent/ecagent/mqtt/walfile"
 )
 
 // seqReport is what a subscriber saw of one publisher's pd topics.
@@ -289,7 +290,7 @@ func TestPublisherBufferFile(t *testing.T) {
 	// delivered it is cut back to its header.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		fi, err := os.Stat(file)
-		if err == nil && fi.Size() == int64(len(walMagic)) {
+		if err == nil && fi.Size() == int64(len(walfile.Magic)) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -57,9 +57,10 @@
 // first and counted. Messages sent but not acknowledged when a connection
 // breaks are sent again (at least once, as QoS 1 promises). Sparkplug
 // messages produced while disconnected carry is_historical. With a buffer
-// file the outbox has a write-ahead log (wal.go): what is buffered while
-// the broker is unreachable survives a kill -9, and a power cut but for
-// the last 100 ms, and is replayed in order at the next start. The
+// file the outbox has a write-ahead log (wal.go; the file format is
+// package walfile): what is buffered while the broker is unreachable
+// survives a kill -9, and a power cut but for the last 100 ms, and is
+// replayed in order at the next start. The
 // publisher reconnects with exponential back-off, jittered and capped at
 // MaxReconnect, and waits on no token without a timeout. Writes are parsed
 // whole (package cmdparse); refused ones are answered one by one up to a

@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/mqtt/sparkplug"
+	"github.com/ecagent/ecagent/mqtt/walfile"
 )
 
 // The write-ahead log of the outbox (mqtt.bufferfile). While the broker
@@ -34,28 +33,9 @@ import (
 // skipped and counted, and the messages outstanding come back in the
 // order they were buffered.
 //
-// Record: length (uint32 LE, of type and body), CRC-32C (uint32 LE, of
-// type and body), type (1 byte), body:
-//
-//	walMsg:     seq, flags, made, topic, payload (as the buffer file)
-//	walDone:    seq (delivered, or superseded by a newer retained message)
-//	walDrop:    seq (dropped for room: counted)
-//	walDropped: count (drops carried over by a compaction)
-
-// walMagic starts a write-ahead log.
-const walMagic = "ecagent-mqtt-wal-1\n"
-
-// Record types.
-const (
-	walMsg     byte = 1
-	walDone    byte = 2
-	walDrop    byte = 3
-	walDropped byte = 4
-)
+// The format of the file is package walfile's.
 
 const (
-	walHeader    = 8 // length and CRC; the type starts the body
-	walMaxRecord = 2*maxSpoolField + 64
 	// walSyncEvery is the group-fsync period.
 	walSyncEvery = 100 * time.Millisecond
 	// walSlack is how far the file may grow beyond twice what is
@@ -87,7 +67,8 @@ type wal struct {
 	dirty     bool
 	failing   bool
 	errors    uint64
-	buf, rec  []byte // scratch: a record with its header, a record
+	buf, rec  []byte                          // scratch: a record with its header, a record
+	seqRec    [1 + binary.MaxVarintLen64]byte // scratch: a record of a seq
 
 	stop, stopped chan struct{}
 }
@@ -99,8 +80,6 @@ type walReplay struct {
 	corrupt  uint64    // records whose CRC or contents are wrong, skipped
 	torn     int64     // bytes of a partly written last record, ignored
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // openWAL opens the log at path, replays it (a buffer file of the old
 // format is read too), and rewrites it with just the outstanding
@@ -145,128 +124,28 @@ func parseWAL(path string, b []byte) (walReplay, error) {
 		}
 		return rp, nil
 	}
-	if len(b) < len(walMagic) || string(b[:len(walMagic)]) != walMagic {
+	if len(b) < len(walfile.Magic) || string(b[:len(walfile.Magic)]) != walfile.Magic {
 		return rp, fmt.Errorf("mqtt: buffer file %s: not an ecagent MQTT buffer file (remove it to start without it)", path)
 	}
-	out := map[uint64]message{}
-	for rest := b[len(walMagic):]; len(rest) > 0; {
-		if len(rest) < walHeader {
-			rp.torn = int64(len(rest))
-			break
-		}
-		n := int(binary.LittleEndian.Uint32(rest))
-		if n < 1 || n > walMaxRecord {
-			rp.corrupt++ // the length itself is damaged: nothing after it can be found
-			break
-		}
-		if walHeader+n > len(rest) {
-			rp.torn = int64(len(rest))
-			break
-		}
-		sum, body := binary.LittleEndian.Uint32(rest[4:]), rest[walHeader:walHeader+n]
-		rest = rest[walHeader+n:]
-		if crc32.Checksum(body, castagnoli) != sum {
-			rp.corrupt++
-			continue
-		}
-		if err := applyRecord(body, out, &rp); err != nil {
-			rp.corrupt++
-		}
+	wr, err := walfile.Parse(b)
+	if err != nil {
+		return rp, fmt.Errorf("mqtt: buffer file %s: %w", path, err)
 	}
-	seqs := make([]uint64, 0, len(out))
-	for s := range out {
-		seqs = append(seqs, s)
-	}
-	slices.Sort(seqs)
-	for _, s := range seqs {
-		rp.messages = append(rp.messages, out[s])
+	rp.dropped, rp.corrupt, rp.torn = wr.Dropped, wr.Corrupt, wr.Torn
+	for i := range wr.Messages {
+		rp.messages = append(rp.messages, fromWAL(&wr.Messages[i]))
 	}
 	return rp, nil
 }
 
-// applyRecord applies one record (type and body) to the messages
-// outstanding.
-func applyRecord(rec []byte, out map[uint64]message, rp *walReplay) error {
-	typ, body := rec[0], rec[1:]
-	seq, n := binary.Uvarint(body)
-	if n <= 0 {
-		return errors.New("bad number")
-	}
-	switch typ {
-	case walMsg:
-		m, err := decodeWALMessage(body[n:])
-		if err != nil {
-			return err
-		}
-		out[seq] = m
-	case walDone:
-		delete(out, seq)
-	case walDrop:
-		if _, ok := out[seq]; ok {
-			delete(out, seq)
-			rp.dropped++
-		}
-	case walDropped:
-		rp.dropped += seq
-	default:
-		return fmt.Errorf("record type %d", typ)
-	}
-	return nil
+// toWAL is m as the log keeps it.
+func toWAL(m *message) walfile.Message {
+	return walfile.Message{Topic: m.topic, Payload: m.payload, QoS: m.qos, Retain: m.retain, Sparkplug: m.sparkplug, Made: m.made}
 }
 
-// appendWALMessage appends the body of a walMsg record of m.
-func appendWALMessage(b []byte, seq uint64, m *message) []byte {
-	b = append(b, walMsg)
-	b = binary.AppendUvarint(b, seq)
-	flags := m.qos
-	if m.retain {
-		flags |= 4
-	}
-	if m.sparkplug {
-		flags |= 8
-	}
-	b = append(b, flags)
-	b = binary.AppendVarint(b, m.made)
-	b = binary.AppendUvarint(b, uint64(len(m.topic)))
-	b = append(b, m.topic...)
-	b = binary.AppendUvarint(b, uint64(len(m.payload)))
-	return append(b, m.payload...)
-}
-
-// decodeWALMessage decodes what follows the seq of a walMsg record.
-func decodeWALMessage(b []byte) (message, error) {
-	if len(b) < 1 {
-		return message{}, io.ErrUnexpectedEOF
-	}
-	flags := b[0]
-	b = b[1:]
-	made, n := binary.Varint(b)
-	if n <= 0 {
-		return message{}, errors.New("bad time")
-	}
-	b = b[n:]
-	field := func() ([]byte, error) {
-		l, n := binary.Uvarint(b)
-		if n <= 0 || l > uint64(len(b)-n) {
-			return nil, io.ErrUnexpectedEOF
-		}
-		f := b[n : n+int(l)]
-		b = b[n+int(l):]
-		return f, nil
-	}
-	topic, err := field()
-	if err != nil {
-		return message{}, err
-	}
-	payload, err := field()
-	if err != nil {
-		return message{}, err
-	}
-	if len(b) != 0 || flags&^15 != 0 || flags&3 == 3 {
-		return message{}, errors.New("bad message record")
-	}
-	return message{topic: string(topic), payload: slices.Clone(payload), qos: flags & 3, retain: flags&4 != 0,
-		sparkplug: flags&8 != 0, made: made}, nil
+// fromWAL is the message the log kept as wm.
+func fromWAL(wm *walfile.Message) message {
+	return message{topic: wm.Topic, payload: wm.Payload, qos: wm.QoS, retain: wm.Retain, sparkplug: wm.Sparkplug, made: wm.Made}
 }
 
 // writeRecordLocked appends one record (type and body in rec) to the
@@ -275,9 +154,7 @@ func (w *wal) writeRecordLocked(rec []byte) (int64, bool) {
 	if w.f == nil {
 		return 0, false
 	}
-	w.buf = binary.LittleEndian.AppendUint32(w.buf[:0], uint32(len(rec)))
-	w.buf = binary.LittleEndian.AppendUint32(w.buf, crc32.Checksum(rec, castagnoli))
-	w.buf = append(w.buf, rec...)
+	w.buf = walfile.AppendRecord(w.buf[:0], rec)
 	off := w.size
 	n, err := w.f.WriteAt(w.buf, off)
 	w.size += int64(n)
@@ -304,14 +181,15 @@ func (w *wal) append(m *message) uint64 {
 	defer w.mu.Unlock()
 	seq := w.next
 	w.next++
-	w.rec = appendWALMessage(w.rec[:0], seq, m)
+	wm := toWAL(m)
+	w.rec = walfile.AppendMessage(w.rec[:0], seq, &wm)
 	rec := w.rec
 	off, ok := w.writeRecordLocked(rec)
 	if !ok {
 		return 0
 	}
-	w.live[seq] = walEntry{off: off, n: walHeader + len(rec)}
-	w.liveBytes += int64(walHeader + len(rec))
+	w.live[seq] = walEntry{off: off, n: walfile.HeaderLen + len(rec)}
+	w.liveBytes += int64(walfile.HeaderLen + len(rec))
 	if w.size > 2*w.liveBytes+walSlack {
 		w.compactLocked()
 	}
@@ -319,10 +197,10 @@ func (w *wal) append(m *message) uint64 {
 }
 
 // done records that message seq was delivered (or superseded).
-func (w *wal) done(seq uint64) { w.settle(seq, walDone) }
+func (w *wal) done(seq uint64) { w.settle(seq, walfile.Done) }
 
 // drop records that message seq was dropped for room.
-func (w *wal) drop(seq uint64) { w.settle(seq, walDrop) }
+func (w *wal) drop(seq uint64) { w.settle(seq, walfile.Drop) }
 
 func (w *wal) settle(seq uint64, typ byte) {
 	if seq == 0 {
@@ -336,16 +214,14 @@ func (w *wal) settle(seq uint64, typ byte) {
 	}
 	delete(w.live, seq)
 	w.liveBytes -= int64(e.n)
-	if typ == walDrop {
+	if typ == walfile.Drop {
 		w.dropped++
 	}
 	if len(w.live) == 0 {
 		w.truncateLocked()
 		return
 	}
-	var rec [1 + binary.MaxVarintLen64]byte
-	rec[0] = typ
-	w.writeRecordLocked(rec[:1+binary.PutUvarint(rec[1:], seq)])
+	w.writeRecordLocked(walfile.AppendSeq(w.seqRec[:0], typ, seq))
 }
 
 // truncateLocked cuts the log back to its header: nothing is
@@ -354,11 +230,11 @@ func (w *wal) truncateLocked() {
 	if w.f == nil {
 		return
 	}
-	if err := w.f.Truncate(int64(len(walMagic))); err != nil {
+	if err := w.f.Truncate(int64(len(walfile.Magic))); err != nil {
 		w.fail(err)
 		return
 	}
-	w.size, w.liveBytes, w.dropped, w.dirty = int64(len(walMagic)), 0, 0, true
+	w.size, w.liveBytes, w.dropped, w.dirty = int64(len(walfile.Magic)), 0, 0, true
 }
 
 // compactLocked copies the outstanding records to a new file, which
@@ -377,22 +253,18 @@ func (w *wal) compactLocked() {
 			w.fail(err)
 			return
 		}
-		m, err := decodeWALMessage(skipSeq(rec[walHeader+1:]))
+		_, wm, err := walfile.DecodeMessage(rec[walfile.HeaderLen:])
 		if err != nil {
 			w.fail(err)
 			return
 		}
+		m := fromWAL(&wm)
 		m.wseq = s
 		ms = append(ms, m)
 	}
 	if err := w.writeFileLocked(ms, w.dropped); err != nil {
 		w.fail(err)
 	}
-}
-
-func skipSeq(b []byte) []byte {
-	_, n := binary.Uvarint(b)
-	return b[max(n, 0):]
 }
 
 // rewriteLocked replaces the log with ms, numbered afresh (their wseq
@@ -421,26 +293,25 @@ func (w *wal) writeFileLocked(ms []message, dropped uint64) error {
 		w.f, w.size, w.live, w.liveBytes, w.dropped = old, oldSize, oldLive, oldLiveBytes, oldDropped
 		return fmt.Errorf("mqtt: buffer file: %w", err)
 	}
-	n, err := tmp.WriteString(walMagic)
+	n, err := tmp.WriteString(walfile.Magic)
 	w.size = int64(n)
 	if err != nil {
 		return fail(err)
 	}
 	if dropped > 0 {
-		var rec [1 + binary.MaxVarintLen64]byte
-		rec[0] = walDropped
-		if _, ok := w.writeRecordLocked(rec[:1+binary.PutUvarint(rec[1:], dropped)]); !ok {
+		if _, ok := w.writeRecordLocked(walfile.AppendSeq(nil, walfile.Dropped, dropped)); !ok {
 			return fail(errors.New("write failed"))
 		}
 	}
 	for i := range ms {
-		rec := appendWALMessage(nil, ms[i].wseq, &ms[i])
+		wm := toWAL(&ms[i])
+		rec := walfile.AppendMessage(nil, ms[i].wseq, &wm)
 		off, ok := w.writeRecordLocked(rec)
 		if !ok {
 			return fail(errors.New("write failed"))
 		}
-		w.live[ms[i].wseq] = walEntry{off: off, n: walHeader + len(rec)}
-		w.liveBytes += int64(walHeader + len(rec))
+		w.live[ms[i].wseq] = walEntry{off: off, n: walfile.HeaderLen + len(rec)}
+		w.liveBytes += int64(walfile.HeaderLen + len(rec))
 	}
 	if err := tmp.Sync(); err != nil {
 		return fail(err)

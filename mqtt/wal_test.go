@@ -1,9 +1,7 @@
 package mqtt
 
 import (
-	"bytes"
 	"encoding/binary"
-	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ecagent/ecagent/mqtt/sparkplug"
+	"github.com/ecagent/ecagent/mqtt/walfile"
 )
 
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -97,7 +96,7 @@ func TestWALReplaysWhatACrashLeft(t *testing.T) {
 	w2, _ := openTestWAL(t, filepath.Join(t.TempDir(), "b"))
 	s := w2.append(&message{topic: "t", payload: []byte("x")})
 	w2.done(s)
-	if fi, err := os.Stat(w2.path); err != nil || fi.Size() != int64(len(walMagic)) {
+	if fi, err := os.Stat(w2.path); err != nil || fi.Size() != int64(len(walfile.Magic)) {
 		t.Fatalf("nothing outstanding, yet the log holds %v bytes (%v)", fi.Size(), err)
 	}
 }
@@ -133,10 +132,7 @@ func TestWALDetectsDamage(t *testing.T) {
 		t.Fatalf("replayed %q, corrupt %d, torn %d; want acd, 1, > 0", got, rp.corrupt, rp.torn)
 	}
 	// A record type nobody knows, with a good CRC, is counted too.
-	rec := []byte{9, 1}
-	hdr := binary.LittleEndian.AppendUint32(nil, uint32(len(rec)))
-	hdr = binary.LittleEndian.AppendUint32(hdr, crc32.Checksum(rec, crc32.MakeTable(crc32.Castagnoli)))
-	if err := os.WriteFile(path, append(append([]byte(walMagic), hdr...), rec...), 0o600); err != nil {
+	if err := os.WriteFile(path, walfile.AppendRecord([]byte(walfile.Magic), []byte{9, 1}), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, rp := openTestWAL(t, path); rp.corrupt != 1 || len(rp.messages) != 0 {
@@ -221,48 +217,6 @@ func TestMarkHistorical(t *testing.T) {
 	if len(p.Metrics) != 2 || !p.Metrics[0].Historical || !p.Metrics[1].Historical || p.Metrics[0].Float != 2.5 || !p.Metrics[1].Bool || p.Seq != 7 || p.Timestamp != 5 {
 		t.Fatalf("%+v", p)
 	}
-}
-
-// FuzzWALReplay: a damaged log never panics the replay, and what it
-// replays are whole messages.
-func FuzzWALReplay(f *testing.F) {
-	good := func() []byte {
-		path := filepath.Join(f.TempDir(), "seed")
-		w, _, err := openWAL(path, quietLog())
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, m := range walTestMessages() {
-			w.append(&m)
-		}
-		s := w.append(&message{topic: "x", payload: []byte("y")})
-		w.done(s)
-		b, _ := os.ReadFile(path)
-		return b
-	}()
-	f.Add(good)
-	f.Add(good[:len(good)-1])
-	f.Add([]byte(walMagic + "\xff\xff\xff\xff"))
-	// The bytes go to the parser as replayWAL hands it a file's contents:
-	// a file per input would cost more than the parsing.
-	f.Fuzz(func(t *testing.T, b []byte) {
-		rp, err := parseWAL("fuzz", b)
-		if err != nil {
-			return
-		}
-		for _, m := range rp.messages {
-			if m.qos > 2 {
-				t.Fatalf("replayed %+v", m)
-			}
-			// What was replayed is written again as it was read.
-			rec := appendWALMessage(nil, 1, &m)
-			back, err := decodeWALMessage(rec[2:])
-			if err != nil || back.topic != m.topic || !bytes.Equal(back.payload, m.payload) || back.qos != m.qos ||
-				back.retain != m.retain || back.sparkplug != m.sparkplug || back.made != m.made {
-				t.Fatalf("replayed %+v, written again and read %+v, %v", m, back, err)
-			}
-		}
-	})
 }
 
 // TestReplayMarksSparkplugHistorical: a Sparkplug message an earlier run
