@@ -64,7 +64,6 @@ type Registry struct {
 	slaves          *slaveStates
 	slavePortErrors *prometheus.GaugeVec
 	slaveESCErrors  *prometheus.GaugeVec
-	processUp       prometheus.Gauge
 	processStarts   prometheus.Counter
 	busEvents       *prometheus.CounterVec
 	framesDiscarded *prometheus.CounterVec
@@ -112,7 +111,6 @@ func NewRegistry(opts Options) (*Registry, error) {
 	b.register(r.slaves)
 	r.slavePortErrors = b.gaugeVec(nameSlavePortErrors, labelPosition, labelName, labelPort, labelCounter)
 	r.slaveESCErrors = b.gaugeVec(nameSlaveESCErrors, labelPosition, labelName, labelCounter)
-	r.processUp = b.gauge(nameProcessUp)
 	r.processStarts = b.counter(nameProcessStarts)
 	r.busEvents = b.counterVec(nameBusEvents, labelKind, labelPosition, labelName)
 	r.framesDiscarded = b.counterVec(nameFramesDiscarded, labelReason)
@@ -225,7 +223,7 @@ func (r *Registry) SetSlaveErrorCounters(position int, name string, c ESCErrorCo
 // goes up and the process's CPU time is read from /proc/PID/stat.
 func (r *Registry) CycleProcessStarted(pid int) {
 	r.processStarts.Inc()
-	r.processUp.Set(1)
+	r.slaves.processUp.Store(true)
 	r.host.setPID(pid)
 }
 
@@ -233,7 +231,7 @@ func (r *Registry) CycleProcessStarted(pid int) {
 // that was already running (after the agent itself restarted): like
 // CycleProcessStarted without counting a start.
 func (r *Registry) CycleProcessAttached(pid int) {
-	r.processUp.Set(1)
+	r.slaves.processUp.Store(true)
 	r.host.setPID(pid)
 }
 
@@ -241,16 +239,12 @@ func (r *Registry) CycleProcessAttached(pid int) {
 // runs cycles (its heartbeat beats): one that exists but runs none is not
 // up either.
 func (r *Registry) CycleProcessResponding(responding bool) {
-	if responding {
-		r.processUp.Set(1)
-	} else {
-		r.processUp.Set(0)
-	}
+	r.slaves.processUp.Store(responding)
 }
 
 // CycleProcessExited records that the cycle process is gone.
 func (r *Registry) CycleProcessExited() {
-	r.processUp.Set(0)
+	r.slaves.processUp.Store(false)
 	r.host.setPID(0)
 }
 

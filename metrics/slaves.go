@@ -31,10 +31,16 @@ import (
 //   - ecagent_slave_data_quality_since_timestamp_seconds is the Unix time
 //     the data quality took its current value; `time() - …` is how long
 //     a slave's values have been stale.
+//
+// ecagent_cycle_process_up is rendered here too, from the same snapshot
+// (CycleRunning and not CycleStalled), so that no scrape shows the cycle
+// process down beside slaves that answer; before the agent has a model,
+// from what the agent last told the registry (processUp).
 type slaveStates struct {
-	model atomic.Pointer[busstate.Model]
+	model     atomic.Pointer[busstate.Model]
+	processUp atomic.Bool
 
-	up, alState, alError, alStatus, presence, quality, since *prometheus.Desc
+	up, alState, alError, alStatus, presence, quality, since, cycleUp *prometheus.Desc
 }
 
 func newSlaveStates(catalog []Series) *slaveStates {
@@ -49,12 +55,13 @@ func newSlaveStates(catalog []Series) *slaveStates {
 		presence: desc(nameSlavePresence, labelPresence),
 		quality:  desc(nameSlaveQuality, labelQuality),
 		since:    desc(nameSlaveQualitySince),
+		cycleUp:  prometheus.NewDesc(nameProcessUp, helpOf(catalog, nameProcessUp), nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *slaveStates) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.alState, c.alError, c.alStatus, c.presence, c.quality, c.since} {
+	for _, d := range []*prometheus.Desc{c.up, c.alState, c.alError, c.alStatus, c.presence, c.quality, c.since, c.cycleUp} {
 		ch <- d
 	}
 }
@@ -64,9 +71,11 @@ func (c *slaveStates) Describe(ch chan<- *prometheus.Desc) {
 func (c *slaveStates) Collect(ch chan<- prometheus.Metric) {
 	m := c.model.Load()
 	if m == nil {
+		ch <- prometheus.MustNewConstMetric(c.cycleUp, prometheus.GaugeValue, oneIf(c.processUp.Load()))
 		return
 	}
 	bus := m.Snapshot()
+	ch <- prometheus.MustNewConstMetric(c.cycleUp, prometheus.GaugeValue, oneIf(bus.CycleRunning && !bus.CycleStalled))
 	for i := range bus.Slaves {
 		s := &bus.Slaves[i]
 		pos, name := strconv.Itoa(s.Position), s.Name

@@ -200,3 +200,57 @@ ecagent_slave_up{host="ipc-7",line="line-3",name="EL2004",position="0",site="pla
 		t.Errorf("model taken away: %d slave series, want 0", n)
 	}
 }
+
+// TestCycleProcessUpFromTheSameSnapshot: ecagent_cycle_process_up comes
+// from the snapshot the slave series come from, so no scrape shows the
+// cycle process down beside slaves that answer; without a model it is
+// what the agent last told the registry.
+func TestCycleProcessUpFromTheSameSnapshot(t *testing.T) {
+	r := newTestRegistry(t, testOptions())
+	gauge := func(name string, labels map[string]string) float64 {
+		t.Helper()
+		fams, err := r.Gatherer().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			if f.GetName() != name {
+				continue
+			}
+		next:
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+						continue next
+					}
+				}
+				return m.GetGauge().GetValue()
+			}
+		}
+		t.Fatalf("%s%v not gathered", name, labels)
+		return 0
+	}
+	if up := gauge(nameProcessUp, nil); up != 0 {
+		t.Errorf("before any cycle process: up %v", up)
+	}
+	r.CycleProcessStarted(1)
+	if up := gauge(nameProcessUp, nil); up != 1 {
+		t.Errorf("started, no model: up %v", up)
+	}
+	m := testModel(t, []busstate.SlaveInfo{{Position: 0, Name: "EL2004"}})
+	r.SetBusModel(m)
+	r.CycleProcessResponding(true)
+	m.SetCycleStalled(true) // the model knows first; the registry is told after
+	if up, slave := gauge(nameProcessUp, nil), gauge(nameSlaveUp, map[string]string{labelPosition: "0"}); up != 0 || slave != 0 {
+		t.Errorf("stalled in the model: cycle process up %v, slave up %v; want 0 and 0", up, slave)
+	}
+	m.SetCycleStalled(false)
+	r.CycleProcessResponding(false) // a registry that lags the model does not count
+	if up, slave := gauge(nameProcessUp, nil), gauge(nameSlaveUp, map[string]string{labelPosition: "0"}); up != 1 || slave != 1 {
+		t.Errorf("beating again in the model: cycle process up %v, slave up %v; want 1 and 1", up, slave)
+	}
+	m.CycleDown()
+	if up := gauge(nameProcessUp, nil); up != 0 {
+		t.Errorf("cycle process down in the model: up %v", up)
+	}
+}

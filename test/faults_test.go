@@ -322,7 +322,18 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		r.startSim(t)
-		took := r.waitHealthy(t, time.Second)
+		// The bound counts from the segment's first answer: before it,
+		// the segment is powering up, not being recovered.
+		for deadline := time.Now().Add(5 * time.Second); r.seg.Stats().Answered == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the restarted simulator answered no frame within 5 s")
+			}
+		}
+		// Every slave reconnects at once, the mailbox slave's with its
+		// SDO configuration, one datagram per slave per cycle; on a
+		// loaded host a lost mailbox answer costs a repeat request. The
+		// bound is twice a single slave's (docs/operations.md).
+		took := r.waitHealthy(t, 2*time.Second)
 		after := r.settle(t)
 		r.alive(t)
 		if got := ev(after, "slave-reconnected", "") - ev(before, "slave-reconnected", ""); got != float64(len(referenceSet)) {
