@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ecagent/ecagent/mqtt/mqttconn/packet"
 )
 
 // Will is the message the broker publishes for a client whose connection
@@ -154,7 +156,7 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	if o.MaxPacket <= 0 {
 		o.MaxPacket = 1 << 20
 	}
-	o.MaxPacket = min(o.MaxPacket, maxRemaining)
+	o.MaxPacket = min(o.MaxPacket, packet.MaxRemaining)
 	ka := o.KeepAlive.Round(time.Second) / time.Second
 	if ka > 65535 || ka < 0 {
 		return nil, fmt.Errorf("mqttconn: keep-alive %v out of range", o.KeepAlive)
@@ -239,13 +241,13 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		return nil, wrap(err)
 	}
 	var rbuf []byte
-	h, body, err := readPacket(br, &rbuf, 16)
-	if err == nil && h>>4 != typeConnack {
-		err = malformed("first packet of type %d, want CONNACK", h>>4)
+	h, body, err := packet.Read(br, &rbuf, 16)
+	if err == nil && h>>4 != packet.TypeConnack {
+		err = packet.Malformed("first packet of type %d, want CONNACK", h>>4)
 	}
 	var code byte
 	if err == nil {
-		_, code, err = parseConnack(body)
+		_, code, err = packet.ParseConnack(body)
 	}
 	if err == nil && code != 0 {
 		err = &ConnectError{Code: code}
@@ -367,7 +369,7 @@ func (c *Conn) Publish(topic string, payload []byte, qos byte, retain bool) (uin
 	if topic == "" || len(topic) > 65535 || strings.ContainsAny(topic, "+#") {
 		return 0, fmt.Errorf("mqttconn: publish: invalid topic %q", topic)
 	}
-	if n := 2 + len(topic) + 2 + len(payload); n > maxRemaining {
+	if n := 2 + len(topic) + 2 + len(payload); n > packet.MaxRemaining {
 		return 0, fmt.Errorf("mqttconn: publish to %s: packet of %d bytes", topic, n)
 	}
 	if err := c.Err(); err != nil {
@@ -381,7 +383,7 @@ func (c *Conn) Publish(topic string, payload []byte, qos byte, retain bool) (uin
 		}
 	}
 	c.wmu.Lock()
-	err := c.writeLocked("publish", appendPublish(c.wbuf[:0], topic, payload, qos, retain, id))
+	err := c.writeLocked("publish", packet.AppendPublish(c.wbuf[:0], topic, payload, qos, retain, id))
 	c.wmu.Unlock()
 	if err != nil {
 		return 0, err
@@ -462,7 +464,7 @@ func (c *Conn) Subscribe(subs map[string]byte) error {
 		return errors.New("mqttconn: subscribe: no free packet identifier")
 	}
 	defer c.freeID(id)
-	if err := c.write("subscribe", func(b []byte) []byte { return appendSubscribe(b, id, topics, qos) }); err != nil {
+	if err := c.write("subscribe", func(b []byte) []byte { return packet.AppendSubscribe(b, id, topics, qos) }); err != nil {
 		return err
 	}
 	t := time.NewTimer(c.timeout)
@@ -498,7 +500,7 @@ func (c *Conn) Subscribe(subs map[string]byte) error {
 // closes the connection. It does not wait for publications in flight.
 func (c *Conn) Disconnect() error {
 	c.closing.Store(true)
-	err := c.write("disconnect", func(b []byte) []byte { return append(b, typeDisconnect<<4, 0) })
+	err := c.write("disconnect", func(b []byte) []byte { return append(b, packet.TypeDisconnect<<4, 0) })
 	c.Close()
 	if errors.Is(err, ErrClosed) {
 		return nil

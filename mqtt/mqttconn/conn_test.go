@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/mqtt/mqttconn/packet"
 	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
 
@@ -239,7 +240,7 @@ func TestMalformedInboundEndsTheConnection(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("no error")
 	}
-	if err := c.Err(); !errors.Is(err, errMalformed) {
+	if err := c.Err(); !errors.Is(err, packet.ErrMalformed) {
 		t.Fatalf("Err() = %v", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/ecagent/ecagent/mqtt/mqttconn/packet"
 )
 
 // The reading side of a connection: packets from the broker, and the
@@ -14,7 +16,7 @@ import (
 func (c *Conn) readLoop(buf []byte) {
 	defer c.readers.Done()
 	for {
-		h, body, err := readPacket(c.br, &buf, c.maxPacket)
+		h, body, err := packet.Read(c.br, &buf, c.maxPacket)
 		if err == nil {
 			err = c.handle(h, body)
 		}
@@ -29,8 +31,8 @@ func (c *Conn) readLoop(buf []byte) {
 func (c *Conn) handle(h byte, body []byte) error {
 	c.lastRead.Store(time.Now().UnixNano())
 	switch h >> 4 {
-	case typePuback:
-		id, err := parseID("PUBACK", body)
+	case packet.TypePuback:
+		id, err := packet.ParseID("PUBACK", body)
 		if err != nil {
 			return err
 		}
@@ -43,10 +45,10 @@ func (c *Conn) handle(h byte, body []byte) error {
 		case c.acks <- struct{}{}:
 		default:
 		}
-	case typePingresp:
+	case packet.TypePingresp:
 		c.pingSent.Store(0)
-	case typeSuback:
-		id, codes, err := parseSuback(body)
+	case packet.TypeSuback:
+		id, codes, err := packet.ParseSuback(body)
 		if err != nil {
 			return err
 		}
@@ -54,20 +56,20 @@ func (c *Conn) handle(h byte, body []byte) error {
 		case c.subacks <- suback{id: id, codes: slices.Clone(codes)}:
 		default:
 		}
-	case typeUnsuback:
-	case typePublish:
-		p, err := parsePublish(h, body)
+	case packet.TypeUnsuback:
+	case packet.TypePublish:
+		p, err := packet.ParsePublish(h, body)
 		if err != nil {
 			return err
 		}
-		if p.qos > 1 {
+		if p.QoS > 1 {
 			return errors.New("inbound PUBLISH at QoS 2 (not supported)")
 		}
 		if c.onMessage != nil {
-			c.onMessage(string(p.topic), slices.Clone(p.payload))
+			c.onMessage(string(p.Topic), slices.Clone(p.Payload))
 		}
-		if p.qos == 1 {
-			return c.write("puback", func(b []byte) []byte { return appendUint16(append(b, typePuback<<4, 2), p.id) })
+		if p.QoS == 1 {
+			return c.write("puback", func(b []byte) []byte { return packet.AppendUint16(append(b, packet.TypePuback<<4, 2), p.ID) })
 		}
 	default:
 		return fmt.Errorf("unexpected packet of type %d", h>>4)
@@ -100,7 +102,7 @@ func (c *Conn) pinger() {
 			}
 		} else if idle := max(now.UnixNano()-c.lastWrite.Load(), now.UnixNano()-c.lastRead.Load()); time.Duration(idle) >= every-every/10 {
 			c.pingSent.Store(now.UnixNano())
-			_ = c.write("ping", func(b []byte) []byte { return append(b, typePingreq<<4, 0) })
+			_ = c.write("ping", func(b []byte) []byte { return append(b, packet.TypePingreq<<4, 0) })
 			next = min(every, c.timeout)
 		}
 		t.Reset(next)

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/ecagent/ecagent/mqtt/mqttconn/packet"
 )
 
 // wsGUID is the constant of the WebSocket opening handshake (RFC 6455,
@@ -119,7 +121,7 @@ func (w *wsConn) Read(b []byte) (int, error) {
 	}
 	w.left -= uint64(n)
 	w.pos += uint64(n)
-	return n, noEOF(err)
+	return n, packet.NoEOF(err)
 }
 
 // nextFrame reads frame headers up to the next data frame with payload,
@@ -135,20 +137,20 @@ func (w *wsConn) nextFrame() error {
 	case 126:
 		var e [2]byte
 		if _, err := io.ReadFull(w.br, e[:]); err != nil {
-			return noEOF(err)
+			return packet.NoEOF(err)
 		}
 		n = uint64(binary.BigEndian.Uint16(e[:]))
 	case 127:
 		var e [8]byte
 		if _, err := io.ReadFull(w.br, e[:]); err != nil {
-			return noEOF(err)
+			return packet.NoEOF(err)
 		}
 		n = binary.BigEndian.Uint64(e[:])
 	}
 	w.masked = h[1]&0x80 != 0
 	if w.masked {
 		if _, err := io.ReadFull(w.br, w.rmask[:]); err != nil {
-			return noEOF(err)
+			return packet.NoEOF(err)
 		}
 	}
 	w.pos = 0
@@ -162,7 +164,7 @@ func (w *wsConn) nextFrame() error {
 		}
 		var p [125]byte
 		if _, err := io.ReadFull(w.br, p[:n]); err != nil {
-			return noEOF(err)
+			return packet.NoEOF(err)
 		}
 		if w.masked {
 			for i := range p[:n] {

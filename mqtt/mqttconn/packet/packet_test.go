@@ -1,4 +1,4 @@
-package mqttconn
+package packet
 
 import (
 	"bufio"
@@ -8,65 +8,36 @@ import (
 	"testing"
 )
 
-func TestPacketIDWrapSkipsInflight(t *testing.T) {
-	c := &Conn{}
-	c.next = 65533
-	c.ids[65535] = idInflight // still in flight from before the wrap
-	c.ids[1] = idAcked        // acknowledged, not yet taken
-	c.used = 2
-	var got []uint16
-	for range 4 {
-		id, ok := c.takeID(idInflight, 10)
-		if !ok {
-			t.Fatal("no id")
-		}
-		got = append(got, id)
-	}
-	want := []uint16{65534, 2, 3, 4}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("ids %v, want %v", got, want)
-		}
-	}
-	if _, ok := c.takeID(idInflight, 6); ok {
-		t.Fatal("an id beyond the in-flight limit")
-	}
-	c.ids[2] = idAcked
-	if !c.Acked(2) || c.Acked(2) || c.Acked(3) || !c.Acked(0) {
-		t.Fatal("Acked does not report an acknowledged id exactly once")
-	}
-}
-
 func TestPublishEncodeAllocatesNothing(t *testing.T) {
 	buf := make([]byte, 0, 1024)
 	payload := bytes.Repeat([]byte("x"), 300)
 	var id uint16
 	n := testing.AllocsPerRun(1000, func() {
 		id++
-		buf = appendPublish(buf[:0], "ecagent/site/host/pd/drive1", payload, 1, false, id)
+		buf = AppendPublish(buf[:0], "ecagent/site/host/pd/drive1", payload, 1, false, id)
 	})
 	if n != 0 {
 		t.Fatalf("a QoS 1 publish encode allocates %v times", n)
 	}
-	h, body, err := readPacket(bufio.NewReader(bytes.NewReader(buf)), new([]byte), 1<<20)
+	h, body, err := Read(bufio.NewReader(bytes.NewReader(buf)), new([]byte), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := parsePublish(h, body)
-	if err != nil || string(p.topic) != "ecagent/site/host/pd/drive1" || p.id != id || p.qos != 1 || !bytes.Equal(p.payload, payload) {
+	p, err := ParsePublish(h, body)
+	if err != nil || string(p.Topic) != "ecagent/site/host/pd/drive1" || p.ID != id || p.QoS != 1 || !bytes.Equal(p.Payload, payload) {
 		t.Fatalf("decoded %+v, %v", p, err)
 	}
 }
 
 func TestRemainingLength(t *testing.T) {
-	for _, n := range []int{0, 127, 128, 16383, 16384, 2097151, 2097152, maxRemaining} {
-		b := appendRemaining(nil, n)
-		pkt := append([]byte{typePingresp << 4}, b...)
-		_, err := decode(bufio.NewReader(bytes.NewReader(pkt)), new([]byte), 0)
+	for _, n := range []int{0, 127, 128, 16383, 16384, 2097151, 2097152, MaxRemaining} {
+		b := AppendRemaining(nil, n)
+		pkt := append([]byte{TypePingresp << 4}, b...)
+		_, err := Decode(bufio.NewReader(bytes.NewReader(pkt)), new([]byte), 0)
 		if n == 0 && err != nil {
 			t.Fatalf("length 0: %v", err)
 		}
-		if n > 0 && !errors.Is(err, errMalformed) {
+		if n > 0 && !errors.Is(err, ErrMalformed) {
 			t.Fatalf("length %d over a limit of 0: %v", n, err)
 		}
 	}
@@ -87,10 +58,10 @@ func TestMalformedPackets(t *testing.T) {
 		"PINGRESP with a body":     {0xd0, 1, 0},
 		"huge length over a limit": {0x30, 0xff, 0xff, 0xff, 0x7f},
 	} {
-		_, err := decode(bufio.NewReader(bytes.NewReader(pkt)), new([]byte), 1<<20)
+		_, err := Decode(bufio.NewReader(bytes.NewReader(pkt)), new([]byte), 1<<20)
 		if err == nil {
 			t.Errorf("%s: no error", name)
-		} else if !errors.Is(err, errMalformed) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		} else if !errors.Is(err, ErrMalformed) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -105,7 +76,7 @@ func FuzzDecode(f *testing.F) {
 		r := bufio.NewReader(bytes.NewReader(b))
 		var buf []byte
 		for range 64 {
-			if _, err := decode(r, &buf, 4096); err != nil {
+			if _, err := Decode(r, &buf, 4096); err != nil {
 				return
 			}
 		}
