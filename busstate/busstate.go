@@ -205,8 +205,9 @@ func (b *Bus) ALState(i int) esc.ALState {
 }
 
 // Ready reports whether the bus is as it should be — the cycle running,
-// the link up, every slave answering in OP without an error, no bus alarm
-// — and, when it is not, why, in the words of Condition.
+// the link up, every slave answering in OP without an error, no bus alarm,
+// the bus's own AL status OP without the error bit — and, when it is not,
+// why, in the words of Condition.
 func (b *Bus) Ready() (ok bool, why string) {
 	switch {
 	case !b.CycleRunning:
