@@ -64,6 +64,9 @@ type Engine struct {
 	badRun    int  // consecutive cycles with a lost frame or a wrong WKC
 	goodRun   int  // consecutive clean cycles
 	alarm     bool // the bus alarm is raised
+	alarmLost bool // ... for lost frames (else for the working counter)
+	lostRun   int  // consecutive cycles with a lost frame
+	wkcRun    int  // consecutive cycles with every frame back and a wrong WKC
 	linkDown  bool // the link refused to send
 	pipelined bool // Config.Pipelined and the link can post
 	busKnown  bool // lastBus holds a read of the AL status
@@ -349,32 +352,50 @@ func (e *Engine) watchLink(res *master.CycleResult) {
 }
 
 // watchAlarm raises the bus alarm after Config.AlarmCycles bad cycles in a
-// row and clears it after as many clean ones.
+// row and clears it after as many clean ones. A raised alarm says what is
+// wrong now: after as many cycles in a row of the other kind (frames back
+// but the working counter still off — a slave lost while the host also
+// lost a streak of frames — or the reverse) it is raised again with that
+// text, since lost frames make every slave's data stale and a wrong working
+// counter only the missing slaves'.
 func (e *Engine) watchAlarm(res *master.CycleResult) {
 	n := e.cfg.AlarmCycles
-	if res.Lost > 0 || res.WKC != res.ExpectedWKC {
-		e.badRun++
-		e.goodRun = 0
-	} else {
-		e.goodRun++
-		e.badRun = 0
+	lost := res.Lost > 0
+	switch {
+	case lost:
+		e.badRun, e.goodRun, e.lostRun, e.wkcRun = e.badRun+1, 0, e.lostRun+1, 0
+	case res.WKC != res.ExpectedWKC:
+		e.badRun, e.goodRun, e.lostRun, e.wkcRun = e.badRun+1, 0, 0, e.wkcRun+1
+	default:
+		e.badRun, e.goodRun, e.lostRun, e.wkcRun = 0, e.goodRun+1, 0, 0
 	}
 	switch {
 	case n <= 0:
 	case !e.alarm && e.badRun >= n:
 		e.alarm = true
-		text := shm.AlarmWorkingCounter
-		if res.Lost > 0 {
-			text = shm.AlarmFramesLost
-		}
-		e.event = shm.Event{Cycle: e.cycle, Time: rt.Now(), Kind: shm.EventBusAlarm, Value: uint64(e.badRun)}
-		e.event.SetText(text)
-		e.seg.Events().Push(&e.event)
+		e.raiseAlarm(lost, e.badRun)
 	case e.alarm && e.goodRun >= n:
 		e.alarm = false
 		e.event = shm.Event{Cycle: e.cycle, Time: rt.Now(), Kind: shm.EventBusAlarmCleared, Value: uint64(e.goodRun)}
 		e.seg.Events().Push(&e.event)
+	case e.alarm && e.alarmLost && e.wkcRun >= n:
+		e.raiseAlarm(false, e.wkcRun)
+	case e.alarm && !e.alarmLost && e.lostRun >= n:
+		e.raiseAlarm(true, e.lostRun)
 	}
+}
+
+// raiseAlarm reports the bus alarm, for lost frames or for the working
+// counter, after cycles bad cycles.
+func (e *Engine) raiseAlarm(lost bool, cycles int) {
+	e.alarmLost = lost
+	text := shm.AlarmWorkingCounter
+	if lost {
+		text = shm.AlarmFramesLost
+	}
+	e.event = shm.Event{Cycle: e.cycle, Time: rt.Now(), Kind: shm.EventBusAlarm, Value: uint64(cycles)}
+	e.event.SetText(text)
+	e.seg.Events().Push(&e.event)
 }
 
 // reportQueueLen bounds the worker's events waiting for the cycle (a
