@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/ecagent/ecagent/internal/monotime"
 )
 
 // Defaults used for zero fields of a Config.
@@ -153,7 +153,7 @@ func (c *Config) withDefaults() (Config, error) {
 		out.MaxFrameData = maxLRWData
 	}
 	if out.Clock == nil {
-		out.Clock = newMonotonicClock()
+		out.Clock = monotime.Now
 	}
 	if out.Logger == nil {
 		out.Logger = slog.Default()
@@ -186,17 +186,4 @@ func (c *Config) withDefaults() (Config, error) {
 		out.DC = &dc
 	}
 	return out, nil
-}
-
-// newMonotonicClock returns a clock reading CLOCK_MONOTONIC in nanoseconds
-// at the cost of time.Now (vDSO) rather than a clock_gettime system call:
-// Go's monotonic time is CLOCK_MONOTONIC from another origin, so one
-// reading of both fixes the offset (to within the few nanoseconds between
-// the two reads), and the two never drift apart.
-func newMonotonicClock() func() int64 {
-	var ts unix.Timespec
-	origin := time.Now()
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	base := ts.Nano()
-	return func() int64 { return base + int64(time.Since(origin)) }
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/wire"
+
+	"github.com/ecagent/ecagent/internal/monotime"
 )
 
 // countingPoller is the master's end of a pipe with a view of its receive
@@ -146,7 +148,7 @@ func TestCyclicForgedAnswerCountsForNothing(t *testing.T) {
 	t.Cleanup(func() { _ = a.Close(); _ = far.Close() })
 	c := &counters{}
 	bus := newBus(a, 10*time.Millisecond, 0, c)
-	cy := newCyclic(bus, &acyclicQueue{}, newProcessImage(l.outBytes, l.inBytes), l, 2*time.Second, newMonotonicClock(), c)
+	cy := newCyclic(bus, &acyclicQueue{}, newProcessImage(l.outBytes, l.inBytes), l, 2*time.Second, monotime.Now, c)
 
 	cy.Post(time.Now().Add(time.Millisecond))
 	buf := make([]byte, link.MaxFrameSize)

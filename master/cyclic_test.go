@@ -10,6 +10,8 @@ import (
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/sii"
 	"github.com/ecagent/ecagent/master/wire"
+
+	"github.com/ecagent/ecagent/internal/monotime"
 )
 
 // loopSegment answers LRW frames on the far end of a pipe without
@@ -77,7 +79,7 @@ func testCyclicOn(t testing.TB, maxData int, wkc func(uint8) uint16, wrap func(*
 	startLoop(t, b, wkc)
 	c := &counters{}
 	bus := newBus(wrap(a), 10*time.Millisecond, 0, c)
-	cy := newCyclic(bus, &acyclicQueue{}, newProcessImage(l.outBytes, l.inBytes), l, 2*time.Second, newMonotonicClock(), c)
+	cy := newCyclic(bus, &acyclicQueue{}, newProcessImage(l.outBytes, l.inBytes), l, 2*time.Second, monotime.Now, c)
 	return cy, c, slaves
 }
 

@@ -4,6 +4,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ecagent/ecagent/internal/monotime"
 )
 
 // Now returns CLOCK_MONOTONIC in nanoseconds, the time base of every
@@ -12,14 +14,9 @@ import (
 // cycle read the clock twice a cycle (on a paravirtualised guest a system
 // call costs several µs; strace counted 2 of the cycle thread's 6.3 calls
 // per cycle).
-func Now() int64 { return nanotime() }
-
-// nanotime is the Go runtime's CLOCK_MONOTONIC reading (vDSO
-// clock_gettime on Linux), the clock behind time.Now's monotonic part.
-// The runtime keeps this name and signature for code outside it.
-//
-//go:linkname nanotime runtime.nanotime
-func nanotime() int64
+// It is the master's clock too (internal/monotime), so a sample's send
+// and receive times compare with its deadline and wake-up to the ns.
+func Now() int64 { return monotime.Now() }
 
 // SleepUntil blocks the calling thread until CLOCK_MONOTONIC reaches
 // deadline (ns). It returns at once for a deadline in the past and resumes
