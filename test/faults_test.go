@@ -337,7 +337,9 @@ func TestFaultsAreCountedAndRecovered(t *testing.T) {
 		after := r.settle(t)
 		r.alive(t)
 		if got := ev(after, "slave-reconnected", "") - ev(before, "slave-reconnected", ""); got != float64(len(referenceSet)) {
-			t.Errorf("slave-reconnected counted %v, want %d", got, len(referenceSet))
+			t.Errorf("slave-reconnected counted %v, want %d (slave-found %v, slave-lost %v); agent log:\n%s", got, len(referenceSet),
+				ev(after, "slave-found", "")-ev(before, "slave-found", ""), ev(after, "slave-lost", "")-ev(before, "slave-lost", ""),
+				tail(r.a.log(), 40))
 		}
 		t.Logf("back in OP %v after the simulator restarted", took)
 	})
