@@ -141,14 +141,18 @@ func (s *Segment) receive(l link.Link, buf []byte) (n int, at int64, err error) 
 		return 0, -1, err
 	}
 	n, rx, err := wp.Poll(buf)
-	if n == 0 || err != nil || rx == 0 || s.opts.clock != nil {
-		return n, -1, err // a segment on a clock of its own keeps it
+	if n == 0 || err != nil || rx == 0 {
+		return n, -1, err
 	}
-	// How long ago the kernel took the frame in, from one reading of the
-	// wall and monotonic clocks, bounded so that a step of the wall clock
-	// cannot move the segment's time far.
+	// How long ago the kernel took the frame in, bounded so that a step
+	// of the wall clock cannot move the segment's time far; on the
+	// segment's own clock, from one reading of the wall and monotonic
+	// clocks.
 	now := time.Now()
 	age := min(max(now.UnixNano()-rx, 0), int64(time.Second))
+	if s.opts.clock != nil {
+		return n, s.now() - age, nil
+	}
 	return n, int64(now.Sub(s.start)) - age, nil
 }
 
