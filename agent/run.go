@@ -287,6 +287,8 @@ func (c *consumer) event(ev *shm.Event) {
 			"al_status", esc.ALStatusCode(ev.ALStatusCode).String())
 	case shm.EventBusAlarm:
 		c.log.Warn("bus alarm", "what", ev.TextString(), "cycles", ev.Value)
+	case shm.EventBusAlarmChanged:
+		c.log.Warn("bus alarm changed", "what", ev.TextString(), "cycles", ev.Value)
 	case shm.EventBusAlarmCleared:
 		c.log.Info("bus alarm cleared", "clean_cycles", ev.Value)
 	case shm.EventErrorCounters:

@@ -133,7 +133,7 @@ func (m *Model) Apply(ev *shm.Event) bool {
 			al.Error = true
 			m.setAL(s, al, esc.ALStatusCode(ev.ALStatusCode))
 		}
-	case shm.EventBusAlarm:
+	case shm.EventBusAlarm, shm.EventBusAlarmChanged:
 		if !m.bus.Alarm || m.bus.AlarmText != ev.TextString() {
 			m.bus.Alarm, m.bus.AlarmText = true, ev.TextString()
 			m.version++

@@ -355,9 +355,9 @@ func (e *Engine) watchLink(res *master.CycleResult) {
 // row and clears it after as many clean ones. A raised alarm says what is
 // wrong now: after as many cycles in a row of the other kind (frames back
 // but the working counter still off — a slave lost while the host also
-// lost a streak of frames — or the reverse) it is raised again with that
-// text, since lost frames make every slave's data stale and a wrong working
-// counter only the missing slaves'.
+// lost a streak of frames — or the reverse) its reason changes
+// (EventBusAlarmChanged), since lost frames make every slave's data stale
+// and a wrong working counter only the missing slaves'.
 func (e *Engine) watchAlarm(res *master.CycleResult) {
 	n := e.cfg.AlarmCycles
 	lost := res.Lost > 0
@@ -373,27 +373,28 @@ func (e *Engine) watchAlarm(res *master.CycleResult) {
 	case n <= 0:
 	case !e.alarm && e.badRun >= n:
 		e.alarm = true
-		e.raiseAlarm(lost, e.badRun)
+		e.raiseAlarm(shm.EventBusAlarm, lost, e.badRun)
 	case e.alarm && e.goodRun >= n:
 		e.alarm = false
 		e.event = shm.Event{Cycle: e.cycle, Time: rt.Now(), Kind: shm.EventBusAlarmCleared, Value: uint64(e.goodRun)}
 		e.seg.Events().Push(&e.event)
 	case e.alarm && e.alarmLost && e.wkcRun >= n:
-		e.raiseAlarm(false, e.wkcRun)
+		e.raiseAlarm(shm.EventBusAlarmChanged, false, e.wkcRun)
 	case e.alarm && !e.alarmLost && e.lostRun >= n:
-		e.raiseAlarm(true, e.lostRun)
+		e.raiseAlarm(shm.EventBusAlarmChanged, true, e.lostRun)
 	}
 }
 
-// raiseAlarm reports the bus alarm, for lost frames or for the working
+// raiseAlarm reports the bus alarm (kind EventBusAlarm) or a change of its
+// reason (EventBusAlarmChanged), for lost frames or for the working
 // counter, after cycles bad cycles.
-func (e *Engine) raiseAlarm(lost bool, cycles int) {
+func (e *Engine) raiseAlarm(kind shm.EventKind, lost bool, cycles int) {
 	e.alarmLost = lost
 	text := shm.AlarmWorkingCounter
 	if lost {
 		text = shm.AlarmFramesLost
 	}
-	e.event = shm.Event{Cycle: e.cycle, Time: rt.Now(), Kind: shm.EventBusAlarm, Value: uint64(cycles)}
+	e.event = shm.Event{Cycle: e.cycle, Time: rt.Now(), Kind: kind, Value: uint64(cycles)}
 	e.event.SetText(text)
 	e.seg.Events().Push(&e.event)
 }

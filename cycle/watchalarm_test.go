@@ -12,8 +12,8 @@ import (
 
 // TestWatchAlarmSaysWhatIsWrongNow feeds the alarm watcher cycle results
 // and checks the alarms it reports, with their text: raised after three
-// bad cycles, cleared after three clean ones, and raised again with the
-// other text when the bad cycles change kind — frames back but a slave
+// bad cycles, cleared after three clean ones, and its reason changed
+// when the bad cycles change kind — frames back but a slave
 // still missing, or frames lost while one was — so that the answering
 // slaves' data is stale exactly while frames are lost.
 func TestWatchAlarmSaysWhatIsWrongNow(t *testing.T) {
@@ -34,11 +34,11 @@ func TestWatchAlarmSaysWhatIsWrongNow(t *testing.T) {
 		{"a slave missing: the working counter", times(wkc, 5), []string{"bus-alarm working counter off"}},
 		{"a loss streak while a slave is missing, then frames back",
 			cat(times(wkc, 3), times(lost, 3), times(wkc, 3), times(clean, 3)),
-			[]string{"bus-alarm working counter off", "bus-alarm frames lost", "bus-alarm working counter off", "bus-alarm-cleared"}},
+			[]string{"bus-alarm working counter off", "bus-alarm-changed frames lost", "bus-alarm-changed working counter off", "bus-alarm-cleared"}},
 		{"a short loss streak while a slave is missing changes nothing",
 			cat(times(wkc, 3), times(lost, 2), times(wkc, 5)), []string{"bus-alarm working counter off"}},
 		{"frames back but a slave missing after a loss",
-			cat(times(lost, 4), times(wkc, 3)), []string{"bus-alarm frames lost", "bus-alarm working counter off"}},
+			cat(times(lost, 4), times(wkc, 3)), []string{"bus-alarm frames lost", "bus-alarm-changed working counter off"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -92,7 +92,7 @@ func appendShmEvent(o *jsonObject, ev *shm.Event, model *Model) {
 			o.string("al_status", alStatusCode(ev.ALStatusCode))
 		}
 		text = "" // the state's name, written above
-	case shm.EventBusAlarm, shm.EventBusAlarmCleared:
+	case shm.EventBusAlarm, shm.EventBusAlarmChanged, shm.EventBusAlarmCleared:
 		o.uint("cycles", ev.Value)
 	case shm.EventMaintenance:
 		appendSlave(o, ev, model)

@@ -124,6 +124,11 @@ const (
 	// bytes, as the ESC keeps them) of the slave at Slave changed; Text
 	// holds the block. The cycle process reads them once a second.
 	EventErrorCounters
+	// EventBusAlarmChanged: the raised bus alarm's reason changed (Text:
+	// frames lost, or the working counter off) after Value cycles of the
+	// new kind in a row; the alarm stays raised, and one
+	// EventBusAlarmCleared still ends it.
+	EventBusAlarmChanged
 )
 
 // The texts of an EventBusAlarm: what made the cycles bad. Frames lost
@@ -187,6 +192,8 @@ func (k EventKind) String() string {
 		return "bus-alarm"
 	case EventBusAlarmCleared:
 		return "bus-alarm-cleared"
+	case EventBusAlarmChanged:
+		return "bus-alarm-changed"
 	case EventSlaveReconnected:
 		return "slave-reconnected"
 	case EventSlaveRefused:
