@@ -116,38 +116,11 @@ func (e *PipeEnd) Send(frame []byte) error {
 // (less for SCHED_FIFO threads, which have no timer slack).
 func (e *PipeEnd) Recv(buf []byte, deadline time.Time) (int, error) {
 	for {
-		if e.closed.Load() {
-			return 0, e.errs.recvClosed
+		if err := e.Wait(deadline); err != nil {
+			return 0, err
 		}
 		if n, ok := e.in.pop(buf); ok {
 			return n, nil
-		}
-		if e.peer.closed.Load() {
-			// The peer's last Send happened before its Close: look once
-			// more so that nothing it sent is lost.
-			if n, ok := e.in.pop(buf); ok {
-				return n, nil
-			}
-			return 0, e.errs.recvClosed
-		}
-		var expired <-chan time.Time
-		if !deadline.IsZero() {
-			wait := time.Until(deadline)
-			if wait <= 0 {
-				return 0, e.errs.recvTimeout
-			}
-			e.timer.Reset(wait)
-			expired = e.timer.C
-		}
-		select {
-		case <-e.in.ready:
-		case <-e.done:
-		case <-e.peer.done:
-		case <-expired:
-			return 0, e.errs.recvTimeout
-		}
-		if expired != nil {
-			e.timer.Stop()
 		}
 	}
 }
@@ -163,6 +136,8 @@ func (e *PipeEnd) Wait(deadline time.Time) error {
 			return nil
 		}
 		if e.peer.closed.Load() {
+			// The peer's last Send happened before its Close: look once
+			// more so that nothing it sent is lost.
 			if e.in.head.Load() != e.in.tail.Load() {
 				return nil
 			}
