@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/ecagent/ecagent/mqtt/walfile"
 )
 
 // spoolMagic starts a buffer file (mqtt.bufferfile) of the format a
 // clean stop wrote before the write-ahead log; it is still read.
 const spoolMagic = "ecagent-mqtt-outbox-1\n"
 
-// maxSpoolField bounds a topic or payload read from a buffer file.
-const maxSpoolField = 16 << 20
+// maxSpoolField bounds a topic or payload read from a buffer file: the
+// bound of the write-ahead log that replaced the format.
+const maxSpoolField = walfile.MaxField
 
 // loadSpool reads a buffer file of the format before the write-ahead
 // log (wal.go), which a clean stop wrote.
