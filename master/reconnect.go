@@ -28,6 +28,12 @@ type ReconnectReport struct {
 	// PreviousAddress is the station address the device had when found:
 	// 0 after a power cycle, the configured one after a link break only.
 	PreviousAddress uint16
+	// Addressed reports that the call wrote the configured station
+	// address to the device at the position (it may have gone further):
+	// after an error too, a device found later at that address in SAFEOP
+	// or OP was configured by this call, not one that kept its
+	// configuration through the loss.
+	Addressed bool
 	// Took is the time from the first frame to OP.
 	Took time.Duration
 	// Cycles is how many cycles the bus ran meanwhile (0 without a
@@ -142,8 +148,12 @@ func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, 
 	}
 	binary.LittleEndian.PutUint16(reg[:], s.StationAddress)
 	if err := m.reconnectStep(ctx, func() error { return m.bus.APWR(ctx, position, uint16(esc.RegStationAddress), reg[:]) }); err != nil {
+		// The write may have reached the device and only its answer
+		// been lost.
+		rep.Addressed = true
 		return rep, fmt.Errorf("master: reconnect %v: set station address: %w", s, err)
 	}
+	rep.Addressed = true
 	if err := m.reconnectStep(ctx, func() error { return m.requestState(ctx, []*Slave{s}, esc.StateInit) }); err != nil {
 		return rep, fmt.Errorf("master: reconnect: %w", err)
 	}

@@ -109,6 +109,12 @@ type slaveRecovery struct {
 	refused  bool      // another device is at its position (reported)
 	attempts int       // failed returns to OP in a row
 	next     time.Time // not before this
+	// addressed is when a reconnect of ours that did not finish first
+	// wrote the slave's station address since it was lost (zero if none
+	// did): found at that address in SAFEOP or OP later, the slave is
+	// where that reconnect took it, not a device that kept its
+	// configuration, and its return to OP is reported as a reconnect.
+	addressed time.Time
 	// reported is the AL status and code last reported for the slave
 	// (EventSlaveState); reportedSet is false until the first report or
 	// after the slave was lost, when any state read is news.
@@ -222,11 +228,21 @@ func (r *recoverer) pass(ctx context.Context) bool {
 			well = false
 			if !st.lost {
 				st.lost, st.refused, st.attempts = true, false, 0
-				st.next = time.Time{}
+				st.next, st.addressed = time.Time{}, time.Time{}
 				st.reportedSet = false
 				r.report(shm.EventSlaveLost, h.Position, 0, 0, "does not answer")
 			}
 			r.start(ctx, st, func() { r.absent(ctx, h.Position, st) })
+		case st.lost && !st.addressed.IsZero():
+			// Where a reconnect of ours that was cut short took it
+			// (its last frames lost): that reconnect ends in OP.
+			st.lost = false
+			if h.Healthy(esc.StateOp) {
+				r.reconnected(h.Position, st, r.now().Sub(st.addressed), "reconfigured, in OP")
+			} else {
+				well = false
+				r.start(ctx, st, func() { r.toOp(ctx, h, st) })
+			}
 		case st.lost:
 			// Back with its configuration (it kept power: a cable, or
 			// it was behind the break).
@@ -281,15 +297,24 @@ func (r *recoverer) absent(ctx context.Context, pos int, st *slaveRecovery) {
 	rep, err := r.m.Reconnect(ctx, pos)
 	r.slow("reconnect", pos, start, err)
 	var mismatch *master.IdentityMismatchError
+	if err != nil && rep.Addressed && st.addressed.IsZero() {
+		st.addressed = start
+	}
 	switch {
 	case err == nil:
-		st.lost, st.refused, st.attempts = false, false, 0
-		st.reported, st.reportedErr, st.reportedSet = esc.ALStatus{State: esc.StateOp}, 0, true
+		st.lost, st.refused = false, false
+		took := rep.Took
+		if !st.addressed.IsZero() {
+			took = r.now().Sub(st.addressed) // from the first attempt's address
+		}
 		text := "reconfigured, in OP"
 		if rep.Replaced {
 			text = "replaced: serial " + rep.Identity.String()
 		}
-		r.report(shm.EventSlaveReconnected, pos, uint64(rep.Took), 0, text)
+		r.reconnected(pos, st, took, text)
+	case errors.Is(err, master.ErrStillConfigured) && !st.addressed.IsZero():
+		// Configured by an earlier attempt of ours: the next pass reads
+		// its state and finishes that reconnect.
 	case errors.Is(err, master.ErrStillConfigured):
 		// It kept power and configuration (it was behind the break):
 		// found, and taken back to OP by the next pass if need be.
@@ -320,6 +345,14 @@ func (r *recoverer) absent(ctx context.Context, pos int, st *slaveRecovery) {
 	}
 }
 
+// reconnected reports the slave at pos back in OP after a reconnect that
+// took took.
+func (r *recoverer) reconnected(pos int, st *slaveRecovery, took time.Duration, text string) {
+	st.attempts, st.addressed = 0, time.Time{}
+	st.reported, st.reportedErr, st.reportedSet = esc.ALStatus{State: esc.StateOp}, 0, true
+	r.report(shm.EventSlaveReconnected, pos, uint64(took), 0, text)
+}
+
 // toOp acknowledges a slave's AL error and takes it back to OP, with
 // back-off between failed attempts.
 func (r *recoverer) toOp(ctx context.Context, h master.SlaveHealth, st *slaveRecovery) {
@@ -331,6 +364,10 @@ func (r *recoverer) toOp(ctx context.Context, h master.SlaveHealth, st *slaveRec
 	start := r.now()
 	err := r.m.Recover(ctx, s, esc.StateOp)
 	r.slow("recover", h.Position, start, err)
+	if err == nil && !st.addressed.IsZero() {
+		r.reconnected(h.Position, st, r.now().Sub(st.addressed), "reconfigured, in OP")
+		return
+	}
 	if err == nil {
 		st.attempts = 0
 		st.reported, st.reportedErr, st.reportedSet = esc.ALStatus{State: esc.StateOp}, 0, true
