@@ -218,19 +218,11 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 		}
 		defer mf.Close()
 		defer sf.Close()
-		// The segment answers in real time, but one step below the cycle
-		// thread, which it must never hold off: on hardware the segment
-		// takes no CPU at all, and SCHED_FIFO threads of equal priority
-		// do not preempt each other.
-		simArgs := []string{"sim", "--link-fd", "3", "--log.level", "warn", "--priority", fmt.Sprint(max(cfg.Cycle.Priority-1, min(cfg.Cycle.Priority, 1)))}
-		for _, d := range cfg.Bus.Devices {
-			simArgs = append(simArgs, "--devices", d)
-		}
 		exe, err := os.Executable()
 		if err != nil {
 			return fail(err)
 		}
-		cp.sim = exec.Command(exe, simArgs...)
+		cp.sim = exec.Command(exe, simArgs(cfg)...)
 		cp.sim.ExtraFiles = []*os.File{sf}
 		cp.sim.Stderr = os.Stderr
 		cp.sim.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -441,4 +433,20 @@ func segmentCreateError(path string, err error) error {
 		return fmt.Errorf("cycle.shm %s: %s is full; enlarge it (its tmpfs size=, or a pod's /dev/shm sizeLimit): %w", path, dir, err)
 	}
 	return err
+}
+
+// simArgs are the arguments of the simulated segment's process, serving on
+// the inherited socket 3. It answers in real time, but one step below the
+// cycle thread, which it must never hold off: on hardware the segment
+// takes no CPU at all, and SCHED_FIFO threads of equal priority do not
+// preempt each other. For the same reason it keeps off the cycle's core.
+func simArgs(cfg config.Config) []string {
+	args := []string{"sim", "--link-fd", "3", "--log.level", "warn", "--priority", fmt.Sprint(max(cfg.Cycle.Priority-1, min(cfg.Cycle.Priority, 1)))}
+	for _, d := range cfg.Bus.Devices {
+		args = append(args, "--devices", d)
+	}
+	if cfg.Cycle.Core >= 0 {
+		args = append(args, "--avoid-core", fmt.Sprint(cfg.Cycle.Core))
+	}
+	return args
 }

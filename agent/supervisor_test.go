@@ -255,3 +255,27 @@ func TestIsCycleCommandWithConfigPipe(t *testing.T) {
 		}
 	}
 }
+
+// TestSimArgs: the simulated segment serves one priority step below the
+// cycle and keeps off the cycle's core when it has one.
+func TestSimArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		priority, core int
+		want           string
+	}{
+		{"unpinned", 80, -1, "sim --link-fd 3 --log.level warn --priority 79 --devices EK1100 --devices EL1014"},
+		{"pinned to 3", 80, 3, "sim --link-fd 3 --log.level warn --priority 79 --devices EK1100 --devices EL1014 --avoid-core 3"},
+		{"pinned to 0", 1, 0, "sim --link-fd 3 --log.level warn --priority 1 --devices EK1100 --devices EL1014 --avoid-core 0"},
+		{"normal scheduler", 0, -1, "sim --link-fd 3 --log.level warn --priority 0 --devices EK1100 --devices EL1014"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Cycle.Priority, cfg.Cycle.Core = tc.priority, tc.core
+			cfg.Bus.Devices = []string{"EK1100", "EL1014"}
+			if got := strings.Join(simArgs(cfg), " "); got != tc.want {
+				t.Errorf("simArgs:\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}

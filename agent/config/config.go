@@ -69,7 +69,8 @@ type Cycle struct {
 	// Period is the cycle period.
 	Period time.Duration `koanf:"period" help:"cycle period, 50us..1s"`
 	// Core is the CPU the cycle thread is pinned to; -1 leaves it unpinned.
-	Core int `koanf:"core" help:"CPU to pin the cycle thread to; -1 leaves it unpinned"`
+	// The built-in simulated segment keeps off it.
+	Core int `koanf:"core" help:"CPU to pin the cycle thread to (the built-in simulated segment keeps off it); -1 leaves it unpinned"`
 	// Priority is the SCHED_FIFO priority (1..99); 0 keeps the normal
 	// scheduler.
 	Priority int `koanf:"priority" help:"SCHED_FIFO priority of the cycle thread, 1..99; 0 keeps the normal scheduler"`

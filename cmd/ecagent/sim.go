@@ -34,7 +34,7 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 			"frame that arrives on IF as a real segment would; point any master at the other end of a veth pair.",
 		groups: []flagGroup{
 			{"Segment", []string{"iface", "link-fd", "devices", "inputs", "sii-busy-frames",
-				"preset-address", "preset-state", "priority", "log.level"}},
+				"preset-address", "preset-state", "priority", "avoid-core", "log.level"}},
 			{"Clocks", []string{"drift", "hop-delay"}},
 			{"Faults", []string{"control", "faults", "help-faults", "delay", "delay-every", "delay-on-signal"}},
 		},
@@ -52,11 +52,11 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 	devices := fs.StringSlice("devices", config.ReferenceDevices(),
 		"devices in ring order: built-in models or SII image paths (*.bin)")
 	pattern := fs.String("inputs", "counter", "how inputs change: constant, counter, walk, square:N or sine:N")
-	busy := fs.Int("sii-busy-frames", 0, "frames an SII EEPROM command stays busy, counted; unset, EEPROM reads take the "+
-		"chip's real time (0.71 ms on the ET1100/ET1200)")
+	busy := fs.Int("sii-busy-frames", 0, "frames an SII EEPROM command stays busy (unset: the chip's time, 0.71 ms)")
 	presetAddr := fs.Uint16("preset-address", 0, "start with station addresses from this one on, e.g. 0x03e9")
 	presetState := fs.String("preset-state", "PREOP", "with --preset-address: INIT or PREOP")
 	priority := fs.Int("priority", 0, "SCHED_FIFO priority to serve with, 1..99; 0 keeps the normal one")
+	avoidCore := fs.Int("avoid-core", -1, "keep off this `CPU`, the master's cycle core")
 	delay := fs.Duration("delay", 0, "hold back answers by this long; 0 disables")
 	delayEvery := fs.Int("delay-every", 1, "with --delay: delay every Nth answer only")
 	delayOnSignal := fs.Bool("delay-on-signal", false, "with --delay: start without; SIGUSR1 switches delays on and off")
@@ -136,6 +136,11 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 	log := newLogger(e.stderr, lv, "text")
 	if *priority < 0 || *priority > 99 {
 		return usageError{fmt.Errorf("sim: --priority %d: want 1..99, or 0 for the normal scheduler", *priority)}
+	}
+	if *avoidCore >= 0 {
+		if err := rt.AvoidCore(*avoidCore); err != nil {
+			log.Warn("serving on the cycle's core", "err", err)
+		}
 	}
 	if *priority > 0 {
 		// Serve runs on this goroutine: give its thread the priority.

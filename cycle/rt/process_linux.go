@@ -1,7 +1,11 @@
 package rt
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"runtime"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,4 +21,58 @@ func DisableTHP() error {
 		return fmt.Errorf("prctl PR_SET_THP_DISABLE: %w", err)
 	}
 	return nil
+}
+
+// AvoidCore keeps every thread of the process, and those it starts later,
+// off CPU core: a process that stands in for what is not on the cycle's
+// host (the simulated segment stands in for the devices on the wire) then
+// does not share the cycle's core with it, as on a target whose cycle
+// core is isolated. A core outside the process's CPUs changes nothing; a
+// process that has only that core keeps it, and an error says so.
+//
+// GOMAXPROCS is fixed at its value before the call, so that the runtime
+// does not lower it to the CPUs left: a goroutine woken from a blocking
+// system call would then wait for the one P.
+func AvoidCore(core int) error {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return fmt.Errorf("avoid CPU %d: %w", core, err)
+	}
+	if core < 0 || !set.IsSet(core) {
+		return nil
+	}
+	set.Clear(core)
+	if set.Count() == 0 {
+		return fmt.Errorf("avoid CPU %d: the process has no other CPU", core)
+	}
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	return setThreadsAffinity(&set)
+}
+
+// setThreadsAffinity sets the CPUs of every thread of the process. A
+// thread started during a pass inherits its creator's set, which may not
+// be set yet; passes repeat until one finds every thread done.
+func setThreadsAffinity(set *unix.CPUSet) error {
+	done := map[int]bool{}
+	for {
+		ents, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return fmt.Errorf("set CPU affinity: %w", err)
+		}
+		fresh := 0
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("set CPU affinity of thread %d: %w", tid, err)
+			}
+			done[tid] = true
+			fresh++
+		}
+		if fresh == 0 {
+			return nil
+		}
+	}
 }

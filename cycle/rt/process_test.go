@@ -1,6 +1,9 @@
 package rt
 
 import (
+	"os"
+	"runtime"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -14,5 +17,70 @@ func TestDisableTHP(t *testing.T) {
 	v, err := unix.PrctlRetInt(unix.PR_GET_THP_DISABLE, 0, 0, 0, 0)
 	if err != nil || v != 1 {
 		t.Errorf("PR_GET_THP_DISABLE = %d, %v; want 1", v, err)
+	}
+}
+
+// TestAvoidCore: every thread of the process, those started before the
+// call and after it, leaves the core; GOMAXPROCS stays.
+func TestAvoidCore(t *testing.T) {
+	var orig unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &orig); err != nil {
+		t.Fatal(err)
+	}
+	if orig.Count() < 2 {
+		t.Skipf("the test process has %d CPU; AvoidCore needs another to move to", orig.Count())
+	}
+	core := -1
+	for c := range 1024 {
+		if orig.IsSet(c) {
+			core = c // the last allowed one
+		}
+	}
+	procs := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() {
+		if err := setThreadsAffinity(&orig); err != nil {
+			t.Error(err)
+		}
+		runtime.GOMAXPROCS(procs)
+	})
+	if err := AvoidCore(core); err != nil {
+		t.Fatal(err)
+	}
+	// A thread started after the call: a goroutine locked to a thread of
+	// its own while the others are busy in system calls is the closest
+	// a test gets; whichever thread it gets must be off the core too.
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		<-done
+	}()
+	defer close(done)
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		tid, _ := strconv.Atoi(e.Name())
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &set); err != nil {
+			continue // ended meanwhile
+		}
+		if set.IsSet(core) || set.Count() != orig.Count()-1 {
+			t.Errorf("thread %d: %d CPUs, CPU %d set %v; want every CPU but %d", tid, set.Count(), core, set.IsSet(core), core)
+		}
+	}
+	if got := runtime.GOMAXPROCS(0); got != procs {
+		t.Errorf("GOMAXPROCS %d after, want %d", got, procs)
+	}
+	if err := AvoidCore(core); err != nil {
+		t.Errorf("a second call: %v", err)
+	}
+	var only unix.CPUSet
+	only.Set(core)
+	if err := setThreadsAffinity(&only); err != nil {
+		t.Fatal(err)
+	}
+	if err := AvoidCore(core); err == nil {
+		t.Error("AvoidCore of the process's only CPU: no error")
 	}
 }
