@@ -128,7 +128,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitFailure
 	}
-	log.Info("cycle process stopped", "cycles", rep.Cycles, "mallocs_in_cycle", rep.Mallocs, "gc_in_cycle", rep.NumGC)
+	log.Info("cycle process stopped", "cycles", rep.Cycles, "mallocs_in_cycle", rep.Mallocs, "gc_in_cycle", rep.NumGC,
+		"recovery_episodes", rep.RecoveryEpisodes)
 	return exitOK
 }
 

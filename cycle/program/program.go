@@ -54,6 +54,11 @@ type Report struct {
 	Mallocs uint64
 	// NumGC counts garbage collections during cyclic operation.
 	NumGC uint32
+	// RecoveryEpisodes counts the recovery worker's episodes begun during
+	// cyclic operation. An episode allocates (it reads every slave,
+	// starts steps, logs) on its own goroutine while the cycle runs on:
+	// Mallocs above 0 with no episode are the cycle's, and a defect.
+	RecoveryEpisodes uint64
 }
 
 // Run is the body of ecagent-cycle: it attaches to the shared-memory
@@ -172,11 +177,15 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 		spinner.SetRecvSpin(min(time.Duration(cfg.Cycle.RecvSpin), time.Duration(cfg.Cycle.Period)/2))
 	}
 	var before, after runtime.MemStats
+	var episodes uint64
 	// Counting starts after the first cycle: it meets one first-use
 	// allocation in the runtime (measured: 1 malloc, then none in 99 999
 	// cycles).
 	e.SteadyAfter = 1
-	e.OnSteady = func() { runtime.ReadMemStats(&before) }
+	e.OnSteady = func() {
+		runtime.ReadMemStats(&before)
+		episodes = rec.episodes.Load()
+	}
 	rep.Cycles = e.Run()
 	if spin {
 		spinner.SetRecvSpin(0)
@@ -184,6 +193,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	runtime.ReadMemStats(&after)
 	rep.Mallocs = after.Mallocs - before.Mallocs
 	rep.NumGC = after.NumGC - before.NumGC
+	rep.RecoveryEpisodes = rec.episodes.Load() - episodes
 
 	stopRec()
 	<-recDone

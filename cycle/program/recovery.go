@@ -86,6 +86,8 @@ type recoverer struct {
 	// that run returns after its steps.
 	lanes chan struct{}
 	steps sync.WaitGroup
+	// episodes counts the episodes begun (Report.RecoveryEpisodes).
+	episodes atomic.Uint64
 
 	// rt is how the worker's threads are set up (its own and those of
 	// the slaves it recovers in parallel): just below the cycle's
@@ -162,6 +164,7 @@ func (r *recoverer) run(ctx context.Context) {
 // episode works until every slave answers in OP without an error and no
 // step runs.
 func (r *recoverer) episode(ctx context.Context) {
+	r.episodes.Add(1)
 	defer runtime.GC()
 	lastGC := r.now()
 	for ctx.Err() == nil {
