@@ -36,6 +36,10 @@ var layers = []layer{
 	// The simulator is a device, not a master: it shares the protocol's
 	// encoders with the master but never the master's logic, so a master
 	// bug cannot hide behind a simulator that shares it.
+	// The fault command language is a leaf, so that its fuzz binary links
+	// only the parser.
+	{pattern: "master/sim/faultcmd", allowed: nil,
+		why: "the simulator's fault command language depends on the standard library only"},
 	{pattern: "master/sim", allowed: []string{"master/wire", "master/esc", "master/link", "master/sii", "master/coe", "master/cia402/state",
 		"internal/pcapng"}, // the replay reads captures
 		why: "the simulator models devices with the protocol encoders only, never the master"},
@@ -125,6 +129,9 @@ func TestLayerRules(t *testing.T) {
 		{"master/wire", "metrics", false},
 		{"master/sim", "master", false},
 		{"master/sim", "master/esc", true},
+		{"master/sim", "master/sim/faultcmd", true},
+		{"master/sim/faultcmd", "master/wire", false},
+		{"master/sim/faultcmd", "master/sim", false},
 		{"shm", "master/esc", false},
 		{"cycle", "shm", true},
 		{"cycle", "master/sim", false},

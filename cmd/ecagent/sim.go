@@ -22,6 +22,7 @@ import (
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/master/sim/faultcmd"
 )
 
 func simCommand(ctx context.Context, e *env, args []string) error {
@@ -61,7 +62,7 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 	delayEvery := fs.Int("delay-every", 1, "with --delay: delay every Nth answer only")
 	delayOnSignal := fs.Bool("delay-on-signal", false, "with --delay: start without; SIGUSR1 switches delays on and off")
 	drift := fs.String("drift", "", "ppm of clock drift per device, e.g. 100,-100 (`LIST` repeats; max ±"+
-		strconv.FormatFloat(sim.MaxClockDrift, 'g', -1, 64)+")")
+		strconv.FormatFloat(faultcmd.MaxDriftPPM, 'g', -1, 64)+")")
 	hopDelay := fs.Int("hop-delay", 140, "`NS` from one device to the next (over 140: cable delay)")
 	control := fs.String("control", "", "take fault commands on this Unix socket `PATH`")
 	faultsFile := fs.String("faults", "", "run the fault schedule in `FILE` from the start")
@@ -152,7 +153,7 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 			log.Warn("serving without real-time priority", "err", r.Err)
 		}
 	}
-	var schedule sim.FaultSchedule
+	var schedule faultcmd.Schedule
 	if *faultsFile != "" {
 		if schedule, err = readFaultSchedule(*faultsFile); err != nil {
 			return usageError{err}
@@ -204,8 +205,8 @@ func parseDrift(list string) ([]float64, error) {
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("sim: --drift %q: %q is not a drift in ppm", list, f)
 		}
-		if math.Abs(v) > sim.MaxClockDrift {
-			return nil, fmt.Errorf("sim: --drift %q: %q is beyond ±%g ppm", list, f, sim.MaxClockDrift)
+		if math.Abs(v) > faultcmd.MaxDriftPPM {
+			return nil, fmt.Errorf("sim: --drift %q: %q is beyond ±%g ppm", list, f, faultcmd.MaxDriftPPM)
 		}
 		ppm = append(ppm, v)
 	}
@@ -220,7 +221,7 @@ schedule from the start of serving: lines "AT COMMAND", AT a duration from the
 start; # starts a comment; a line "repeat EVERY" starts the schedule again
 every EVERY. Device positions count from 0, the device next to the master.
 Commands:
-` + sim.FaultCommandHelp + `
+` + faultcmd.Help + `
 
 Examples:
   ecagent sim --iface veth1 --control /run/ecsim.sock &
@@ -236,15 +237,15 @@ Examples:
   repeat 10s`
 
 // readFaultSchedule reads and parses the --faults file.
-func readFaultSchedule(path string) (sim.FaultSchedule, error) {
+func readFaultSchedule(path string) (faultcmd.Schedule, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return sim.FaultSchedule{}, fmt.Errorf("sim: --faults: %w", err)
+		return faultcmd.Schedule{}, fmt.Errorf("sim: --faults: %w", err)
 	}
 	defer f.Close()
-	s, err := sim.ParseFaultSchedule(f)
+	s, err := faultcmd.ParseSchedule(f)
 	if err != nil {
-		return sim.FaultSchedule{}, fmt.Errorf("sim: --faults %s: %w", path, err)
+		return faultcmd.Schedule{}, fmt.Errorf("sim: --faults %s: %w", path, err)
 	}
 	return s, nil
 }
@@ -284,7 +285,7 @@ type faultControl struct {
 
 // do carries out one command line and returns the answer line.
 func (c *faultControl) do(line string) string {
-	cmd, err := sim.ParseFaultCommand(line)
+	cmd, err := faultcmd.Parse(line)
 	if err != nil {
 		return "error: " + err.Error()
 	}
@@ -299,10 +300,10 @@ func (c *faultControl) do(line string) string {
 }
 
 // apply carries out a parsed command.
-func (c *faultControl) apply(cmd sim.FaultCommand) (string, error) {
+func (c *faultControl) apply(cmd faultcmd.Command) (string, error) {
 	switch cmd.Op {
-	case sim.FaultLinkDown, sim.FaultLinkUp:
-		up := cmd.Op == sim.FaultLinkUp
+	case faultcmd.LinkDown, faultcmd.LinkUp:
+		up := cmd.Op == faultcmd.LinkUp
 		if c.iface == "" {
 			return "", errors.New("link: no interface to set down or up (serving on --link-fd)")
 		}
@@ -317,7 +318,7 @@ func (c *faultControl) apply(cmd sim.FaultCommand) (string, error) {
 		}
 		c.mu.Unlock()
 		return "", nil
-	case sim.FaultShowCounts:
+	case faultcmd.ShowCounts:
 		out, err := c.faults.Apply(cmd)
 		if err != nil {
 			return "", err
@@ -371,7 +372,7 @@ func (c *faultControl) session(ctx context.Context, conn net.Conn) {
 
 // runSchedule runs the schedule's steps at their times from now on, in
 // rounds when it repeats, until ctx is done. A step that fails is logged.
-func (c *faultControl) runSchedule(ctx context.Context, s sim.FaultSchedule, file string) {
+func (c *faultControl) runSchedule(ctx context.Context, s faultcmd.Schedule, file string) {
 	if len(s.Steps) == 0 {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/master/sim/faultcmd"
 )
 
 // Propagation model of the simulated line, in nanoseconds. A frame reaches
@@ -35,11 +36,6 @@ func hopsFor(ns int) hops {
 	fwd := int64(max(ns, 0))
 	return hops{forward: fwd, turn: turnDelay, back: max(returnHop+fwd-forwardHop, 0), pass: passDelay}
 }
-
-// MaxClockDrift is the largest drift, in ppm either way, a simulated clock
-// accepts; larger values are clamped. Real quartz oscillators stay within
-// ±100 ppm; the ESC's control loop slews by at most about 787 ppm.
-const MaxClockDrift = 1000.0
 
 // Control loop model (see clock.update).
 const (
@@ -131,12 +127,12 @@ func absU(v int64) uint64 {
 }
 
 // ppbOf converts a drift in ppm to parts per billion, clamped to
-// ±MaxClockDrift (NaN counts as no drift).
+// ±faultcmd.MaxDriftPPM (NaN counts as no drift).
 func ppbOf(ppm float64) int64 {
 	if ppm != ppm {
 		return 0
 	}
-	ppm = min(max(ppm, -MaxClockDrift), MaxClockDrift)
+	ppm = min(max(ppm, -faultcmd.MaxDriftPPM), faultcmd.MaxDriftPPM)
 	if ppm < 0 {
 		return -int64(-ppm*1000 + 0.5)
 	}
@@ -359,8 +355,8 @@ func (d *Device) now() int64 {
 }
 
 // SetClockDrift sets the drift of the device's local clock, in ppm
-// (clamped to ±MaxClockDrift): from now on it runs at the simulator's rate
-// times 1 + ppm·1e-6. The local time stays continuous.
+// (clamped to ±faultcmd.MaxDriftPPM): from now on it runs at the
+// simulator's rate times 1 + ppm·1e-6. The local time stays continuous.
 func (d *Device) SetClockDrift(ppm float64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ecagent/ecagent/master/dc"
 	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/master/sim/faultcmd"
 	"github.com/ecagent/ecagent/master/wire"
 )
 
@@ -31,7 +32,7 @@ func TestClockDriftRate(t *testing.T) {
 		{12.345, 12_345},
 		{-0.001, -1},
 		{0.0004, 0}, // below 1 ppb
-		{MaxClockDrift, 1_000_000},
+		{faultcmd.MaxDriftPPM, 1_000_000},
 		{5000, 1_000_000}, // clamped
 		{-5000, -1_000_000},
 	}

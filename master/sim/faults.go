@@ -350,10 +350,10 @@ func (f *Faults) ReleaseALError(pos int) error {
 }
 
 // DriftJump sets the drift of the local clock of the device at pos to ppm
-// (clamped to ±MaxClockDrift) from now on, as an oscillator that jumps:
-// the local time stays continuous, its rate changes, and the ESC's drift
-// control loop sees a growing system time difference (0x092C) until it
-// catches up.
+// (clamped to ±faultcmd.MaxDriftPPM) from now on, as an oscillator that
+// jumps: the local time stays continuous, its rate changes, and the ESC's
+// drift control loop sees a growing system time difference (0x092C) until
+// it catches up.
 func (f *Faults) DriftJump(pos int, ppm float64) error {
 	s := f.seg
 	s.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/master/sim/faultcmd"
 )
 
 // A noisy cable (Faults.Noisy) is modelled at the receive side of one port
@@ -39,7 +40,8 @@ type noisyPort struct {
 }
 
 // Noisy makes the cable at port of the device at pos noisy: rate CRC
-// errors a second, in segment time, from now on (rate 0 switches it off).
+// errors a second, in segment time, from now on (rate 0 switches it off;
+// at most faultcmd.MaxNoiseRate, one error a microsecond).
 // Port 0 faces the master and sees the frames on their way out; port 1
 // leads to the next device and sees them on their way back. The noise
 // stays through power cycles of the devices: it is the cable's.
@@ -54,8 +56,8 @@ func (f *Faults) Noisy(pos, port int, rate float64) error {
 	if port != 0 && port != d.downPort {
 		return fmt.Errorf("sim: noisy %d port %d: a line uses ports 0 and %d only", pos, port, d.downPort)
 	}
-	if math.IsNaN(rate) || rate < 0 || rate > maxNoiseRate {
-		return fmt.Errorf("sim: noisy %d port %d: rate %g: want 0 to %g a second", pos, port, rate, float64(maxNoiseRate))
+	if math.IsNaN(rate) || rate < 0 || rate > faultcmd.MaxNoiseRate {
+		return fmt.Errorf("sim: noisy %d port %d: rate %g: want 0 to %g a second", pos, port, rate, float64(faultcmd.MaxNoiseRate))
 	}
 	f.noise = slices.DeleteFunc(f.noise, func(n noisyPort) bool { return n.pos == pos && n.port == port })
 	if rate == 0 {
@@ -65,9 +67,6 @@ func (f *Faults) Noisy(pos, port int, rate float64) error {
 	f.noise = append(f.noise, noisyPort{pos: pos, port: port, every: every, next: s.now() + every})
 	return nil
 }
-
-// maxNoiseRate is the highest rate Noisy takes: one error a microsecond.
-const maxNoiseRate = 1_000_000
 
 // events returns how many noise events of n fell by time t, and consumes
 // them.

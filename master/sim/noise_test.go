@@ -2,9 +2,9 @@ package sim
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
+	"github.com/ecagent/ecagent/master/sim/faultcmd"
 	"github.com/ecagent/ecagent/master/wire"
 )
 
@@ -129,34 +129,12 @@ func TestNoisyErrors(t *testing.T) {
 	if err := f.Noisy(0, 0, -1); err == nil {
 		t.Error("noisy at a negative rate: no error")
 	}
-	for _, tc := range []struct {
-		line string
-		want FaultCommand
-		err  string
-	}{
-		{"noisy 3 1 12.5", FaultCommand{Op: FaultNoisy, Pos: 3, Port: 1, Rate: 12.5}, ""},
-		{"POWER-CYCLE", FaultCommand{Op: FaultPowerCycle}, ""},
-		{"noisy 3 4 1", FaultCommand{}, `noisy: port "4": want 0 to 3`},
-		{"noisy 3 1", FaultCommand{}, "noisy: missing rate in errors a second"},
-		{"power-cycle 2", FaultCommand{}, `power-cycle: unexpected "2"`},
-	} {
-		got, err := ParseFaultCommand(tc.line)
-		switch {
-		case tc.err != "" && (err == nil || err.Error() != tc.err):
-			t.Errorf("%q: error %v, want %q", tc.line, err, tc.err)
-		case tc.err == "" && (err != nil || got != tc.want):
-			t.Errorf("%q: %+v, %v; want %+v", tc.line, got, err, tc.want)
-		}
-	}
-	s, err := ParseFaultSchedule(strings.NewReader("1s noisy 1 0 100\n3s noisy 1 0 0\n"))
-	if err != nil || len(s.Steps) != 2 || s.Steps[0].Cmd.Op != FaultNoisy || s.Steps[1].Cmd.Rate != 0 {
-		t.Errorf("schedule: %+v, %v", s, err)
-	}
 }
 
-func mustParse(tb testing.TB, line string) FaultCommand {
+// mustParse parses a fault command line or fails the test.
+func mustParse(tb testing.TB, line string) faultcmd.Command {
 	tb.Helper()
-	c, err := ParseFaultCommand(line)
+	c, err := faultcmd.Parse(line)
 	if err != nil {
 		tb.Fatal(err)
 	}

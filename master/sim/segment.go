@@ -103,8 +103,8 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // WithClockDrift gives the devices' local clocks a drift, in ppm, in
 // line order: the first value for the first device, and so on; when there
 // are fewer values than devices the list repeats (one value gives every
-// device the same drift). Values are clamped to ±MaxClockDrift. Without
-// it the clocks run at exactly the simulator's rate.
+// device the same drift). Values are clamped to ±faultcmd.MaxDriftPPM.
+// Without it the clocks run at exactly the simulator's rate.
 func WithClockDrift(ppm ...float64) Option {
 	p := append([]float64(nil), ppm...)
 	return func(o *options) { o.drift = p }

@@ -1,4 +1,4 @@
-package sim
+package faultcmd
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// faultCommandSeeds are lines of the fault command language, good and bad.
-var faultCommandSeeds = []string{
+// commandSeeds are lines of the fault command language, good and bad.
+var commandSeeds = []string{
 	"drop percent 12.5", "drop every 10", "drop next 3", "drop off", "DROP OFF",
 	"delay 3ms", "delay 3ms every 10", "delay random 1ms 2ms", "delay random 1ms 2ms every 4", "delay off",
 	"corrupt wkc 2", "corrupt length 1", "disappear 3", "return 3", "alerror 2 0x001B", "alerror 2 27",
@@ -19,19 +19,18 @@ var faultCommandSeeds = []string{
 	"disappear -1", "counts now", "drift 0 NaN", "bogus 1",
 }
 
-// FuzzParseFaultCommand: ParseFaultCommand never panics; a refusal comes
-// with the zero FaultCommand and an error that names the command (or says
-// it is empty or unknown); an accepted command has every field within the
-// bounds the language gives, and formatting it back into the language
-// parses to the same command.
-func FuzzParseFaultCommand(f *testing.F) {
-	for _, s := range faultCommandSeeds {
+// FuzzParse: Parse never panics; a refusal comes with the zero Command
+// and an error that names the command (or says it is empty or unknown); an
+// accepted command has every field within the bounds the language gives,
+// and formatting it back into the language parses to the same command.
+func FuzzParse(f *testing.F) {
+	for _, s := range commandSeeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		c, err := ParseFaultCommand(line)
+		c, err := Parse(line)
 		if err != nil {
-			if c != (FaultCommand{}) {
+			if c != (Command{}) {
 				t.Fatalf("error %v with %+v", err, c)
 			}
 			w := strings.Fields(line)
@@ -50,21 +49,21 @@ func FuzzParseFaultCommand(f *testing.F) {
 			}
 			return
 		}
-		if problem := faultCommandProblem(c); problem != "" {
+		if problem := commandProblem(c); problem != "" {
 			t.Fatalf("%q = %+v: %s", line, c, problem)
 		}
-		text := formatFaultCommand(c)
-		again, err := ParseFaultCommand(text)
+		text := formatCommand(c)
+		again, err := Parse(text)
 		if err != nil || again != c {
 			t.Fatalf("%q = %+v, formatted %q, parses to %+v, %v", line, c, text, again, err)
 		}
 	})
 }
 
-// FuzzParseFaultSchedule: ParseFaultSchedule never panics; a bad line is a
+// FuzzParseSchedule: ParseSchedule never panics; a bad line is a
 // *ScheduleError with its 1-based line number; an accepted schedule is in
 // time order, holds no counts and repeats only after its last step.
-func FuzzParseFaultSchedule(f *testing.F) {
+func FuzzParseSchedule(f *testing.F) {
 	f.Add("# outage\n5s disappear 3\n7.5s return 3\nrepeat 10s\n")
 	f.Add("0s drop percent 5\n1s drop off\n1s delay 2ms every 3\n")
 	f.Add("repeat 1s\n2s link down\n")
@@ -72,11 +71,11 @@ func FuzzParseFaultSchedule(f *testing.F) {
 	f.Add("x drop off\n")
 	f.Add("repeat 1s\nrepeat 2s\n")
 	f.Add("1s\n")
-	for _, s := range faultCommandSeeds {
+	for _, s := range commandSeeds {
 		f.Add("1s " + s + "\n")
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		s, err := ParseFaultSchedule(strings.NewReader(text))
+		s, err := ParseSchedule(strings.NewReader(text))
 		if err != nil {
 			var se *ScheduleError
 			if errors.As(err, &se) {
@@ -92,10 +91,10 @@ func FuzzParseFaultSchedule(f *testing.F) {
 			return
 		}
 		for i, st := range s.Steps {
-			if st.Cmd.Op == FaultShowCounts || st.At < 0 || st.Line < 1 || (i > 0 && st.At < s.Steps[i-1].At) {
+			if st.Cmd.Op == ShowCounts || st.At < 0 || st.Line < 1 || (i > 0 && st.At < s.Steps[i-1].At) {
 				t.Fatalf("step %d: %+v", i, st)
 			}
-			if problem := faultCommandProblem(st.Cmd); problem != "" {
+			if problem := commandProblem(st.Cmd); problem != "" {
 				t.Fatalf("step %d: %+v: %s", i, st, problem)
 			}
 		}
@@ -105,17 +104,17 @@ func FuzzParseFaultSchedule(f *testing.F) {
 	})
 }
 
-// faultCommandProblem says which field of c is outside what the language
+// commandProblem says which field of c is outside what the language
 // allows, or "".
-func faultCommandProblem(c FaultCommand) string {
+func commandProblem(c Command) string {
 	switch c.Op {
-	case FaultDropEvery, FaultDropNext, FaultCorruptWKC, FaultCorruptLength, FaultDelay, FaultDelayRandom:
+	case DropEvery, DropNext, CorruptWKC, CorruptLength, Delay, DelayRandom:
 		if c.N < 1 {
 			return "N < 1"
 		}
 	}
 	switch {
-	case c.Op < FaultDropPercent || c.Op > FaultPowerCycle:
+	case c.Op < DropPercent || c.Op > PowerCycle:
 		return "unknown op"
 	case c.Percent < 0 || c.Percent > 100:
 		return "percent outside 0..100"
@@ -123,16 +122,16 @@ func faultCommandProblem(c FaultCommand) string {
 		return "delays out of order"
 	case c.Pos < 0:
 		return "negative position"
-	case c.Port < 0 || c.Port > 3 || c.Rate < 0 || c.Rate > maxNoiseRate || c.Rate != c.Rate:
+	case c.Port < 0 || c.Port > 3 || c.Rate < 0 || c.Rate > MaxNoiseRate || c.Rate != c.Rate:
 		return "noise out of range"
-	case c.PPM < -MaxClockDrift || c.PPM > MaxClockDrift || c.PPM != c.PPM:
+	case c.PPM < -MaxDriftPPM || c.PPM > MaxDriftPPM || c.PPM != c.PPM:
 		return "drift out of range"
 	}
 	return ""
 }
 
-// formatFaultCommand writes c in the fault command language.
-func formatFaultCommand(c FaultCommand) string {
+// formatCommand writes c in the fault command language.
+func formatCommand(c Command) string {
 	float := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	every := func(n int) string {
 		if n == 1 {
@@ -142,45 +141,45 @@ func formatFaultCommand(c FaultCommand) string {
 	}
 	d := func(v time.Duration) string { return v.String() }
 	switch c.Op {
-	case FaultDropPercent:
+	case DropPercent:
 		return "drop percent " + float(c.Percent)
-	case FaultDropEvery:
+	case DropEvery:
 		return "drop every " + strconv.Itoa(c.N)
-	case FaultDropNext:
+	case DropNext:
 		return "drop next " + strconv.Itoa(c.N)
-	case FaultDropOff:
+	case DropOff:
 		return "drop off"
-	case FaultDelay:
+	case Delay:
 		return "delay " + d(c.Min) + every(c.N)
-	case FaultDelayRandom:
+	case DelayRandom:
 		return "delay random " + d(c.Min) + " " + d(c.Max) + every(c.N)
-	case FaultDelayOff:
+	case DelayOff:
 		return "delay off"
-	case FaultCorruptWKC:
+	case CorruptWKC:
 		return "corrupt wkc " + strconv.Itoa(c.N)
-	case FaultCorruptLength:
+	case CorruptLength:
 		return "corrupt length " + strconv.Itoa(c.N)
-	case FaultDisappear:
+	case Disappear:
 		return "disappear " + strconv.Itoa(c.Pos)
-	case FaultReturn:
+	case Return:
 		return "return " + strconv.Itoa(c.Pos)
-	case FaultALError:
+	case ALError:
 		return fmt.Sprintf("alerror %d 0x%04X", c.Pos, c.Code)
-	case FaultDrift:
+	case Drift:
 		return fmt.Sprintf("drift %d %s", c.Pos, float(c.PPM))
-	case FaultOffset:
+	case Offset:
 		return fmt.Sprintf("offset %d %d", c.Pos, c.NS)
-	case FaultLinkDown:
+	case LinkDown:
 		return "link down"
-	case FaultLinkUp:
+	case LinkUp:
 		return "link up"
-	case FaultShowCounts:
+	case ShowCounts:
 		return "counts"
-	case FaultSeed:
+	case Seed:
 		return "seed " + strconv.FormatUint(c.Seed, 10)
-	case FaultNoisy:
+	case Noisy:
 		return fmt.Sprintf("noisy %d %d %s", c.Pos, c.Port, float(c.Rate))
-	case FaultPowerCycle:
+	case PowerCycle:
 		return "power-cycle"
 	}
 	return fmt.Sprintf("op%d", c.Op)

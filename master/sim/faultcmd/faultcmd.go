@@ -1,4 +1,10 @@
-package sim
+// Package faultcmd is the text language of the simulated segment's faults:
+// one command a line, as `ecagent sim --control` takes them on its socket
+// and as the steps of a `--faults` schedule file give them (AT COMMAND),
+// parsed into Commands for the simulator (sim.Faults.Apply) and its
+// caller to carry out. It depends on the standard library only, so that its
+// fuzz targets link only the parser and run fast.
+package faultcmd
 
 import (
 	"bufio"
@@ -13,37 +19,47 @@ import (
 	"time"
 )
 
-// FaultOp names a fault command.
-type FaultOp int
+// MaxDriftPPM is the largest clock drift, in ppm either way, a simulated
+// device takes: the drift command refuses more, and the simulator clamps
+// larger values to it. Real quartz oscillators stay within ±100 ppm; the
+// ESC's control loop slews by at most about 787 ppm.
+const MaxDriftPPM = 1000.0
 
-// The fault commands; see ParseFaultCommand for their text form.
+// MaxNoiseRate is the highest rate of the noisy command, in errors a
+// second: one error a microsecond.
+const MaxNoiseRate = 1_000_000
+
+// Op names a fault command.
+type Op int
+
+// The fault commands; see Parse for their text form.
 const (
-	FaultDropPercent   FaultOp = iota + 1 // drop percent P
-	FaultDropEvery                        // drop every N
-	FaultDropNext                         // drop next N
-	FaultDropOff                          // drop off
-	FaultDelay                            // delay D [every N]
-	FaultDelayRandom                      // delay random MIN MAX [every N]
-	FaultDelayOff                         // delay off
-	FaultCorruptWKC                       // corrupt wkc N
-	FaultCorruptLength                    // corrupt length N
-	FaultDisappear                        // disappear POS
-	FaultReturn                           // return POS
-	FaultALError                          // alerror POS CODE
-	FaultDrift                            // drift POS PPM
-	FaultOffset                           // offset POS NS
-	FaultLinkDown                         // link down (the caller's interface)
-	FaultLinkUp                           // link up
-	FaultShowCounts                       // counts
-	FaultSeed                             // seed N
-	FaultNoisy                            // noisy POS PORT RATE
-	FaultPowerCycle                       // power-cycle
+	DropPercent   Op = iota + 1 // drop percent P
+	DropEvery                   // drop every N
+	DropNext                    // drop next N
+	DropOff                     // drop off
+	Delay                       // delay D [every N]
+	DelayRandom                 // delay random MIN MAX [every N]
+	DelayOff                    // delay off
+	CorruptWKC                  // corrupt wkc N
+	CorruptLength               // corrupt length N
+	Disappear                   // disappear POS
+	Return                      // return POS
+	ALError                     // alerror POS CODE
+	Drift                       // drift POS PPM
+	Offset                      // offset POS NS
+	LinkDown                    // link down (the caller's interface)
+	LinkUp                      // link up
+	ShowCounts                  // counts
+	Seed                        // seed N
+	Noisy                       // noisy POS PORT RATE
+	PowerCycle                  // power-cycle
 )
 
-// FaultCommand is one parsed fault command. Only the fields its Op uses
-// are set.
-type FaultCommand struct {
-	Op       FaultOp
+// Command is one parsed fault command (Parse). Only the fields its Op
+// uses are set.
+type Command struct {
+	Op       Op
 	N        int           // drop every/next, corrupt, every of delay (≥ 1)
 	Pos      int           // ring position of the device
 	Percent  float64       // drop percent
@@ -56,13 +72,9 @@ type FaultCommand struct {
 	Rate     float64       // errors a second (noisy)
 }
 
-// ErrNotSegmentFault is matched by the error Apply returns for link down
-// and link up: they act on the network interface, which the caller owns.
-var ErrNotSegmentFault = errors.New("sim: not a segment fault (the caller handles it)")
-
-// FaultCommandHelp is the fault command language, one command a line,
-// for help texts.
-const FaultCommandHelp = `  drop percent P            lose each frame with probability P % (seeded, see seed)
+// Help is the fault command language, one command a line, for help
+// texts.
+const Help = `  drop percent P            lose each frame with probability P % (seeded, see seed)
   drop every N              lose every Nth frame
   drop next N               lose exactly the next N frames
   drop off                  stop losing frames
@@ -87,14 +99,15 @@ const FaultCommandHelp = `  drop percent P            lose each frame with proba
   counts                    one line of key=value counts of the faults applied
   seed N                    restart the random sequence of drop percent and delay random`
 
-// ParseFaultCommand parses one command of the fault command language
-// (FaultCommandHelp): words separated by blanks, keywords in any case,
-// durations as Go writes them (1.5ms, 2s), numbers in decimal (AL status
-// codes also in hex with 0x).
-func ParseFaultCommand(line string) (FaultCommand, error) {
+// Parse parses one command of the fault command language (Help): words
+// separated by blanks, keywords in any case, durations as Go writes them
+// (1.5ms, 2s), numbers in decimal (AL status codes also in hex with 0x).
+// A refused line gives the zero Command and an error that names the
+// command.
+func Parse(line string) (Command, error) {
 	w := strings.Fields(line)
 	if len(w) == 0 {
-		return FaultCommand{}, errors.New("empty command")
+		return Command{}, errors.New("empty command")
 	}
 	for i := range w {
 		if i < 2 {
@@ -102,35 +115,35 @@ func ParseFaultCommand(line string) (FaultCommand, error) {
 		}
 	}
 	p := cmdParser{words: w}
-	var c FaultCommand
+	var c Command
 	switch w[0] {
 	case "drop":
 		switch p.sub("percent", "every", "next", "off") {
 		case "percent":
-			c.Op = FaultDropPercent
+			c.Op = DropPercent
 			c.Percent = p.float(2, "percentage", 0, 100)
 		case "every":
-			c.Op, c.N = FaultDropEvery, p.count(2, "frame count")
+			c.Op, c.N = DropEvery, p.count(2, "frame count")
 		case "next":
-			c.Op, c.N = FaultDropNext, p.count(2, "frame count")
+			c.Op, c.N = DropNext, p.count(2, "frame count")
 		case "off":
-			c.Op = FaultDropOff
+			c.Op = DropOff
 			p.args(2)
 		}
 	case "delay":
 		switch {
 		case len(w) > 1 && w[1] == "off":
-			c.Op = FaultDelayOff
+			c.Op = DelayOff
 			p.args(2)
 		case len(w) > 1 && w[1] == "random":
-			c.Op = FaultDelayRandom
+			c.Op = DelayRandom
 			c.Min, c.Max = p.duration(2, "minimum delay"), p.duration(3, "maximum delay")
 			c.N = p.every(4)
 			if p.err == nil && c.Max < c.Min {
 				p.fail("maximum delay %v below the minimum %v", c.Max, c.Min)
 			}
 		default:
-			c.Op = FaultDelay
+			c.Op = Delay
 			c.Min = p.duration(1, "delay")
 			c.Max = c.Min
 			c.N = p.every(2)
@@ -138,52 +151,52 @@ func ParseFaultCommand(line string) (FaultCommand, error) {
 	case "corrupt":
 		switch p.sub("wkc", "length") {
 		case "wkc":
-			c.Op, c.N = FaultCorruptWKC, p.count(2, "answer count")
+			c.Op, c.N = CorruptWKC, p.count(2, "answer count")
 		case "length":
-			c.Op, c.N = FaultCorruptLength, p.count(2, "answer count")
+			c.Op, c.N = CorruptLength, p.count(2, "answer count")
 		}
 	case "disappear":
-		c.Op, c.Pos = FaultDisappear, p.position(1)
+		c.Op, c.Pos = Disappear, p.position(1)
 		p.args(2)
 	case "return":
-		c.Op, c.Pos = FaultReturn, p.position(1)
+		c.Op, c.Pos = Return, p.position(1)
 		p.args(2)
 	case "alerror":
-		c.Op, c.Pos = FaultALError, p.position(1)
+		c.Op, c.Pos = ALError, p.position(1)
 		c.Code = p.code(2)
 		p.args(3)
 	case "drift":
-		c.Op, c.Pos = FaultDrift, p.position(1)
-		c.PPM = p.float(2, "drift in ppm", -MaxClockDrift, MaxClockDrift)
+		c.Op, c.Pos = Drift, p.position(1)
+		c.PPM = p.float(2, "drift in ppm", -MaxDriftPPM, MaxDriftPPM)
 	case "offset":
-		c.Op, c.Pos = FaultOffset, p.position(1)
+		c.Op, c.Pos = Offset, p.position(1)
 		c.NS = p.int64(2, "offset in ns")
 	case "link":
 		switch p.sub("down", "up") {
 		case "down":
-			c.Op = FaultLinkDown
+			c.Op = LinkDown
 		case "up":
-			c.Op = FaultLinkUp
+			c.Op = LinkUp
 		}
 		p.args(2)
 	case "counts":
-		c.Op = FaultShowCounts
+		c.Op = ShowCounts
 		p.args(1)
 	case "seed":
-		c.Op = FaultSeed
+		c.Op = Seed
 		c.Seed = p.uint64(1, "seed")
 	case "noisy":
-		c.Op, c.Pos = FaultNoisy, p.position(1)
+		c.Op, c.Pos = Noisy, p.position(1)
 		c.Port = p.port(2)
-		c.Rate = p.float(3, "rate in errors a second", 0, maxNoiseRate)
+		c.Rate = p.float(3, "rate in errors a second", 0, MaxNoiseRate)
 	case "power-cycle":
-		c.Op = FaultPowerCycle
+		c.Op = PowerCycle
 		p.args(1)
 	default:
-		return FaultCommand{}, fmt.Errorf("unknown command %q", w[0])
+		return Command{}, fmt.Errorf("unknown command %q", w[0])
 	}
 	if p.err != nil {
-		return FaultCommand{}, p.err
+		return Command{}, p.err
 	}
 	return c, nil
 }
@@ -363,68 +376,17 @@ func (p *cmdParser) code(i int) uint16 {
 	return uint16(v)
 }
 
-// Apply carries out a parsed command on the segment. It returns the line
-// to answer besides "ok": the counts for FaultShowCounts (fault counts, then
-// the segment's frame counters: frames, answered, unanswered, link_errors),
-// "" for the others. Link down and link up are the caller's; for them it
-// returns ErrNotSegmentFault.
-func (f *Faults) Apply(c FaultCommand) (string, error) {
-	switch c.Op {
-	case FaultDropPercent:
-		f.DropPercent(c.Percent)
-	case FaultDropEvery:
-		f.DropEvery(c.N)
-	case FaultDropNext:
-		f.DropNext(c.N)
-	case FaultDropOff:
-		f.DropOff()
-	case FaultDelay, FaultDelayRandom:
-		f.DelayRandom(c.Min, c.Max, c.N)
-	case FaultDelayOff:
-		f.DelayOff()
-	case FaultCorruptWKC:
-		f.CorruptWKC(c.N)
-	case FaultCorruptLength:
-		f.CorruptLength(c.N)
-	case FaultDisappear:
-		return "", f.Disappear(c.Pos)
-	case FaultReturn:
-		return "", f.Return(c.Pos)
-	case FaultALError:
-		return "", f.ALError(c.Pos, c.Code)
-	case FaultDrift:
-		return "", f.DriftJump(c.Pos, c.PPM)
-	case FaultOffset:
-		return "", f.OffsetJump(c.Pos, c.NS)
-	case FaultSeed:
-		f.SetSeed(c.Seed)
-	case FaultNoisy:
-		return "", f.Noisy(c.Pos, c.Port, c.Rate)
-	case FaultPowerCycle:
-		return "", f.PowerCycle()
-	case FaultShowCounts:
-		st := f.seg.Stats()
-		return fmt.Sprintf("%s frames=%d answered=%d unanswered=%d link_errors=%d",
-			f.Counts(), st.Frames, st.Answered, st.Dropped, st.LinkErrs), nil
-	case FaultLinkDown, FaultLinkUp:
-		return "", ErrNotSegmentFault
-	default:
-		return "", fmt.Errorf("sim: unknown fault command %d", c.Op)
-	}
-	return "", nil
-}
-
-// FaultStep is one line of a fault schedule: a command and when to run it,
+// Step is one line of a fault schedule: a command and when to run it,
 // counted from the start of serving (or of the schedule's round).
-type FaultStep struct {
+type Step struct {
 	At   time.Duration
-	Cmd  FaultCommand
+	Cmd  Command
 	Line int // line number in the schedule text
 }
 
-// FaultSchedule is a parsed fault schedule (ParseFaultSchedule).
-type FaultSchedule struct {
-	Steps []FaultStep // in the order of At
+// Schedule is a parsed fault schedule (ParseSchedule).
+type Schedule struct {
+	Steps []Step // in the order of At
 	// Repeat, when not 0, starts the schedule again every Repeat.
 	Repeat time.Duration
 }
@@ -441,15 +403,15 @@ func (e *ScheduleError) Error() string { return fmt.Sprintf("line %d: %v", e.Lin
 // Unwrap returns the cause.
 func (e *ScheduleError) Unwrap() error { return e.Err }
 
-// ParseFaultSchedule parses a fault schedule: one step a line, "AT
+// ParseSchedule parses a fault schedule: one step a line, "AT
 // COMMAND" with AT a duration from the start (5s disappear 3, 7.5s return
 // 3) and COMMAND in the fault command language; blank lines and text after
 // # are ignored; a line "repeat EVERY" makes the schedule start again every
 // EVERY, which must be longer than the last step's AT. Steps run in the
 // order of AT, lines with the same AT in file order. A bad line is a
 // *ScheduleError naming it.
-func ParseFaultSchedule(r io.Reader) (FaultSchedule, error) {
-	var s FaultSchedule
+func ParseSchedule(r io.Reader) (Schedule, error) {
+	var s Schedule
 	repeatLine := 0
 	sc := bufio.NewScanner(r)
 	for n := 1; sc.Scan(); n++ {
@@ -466,41 +428,41 @@ func ParseFaultSchedule(r io.Reader) (FaultSchedule, error) {
 		}
 		if strings.ToLower(w[0]) == "repeat" {
 			if repeatLine != 0 {
-				return FaultSchedule{}, bad("second repeat line (the first is line %d)", repeatLine)
+				return Schedule{}, bad("second repeat line (the first is line %d)", repeatLine)
 			}
 			if len(w) != 2 {
-				return FaultSchedule{}, bad("repeat: want repeat EVERY, e.g. repeat 10s")
+				return Schedule{}, bad("repeat: want repeat EVERY, e.g. repeat 10s")
 			}
 			d, err := time.ParseDuration(w[1])
 			if err != nil || d <= 0 {
-				return FaultSchedule{}, bad("repeat %q: want a duration > 0 such as 10s", w[1])
+				return Schedule{}, bad("repeat %q: want a duration > 0 such as 10s", w[1])
 			}
 			s.Repeat, repeatLine = d, n
 			continue
 		}
 		at, err := time.ParseDuration(w[0])
 		if err != nil || at < 0 {
-			return FaultSchedule{}, bad("%q is not a time such as 5s or 7.5s (want AT COMMAND)", w[0])
+			return Schedule{}, bad("%q is not a time such as 5s or 7.5s (want AT COMMAND)", w[0])
 		}
 		if len(w) == 1 {
-			return FaultSchedule{}, bad("missing command after %s", w[0])
+			return Schedule{}, bad("missing command after %s", w[0])
 		}
-		cmd, err := ParseFaultCommand(strings.Join(w[1:], " "))
+		cmd, err := Parse(strings.Join(w[1:], " "))
 		if err != nil {
-			return FaultSchedule{}, &ScheduleError{Line: n, Err: err}
+			return Schedule{}, &ScheduleError{Line: n, Err: err}
 		}
-		if cmd.Op == FaultShowCounts {
-			return FaultSchedule{}, bad("counts has no place in a schedule")
+		if cmd.Op == ShowCounts {
+			return Schedule{}, bad("counts has no place in a schedule")
 		}
-		s.Steps = append(s.Steps, FaultStep{At: at, Cmd: cmd, Line: n})
+		s.Steps = append(s.Steps, Step{At: at, Cmd: cmd, Line: n})
 	}
 	if err := sc.Err(); err != nil {
-		return FaultSchedule{}, fmt.Errorf("reading fault schedule: %w", err)
+		return Schedule{}, fmt.Errorf("reading fault schedule: %w", err)
 	}
-	slices.SortStableFunc(s.Steps, func(a, b FaultStep) int { return cmp.Compare(a.At, b.At) })
+	slices.SortStableFunc(s.Steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
 	if s.Repeat > 0 && len(s.Steps) > 0 {
 		if last := s.Steps[len(s.Steps)-1]; last.At >= s.Repeat {
-			return FaultSchedule{}, &ScheduleError{Line: repeatLine,
+			return Schedule{}, &ScheduleError{Line: repeatLine,
 				Err: fmt.Errorf("repeat %v: not longer than the step at %v on line %d", s.Repeat, last.At, last.Line)}
 		}
 	}
