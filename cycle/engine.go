@@ -24,7 +24,8 @@ type Config struct {
 	BusyWait time.Duration
 	// SleepKeepsP makes the cycle's sleep keep its P (rt.SleepUntilKeepingP):
 	// for the cycle process, whose cycle thread is its only sleeper, with
-	// GOMAXPROCS ≥ 2.
+	// GOMAXPROCS ≥ 2. The cycle then yields to the Go scheduler itself, at
+	// a moment of its choosing (see yieldEvery).
 	SleepKeepsP bool
 	// RT is the thread set-up; settings the host refuses are reported as
 	// events and the cycle runs anyway.
@@ -82,6 +83,10 @@ type Engine struct {
 	setup       *rt.Setup
 	slaveCount  int
 	stall       func() // tests only: runs inside the job to provoke overruns
+	// lastYield is when the cycle last yielded to the scheduler; yields
+	// counts those yields (see yieldEvery).
+	lastYield int64
+	yields    uint64
 
 	// OnStart, if set, runs on the cycle thread after the real-time set-up
 	// and before the garbage collector is switched off: the place for the
@@ -188,8 +193,34 @@ func (e *Engine) Run() uint64 {
 			e.sample.Flags |= shm.SampleOverrun
 		}
 		e.publish(end)
+		e.maybeYield(end, next)
 	}
 	return e.cycle - first
+}
+
+// yieldEvery is how often a cycle whose sleep keeps its P yields to the Go
+// scheduler. The runtime preempts a goroutine that has run for 10 ms
+// without passing through the scheduler (sysmon's forcePreemptNS), and to
+// the runtime a cycle goroutine that sleeps in a raw system call never
+// stops running: it was preempted every 10 ms at whatever point of the
+// cycle the request found, and, being locked to its thread, waited for
+// another thread to hand its P back — before its deadline, when the
+// request came just before the sleep. Yielding at half that interval,
+// right after the cycle's frames went out, resets the runtime's time slice
+// at the moment with the most room before the next deadline.
+const yieldEvery = 5 * time.Millisecond
+
+// maybeYield yields to the scheduler (runtime.Gosched) after the cycle
+// that ended at end, when the sleep keeps its P, yieldEvery has passed
+// since the last yield and at least half a period is left before next.
+// Otherwise the runtime's own preemption stays as it was.
+func (e *Engine) maybeYield(end, next int64) {
+	if !e.cfg.SleepKeepsP || end-e.lastYield < int64(yieldEvery) || next-end < int64(e.cfg.Period)/2 {
+		return
+	}
+	runtime.Gosched()
+	e.lastYield = rt.Now()
+	e.yields++
 }
 
 // step runs one cycle woken for deadline and fills e.sample; it returns

@@ -1,0 +1,65 @@
+package cycle
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ecagent/ecagent/cycle/rt"
+)
+
+// TestYieldsOnItsOwnSchedule: a cycle whose sleep keeps its P yields to
+// the scheduler every yieldEvery, after a cycle that left at least half a
+// period before its next deadline, and not otherwise; a cycle whose sleep
+// gives the P up never does (its sleep passes through the scheduler).
+func TestYieldsOnItsOwnSchedule(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	for _, tc := range []struct {
+		name           string
+		keepP          bool
+		sinceLast      int64 // from the last yield to the cycle's end
+		slack          int64 // from the cycle's end to the next deadline
+		period         time.Duration
+		wantYield      bool
+		wantLastIsThen bool
+	}{
+		{"due, room", true, 5 * ms, ms / 2, time.Millisecond, true, false},
+		{"due, much room", true, 9 * ms, 900_000, time.Millisecond, true, false},
+		{"not due", true, 5*ms - 1, 900_000, time.Millisecond, false, true},
+		{"due, too little room", true, 6 * ms, ms/2 - 1, time.Millisecond, false, true},
+		{"due, room at 250 µs", true, 5 * ms, 125_000, 250 * time.Microsecond, true, false},
+		{"sleep gives the P up", false, 20 * ms, 900_000, time.Millisecond, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Engine{cfg: Config{Period: tc.period, SleepKeepsP: tc.keepP}}
+			end := rt.Now()
+			e.lastYield = end - tc.sinceLast
+			last := e.lastYield
+			e.maybeYield(end, end+tc.slack)
+			if got := e.yields == 1; got != tc.wantYield {
+				t.Errorf("yielded %v, want %v", got, tc.wantYield)
+			}
+			if tc.wantLastIsThen && e.lastYield != last {
+				t.Errorf("last yield moved without a yield")
+			}
+			if tc.wantYield && e.lastYield < end {
+				t.Errorf("last yield %d before the cycle's end %d", e.lastYield, end)
+			}
+		})
+	}
+}
+
+// TestRunYields: over a real run, the cycle yields about every yieldEvery
+// and never more often.
+func TestRunYields(t *testing.T) {
+	m, _, mem := bus(t)
+	const cycles = 100
+	e := New(m, mem, Config{Period: time.Millisecond, Cycles: cycles, KeepGC: true, RT: noRT(), Pipelined: true, SleepKeepsP: true})
+	start := rt.Now()
+	if n := e.Run(); n != cycles {
+		t.Fatalf("ran %d cycles, want %d", n, cycles)
+	}
+	took := rt.Now() - start
+	if max := uint64(took/int64(yieldEvery)) + 1; e.yields == 0 || e.yields > max {
+		t.Errorf("%d yields in %v, want 1 to %d", e.yields, time.Duration(took), max)
+	}
+}
