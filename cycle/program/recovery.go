@@ -86,8 +86,10 @@ type recoverer struct {
 	// that run returns after its steps.
 	lanes chan struct{}
 	steps sync.WaitGroup
-	// episodes counts the episodes begun (Report.RecoveryEpisodes).
+	// episodes counts the episodes begun (Report.RecoveryEpisodes);
+	// active is set while one runs.
 	episodes atomic.Uint64
+	active   atomic.Bool
 
 	// rt is how the worker's threads are set up (its own and those of
 	// the slaves it recovers in parallel): just below the cycle's
@@ -157,7 +159,9 @@ func (r *recoverer) run(ctx context.Context) {
 	}
 	defer r.steps.Wait()
 	for r.e.WaitTrouble(ctx) {
+		r.active.Store(true)
 		r.episode(ctx)
+		r.active.Store(false)
 	}
 }
 
