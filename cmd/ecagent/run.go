@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
+	"runtime/pprof"
+	"time"
 
 	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
@@ -57,6 +61,9 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 	}
 	log := newLogger(e.stderr, cfg.Log.SlogLevel(), cfg.Log.Format)
 	v, rev, _ := buildVersion()
+	ran := make(chan struct{})
+	defer close(ran)
+	go watchStop(ctx, ran, stopBound(cfg), log, e.stderr, os.Exit)
 	if err := agent.Run(ctx, cfg, log, e.stdout, agent.Build{Version: v, Revision: rev}); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
@@ -69,4 +76,37 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 		return errInterrupted
 	}
 	return nil
+}
+
+// stopBound is how long the agent may take to stop once asked: the sum of
+// its bounded steps (the cycle taken to INIT and stopped, each within
+// bus.statetimeout and 2 s; the MQTT buffer written in 2 s; the last OTLP
+// export in 5 s), with a second of room. With the default statetimeout it
+// is 25 s, below the systemd unit's TimeoutStopSec of 30 s, so that the
+// stacks reach the journal before systemd kills.
+func stopBound(cfg config.Config) time.Duration {
+	return 2*time.Duration(cfg.Bus.StateTimeout) + 15*time.Second
+}
+
+// watchStop waits for ctx to end (a stop signal) and then for ran to be
+// closed (the agent stopped). A stop that takes longer than bound is a
+// hang, not a slow step: it logs why, writes every goroutine's stack to w
+// for the report, and exits 1, so that a service manager or a test waiting
+// for the process is not held until its own kill (systemd's
+// TimeoutStopSec), with nothing said.
+func watchStop(ctx context.Context, ran <-chan struct{}, bound time.Duration, log *slog.Logger, w io.Writer, exit func(int)) {
+	select {
+	case <-ran:
+		return
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-ran:
+	case <-t.C:
+		log.Error("the agent did not stop in time; its goroutines follow, then it exits", "bound", bound)
+		_ = pprof.Lookup("goroutine").WriteTo(w, 2)
+		exit(exitFailure)
+	}
 }
