@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ecagent/ecagent/busstate"
+	"github.com/ecagent/ecagent/internal/jsonstr"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/metrics/stats"
 )
@@ -26,7 +26,7 @@ func (o *jsonObject) key(k string) {
 		o.b = append(o.b, ',')
 	}
 	o.n++
-	o.b = appendJSONString(o.b, k)
+	o.b = jsonstr.Append(o.b, k)
 	o.b = append(o.b, ':')
 }
 
@@ -52,47 +52,10 @@ func (o *jsonObject) bool(k string, v bool) {
 
 func (o *jsonObject) string(k, v string) {
 	o.key(k)
-	o.b = appendJSONString(o.b, v)
+	o.b = jsonstr.Append(o.b, v)
 }
 
 func (o *jsonObject) end() []byte { return append(o.b, '}') }
-
-// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
-// U+FFFD; control characters and the characters HTML treats specially are
-// escaped.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7F:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, "\ufffd"...)
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
-}
 
 // pdHeader is what a pd payload says besides the values: when (ts, in
 // milliseconds since the Unix epoch), which message of the device (seq,
@@ -127,7 +90,7 @@ func appendProcessData(b []byte, d *Device, vals []uint64, h pdHeader) []byte {
 		if i > 0 {
 			o.b = append(o.b, ',')
 		}
-		o.b = appendJSONString(o.b, s.Name)
+		o.b = jsonstr.Append(o.b, s.Name)
 		o.b = append(o.b, ':')
 		if h.quality == busstate.QualityInvalid {
 			o.b = append(o.b, "null"...)
@@ -150,9 +113,9 @@ func appendProcessData(b []byte, d *Device, vals []uint64, h pdHeader) []byte {
 				o.b = append(o.b, ',')
 			}
 			first = false
-			o.b = appendJSONString(o.b, s.Name)
+			o.b = jsonstr.Append(o.b, s.Name)
 			o.b = append(o.b, ':')
-			o.b = appendJSONString(o.b, s.Unit)
+			o.b = jsonstr.Append(o.b, s.Unit)
 		}
 		o.b = append(o.b, '}')
 	}

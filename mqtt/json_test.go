@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/metrics"
@@ -99,28 +98,6 @@ func TestAppendStats(t *testing.T) {
 		got.CtlErr["count"] != 500 || got.CtlErr["max"] != 420 || got.CtlErr["p99"] != 300 || got.CtlErr["mean"] != 55.5 {
 		t.Errorf("stats payload %s", b)
 	}
-}
-
-// FuzzAppendJSONString: the JSON string decodes to the input (invalid
-// UTF-8 replaced) and is valid JSON.
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "plain", "quote\" back\\slash", "\x00\x1f\n\t<&>", "€ µ °C", "\xff\xfe", "\u2028"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		b := appendJSONString(nil, s)
-		var back string
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatalf("%q → %s: %v", s, b, err)
-		}
-		want := s
-		if !utf8.ValidString(s) {
-			want = string([]rune(s)) // what encoding/json does: U+FFFD per bad byte
-		}
-		if back != want {
-			t.Fatalf("%q → %s → %q", s, b, back)
-		}
-	})
 }
 
 func TestMetaJSON(t *testing.T) {

@@ -7,7 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/ecagent/ecagent/internal/jsonstr"
 )
 
 // CyclictestTimeLayout is the time layout of start_time and end_time in a
@@ -267,25 +268,25 @@ func CyclictestJSON(r *CyclictestReport) ([]byte, error) {
 	b = append(b, `{"file_version":`...)
 	b = strconv.AppendInt(b, int64(r.FileVersion), 10)
 	b = append(b, `,"cmdline:":`...)
-	b = appendJSONString(b, r.Cmdline)
+	b = jsonstr.AppendPlain(b, r.Cmdline)
 	b = append(b, `,"rt_test_version:":`...)
-	b = appendJSONString(b, r.Version)
+	b = jsonstr.AppendPlain(b, r.Version)
 	b = append(b, `,"start_time":`...)
-	b = appendJSONString(b, r.StartTime)
+	b = jsonstr.AppendPlain(b, r.StartTime)
 	b = append(b, `,"end_time":`...)
-	b = appendJSONString(b, r.EndTime)
+	b = jsonstr.AppendPlain(b, r.EndTime)
 	b = append(b, `,"return_code":`...)
 	b = strconv.AppendInt(b, int64(r.ReturnCode), 10)
 	b = append(b, `,"sysinfo":{"sysname":`...)
-	b = appendJSONString(b, r.Sysinfo.Sysname)
+	b = jsonstr.AppendPlain(b, r.Sysinfo.Sysname)
 	b = append(b, `,"nodename":`...)
-	b = appendJSONString(b, r.Sysinfo.Nodename)
+	b = jsonstr.AppendPlain(b, r.Sysinfo.Nodename)
 	b = append(b, `,"release":`...)
-	b = appendJSONString(b, r.Sysinfo.Release)
+	b = jsonstr.AppendPlain(b, r.Sysinfo.Release)
 	b = append(b, `,"version":`...)
-	b = appendJSONString(b, r.Sysinfo.Version)
+	b = jsonstr.AppendPlain(b, r.Sysinfo.Version)
 	b = append(b, `,"machine":`...)
-	b = appendJSONString(b, r.Sysinfo.Machine)
+	b = jsonstr.AppendPlain(b, r.Sysinfo.Machine)
 	b = append(b, `,"realtime":`...)
 	b = strconv.AppendInt(b, int64(r.Sysinfo.Realtime), 10)
 	b = append(b, `},"num_threads":`...)
@@ -352,26 +353,4 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
-}
-
-// appendJSONString appends s as a JSON string literal (no HTML escaping,
-// invalid UTF-8 replaced by U+FFFD).
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, `\ufffd`...)
-		case r == '"' || r == '\\':
-			b = append(b, '\\', byte(r))
-		case r < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
-		default:
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
 }
