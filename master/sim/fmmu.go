@@ -70,6 +70,11 @@ func (d *Device) mapBits(w *fmmuWindow, lo, hi uint64, p []byte, write bool, ac 
 		lb := b - lo                             // bit within the datagram
 		pb := w.physBit + int(b-w.logBit)        // physical bit
 		if lb%8 == 0 && pb%8 == 0 && to-b >= 8 { // whole byte
+			if n := d.ramRun(pb/8, int((to-b)/8)); n > 0 {
+				ok = d.moveRAM(pb/8, p[lb/8:lb/8+uint64(n)], write, ac) || ok
+				b += uint64(n) * 8
+				continue
+			}
 			if write {
 				ok = d.writeByte(pb/8, p[lb/8], 0xFF, ac) || ok
 			} else if v, good := d.readByte(pb/8, ac); good {
@@ -97,4 +102,62 @@ func (d *Device) mapBits(w *fmmuWindow, lo, hi uint64, p []byte, write bool, ac 
 		b++
 	}
 	return ok
+}
+
+// ramRun returns how many of the n bytes from physical address a lie in
+// process RAM under one SyncManager (or under none), so that moveRAM may
+// move them at once; 0 when a is not in process RAM.
+func (d *Device) ramRun(a, n int) int {
+	if a < 0x1000 || a >= d.mem.ramEnd {
+		return 0
+	}
+	end := min(a+n, d.mem.ramEnd)
+	if sm := d.smAt(a); sm >= 0 {
+		return min(end, d.sms[sm].end) - a
+	}
+	for i := range d.nsm { // up to the next SyncManager
+		if s := &d.sms[i]; s.on && s.start > a && s.start < end {
+			end = s.start
+		}
+	}
+	return end - a
+}
+
+// moveRAM is readByte or writeByte (whole bytes) of each byte of the run
+// of process RAM at a that ramRun measured: p receives the bytes (read)
+// or gives them (write). It reports whether the access was allowed.
+func (d *Device) moveRAM(a int, p []byte, write bool, ac *access) bool {
+	end := a + len(p)
+	sm := d.smAt(a)
+	if sm < 0 {
+		if write {
+			copy(d.mem.b[a:end], p)
+		} else {
+			copy(p, d.mem.b[a:end])
+		}
+		return true
+	}
+	s := &d.sms[sm]
+	if !s.allows(write) {
+		return false
+	}
+	if !write {
+		copy(p, d.mem.b[a:end])
+		if end == s.end {
+			ac.readLast |= 1 << sm
+		}
+		return true
+	}
+	if s.mailbox {
+		copy(d.mem.b[a:end], p)
+	} else {
+		copy(d.mem.shadow[a:end], p)
+	}
+	if a == s.start {
+		ac.wroteFirst |= 1 << sm
+	}
+	if end == s.end {
+		ac.wroteLast |= 1 << sm
+	}
+	return true
 }

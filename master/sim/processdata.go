@@ -338,6 +338,12 @@ func (d *Device) cycleInputs() {
 // putBits stores the low n bits of v at physical bit address at, least
 // significant bit first.
 func (d *Device) putBits(at, n int, v uint64) {
+	if at%8 == 0 && n%8 == 0 && at/8+n/8 <= len(d.mem.b) { // whole bytes, little-endian
+		for k := range n / 8 {
+			d.mem.b[at/8+k] = byte(v >> (8 * k))
+		}
+		return
+	}
 	for k := range n {
 		b := at + k
 		if b/8 >= len(d.mem.b) {

@@ -174,3 +174,35 @@ func TestParsePattern(t *testing.T) {
 		}
 	}
 }
+
+// TestLogicalRunAcrossSyncManagers maps one FMMU over a write buffer, a
+// stretch of plain RAM and a read buffer: the run of whole bytes is split
+// where each begins and ends, and each part keeps its own rules (the
+// write buffer is not read, RAM is written and read back, the read buffer
+// is not written and gives its inputs).
+func TestLogicalRunAcrossSyncManagers(t *testing.T) {
+	seg := newSeg(t, []string{"EL2004"})
+	address(t, seg)
+	configSM(t, seg, 0x1001, 0, 0x1100, 4, 0x64) // written by the master, buffered
+	configSM(t, seg, 0x1001, 1, 0x1108, 4, 0x20) // read by the master, buffered
+	configFMMU(t, seg, 0x1001, 0, esc.ForBits(0, 96, 0x1100, 0, esc.FMMURead|esc.FMMUWrite))
+	out := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	got := one(t, seg, logical(wire.LRW, 0, out))
+	if got.WKC != 3 {
+		t.Errorf("LRW WKC %d, want 3 (read and write)", got.WKC)
+	}
+	if want := []byte{1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0}; !bytes.Equal(got.Data, want) {
+		t.Errorf("LRW data % x, want % x", got.Data, want)
+	}
+	if o := seg.Devices()[0].Outputs(); !bytes.Equal(o, []byte{0x01}) {
+		t.Errorf("outputs % x, want 01: the whole write buffer was written, so it completes", o)
+	}
+	if d := one(t, seg, phys(wire.FPRD, 0x1001, 0x1104, make([]byte, 4))); d.WKC != 1 || !bytes.Equal(d.Data, []byte{5, 6, 7, 8}) {
+		t.Errorf("RAM between the buffers: WKC %d, % x; want 05 06 07 08", d.WKC, d.Data)
+	}
+	// A run that starts inside the write buffer does not complete it.
+	one(t, seg, logical(wire.LWR, 2, []byte{0xEE, 0xEE, 0xEE}))
+	if o := seg.Devices()[0].Outputs(); !bytes.Equal(o, []byte{0x01}) {
+		t.Errorf("outputs % x after a partial write, want the last complete one (01)", o)
+	}
+}
