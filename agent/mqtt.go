@@ -334,6 +334,8 @@ func (b *mqttBridge) stop() {
 
 func (b *mqttBridge) closeBroker() {
 	if b.broker != nil {
-		_ = b.broker.Close()
+		if err := b.broker.Close(); err != nil {
+			b.log.Error("embedded MQTT broker", "err", err)
+		}
 	}
 }

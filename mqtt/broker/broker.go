@@ -9,6 +9,7 @@ package broker
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
@@ -20,7 +21,13 @@ type Broker struct {
 	srv  *mochi.Server
 	tcp  *connListener
 	addr string
+	log  *slog.Logger
 }
+
+// closeGrace is how long Close lets the broker end its clients'
+// connections in order (a DISCONNECT to each) before it closes the sockets
+// that are left, and then how long it waits for their handlers.
+const closeGrace = time.Second
 
 // Start starts a broker listening on addr (host:port; port 0 picks a
 // free one) that accepts every client. Its own log goes to log at warning
@@ -53,7 +60,7 @@ func StartAuth(addr string, log *slog.Logger, a *Auth) (*Broker, error) {
 		_ = srv.Close()
 		return nil, fmt.Errorf("embedded MQTT broker: %w", err)
 	}
-	return &Broker{srv: srv, tcp: tcp, addr: tcp.Address()}, nil
+	return &Broker{srv: srv, tcp: tcp, addr: tcp.Address(), log: log}, nil
 }
 
 // Addr returns the address the broker listens on.
@@ -63,12 +70,39 @@ func (b *Broker) Addr() string { return b.addr }
 func (b *Broker) URL() string { return "tcp://" + b.addr }
 
 // Close disconnects every client and stops the broker; it returns once
-// the clients' connections are closed. A clean stop logs nothing above
-// debug level.
+// the clients' connections are closed, within twice closeGrace. mochi-mqtt
+// waits without a bound for each connection's handler, and a handler can
+// wait for ever: a client that opened a socket and never sent CONNECT (no
+// read deadline before it), one that connected while the broker was
+// closing, one whose socket buffer is full because it stopped reading.
+// After closeGrace, Close closes the sockets left, which ends those waits,
+// and says so at warning level. A clean stop logs nothing above debug
+// level.
 func (b *Broker) Close() error {
 	b.tcp.beginClose()
-	err := b.srv.Close()
-	b.tcp.wait()
+	closed := make(chan error, 1)
+	go func() { closed <- b.srv.Close() }()
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	var err error
+	select {
+	case err = <-closed:
+	case <-t.C:
+		remotes := b.tcp.closeAll()
+		b.log.Warn("embedded MQTT broker: client connections did not end when it stopped; closed their sockets",
+			"after", closeGrace, "connections", len(remotes), "remotes", remotes)
+		t.Reset(closeGrace)
+		select {
+		case err = <-closed:
+		case <-t.C:
+			return fmt.Errorf("embedded MQTT broker: did not stop within %v of closing its clients' sockets", closeGrace)
+		}
+	}
+	select {
+	case <-b.tcp.idleC():
+	case <-t.C:
+		return fmt.Errorf("embedded MQTT broker: connection handlers still running %v after it stopped", closeGrace)
+	}
 	if err != nil {
 		return fmt.Errorf("embedded MQTT broker: %w", err)
 	}

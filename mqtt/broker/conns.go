@@ -26,15 +26,14 @@ type connListener struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	idle    *sync.Cond // signalled when active drops to 0
 	closing bool
-	active  int // connections being handled
+	conns   map[net.Conn]struct{} // connections being handled
+	idle    chan struct{}         // closed when closing and conns is empty
 }
 
 func newConnListener(l listeners.Listener) *connListener {
-	c := &connListener{Listener: l, log: slog.New(slog.DiscardHandler)}
-	c.idle = sync.NewCond(&c.mu)
-	return c
+	return &connListener{Listener: l, log: slog.New(slog.DiscardHandler),
+		conns: make(map[net.Conn]struct{}), idle: make(chan struct{})}
 }
 
 // Init implements listeners.Listener; log is the broker's, with the
@@ -53,9 +52,9 @@ func (l *connListener) Serve(establish listeners.EstablishFn) {
 			_ = c.Close()
 			return nil
 		}
-		l.active++
+		l.conns[c] = struct{}{}
 		l.mu.Unlock()
-		defer l.done() // after the logging: Close waits for it
+		defer l.done(c) // after the logging: Close waits for it
 		switch err := establish(id, c); {
 		case err == nil:
 		case connectionGone(err):
@@ -67,14 +66,24 @@ func (l *connListener) Serve(establish listeners.EstablishFn) {
 	})
 }
 
-// done ends the handling of a connection.
-func (l *connListener) done() {
+// done ends the handling of connection c.
+func (l *connListener) done(c net.Conn) {
 	l.mu.Lock()
-	l.active--
-	if l.active == 0 {
-		l.idle.Broadcast()
-	}
+	delete(l.conns, c)
+	l.signalIdleLocked()
 	l.mu.Unlock()
+}
+
+// signalIdleLocked closes idle once closing has begun and no connection is
+// left. l.mu is held.
+func (l *connListener) signalIdleLocked() {
+	if l.closing && len(l.conns) == 0 {
+		select {
+		case <-l.idle:
+		default:
+			close(l.idle)
+		}
+	}
 }
 
 // beginClose marks the listener as closing: connections accepted from now
@@ -82,17 +91,27 @@ func (l *connListener) done() {
 func (l *connListener) beginClose() {
 	l.mu.Lock()
 	l.closing = true
+	l.signalIdleLocked()
 	l.mu.Unlock()
 }
 
-// wait returns once no connection is being handled.
-func (l *connListener) wait() {
+// closeAll closes the sockets of the connections still being handled,
+// which ends their reads and writes with an error, and returns their
+// remote addresses.
+func (l *connListener) closeAll() []string {
 	l.mu.Lock()
-	for l.active > 0 {
-		l.idle.Wait()
+	defer l.mu.Unlock()
+	remotes := make([]string, 0, len(l.conns))
+	for c := range l.conns {
+		remotes = append(remotes, c.RemoteAddr().String())
+		_ = c.Close()
 	}
-	l.mu.Unlock()
+	return remotes
 }
+
+// idleC is closed once beginClose was called and no connection is being
+// handled.
+func (l *connListener) idleC() <-chan struct{} { return l.idle }
 
 // connectionGone reports whether err is a connection's plain end: the
 // client hung up, or the socket was closed under the reader.
