@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/busstate"
+	"github.com/ecagent/ecagent/mqtt/mqttconn"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -198,7 +199,8 @@ type Publisher struct {
 
 	startOnce, closeOnce sync.Once
 	closing              chan struct{}
-	grace                time.Duration // set by Close before closing: how long goodbye may flush
+	grace                time.Duration                 // set by Close before closing: how long goodbye may flush
+	conn                 atomic.Pointer[mqttconn.Conn] // the connection being served, or nil
 	samplerDone          chan struct{}
 	sessionDone          chan struct{}
 	bdSeq                *bdSeqStore
@@ -282,6 +284,10 @@ func (p *Publisher) Start() {
 	})
 }
 
+// goodbyeAck is how long stopping waits for the broker to acknowledge the
+// goodbye (status offline, or NDEATH) after the grace for the buffer.
+const goodbyeAck = time.Second
+
 // Close stops sampling, tries for up to grace to deliver what is
 // buffered, says goodbye (status offline, or NDEATH), disconnects, and
 // saves what is still undelivered to the buffer file when one is
@@ -293,10 +299,26 @@ func (p *Publisher) Close(grace time.Duration) error {
 		p.grace = grace
 		close(p.closing)
 		<-p.samplerDone
+		// goodbye flushes for grace and waits goodbyeAck for the last
+		// message; a write to a broker that stopped reading can still
+		// block for mqtt.timeout. Past the bound the connection is cut,
+		// which ends that write: what was not acknowledged stays in the
+		// outbox for the buffer file, and the broker publishes the will.
+		t := time.NewTimer(grace + goodbyeAck + time.Second)
+		defer t.Stop()
 		select {
 		case <-p.sessionDone:
-		case <-time.After(grace + 2*p.cfg.Timeout):
-			p.log.Warn("mqtt: the session did not stop in time")
+		case <-t.C:
+			p.log.Warn("mqtt: the broker did not take the goodbye in time; closing the connection", "after", grace+goodbyeAck+time.Second)
+			if c := p.conn.Load(); c != nil {
+				c.Close()
+			}
+			t.Reset(time.Second)
+			select {
+			case <-p.sessionDone:
+			case <-t.C:
+				p.log.Warn("mqtt: the session did not stop in time")
+			}
 		}
 		if p.cfg.BufferFile != "" {
 			// Births are rendered when sent: the next run's connection

@@ -58,6 +58,11 @@ func (p *Publisher) runSession() {
 		}
 		c, err := p.connect()
 		if err != nil {
+			select {
+			case <-p.closing: // the dial was cancelled by Close
+				return
+			default:
+			}
 			p.out.setLogging(true)
 			if wasUp || first {
 				p.log.Warn("mqtt: cannot reach the broker; buffering", "broker", p.cfg.Broker, "err", err,
@@ -82,7 +87,9 @@ func (p *Publisher) runSession() {
 		p.connected.Store(true)
 		p.out.setLogging(false)
 		p.log.Info("mqtt: connected", "broker", p.cfg.Broker, "client_id", p.cfg.ClientID, "buffered", p.out.Len())
+		p.conn.Store(c)
 		err = p.serve(c)
+		p.conn.Store(nil)
 		p.connected.Store(false)
 		if errors.Is(err, errClosing) {
 			return
@@ -100,7 +107,18 @@ func (p *Publisher) connect() (*mqttconn.Conn, error) {
 		p.log.Warn("mqtt: the bdSeq is not kept for the next run", "err", err)
 	}
 	will := p.sch.will(bdSeq)
-	return mqttconn.Dial(context.Background(), mqttconn.Options{
+	// Close must not wait for a dial to a broker that does not answer:
+	// closing cancels it.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-p.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return mqttconn.Dial(ctx, mqttconn.Options{
 		Broker:       p.cfg.Broker,
 		TLS:          p.cfg.TLS,
 		ClientID:     p.cfg.ClientID,
@@ -168,7 +186,7 @@ func (p *Publisher) serve(c *mqttconn.Conn) (err error) {
 	var m message
 	for {
 		if p.rebirth.Swap(false) {
-			if err := p.flushInflight(c, inflight); err != nil {
+			if err := p.flushInflight(c, inflight, time.Time{}); err != nil {
 				return err
 			}
 			if err := p.announce(c, &seq); err != nil {
@@ -264,10 +282,10 @@ func (p *Publisher) waitAck(c *mqttconn.Conn, topic string, id uint16, deadline 
 
 // flushInflight waits (bounded) until every message in flight is
 // acknowledged, so that births follow the data sent before them.
-func (p *Publisher) flushInflight(c *mqttconn.Conn, inflight *flights) error {
+func (p *Publisher) flushInflight(c *mqttconn.Conn, inflight *flights, limit time.Time) error {
 	for inflight.len() > 0 {
 		f := inflight.front()
-		if err := p.waitAck(c, f.m.topic, f.id, f.sent.Add(p.cfg.Timeout)); err != nil {
+		if err := p.waitAck(c, f.m.topic, f.id, earliest(f.sent.Add(p.cfg.Timeout), limit)); err != nil {
 			return err
 		}
 		p.out.finish(f.m)
@@ -278,13 +296,21 @@ func (p *Publisher) flushInflight(c *mqttconn.Conn, inflight *flights) error {
 
 // publishNow publishes one message directly (not through the outbox) and
 // waits, bounded, for its acknowledgement.
-func (p *Publisher) publishNow(c *mqttconn.Conn, topic string, qos byte, retain bool, payload []byte) error {
+func (p *Publisher) publishNow(c *mqttconn.Conn, topic string, qos byte, retain bool, payload []byte, limit time.Time) error {
 	id, err := c.Publish(topic, payload, qos, retain)
 	p.published.Add(1)
 	if err != nil {
 		return fmt.Errorf("publish to %s: %w", topic, err)
 	}
-	return p.waitAck(c, topic, id, time.Now().Add(p.cfg.Timeout))
+	return p.waitAck(c, topic, id, earliest(time.Now().Add(p.cfg.Timeout), limit))
+}
+
+// earliest returns the earlier of a and limit; a zero limit is none.
+func earliest(a, limit time.Time) time.Time {
+	if !limit.IsZero() && limit.Before(a) {
+		return limit
+	}
+	return a
 }
 
 // announce publishes what a new connection (or a rebirth) starts with —
@@ -309,7 +335,7 @@ func (p *Publisher) announce(c *mqttconn.Conn, seq *uint64) error {
 			m.payload = sparkplug.AppendSeq(m.payload, *seq)
 			*seq = (*seq + 1) % 256
 		}
-		if err := p.publishNow(c, m.topic, m.qos, m.retain, m.payload); err != nil {
+		if err := p.publishNow(c, m.topic, m.qos, m.retain, m.payload, time.Time{}); err != nil {
 			return err
 		}
 	}
@@ -333,7 +359,7 @@ func (p *Publisher) subscribe(c *mqttconn.Conn) error {
 // What could not be delivered stays in the outbox.
 func (p *Publisher) goodbye(c *mqttconn.Conn, inflight *flights, seq *uint64) {
 	deadline := time.Now().Add(p.grace)
-	err := p.flushInflight(c, inflight)
+	err := p.flushInflight(c, inflight, deadline)
 	for err == nil && time.Now().Before(deadline) {
 		m, ok := p.out.pop()
 		if !ok {
@@ -346,13 +372,13 @@ func (p *Publisher) goodbye(c *mqttconn.Conn, inflight *flights, seq *uint64) {
 		id, perr := p.send(c, m, seq)
 		inflight.push(flight{m: m, id: id, sent: time.Now()})
 		if err = perr; err == nil {
-			err = p.flushInflight(c, inflight)
+			err = p.flushInflight(c, inflight, deadline)
 		}
 	}
 	p.out.requeue(inflight.messages())
 	if err == nil {
 		m := p.sch.goodbye(p.bdSeq.current())
-		_ = p.publishNow(c, m.topic, m.qos, m.retain, m.payload)
+		_ = p.publishNow(c, m.topic, m.qos, m.retain, m.payload, time.Now().Add(goodbyeAck))
 	}
 	_ = c.Disconnect()
 }

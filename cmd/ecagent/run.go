@@ -80,12 +80,14 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 
 // stopBound is how long the agent may take to stop once asked: the sum of
 // its bounded steps (the cycle taken to INIT and stopped, each within
-// bus.statetimeout and 2 s; the MQTT buffer written in 2 s; the last OTLP
-// export in 5 s), with a second of room. With the default statetimeout it
-// is 25 s, below the systemd unit's TimeoutStopSec of 30 s, so that the
-// stacks reach the journal before systemd kills.
+// bus.statetimeout and 2 s; the MQTT publisher's goodbye in 5 s, its grace
+// for the buffer, the last acknowledgement and the cut connection; the
+// embedded broker's clients ended in 2 s; the last OTLP export in 5 s),
+// with a second of room. With the default statetimeout it is 27 s, below
+// the systemd unit's TimeoutStopSec of 30 s, so that the stacks reach the
+// journal before systemd kills.
 func stopBound(cfg config.Config) time.Duration {
-	return 2*time.Duration(cfg.Bus.StateTimeout) + 15*time.Second
+	return 2*time.Duration(cfg.Bus.StateTimeout) + 17*time.Second
 }
 
 // watchStop waits for ctx to end (a stop signal) and then for ran to be
