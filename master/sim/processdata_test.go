@@ -206,3 +206,34 @@ func TestLogicalRunAcrossSyncManagers(t *testing.T) {
 		t.Errorf("outputs % x after a partial write, want the last complete one (01)", o)
 	}
 }
+
+// putBits stores the low n bits of v from any bit, little-endian, and
+// leaves the bits around them alone.
+func TestPutBits(t *testing.T) {
+	for _, c := range []struct {
+		at, n int
+		v     uint64
+		want  []byte // bytes 0x1000.. after the store into 0xFF fill
+	}{
+		{0, 1, 0, []byte{0xFE, 0xFF}},
+		{3, 2, 0b01, []byte{0xEF, 0xFF}},
+		{6, 4, 0b0110, []byte{0xBF, 0xFD}},
+		{8, 16, 0x1234, []byte{0xFF, 0x34, 0x12, 0xFF}},
+		{4, 16, 0xA5C3, []byte{0x3F, 0x5C, 0xFA, 0xFF}},
+		{0, 64, 0x0102030405060708, []byte{8, 7, 6, 5, 4, 3, 2, 1, 0xFF}},
+	} {
+		d := newSeg(t, []string{"EL2004"}).Devices()[0]
+		for i := range 16 {
+			d.mem.b[0x1000+i] = 0xFF
+		}
+		d.putBits(0x1000*8+c.at, c.n, c.v)
+		if got := d.mem.b[0x1000 : 0x1000+len(c.want)]; !bytes.Equal(got, c.want) {
+			t.Errorf("putBits(%d, %d, %#x) = % x, want % x", c.at, c.n, c.v, got, c.want)
+		}
+	}
+	d := newSeg(t, []string{"EL2004"}).Devices()[0]
+	d.putBits(len(d.mem.b)*8-4, 8, 0xFF) // runs off the end: the part inside is stored
+	if d.mem.b[len(d.mem.b)-1] != 0xF0 {
+		t.Errorf("last byte %#x, want 0xf0", d.mem.b[len(d.mem.b)-1])
+	}
+}
