@@ -43,6 +43,9 @@ func hostCPUs() cpuSet {
 	return set
 }
 
+// get returns s: a fixed set where a reader of the host's is expected.
+func (s cpuSet) get() cpuSet { return s }
+
 // parseCPUList parses the kernel's CPU list format ("0-3,6,8-9").
 func parseCPUList(text string) (cpuSet, error) {
 	text = strings.TrimSpace(text)

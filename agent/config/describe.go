@@ -195,7 +195,7 @@ func (p prober) allowed(key string, at func(*Config) reflect.Value) string {
 	for _, v := range probeValues(at(&probe).Type()) {
 		c := p.base()
 		at(&c).Set(reflect.ValueOf(v).Convert(at(&c).Type()))
-		for _, fe := range c.problems(p.models, p.cpus) {
+		for _, fe := range c.problems(p.models, p.cpus.get) {
 			mine := fe.Key == key || strings.HasPrefix(fe.Key, key+"[")
 			if mine && !quotesProbe(fe.Problem) && !slices.Contains(found, fe.Problem) {
 				found = append(found, fe.Problem)

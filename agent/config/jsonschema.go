@@ -179,7 +179,7 @@ func (p prober) environments() []probeEnv {
 		default:
 			continue
 		}
-		if len(c.problems(p.models, b.cpus)) == 0 {
+		if len(c.problems(p.models, b.cpus.get)) == 0 {
 			b.base = c
 		}
 	}
@@ -236,7 +236,7 @@ func (p prober) acceptsIn(env probeEnv, key string, v any, use bool) (bool, stri
 	f := p.at(&c, key, use)
 	f.Set(reflect.ValueOf(v).Convert(f.Type()))
 	key = probeKey(key)
-	for _, fe := range c.problems(p.models, env.cpus) {
+	for _, fe := range c.problems(p.models, env.cpus.get) {
 		if fe.Key == key || strings.HasPrefix(fe.Key, key+"[") {
 			return false, fe.Problem
 		}

@@ -82,7 +82,7 @@ func load(src Sources, readFile func(path string) ([]byte, error)) (Config, erro
 
 	cfg, failed, decodeErrs := l.decode(def)
 	errs = append(errs, decodeErrs...)
-	for _, p := range cfg.problems(src.Models, hostCPUs()) {
+	for _, p := range cfg.problems(src.Models, hostCPUs) {
 		if !isFailed(failed, p.Key) {
 			errs = append(errs, l.annotate(p))
 		}

@@ -21,13 +21,13 @@ import (
 // belong to the simulator: use [Config.ValidateWithModels] to check them too.
 // Validate does not touch files; [Load] also checks that named files exist.
 func (c Config) Validate() error {
-	return joinFieldErrors(c.problems(nil, hostCPUs()))
+	return joinFieldErrors(c.problems(nil, hostCPUs))
 }
 
 // ValidateWithModels is [Config.Validate] that also requires every
 // bus.devices entry that is not an SII image path to be one of models.
 func (c Config) ValidateWithModels(models []string) error {
-	return joinFieldErrors(c.problems(models, hostCPUs()))
+	return joinFieldErrors(c.problems(models, hostCPUs))
 }
 
 func joinFieldErrors(problems []*FieldError) error {
@@ -39,8 +39,10 @@ func joinFieldErrors(problems []*FieldError) error {
 }
 
 // problems lists what is wrong with c. models nil checks device entries only
-// for shape; cpus are the CPUs cycle.core may name.
-func (c Config) problems(models []string, cpus cpuSet) []*FieldError {
+// for shape; cpus returns the CPUs cycle.core may name (called only when
+// cycle.core pins, so that a load without pinning reads nothing of the
+// host).
+func (c Config) problems(models []string, cpus func() cpuSet) []*FieldError {
 	var out []*FieldError
 	add := func(key string, value any, problem string) {
 		out = append(out, &FieldError{Key: key, Value: formatValue(value), Problem: problem})
@@ -76,8 +78,10 @@ func (c Config) problems(models []string, cpus cpuSet) []*FieldError {
 	if !inRange(c.Cycle.Period, MinPeriod, MaxPeriod) {
 		add("cycle.period", c.Cycle.Period, betweenDurations(MinPeriod, MaxPeriod))
 	}
-	if core := c.Cycle.Core; core != -1 && !cpus.contains(core) {
-		add("cycle.core", core, fmt.Sprintf("must be -1 (no pinning) or an online CPU of this host (%s)", cpus.text))
+	if core := c.Cycle.Core; core != -1 {
+		if set := cpus(); !set.contains(core) {
+			add("cycle.core", core, fmt.Sprintf("must be -1 (no pinning) or an online CPU of this host (%s)", set.text))
+		}
 	}
 	if p := c.Cycle.SHM; !filepath.IsAbs(p) || strings.HasSuffix(p, "/") {
 		add("cycle.shm", p, "must be an absolute file path, e.g. "+DefaultSHM)
