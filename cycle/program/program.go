@@ -186,6 +186,9 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 		runtime.ReadMemStats(&before)
 		episodes = rec.episodes.Load()
 	}
+	// Threads the runtime may need while the cycle yields, made now
+	// rather than (allocating) in cyclic operation.
+	rt.WarmThreads(runtime.GOMAXPROCS(0) + 2)
 	rep.Cycles = e.Run()
 	if spin {
 		spinner.SetRecvSpin(0)
