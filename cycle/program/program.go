@@ -188,7 +188,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	}
 	// Threads the runtime may need while the cycle yields, made now
 	// rather than (allocating) in cyclic operation.
-	rt.WarmThreads(runtime.GOMAXPROCS(0) + 2)
+	rt.WarmThreads(runtime.GOMAXPROCS(0) + 4)
 	rep.Cycles = e.Run()
 	if spin {
 		spinner.SetRecvSpin(0)
