@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // cgroupV1CPU is the cgroup v1 cpu controller; cpu.rt_runtime_us exists
@@ -29,7 +30,15 @@ func TestRTBudgetOfAContainer(t *testing.T) {
 	if err := os.Mkdir(cg, 0o755); err != nil {
 		t.Skipf("cannot create a cpu cgroup: %v", err)
 	}
-	t.Cleanup(func() { _ = os.Remove(cg) })
+	t.Cleanup(func() {
+		// The budget back first (a removal that fails must not leave it
+		// taken from the root's), then the cgroup, once the agent's last
+		// processes have left it.
+		_ = os.WriteFile(filepath.Join(cg, "cpu.rt_runtime_us"), []byte("0"), 0o644)
+		for deadline := time.Now().Add(10 * time.Second); os.Remove(cg) != nil && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
 	if b, _ := os.ReadFile(filepath.Join(cg, "cpu.rt_runtime_us")); strings.TrimSpace(string(b)) != "0" {
 		t.Fatalf("a new cgroup's cpu.rt_runtime_us is %q, want 0 (as a container's)", b)
 	}
@@ -72,10 +81,24 @@ func TestRTBudgetOfAContainer(t *testing.T) {
 		t.Errorf("rtcheck sched_fifo = %+v; want a failure naming %s and its fix", r, cg)
 	}
 
-	// The fix: an RT budget for the cgroup (its parent, the root, has one).
-	if err := os.WriteFile(filepath.Join(cg, "cpu.rt_runtime_us"), []byte("100000"), 0o644); err != nil {
-		t.Fatalf("giving the cgroup an RT budget: %v", err)
+	// The fix: an RT budget for the cgroup (its parent, the root, has
+	// one), as deployment.md gives it: 950 ms a second, or as much of it
+	// as the root's other children leave. A small budget is no fix: with
+	// 100 ms a second for the cycle and the simulated segment (both
+	// SCHED_FIFO, both in the cgroup), a CI run on a loaded VM had the
+	// segment answer no frame for 400 ms during bring-up, as RT
+	// throttling does once a period's budget is spent.
+	budget := ""
+	for _, us := range []string{"950000", "900000", "800000", "600000"} {
+		if err := os.WriteFile(filepath.Join(cg, "cpu.rt_runtime_us"), []byte(us), 0o644); err == nil {
+			budget = us
+			break
+		}
 	}
+	if budget == "" {
+		t.Fatalf("cannot give the cgroup an RT budget of 600 ms a second or more (the root's other cgroups hold it)")
+	}
+	t.Logf("RT budget %s µs a second", budget)
 	out = runAgent()
 	checkRanInOP(t, out)
 	if refused(out) {
