@@ -29,6 +29,7 @@ type CycleProcess struct {
 	seg     *shm.Segment
 	info    *program.BusInfo
 	pid     int
+	watch   *pidWatch // a cycle process found running, not started here
 	cmd     *exec.Cmd
 	sim     *exec.Cmd
 	exited  chan struct{} // closed when a child cycle process has exited
@@ -57,8 +58,12 @@ func attachOrStart(ctx context.Context, cfg config.Config, log *slog.Logger) (*C
 		if p, ok := runningCycle(seg); ok {
 			info, ierr := program.ReadBusInfo(program.BusInfoPath(path))
 			if ierr == nil && info.CyclePID == p {
-				log.Info("attached to the running cycle process", "pid", p, "segment", path)
-				return &CycleProcess{path: path, seg: seg, info: info, pid: p}, nil
+				w, werr := openPidWatch(p, path)
+				if werr == nil {
+					log.Info("attached to the running cycle process", "pid", p, "segment", path)
+					return &CycleProcess{path: path, seg: seg, info: info, pid: p, watch: w}, nil
+				}
+				log.Warn("cannot watch the running cycle process; starting a new one", "pid", p, "segment", path, "err", werr)
 			}
 		}
 		if p := seg.Heartbeat().CyclePID(); p > 0 && syscall.Kill(p, 0) == nil && isCycleProcess(p, path) {
@@ -321,7 +326,10 @@ func (cp *CycleProcess) alive() bool {
 			return true
 		}
 	}
-	return syscall.Kill(cp.pid, 0) == nil
+	if cp.watch != nil {
+		return !cp.watch.exited()
+	}
+	return false
 }
 
 // stop asks the cycle process to take the bus down and exit, waits up to
@@ -333,6 +341,9 @@ func (cp *CycleProcess) stop(log *slog.Logger, grace time.Duration) {
 	}
 	if cp.seg != nil {
 		_ = cp.seg.Close()
+	}
+	if cp.watch != nil {
+		cp.watch.close()
 	}
 	removeSegmentFiles(cp.path)
 }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/cycle/program"
@@ -277,5 +279,55 @@ func TestSimArgs(t *testing.T) {
 				t.Errorf("simArgs:\n got %s\nwant %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestAttachedCycleProcessThatEndsIsNotAlive: a cycle process the agent
+// attached to after a restart is not its child. When it ends it may stay a
+// zombie until whoever is its parent reaps it, and its PID may then be
+// given to another process; in neither case may the agent go on showing
+// the bus as running (kill(pid, 0) succeeds for both).
+func TestAttachedCycleProcessThatEndsIsNotAlive(t *testing.T) {
+	shmPath := filepath.Join(t.TempDir(), "bus.shm")
+	// Not reaped by this test until the end: it is a zombie once killed.
+	p := exec.Command("/bin/sh", "-c", "sleep 60; :", "--shm", shmPath)
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Process.Kill(); _ = p.Wait() }()
+	// Start returns after fork; the command line is the shell's after exec.
+	for start := time.Now(); !isCycleProcess(p.Process.Pid, shmPath); time.Sleep(time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the shell did not start within 10 s")
+		}
+	}
+
+	if _, err := openPidWatch(p.Process.Pid, filepath.Join(t.TempDir(), "other.shm")); err == nil {
+		t.Error("watching a process that runs no cycle on this segment")
+	}
+	w, err := openPidWatch(p.Process.Pid, shmPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := &CycleProcess{path: shmPath, pid: p.Process.Pid, watch: w}
+	defer w.close()
+	if !cp.alive() {
+		t.Fatal("a running cycle process is not alive")
+	}
+	if err := p.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for cp.alive() {
+		if time.Now().After(deadline) {
+			t.Fatal("still alive 10 s after SIGKILL")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if syscall.Kill(p.Process.Pid, 0) != nil {
+		t.Fatal("the process was reaped: the test no longer shows the zombie case")
+	}
+	if _, err := openPidWatch(p.Process.Pid, shmPath); err == nil {
+		t.Error("a zombie was taken for a running cycle process")
 	}
 }
