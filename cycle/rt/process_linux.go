@@ -23,6 +23,10 @@ func DisableTHP() error {
 	return nil
 }
 
+// errOnlyCore is AvoidCore's error for a process that has no CPU but the
+// one to avoid.
+var errOnlyCore = errors.New("the process has no other CPU")
+
 // AvoidCore keeps every thread of the process, and those it starts later,
 // off CPU core: a process that stands in for what is not on the cycle's
 // host (the simulated segment stands in for the devices on the wire) then
@@ -43,21 +47,59 @@ func AvoidCore(core int) error {
 	}
 	set.Clear(core)
 	if set.Count() == 0 {
-		return fmt.Errorf("avoid CPU %d: the process has no other CPU", core)
+		return fmt.Errorf("avoid CPU %d: %w", core, errOnlyCore)
 	}
 	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	return setThreadsAffinity(&set)
 }
 
-// setThreadsAffinity sets the CPUs of every thread of the process. A
-// thread started during a pass inherits its creator's set, which may not
-// be set yet; passes repeat until one finds every thread done.
+// ProcessFIFO gives every thread of the process, and those it starts
+// later, SCHED_FIFO at prio: for a process whose real-time work shares a
+// core with the rest of its threads (the simulated segment confined to
+// the cores the cycle leaves it).
+//
+// One real-time thread among threads of the normal scheduler on the same
+// core can stall for most of a second. The Go runtime waits for some of
+// its own states by spinning with sched_yield, for example a goroutine
+// returning from a system call while the garbage collector, on another
+// thread, scans its stack. sched_yield under SCHED_FIFO yields only to
+// threads of the same or a higher priority, so the real-time thread spins
+// while the thread it waits for cannot run, until the kernel's real-time
+// throttling (sched_rt_runtime_us, 950 ms of every second by default)
+// stops it. Threads of one priority yield to each other.
+func ProcessFIFO(prio int) error {
+	if prio < 1 || prio > 99 {
+		return fmt.Errorf("SCHED_FIFO priority %d: want 1 to 99", prio)
+	}
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(prio)}
+	return eachThread(func(tid int) error {
+		if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
+			return fmt.Errorf("SCHED_FIFO priority %d for thread %d: %w", prio, tid, err)
+		}
+		return nil
+	})
+}
+
+// setThreadsAffinity sets the CPUs of every thread of the process.
 func setThreadsAffinity(set *unix.CPUSet) error {
+	return eachThread(func(tid int) error {
+		if err := unix.SchedSetaffinity(tid, set); err != nil {
+			return fmt.Errorf("set CPU affinity of thread %d: %w", tid, err)
+		}
+		return nil
+	})
+}
+
+// eachThread calls set for every thread of the process; a thread that
+// ended meanwhile (ESRCH) is skipped. A thread started during a pass
+// inherits its creator's settings, which may not be set yet; passes
+// repeat until one finds every thread done.
+func eachThread(set func(tid int) error) error {
 	done := map[int]bool{}
 	for {
 		ents, err := os.ReadDir("/proc/self/task")
 		if err != nil {
-			return fmt.Errorf("set CPU affinity: %w", err)
+			return fmt.Errorf("threads of the process: %w", err)
 		}
 		fresh := 0
 		for _, e := range ents {
@@ -65,8 +107,8 @@ func setThreadsAffinity(set *unix.CPUSet) error {
 			if err != nil || done[tid] {
 				continue
 			}
-			if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) {
-				return fmt.Errorf("set CPU affinity of thread %d: %w", tid, err)
+			if err := set(tid); err != nil && !errors.Is(err, unix.ESRCH) {
+				return err
 			}
 			done[tid] = true
 			fresh++

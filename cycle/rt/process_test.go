@@ -1,6 +1,7 @@
 package rt
 
 import (
+	"errors"
 	"os"
 	"runtime"
 	"strconv"
@@ -82,5 +83,49 @@ func TestAvoidCore(t *testing.T) {
 	}
 	if err := AvoidCore(core); err == nil {
 		t.Error("AvoidCore of the process's only CPU: no error")
+	}
+}
+
+// TestProcessFIFO: every thread of the process, those started before the
+// call and after it, runs SCHED_FIFO at the priority.
+func TestProcessFIFO(t *testing.T) {
+	normal := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}
+	t.Cleanup(func() {
+		if err := eachThread(func(tid int) error { return unix.SchedSetAttr(tid, &normal, 0) }); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := ProcessFIFO(0); err == nil {
+		t.Error("priority 0 accepted")
+	}
+	const prio = 1 // the lowest: the test process holds it for a moment only
+	if err := ProcessFIFO(prio); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			t.Skipf("no privilege for SCHED_FIFO here (CI runs as root): %v", err)
+		}
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	started := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		close(started)
+		<-done
+	}()
+	<-started
+	defer close(done)
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		tid, _ := strconv.Atoi(e.Name())
+		attr, err := unix.SchedGetAttr(tid, 0)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		if attr.Policy != unix.SCHED_FIFO || attr.Priority != prio {
+			t.Errorf("thread %d: policy %d priority %d; want SCHED_FIFO (%d) at %d", tid, attr.Policy, attr.Priority, unix.SCHED_FIFO, prio)
+		}
 	}
 }
