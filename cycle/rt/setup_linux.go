@@ -15,7 +15,14 @@ type Options struct {
 	// Priority is the SCHED_FIFO priority (1–99); 0 leaves the thread's
 	// scheduling policy alone.
 	Priority int
-	// Core pins the thread to one CPU; negative means no pinning.
+	// Core pins the thread to one CPU and keeps every other thread of
+	// the process, and those it starts later, off that CPU (AvoidCore),
+	// as isolcpus does on a target; negative means no pinning. A thread
+	// of the process on the real-time thread's CPU could stall it: the Go
+	// runtime waits for some of its own states by spinning, for example a
+	// goroutine leaving a system call while the garbage collector scans
+	// its stack, and under SCHED_FIFO it spins while the thread it waits
+	// for, preempted on the same CPU, cannot run (see ProcessFIFO).
 	Core int
 	// LockMemory locks every page the process has touched so far (those
 	// in its page tables: the code, data, stacks and heap bring-up used)
@@ -155,6 +162,11 @@ func setFIFO(prio int) error {
 }
 
 func pin(core int) error {
+	// The others first: a thread the runtime starts from this one
+	// meanwhile inherits the set without the core.
+	if err := AvoidCore(core); err != nil && !errors.Is(err, errOnlyCore) {
+		return err
+	}
 	var set unix.CPUSet
 	set.Set(core)
 	if err := unix.SchedSetaffinity(0, &set); err != nil {

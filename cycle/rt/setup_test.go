@@ -43,18 +43,30 @@ func TestApplyAsRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SCHED_FIFO and mlockall need root (or CAP_SYS_NICE, CAP_IPC_LOCK)")
 	}
+	var orig unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &orig); err != nil {
+		t.Fatal(err)
+	}
+	procs := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() {
+		if err := setThreadsAffinity(&orig); err != nil {
+			t.Error(err)
+		}
+		runtime.GOMAXPROCS(procs)
+	})
 	type outcome struct {
 		refused []Result
 		policy  int
 		cpus    int
 		cpu0    bool
+		tid     int
 	}
 	done := make(chan outcome)
 	go func() {
 		runtime.LockOSThread()
 		s := Apply(Options{Priority: 10, Core: 0, LockMemory: false, DMALatency: true})
 		defer s.Close()
-		var o outcome
+		o := outcome{tid: unix.Gettid()}
 		o.refused = s.Refused()
 		attr, err := unix.SchedGetAttr(0, 0)
 		if err == nil {
@@ -72,6 +84,24 @@ func TestApplyAsRoot(t *testing.T) {
 	}
 	if o.policy != unix.SCHED_FIFO || o.cpus != 1 || !o.cpu0 {
 		t.Errorf("thread policy %d, %d CPUs (CPU 0: %v)", o.policy, o.cpus, o.cpu0)
+	}
+	// The core is the cycle thread's alone.
+	if orig.Count() < 2 {
+		return
+	}
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		tid, _ := strconv.Atoi(e.Name())
+		var set unix.CPUSet
+		if tid == o.tid || unix.SchedGetaffinity(tid, &set) != nil {
+			continue // the pinned thread, or one that ended meanwhile
+		}
+		if set.IsSet(0) {
+			t.Errorf("thread %d may run on CPU 0, the pinned thread's", tid)
+		}
 	}
 }
 
