@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,7 +56,7 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 	busy := fs.Int("sii-busy-frames", 0, "frames an SII EEPROM command stays busy (unset: the chip's time, 0.71 ms)")
 	presetAddr := fs.Uint16("preset-address", 0, "start with station addresses from this one on, e.g. 0x03e9")
 	presetState := fs.String("preset-state", "PREOP", "with --preset-address: INIT or PREOP")
-	priority := fs.Int("priority", 0, "SCHED_FIFO priority of every thread, 1..99; 0 keeps the normal one")
+	priority := fs.Int("priority", 0, "SCHED_FIFO priority to serve with, 1..99; 0 keeps the normal one")
 	avoidCore := fs.Int("avoid-core", -1, "keep off this `CPU`, the master's cycle core")
 	delay := fs.Duration("delay", 0, "hold back answers by this long; 0 disables")
 	delayEvery := fs.Int("delay-every", 1, "with --delay: delay every Nth answer only")
@@ -142,12 +143,27 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 			log.Warn("serving on the cycle's core", "err", err)
 		}
 	}
-	if *priority > 0 {
-		// Every thread, not only the one that serves: a real-time thread
-		// beside threads of the normal scheduler on its core can spin for
-		// most of a second in the Go runtime (rt.ProcessFIFO).
+	switch {
+	case *priority <= 0:
+	case rt.OneCPU():
+		// Every thread, not only the one that serves: on a core shared
+		// with threads of the normal scheduler a real-time thread can
+		// spin for most of a second in the Go runtime (rt.ProcessFIFO).
+		// With more CPUs the kernel moves those threads to another one.
 		if err := rt.ProcessFIFO(*priority); err != nil {
 			log.Warn("serving without real-time priority", "err", err)
+		}
+	default:
+		// Serve runs on this goroutine: give its thread the priority,
+		// and leave the others to the normal scheduler, so that the
+		// simulator's own work (the collector, logging) does not delay
+		// real-time threads of other processes.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		setup := rt.Apply(rt.Options{Priority: *priority, Core: -1})
+		defer setup.Close()
+		for _, r := range setup.Refused() {
+			log.Warn("serving without real-time priority", "err", r.Err)
 		}
 	}
 	var schedule faultcmd.Schedule

@@ -189,14 +189,17 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	// Threads the runtime may need while the cycle yields, made now
 	// rather than (allocating) in cyclic operation.
 	rt.WarmThreads(runtime.GOMAXPROCS(0) + 4)
-	// Every other thread of the process one below the cycle, those of
-	// the runtime included: the recovery path then does not wait on the
-	// normal scheduler of a loaded host, and a thread of the process the
-	// cycle preempts is moved by the kernel to another CPU at once (the
-	// real-time scheduler pushes a preempted task away; the normal one
-	// waits for its load balancer). The cycle waits for such threads in
-	// the runtime's own spin loops (rt.Options.Core).
-	if p := rec.rt.Priority; p > 0 {
+	// With the cycle pinned, every other thread of the process runs one
+	// below it, those of the runtime included, on the CPUs the cycle
+	// leaves (rt.Options.Core). The recovery worker's threads are then
+	// not alone at real-time priority among the runtime's threads of the
+	// normal scheduler, which they may wait for in the runtime's spin
+	// loops: on a host with one CPU left beside the cycle's, that is a
+	// livelock until real-time throttling (rt.ProcessFIFO). Unpinned,
+	// the kernel moves such threads to another CPU, and the runtime's
+	// work stays on the normal scheduler beside other processes'
+	// real-time threads.
+	if p := rec.rt.Priority; p > 0 && cfg.Cycle.Core >= 0 {
 		if err := rt.ProcessFIFO(p); err != nil {
 			log.Warn("real-time setting refused by the host; the process's other threads run without it", "setting", "process_fifo", "err", err)
 		}

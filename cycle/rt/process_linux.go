@@ -53,6 +53,12 @@ func AvoidCore(core int) error {
 	return setThreadsAffinity(&set)
 }
 
+// OneCPU reports whether the process may run on one CPU only.
+func OneCPU() bool {
+	var set unix.CPUSet
+	return unix.SchedGetaffinity(0, &set) == nil && set.Count() == 1
+}
+
 // ProcessFIFO gives every thread of the process, and those it starts
 // later, SCHED_FIFO at prio: for a process whose real-time work shares a
 // core with the rest of its threads (the simulated segment confined to

@@ -76,13 +76,19 @@ func TestAvoidCore(t *testing.T) {
 	if err := AvoidCore(core); err != nil {
 		t.Errorf("a second call: %v", err)
 	}
+	if got, want := OneCPU(), orig.Count() == 2; got != want {
+		t.Errorf("OneCPU = %v with %d CPUs", got, orig.Count()-1)
+	}
 	var only unix.CPUSet
 	only.Set(core)
 	if err := setThreadsAffinity(&only); err != nil {
 		t.Fatal(err)
 	}
-	if err := AvoidCore(core); err == nil {
-		t.Error("AvoidCore of the process's only CPU: no error")
+	if !OneCPU() {
+		t.Error("not OneCPU with one")
+	}
+	if err := AvoidCore(core); !errors.Is(err, errOnlyCore) {
+		t.Errorf("AvoidCore of the process's only CPU: %v, want errOnlyCore", err)
 	}
 }
 
