@@ -50,18 +50,8 @@ func TestAvoidCore(t *testing.T) {
 	// A thread started after the call: a goroutine locked to a thread of
 	// its own while the others are busy in system calls is the closest
 	// a test gets; whichever thread it gets must be off the core too.
-	done := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		<-done
-	}()
-	defer close(done)
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		tid, _ := strconv.Atoi(e.Name())
+	lockedThread(t)
+	for _, tid := range threadIDs(t) {
 		var set unix.CPUSet
 		if err := unix.SchedGetaffinity(tid, &set); err != nil {
 			continue // ended meanwhile
@@ -111,21 +101,8 @@ func TestProcessFIFO(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	started := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		close(started)
-		<-done
-	}()
-	<-started
-	defer close(done)
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		tid, _ := strconv.Atoi(e.Name())
+	lockedThread(t)
+	for _, tid := range threadIDs(t) {
 		attr, err := unix.SchedGetAttr(tid, 0)
 		if err != nil {
 			continue // ended meanwhile
@@ -134,4 +111,36 @@ func TestProcessFIFO(t *testing.T) {
 			t.Errorf("thread %d: policy %d priority %d; want SCHED_FIFO (%d) at %d", tid, attr.Policy, attr.Priority, unix.SCHED_FIFO, prio)
 		}
 	}
+}
+
+// lockedThread keeps a goroutine locked to a thread of its own until the
+// test ends: a thread started after the call under test, when the others
+// are busy in system calls, which is the closest a test gets.
+func lockedThread(t *testing.T) {
+	t.Helper()
+	done := make(chan struct{})
+	started := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		close(started)
+		<-done
+	}()
+	<-started
+	t.Cleanup(func() { close(done) })
+}
+
+// threadIDs returns the IDs of the test process's threads.
+func threadIDs(t *testing.T) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			ids = append(ids, tid)
+		}
+	}
+	return ids
 }

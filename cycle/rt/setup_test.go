@@ -89,12 +89,7 @@ func TestApplyAsRoot(t *testing.T) {
 	if orig.Count() < 2 {
 		return
 	}
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		tid, _ := strconv.Atoi(e.Name())
+	for _, tid := range threadIDs(t) {
 		var set unix.CPUSet
 		if tid == o.tid || unix.SchedGetaffinity(tid, &set) != nil {
 			continue // the pinned thread, or one that ended meanwhile
