@@ -147,7 +147,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	// datagrams ride in the cycle's frames (master.QueueAcyclic).
 	m.QueueAcyclic(true, period)
 	rec := newRecoverer(m, e, log)
-	rec.rt = recoveryRT(rt.Options{Priority: cfg.Cycle.Priority, Core: cfg.Cycle.Core})
+	rec.rt = recoveryRT(cfg.Cycle.Priority)
 	recCtx, stopRec := context.WithCancel(ctx)
 	recDone := make(chan struct{})
 	go func() { defer close(recDone); rec.run(recCtx) }()

@@ -139,15 +139,15 @@ func newRecovererOf(m recoveryMaster, e recoveryCycle, log *slog.Logger) *recove
 }
 
 // recoveryRT is the set-up of the recovery worker's threads for a cycle
-// thread set up with cycle: SCHED_FIFO one below it, off the cycle's
+// thread at SCHED_FIFO priority cycle: one below it, off the cycle's
 // core, which the cycle keeps to itself (rt.Options.Core). On the cycle's
 // core a worker would hold up the cycle it is preempted by: the cycle
 // leaving a system call spins in the Go runtime while the worker, in a
 // garbage collection, holds its stack for scanning. Its transactions
 // ride in the cycle's frames, so it need not run where the cycle does.
 // A cycle on the normal scheduler leaves the worker there too.
-func recoveryRT(cycle rt.Options) rt.Options {
-	return rt.Options{Priority: max(cycle.Priority-1, 0), Core: -1}
+func recoveryRT(cycle int) rt.Options {
+	return rt.Options{Priority: max(cycle-1, 0), Core: -1}
 }
 
 // run waits for trouble and recovers until ctx ends. It runs on a thread

@@ -74,16 +74,7 @@ func OneCPU() bool {
 // throttling (sched_rt_runtime_us, 950 ms of every second by default)
 // stops it. Threads of one priority yield to each other.
 func ProcessFIFO(prio int) error {
-	if prio < 1 || prio > 99 {
-		return fmt.Errorf("SCHED_FIFO priority %d: want 1 to 99", prio)
-	}
-	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(prio)}
-	return eachThread(func(tid int) error {
-		if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
-			return fmt.Errorf("SCHED_FIFO priority %d for thread %d: %w", prio, tid, err)
-		}
-		return nil
-	})
+	return eachThread(func(tid int) error { return setThreadFIFO(tid, prio) })
 }
 
 // setThreadsAffinity sets the CPUs of every thread of the process.

@@ -147,12 +147,15 @@ func lockFuture() error {
 	return nil
 }
 
-func setFIFO(prio int) error {
+func setFIFO(prio int) error { return setThreadFIFO(0, prio) }
+
+// setThreadFIFO gives thread tid (0: the calling one) SCHED_FIFO at prio.
+func setThreadFIFO(tid, prio int) error {
 	if prio < 1 || prio > 99 {
 		return fmt.Errorf("SCHED_FIFO priority %d: want 1 to 99", prio)
 	}
 	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: uint32(prio)}
-	if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+	if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
 		if errors.Is(err, unix.EPERM) {
 			return fmt.Errorf("SCHED_FIFO priority %d: %w (needs CAP_SYS_NICE or RLIMIT_RTPRIO, and an RT budget in the cgroup)", prio, err)
 		}
