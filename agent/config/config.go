@@ -84,8 +84,9 @@ type Cycle struct {
 	// answers to the frames the previous cycle sent and sends its own
 	// without waiting; "wait" sends and waits for the answers.
 	Exchange string `koanf:"exchange" help:"pipelined: collect the answers to the previous cycle's frames, send without waiting (one context switch a cycle; inputs one period old, as IgH and TwinCAT); wait: send, then wait for the answers"`
-	// LockMemory asks for mlockall so the cycle never takes a page fault.
-	LockMemory bool `koanf:"lockmemory" help:"lock the process's memory (mlockall) so the cycle never waits for a page fault"`
+	// LockMemory asks the cycle process to lock its memory so the cycle
+	// never takes a page fault (cycle/rt Options.LockMemory).
+	LockMemory bool `koanf:"lockmemory" help:"lock the cycle process's memory so the cycle never waits for a page fault: the pages touched at start, and those touched later when CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK allows it"`
 	// SHM is the shared-memory file through which the cycle process and
 	// the agent process exchange samples, the process image, commands and
 	// events. A restarted agent finds a running cycle there.

@@ -75,3 +75,56 @@ func lockResident() error {
 	}
 	return firstErr
 }
+
+// futureLockUnlimited returns nil when no RLIMIT_MEMLOCK applies to what
+// the process maps from now on: CAP_IPC_LOCK is effective in the initial
+// user namespace (where the kernel checks it), or the soft limit is, or
+// can be raised to, unlimited. It raises the soft limit to the hard one in
+// any case, so that as much as allowed of what was touched is locked.
+// When a limit remains it says why memory mapped later is not locked.
+func futureLockUnlimited() error {
+	if ipcLockCapable() {
+		return nil
+	}
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim); err != nil {
+		return fmt.Errorf("memory mapped later is not locked: RLIMIT_MEMLOCK: %w", err)
+	}
+	if lim.Cur < lim.Max { // RLIM_INFINITY is the largest value
+		lim.Cur = lim.Max
+		if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &lim); err != nil {
+			return fmt.Errorf("memory mapped later is not locked: raising RLIMIT_MEMLOCK to its hard limit: %w", err)
+		}
+	}
+	if lim.Cur == unix.RLIM_INFINITY {
+		return nil
+	}
+	return fmt.Errorf("pages touched so far are locked, memory mapped later is not: RLIMIT_MEMLOCK is %d KiB without CAP_IPC_LOCK, and locking later mappings would make a heap growth past it end the process (give CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK)", lim.Cur>>10)
+}
+
+// ipcLockCapable reports whether CAP_IPC_LOCK is in the process's
+// effective set and counts: the kernel checks it against the initial user
+// namespace, so a capability held only inside a user namespace (a rootless
+// container) does not lift the limit.
+func ipcLockCapable() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	if data[unix.CAP_IPC_LOCK/32].Effective&(1<<(unix.CAP_IPC_LOCK%32)) == 0 {
+		return false
+	}
+	return inInitialUserNamespace()
+}
+
+// inInitialUserNamespace reports whether /proc/self/uid_map maps every
+// user ID to itself, as only the initial user namespace does.
+func inInitialUserNamespace() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295"
+}

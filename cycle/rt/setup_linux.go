@@ -126,9 +126,22 @@ func (s *Setup) Refused() []Result {
 // crypto's 32 MiB DRBG state in BSS, the 32 MiB heap index and the
 // runtime's reservations, none of which the cycle uses (VmRSS 98 MiB and
 // VmLck 1.25 GiB with it, 17.5 and 17.2 MiB without; docs/performance.md).
+//
+// Later mappings are locked only where no limit can refuse them: with
+// CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK. Otherwise the kernel counts
+// each later mapping at its full size against the limit (on-fault or not)
+// and refuses the mmap once they add up, and a Go runtime refused a heap
+// mapping ends the process ("cannot map pages in arena address space") —
+// an unprivileged container with the default 8 MiB would lose its cycle
+// at the first heap growth after bring-up. There the touched pages stay
+// locked and the result says that later ones are not.
 func lockMemory() error {
+	future := futureLockUnlimited() // first: it may raise the limit
 	if err := lockResident(); err != nil {
 		return err
+	}
+	if future != nil {
+		return future
 	}
 	return lockFuture()
 }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"unsafe"
 
@@ -252,4 +253,107 @@ func lockedKiB(addr uintptr) int {
 		}
 	}
 	return -1
+}
+
+// TestLockMemoryUnderASmallLimit runs the memory locking in a child that
+// sets its RLIMIT_MEMLOCK and then drops its privileges (no CAP_IPC_LOCK),
+// as a container with the default limit runs. With a finite limit that
+// covers what it has touched but not a heap arena more, locking later
+// mappings makes the kernel refuse the runtime's next heap mapping, which
+// ends a Go process; the child must instead be told that later memory is
+// not locked, and grow its heap by 64 MiB and live. A soft limit below the
+// hard one is raised first, so that what was touched is locked, and where
+// the hard limit is unlimited later memory is locked too.
+func TestLockMemoryUnderASmallLimit(t *testing.T) {
+	if mode := os.Getenv("RT_LIMIT_CHILD"); mode != "" {
+		limitedLockChild(mode)
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to set the child's limits before it drops its privileges")
+	}
+	for _, mode := range []string{"finite", "soft-below-hard"} {
+		t.Run(mode, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestLockMemoryUnderASmallLimit$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "RT_LIMIT_CHILD="+mode)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("child: %v\n%s", err, out)
+			}
+			t.Logf("child: %s", strings.TrimSpace(string(out)))
+		})
+	}
+}
+
+// limitedLockChild is the child's side. As root it sets RLIMIT_MEMLOCK:
+// for "finite" soft and hard 2 MiB above what it has resident; for
+// "soft-below-hard" a soft limit of half that, under the hard limit it
+// inherited. Then it becomes nobody, locks its memory as the cycle process
+// does, checks what Apply said and what is locked, and grows its heap by
+// 64 MiB.
+func limitedLockChild(mode string) {
+	fail := func(format string, args ...any) {
+		fmt.Printf(format+"\n", args...)
+		os.Exit(1)
+	}
+	status := make([]byte, 64<<10)
+	rss := uint64(statusKiBInto(status, "VmRSS")) << 10
+	var inherited unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &inherited); err != nil {
+		fail("RLIMIT_MEMLOCK: %v", err)
+	}
+	lim := unix.Rlimit{Cur: rss + 2<<20, Max: rss + 2<<20}
+	if mode == "soft-below-hard" {
+		lim = unix.Rlimit{Cur: rss / 2, Max: inherited.Max}
+	}
+	if lim.Max > inherited.Max || lim.Max < rss+1<<20 {
+		fmt.Printf("%s: the inherited hard RLIMIT_MEMLOCK %#x does not allow the case (%d KiB resident)\n", mode, inherited.Max, rss>>10)
+		return
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_MEMLOCK, &lim); err != nil {
+		fail("set RLIMIT_MEMLOCK %+v: %v", lim, err)
+	}
+	// Every thread's, as the runtime does it: root's capabilities go.
+	// (And the process becomes undumpable, which would close its own
+	// /proc/self/pagemap to it; one started as nobody is dumpable.)
+	if err := syscall.Setgid(65534); err != nil {
+		fail("setgid: %v", err)
+	}
+	if err := syscall.Setuid(65534); err != nil {
+		fail("setuid: %v", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0); err != nil {
+		fail("PR_SET_DUMPABLE: %v", err)
+	}
+	if ipcLockCapable() {
+		fail("CAP_IPC_LOCK still effective after setuid")
+	}
+	s := Apply(Options{Core: -1, LockMemory: true})
+	defer s.Close()
+	lck := statusKiBInto(status, "VmLck")
+	refused := s.Refused()
+	var now unix.Rlimit
+	_ = unix.Getrlimit(unix.RLIMIT_MEMLOCK, &now)
+	// The heap grows past the limit: the process must live (a refused
+	// heap mapping ends it here).
+	var keep [][]byte
+	for range 64 {
+		b := make([]byte, 1<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		keep = append(keep, b)
+	}
+	switch {
+	case now.Cur != lim.Max:
+		fail("soft RLIMIT_MEMLOCK %#x after Apply, want the hard limit %#x", now.Cur, lim.Max)
+	case lim.Max == unix.RLIM_INFINITY && len(refused) != 0:
+		fail("with an unlimited hard limit: refused %+v, want none", refused)
+	case lim.Max != unix.RLIM_INFINITY && (len(refused) != 1 || !strings.Contains(refused[0].Err.Error(), "RLIMIT_MEMLOCK")):
+		fail("under a finite limit without CAP_IPC_LOCK: refused %+v, want mlock refused naming RLIMIT_MEMLOCK", refused)
+	case lck*1024 < int(rss)/2:
+		fail("VmLck %d KiB with %d KiB resident before: the touched pages are not locked", lck, rss>>10)
+	}
+	fmt.Printf("%s: VmLck %d KiB after locking with %d KiB resident; soft limit now %#x; grew the heap by %d MiB, VmLck now %d KiB; refused: %v\n",
+		mode, lck, rss>>10, now.Cur, len(keep), statusKiB("VmLck"), refused)
 }
