@@ -172,7 +172,9 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 			return usageError{err}
 		}
 	}
-	seg := sim.NewSegment(devs, append(opts, sim.WithLogger(log))...)
+	// This process only serves the segment: its wait for frames keeps
+	// the Go scheduler's P (link.WaitKeeper).
+	seg := sim.NewSegment(devs, append(opts, sim.WithLogger(log), sim.WithWaitKeepsP())...)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	fc := &faultControl{faults: seg.Faults(), iface: *iface, log: log}

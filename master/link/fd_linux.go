@@ -44,6 +44,7 @@ type fdConn struct {
 	pollIov unix.Iovec
 	pollOOB [8]uint64     // word-aligned, as control messages are
 	spin    time.Duration // Recv reads without waiting this long first
+	keepP   bool          // waits are raw system calls (WaitKeeper)
 	timeout unix.Timespec // used by Recv only
 	pad     [MinFrameSize]byte
 
@@ -169,7 +170,7 @@ func (c *fdConn) waitLocked(deadline time.Time) error {
 		}
 		c.recvPoll[0].Revents = 0
 		c.recvPoll[1].Revents = 0
-		ready, err := unix.Ppoll(c.recvPoll[:], timeout, nil)
+		ready, err := c.ppoll(timeout)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -182,6 +183,20 @@ func (c *fdConn) waitLocked(deadline time.Time) error {
 		}
 		return nil
 	}
+}
+
+// ppoll waits for the socket or the close event, as a raw system call
+// when c.keepP is set.
+func (c *fdConn) ppoll(timeout *unix.Timespec) (int, error) {
+	if !c.keepP {
+		return unix.Ppoll(c.recvPoll[:], timeout, nil)
+	}
+	n, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&c.recvPoll[0])), uintptr(len(c.recvPoll)),
+		uintptr(unsafe.Pointer(timeout)), 0, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
 }
 
 // poll reads a frame that has arrived, without waiting, with recvmsg(2)

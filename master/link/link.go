@@ -51,6 +51,22 @@ type RecvSpinner interface {
 	SetRecvSpin(d time.Duration)
 }
 
+// WaitKeeper is a link whose blocking waits (Wait, and Recv once it
+// blocks) can keep the Go scheduler's P: the wait is then a raw system
+// call, for which the runtime does not enter its syscall state. An
+// ordinary blocking wait lets sysmon take the P away after 20 µs and the
+// waking thread must get one back; a process that waits for frame after
+// frame that way keeps sysmon waking every 20 µs (a quarter of the
+// simulator's CPU serving 128 slaves at 250 µs; docs/performance.md). It
+// is for a process that serves one link from one goroutine with nothing
+// else urgent to run: while the wait lasts, its P runs nothing else, and
+// the runtime preempts the waiting goroutine (interrupting the wait) only
+// after 10 ms. SetWaitKeepsP(false) restores the default. Call it while
+// no Recv or Wait runs.
+type WaitKeeper interface {
+	SetWaitKeepsP(on bool)
+}
+
 // Waiter is a link that can wait for a frame without reading it. With
 // Poller, a reader that must know when each frame arrived (the simulated
 // segment, whose devices keep time by the wire) waits, then polls: a frame

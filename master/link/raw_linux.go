@@ -163,6 +163,10 @@ func (s *RawSocket) Wait(deadline time.Time) error { return s.conn.wait(deadline
 // receive time (Poller).
 func (s *RawSocket) Poll(buf []byte) (int, int64, error) { return s.conn.poll(buf) }
 
+// SetWaitKeepsP makes Wait, and Recv once it blocks, keep the Go
+// scheduler's P (link.WaitKeeper).
+func (s *RawSocket) SetWaitKeepsP(on bool) { s.conn.keepP = on }
+
 // SetRecvSpin makes Recv read without waiting for up to d before it
 // blocks (link.RecvSpinner); 0 switches it off.
 func (s *RawSocket) SetRecvSpin(d time.Duration) { s.conn.spin = max(d, 0) }

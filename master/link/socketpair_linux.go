@@ -146,6 +146,10 @@ func (l *FDLink) Wait(deadline time.Time) error { return l.conn.wait(deadline) }
 // receive time (Poller).
 func (l *FDLink) Poll(buf []byte) (int, int64, error) { return l.conn.poll(buf) }
 
+// SetWaitKeepsP makes Wait, and Recv once it blocks, keep the Go
+// scheduler's P (link.WaitKeeper).
+func (l *FDLink) SetWaitKeepsP(on bool) { l.conn.keepP = on }
+
 // SetRecvSpin makes Recv read without waiting for up to d before it
 // blocks (RecvSpinner); 0 switches it off.
 func (l *FDLink) SetRecvSpin(d time.Duration) { l.conn.spin = max(d, 0) }

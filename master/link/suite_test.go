@@ -161,34 +161,13 @@ func runLinkSuite(t *testing.T, newPair pairFactory) {
 		}
 	})
 
-	t.Run("CloseUnblocksRecv", func(t *testing.T) {
-		a, _ := newPair(t)
-		type result struct {
-			n   int
-			err error
+	for _, keepP := range []bool{false, true} {
+		name := "CloseUnblocksRecv"
+		if keepP {
+			name += "KeepingP"
 		}
-		done := make(chan result, 1)
-		go func() {
-			n, err := a.Recv(make([]byte, MaxFrameSize), time.Time{})
-			done <- result{n, err}
-		}()
-		time.Sleep(20 * time.Millisecond) // let Recv block
-		start := time.Now()
-		if err := a.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-		select {
-		case r := <-done:
-			if r.n != 0 || !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, net.ErrClosed) {
-				t.Errorf("blocked Recv returned %d, %v; want ErrClosed", r.n, r.err)
-			}
-			if elapsed := time.Since(start); elapsed > 100*time.Millisecond {
-				t.Errorf("blocked Recv returned %v after Close", elapsed)
-			}
-		case <-time.After(2 * time.Second):
-			t.Fatal("Recv still blocked 2s after Close")
-		}
-	})
+		t.Run(name, func(t *testing.T) { closeUnblocksRecv(t, newPair, keepP) })
+	}
 
 	t.Run("UseAfterClose", func(t *testing.T) {
 		a, b := newPair(t)
@@ -252,55 +231,14 @@ func runLinkSuite(t *testing.T, newPair pairFactory) {
 		}
 	})
 
-	t.Run("WaitThenPollKeepsTheArrivalTime", func(t *testing.T) {
-		a, b := newPair(t)
-		w, ok := b.(Waiter)
-		if !ok {
-			t.Fatalf("%T is not a Waiter", b)
+	// Also with the wait kept on the goroutine's P, where the link offers it.
+	for _, keepP := range []bool{false, true} {
+		name := "WaitThenPollKeepsTheArrivalTime"
+		if keepP {
+			name += "KeepingP"
 		}
-		p := b.(Poller)
-		if err := w.Wait(time.Now().Add(20 * time.Millisecond)); !errors.Is(err, ErrTimeout) {
-			t.Fatalf("Wait with nothing sent = %v, want ErrTimeout", err)
-		}
-		frame := testFrame(100, b.HardwareAddr(), a.HardwareAddr(), 4)
-		sent := time.Now().UnixNano()
-		if err := a.Send(frame); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Wait(time.Now().Add(time.Second)); err != nil {
-			t.Fatalf("Wait after a send = %v", err)
-		}
-		// The reader is held up after the frame came: the time Poll
-		// gives is still the arrival's, before the hold-up ended.
-		held := time.Now().Add(5 * time.Millisecond)
-		for time.Now().Before(held) {
-		}
-		buf := make([]byte, MaxFrameSize)
-		n, at, err := p.Poll(buf)
-		if err != nil || !bytes.Equal(buf[:n], frame) {
-			t.Fatalf("Poll after Wait = %d bytes, %v; want the %d bytes sent", n, err, len(frame))
-		}
-		if at < sent || at >= held.UnixNano() {
-			t.Errorf("receive time %d not between the send %d and the end of the hold-up %d", at, sent, held.UnixNano())
-		}
-		// Wait does not take the frame: with one queued, it returns at once
-		// however often it is called.
-		if err := a.Send(frame); err != nil {
-			t.Fatal(err)
-		}
-		for range 3 {
-			if err := w.Wait(time.Now().Add(time.Second)); err != nil {
-				t.Fatalf("Wait with a frame queued = %v", err)
-			}
-		}
-		if n, _, _ := p.Poll(buf); n == 0 {
-			t.Error("the frame waited for is gone")
-		}
-		_ = b.Close()
-		if err := w.Wait(time.Time{}); !errors.Is(err, ErrClosed) {
-			t.Errorf("Wait after Close = %v, want ErrClosed", err)
-		}
-	})
+		t.Run(name, func(t *testing.T) { waitThenPoll(t, newPair, keepP) })
+	}
 
 	t.Run("RoundTripAllocatesNothing", func(t *testing.T) {
 		if raceEnabled {
@@ -375,5 +313,102 @@ func benchmarkRoundTrip(b *testing.B, a, z Link) {
 		if _, err := a.Recv(buf, deadline); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// waitThenPoll is the suite's WaitThenPollKeepsTheArrivalTime, with Wait
+// keeping the goroutine's P (WaitKeeper) when keepP is set.
+func waitThenPoll(t *testing.T, newPair pairFactory, keepP bool) {
+	a, b := newPair(t)
+	w, ok := b.(Waiter)
+	if !ok {
+		t.Fatalf("%T is not a Waiter", b)
+	}
+	if keepP {
+		k, ok := b.(WaitKeeper)
+		if !ok {
+			t.Skipf("%T is not a WaitKeeper", b)
+		}
+		k.SetWaitKeepsP(true)
+	}
+	p := b.(Poller)
+	if err := w.Wait(time.Now().Add(20 * time.Millisecond)); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("Wait with nothing sent = %v, want ErrTimeout", err)
+	}
+	frame := testFrame(100, b.HardwareAddr(), a.HardwareAddr(), 4)
+	sent := time.Now().UnixNano()
+	if err := a.Send(frame); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Wait(time.Now().Add(time.Second)); err != nil {
+		t.Fatalf("Wait after a send = %v", err)
+	}
+	// The reader is held up after the frame came: the time Poll
+	// gives is still the arrival's, before the hold-up ended.
+	held := time.Now().Add(5 * time.Millisecond)
+	for time.Now().Before(held) {
+	}
+	buf := make([]byte, MaxFrameSize)
+	n, at, err := p.Poll(buf)
+	if err != nil || !bytes.Equal(buf[:n], frame) {
+		t.Fatalf("Poll after Wait = %d bytes, %v; want the %d bytes sent", n, err, len(frame))
+	}
+	if at < sent || at >= held.UnixNano() {
+		t.Errorf("receive time %d not between the send %d and the end of the hold-up %d", at, sent, held.UnixNano())
+	}
+	// Wait does not take the frame: with one queued, it returns at once
+	// however often it is called.
+	if err := a.Send(frame); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := w.Wait(time.Now().Add(time.Second)); err != nil {
+			t.Fatalf("Wait with a frame queued = %v", err)
+		}
+	}
+	if n, _, _ := p.Poll(buf); n == 0 {
+		t.Error("the frame waited for is gone")
+	}
+	_ = b.Close()
+	if err := w.Wait(time.Time{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Wait after Close = %v, want ErrClosed", err)
+	}
+}
+
+// closeUnblocksRecv is the suite's CloseUnblocksRecv, with the wait kept on
+// the goroutine's P (WaitKeeper) when keepP is set.
+func closeUnblocksRecv(t *testing.T, newPair pairFactory, keepP bool) {
+	a, _ := newPair(t)
+	if keepP {
+		k, ok := a.(WaitKeeper)
+		if !ok {
+			t.Skipf("%T is not a WaitKeeper", a)
+		}
+		k.SetWaitKeepsP(true)
+	}
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := a.Recv(make([]byte, MaxFrameSize), time.Time{})
+		done <- result{n, err}
+	}()
+	time.Sleep(20 * time.Millisecond) // let Recv block
+	start := time.Now()
+	if err := a.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case r := <-done:
+		if r.n != 0 || !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, net.ErrClosed) {
+			t.Errorf("blocked Recv returned %d, %v; want ErrClosed", r.n, r.err)
+		}
+		if elapsed := time.Since(start); elapsed > 100*time.Millisecond {
+			t.Errorf("blocked Recv returned %v after Close", elapsed)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Recv still blocked 2s after Close")
 	}
 }

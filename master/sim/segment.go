@@ -59,6 +59,7 @@ type options struct {
 	hopDelay      int       // forward hop, ns
 	drift         []float64 // ppm per device, repeating
 	clock         func() int64
+	waitKeepsP    bool
 }
 
 type preset struct {
@@ -95,6 +96,14 @@ func WithMailboxDelay(frames int) Option { return func(o *options) { o.mailboxDe
 
 // WithInputPattern sets the input pattern of every device with inputs.
 func WithInputPattern(p Pattern) Option { return func(o *options) { o.pattern = &p } }
+
+// WithWaitKeepsP makes Serve wait for frames without handing the Go
+// scheduler's P off, on a link that can (link.WaitKeeper), and yield to
+// the scheduler itself every few milliseconds while frames come. It is for
+// a process that does nothing but serve the segment ('ecagent sim'): there
+// the ordinary wait kept the runtime's sysmon thread waking every 20 µs,
+// on the simulator's own core.
+func WithWaitKeepsP() Option { return func(o *options) { o.waitKeepsP = true } }
 
 // WithLogger makes Serve log each state change of each device at info
 // level, and its start and end.

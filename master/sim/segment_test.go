@@ -176,3 +176,42 @@ func TestRunErrors(t *testing.T) {
 		t.Error("RunSpecs with an unknown model succeeded")
 	}
 }
+
+// TestServeKeepingP serves over a socket pair with WithWaitKeepsP, as
+// 'ecagent sim' does: frames are answered, and cancelling ends Serve
+// although its wait holds the goroutine's P.
+func TestServeKeepingP(t *testing.T) {
+	master, wireEnd, err := link.NewSocketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	defer wireEnd.Close()
+	seg := referenceLine(t, WithWaitKeepsP())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- seg.Serve(ctx, wireEnd) }()
+	buf := make([]byte, link.MaxFrameSize)
+	for i := range 50 {
+		seg.Devices()[3].SetInputs([]byte{byte(i % 16)}) // four inputs
+		if err := master.Send(frameOf(t, logical(wire.LRW, 0, []byte{0x21, 0, 0, 0, 0, 0}))); err != nil {
+			t.Fatal(err)
+		}
+		n, err := master.Recv(buf, time.Now().Add(2*time.Second))
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if ans := datagrams(buf[:n]); len(ans) != 1 || ans[0].Data[1] != byte(i%16) {
+			t.Fatalf("frame %d: answer %+v", i, ans)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve returned %v on cancel", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Serve did not stop")
+	}
+}

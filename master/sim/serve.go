@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -50,6 +51,13 @@ func (s *Segment) Serve(ctx context.Context, l link.Link) error {
 			return false
 		}
 	}
+	keepP := false
+	if k, ok := l.(link.WaitKeeper); ok && s.opts.waitKeepsP {
+		k.SetWaitKeepsP(true)
+		defer k.SetWaitKeepsP(false)
+		keepP = true
+	}
+	var lastYield time.Time
 	down := false // in an outage of the link
 	outage := func(op string, err error) bool {
 		s.mu.Lock()
@@ -116,7 +124,28 @@ func (s *Segment) Serve(ctx context.Context, l link.Link) error {
 		if log != nil {
 			s.logStateChanges(log)
 		}
+		if keepP {
+			lastYield = yieldIfDue(lastYield)
+		}
 	}
+}
+
+// serveYieldEvery is how often Serve, waiting without handing its P off,
+// yields to the Go scheduler while frames come: to the runtime a goroutine
+// that waits in a raw system call never stops running, and it would
+// otherwise be preempted by a signal after 10 ms, in the middle of a
+// frame as likely as between two.
+const serveYieldEvery = 5 * time.Millisecond
+
+// yieldIfDue yields when serveYieldEvery has passed since last, and
+// returns the time of the last yield.
+func yieldIfDue(last time.Time) time.Time {
+	now := time.Now()
+	if now.Sub(last) < serveYieldEvery {
+		return last
+	}
+	runtime.Gosched()
+	return now
 }
 
 // receive reads the next frame from l and returns it with the segment time
