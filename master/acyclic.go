@@ -131,6 +131,67 @@ func (q *acyclicQueue) transact(ctx context.Context, cmd wire.Command, address u
 	}
 }
 
+// transactAll queues the reads of reads together and waits for the cycle
+// to resolve them all: the cycle packs them into as few frames as fit,
+// and the requester wakes when the answers are in, not once per read.
+// A read that finds no room in the queue, or that the cycle did not take
+// in time, is not ok. It allocates nothing.
+func (q *acyclicQueue) transactAll(ctx context.Context, reads []Read) error {
+	for i := range reads {
+		r := &reads[i]
+		r.WKC, r.OK, r.slot = 0, false, nil
+		if len(r.Data) > wire.MaxDataLen {
+			return fmt.Errorf("read of %d bytes: %w", len(r.Data), wire.ErrDataTooLong)
+		}
+	}
+	for i := range reads {
+		r := &reads[i]
+		s, err := q.enqueue(wire.FPRD, wire.PhysicalAddress(r.Station, r.Register), r.Data)
+		if err != nil {
+			break // no room: the rest stay not ok
+		}
+		r.slot = s
+	}
+	deadline := time.Now().Add(q.wait)
+	if dl, has := ctx.Deadline(); has && dl.Before(deadline) {
+		deadline = dl
+	}
+	for {
+		seq := q.answered.Seq()
+		expired := time.Now().After(deadline) || ctx.Err() != nil
+		pending := 0
+		for i := range reads {
+			r := &reads[i]
+			s := r.slot
+			if s == nil {
+				continue
+			}
+			switch s.state.Load() {
+			case slotDone:
+				r.WKC, r.OK = s.wkc, true
+				copy(r.Data, s.data[:s.n])
+				s.state.Store(slotFree)
+				r.slot = nil
+			case slotLost:
+				s.state.Store(slotFree)
+				r.slot = nil
+			case slotQueued:
+				if expired && s.state.CompareAndSwap(slotQueued, slotCancelled) {
+					r.slot = nil // the cycle frees it when it walks past
+					continue
+				}
+				pending++
+			default: // carried: resolved within the exchange that took it
+				pending++
+			}
+		}
+		if pending == 0 {
+			return ctx.Err()
+		}
+		q.answered.Wait(seq, max(time.Until(deadline), 50*time.Microsecond))
+	}
+}
+
 // enqueue puts one datagram in the next place, or refuses it.
 func (q *acyclicQueue) enqueue(cmd wire.Command, address uint32, data []byte) (*acyclicSlot, error) {
 	q.mu.Lock()

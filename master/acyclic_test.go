@@ -2,6 +2,7 @@ package master_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/master/wire"
 )
 
 // cycler runs the cyclic exchange in its own goroutine as the cycle engine
@@ -447,4 +449,81 @@ func newDevicesB(b *testing.B, specs ...string) []*sim.Device {
 		b.Fatal(err)
 	}
 	return devs
+}
+
+// TestReadAllSharesFrames reads every slave's station address with one
+// ReadAll while a cycle owns the link: each read is answered by its own
+// slave, a read of a station that is not there comes back with working
+// counter 0, and the reads share the cycle's frames (read one by one,
+// each would take an exchange of its own). Without the cycle, ReadAll
+// reads one by one on the link.
+func TestReadAllSharesFrames(t *testing.T) {
+	specs := []string{"EK1100"}
+	for range 19 {
+		specs = append(specs, "EL1014")
+	}
+	seg := sim.NewSegment(newDevices(t, specs...))
+	m, l := linkedMaster(t, seg, master.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	slaves := m.Slaves()
+	bufs := make([][2]byte, len(slaves)+1)
+	reads := make([]master.Read, len(slaves)+1)
+	prepare := func() {
+		for i := range reads {
+			station := uint16(0x7777) // nobody
+			if i < len(slaves) {
+				station = slaves[i].StationAddress
+			}
+			bufs[i] = [2]byte{}
+			reads[i] = master.Read{Station: station, Register: uint16(esc.RegStationAddress), Data: bufs[i][:]}
+		}
+	}
+	check := func(how string) {
+		t.Helper()
+		for i, r := range reads {
+			want, wkc := r.Station, uint16(1)
+			if i == len(slaves) {
+				want, wkc = 0, 0
+			}
+			if !r.OK || r.WKC != wkc || binary.LittleEndian.Uint16(r.Data) != want {
+				t.Errorf("%s: read %d of station %#04x: ok %v, wkc %d, data % x; want wkc %d, %#04x", how, i, r.Station, r.OK, r.WKC, r.Data, wkc, want)
+			}
+		}
+	}
+	prepare()
+	if err := m.Bus().ReadAll(ctx, reads); err != nil {
+		t.Fatalf("ReadAll on the link: %v", err)
+	}
+	check("on the link")
+
+	var carrying atomic.Int64 // frames with at least one of the reads
+	l.mu.Lock()
+	l.onSend = func(frame []byte) {
+		var f wire.Frame
+		if f.Decode(frame) != nil {
+			return
+		}
+		it := f.Datagrams()
+		var d wire.Datagram
+		for it.Next(&d) {
+			if d.Command == wire.FPRD && uint16(d.Address>>16) == uint16(esc.RegStationAddress) {
+				carrying.Add(1)
+				return
+			}
+		}
+	}
+	l.mu.Unlock()
+	startCycle(t, m, time.Millisecond)
+	prepare()
+	if err := m.Bus().ReadAll(ctx, reads); err != nil {
+		t.Fatalf("ReadAll through the cycle: %v", err)
+	}
+	check("through the cycle")
+	// 21 reads go in two turns of at most 16; each turn rides one
+	// exchange, or two when the cycle took the first reads while the rest
+	// were being queued.
+	if n := carrying.Load(); n == 0 || n > 4 {
+		t.Errorf("%d reads in %d frames, want 2 to 4", len(reads), n)
+	}
 }

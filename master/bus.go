@@ -223,6 +223,54 @@ func (b *Bus) APWR(ctx context.Context, pos int, ado uint16, data []byte) error 
 	return err
 }
 
+// Read is one register read of Bus.ReadAll.
+type Read struct {
+	Station  uint16 // station address of the slave
+	Register uint16 // first register read
+	Data     []byte // receives the answer; its length is the length read
+	WKC      uint16 // working counter of the answer (1: the slave answered)
+	OK       bool   // an answer came back: false when the frame was lost or the read was not sent in time
+
+	slot *acyclicSlot // while queued for the cycle
+}
+
+// ReadAll reads each of reads once, as ReadOnce does, and fills in its
+// WKC and OK. While the cycle carries the master's datagrams
+// (Master.QueueAcyclic) the reads are queued together: the cycle packs
+// them into as few frames as fit, and the caller wakes once for all of
+// them, not once per read (a poller that read 128 slaves one after the
+// other woke 128 times a round, each time at the cost of a scheduling
+// round trip through the kernel on the core beside the cycle's). It then
+// allocates nothing, failed reads included. At most a quarter of the
+// queue (AcyclicQueueLen/4 reads) is taken at a time, leaving room for
+// other transactions; larger batches go in turns. The error is ctx's, or
+// a read longer than a datagram can carry.
+func (b *Bus) ReadAll(ctx context.Context, reads []Read) error {
+	q := b.queue
+	if q == nil {
+		for i := range reads {
+			r := &reads[i]
+			var err error
+			r.WKC, r.OK, err = b.exchange(ctx, wire.FPRD, wire.PhysicalAddress(r.Station, r.Register), r.Data)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for len(reads) > 0 {
+		n := min(len(reads), readAllBatch)
+		if err := q.transactAll(ctx, reads[:n]); err != nil {
+			return fmt.Errorf("queue for the cycle: %w", err)
+		}
+		reads = reads[n:]
+	}
+	return nil
+}
+
+// readAllBatch is how many reads ReadAll queues at a time.
+const readAllBatch = AcyclicQueueLen / 4
+
 // ReadOnce reads register ado of the slave with station address station
 // with one FPRD and no retry: ok is false when the frame did not come
 // back, wkc is the working counter (1: the slave answered) otherwise.

@@ -14,8 +14,9 @@ import (
 // errors, forwarded RX errors, lost links; processing unit and PDI
 // errors) are what locates a bad cable or connector on a real line. The
 // cycle process reads them from every slave once per errorCountersEvery,
-// as acyclic datagrams that ride in the cycle's frames, and reports a
-// slave's block to the agent (shm.EventErrorCounters) when it changed.
+// as acyclic datagrams that ride in the cycle's frames, all slaves'
+// reads queued together (master.Bus.ReadAll), and reports a slave's block
+// to the agent (shm.EventErrorCounters) when it changed.
 const (
 	errorCountersEvery = time.Second
 	errorCountersLen   = 0x14
@@ -37,6 +38,8 @@ type errorCountersPoller struct {
 	report func(shm.Event) bool
 	every  time.Duration
 	slaves []*master.Slave
+	reads  []master.Read // one per slave, into bufs
+	bufs   [][errorCountersLen]byte
 	last   [][errorCountersLen]byte
 	known  []bool
 	// wake ends the wait between two rounds when ctx ends. The wait is a
@@ -50,7 +53,11 @@ type errorCountersPoller struct {
 func newErrorCountersPoller(ctx context.Context, m errorCountersBus, report func(shm.Event) bool, every time.Duration) *errorCountersPoller {
 	slaves := m.Slaves()
 	p := &errorCountersPoller{m: m, report: report, every: every, slaves: slaves,
+		reads: make([]master.Read, len(slaves)), bufs: make([][errorCountersLen]byte, len(slaves)),
 		last: make([][errorCountersLen]byte, len(slaves)), known: make([]bool, len(slaves))}
+	for i := range p.reads {
+		p.reads[i] = master.Read{Register: uint16(esc.RegRxErrorCounter), Data: p.bufs[i][:]}
+	}
 	p.stop = context.AfterFunc(ctx, p.wake.Notify)
 	return p
 }
@@ -59,20 +66,23 @@ func newErrorCountersPoller(ctx context.Context, m errorCountersBus, report func
 // slave that does not answer is skipped until it does.
 func (p *errorCountersPoller) run(ctx context.Context) {
 	defer p.stop()
-	var buf [errorCountersLen]byte
 	for {
 		for i, s := range p.slaves {
-			if ctx.Err() != nil {
-				return
-			}
-			// One try, no error values: a failed read allocates nothing.
-			if wkc, ok, err := p.m.Bus().ReadOnce(ctx, s.StationAddress, uint16(esc.RegRxErrorCounter), buf[:]); err != nil || !ok || wkc != 1 {
+			p.reads[i].Station = s.StationAddress
+		}
+		// One try each; a failed read allocates nothing.
+		if p.m.Bus().ReadAll(ctx, p.reads) != nil {
+			return // ctx ended (the reads themselves are never too long)
+		}
+		for i, r := range p.reads {
+			if !r.OK || r.WKC != 1 {
 				continue // lost, gone or not answering: read again next round
 			}
+			buf := p.bufs[i]
 			if p.known[i] && buf == p.last[i] {
 				continue
 			}
-			ev := shm.Event{Kind: shm.EventErrorCounters, Slave: uint16(s.Position)}
+			ev := shm.Event{Kind: shm.EventErrorCounters, Slave: uint16(p.slaves[i].Position)}
 			copy(ev.Text[:], buf[:])
 			if !p.report(ev) {
 				continue // the event queue is full: reported at the next read
