@@ -48,6 +48,24 @@ func BenchmarkProcess128(b *testing.B) {
 			}
 		})
 	}
+	// With a batch of the error-counter reads that ride the cycle's frame
+	// (master.Bus.ReadAll): 16 configured-address reads, each for one of
+	// the 128 devices, beside an LRW of half the image (the frame's
+	// 1500-byte limit).
+	b.Run("counter+16reads", func(b *testing.B) {
+		seg, _ := segment128(b, WithInputPattern(Pattern{Kind: PatternCounter}))
+		dgs := []dg{logical(wire.LRW, 0, make([]byte, 128*4)), phys(wire.BRD, 0, 0x0130, make([]byte, 2))}
+		for i := range 16 {
+			dgs = append(dgs, phys(wire.FPRD, 0x1001+uint16(i)*8, 0x0300, make([]byte, 20)))
+		}
+		frame := frameOf(b, dgs...)
+		buf := make([]byte, len(frame))
+		b.ReportAllocs()
+		for b.Loop() {
+			copy(buf, frame)
+			seg.Process(buf)
+		}
+	})
 }
 
 // TestProcess128AllocationFree keeps Process allocation-free on a long line.

@@ -325,7 +325,14 @@ func (d *Device) handle(dg *wire.Datagram, f *frameContext) {
 		dg.SetAddress(wire.PhysicalAddress(adp+1, dg.ADO()))
 		inc = d.physical(cmd, adp == 0, dg, f, &ac)
 	case wire.AddressingConfigured:
-		inc = d.physical(cmd, d.isAddressed(dg.ADP()), dg, f, &ac)
+		me := d.isAddressed(dg.ADP())
+		if !me && cmd != wire.FRMW {
+			// Not for this device, and only FRMW acts on the others: a
+			// frame of a 128-device segment passes each configured-address
+			// datagram by 127 devices.
+			return
+		}
+		inc = d.physical(cmd, me, dg, f, &ac)
 	case wire.AddressingBroadcast:
 		dg.SetAddress(wire.PhysicalAddress(dg.ADP()+1, dg.ADO()))
 		inc = d.physical(cmd, true, dg, f, &ac)
