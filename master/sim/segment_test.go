@@ -131,15 +131,7 @@ func TestServe(t *testing.T) {
 	if _, err := master.Recv(make([]byte, link.MaxFrameSize), time.Now().Add(50*time.Millisecond)); err == nil {
 		t.Error("a non-EtherCAT frame was answered")
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Serve returned %v on cancel", err)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("Serve did not stop")
-	}
+	stopServe(t, cancel, done)
 	logMu.Lock()
 	defer logMu.Unlock()
 	if !strings.Contains(logs.String(), "device state changed") || !strings.Contains(logs.String(), "to=PREOP") {
@@ -205,6 +197,13 @@ func TestServeKeepingP(t *testing.T) {
 			t.Fatalf("frame %d: answer %+v", i, ans)
 		}
 	}
+	stopServe(t, cancel, done)
+}
+
+// stopServe cancels a Serve started with the context cancel ends and wants
+// it to return nil on done within 2 s.
+func stopServe(t *testing.T, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
 	cancel()
 	select {
 	case err := <-done:
