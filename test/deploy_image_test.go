@@ -111,8 +111,9 @@ func TestImageBinaryIsStaticAndRuns(t *testing.T) {
 			"mount -t proc proc " + root + "/proc",
 			"mount -t tmpfs -o size=64m,mode=1777 tmpfs " + root + "/dev/shm",
 			"mount --bind /dev/null " + root + "/dev/null",
-			// A container runtime's default locked-memory limit.
-			"ulimit -l 8192",
+			// A container runtime's default locked-memory limit (or the
+			// hard limit, where that is lower and may not be raised).
+			`ulimit -l 8192 2>/dev/null || ulimit -l "$(ulimit -H -l)"`,
 			"exec timeout --preserve-status --signal=INT --kill-after=20 " + runFor + " chroot --userspec=65532:65532 " + root +
 				" /usr/local/bin/ecagent run --status.interval 500ms --metrics.listen 127.0.0.1:0",
 		}, "\n")
