@@ -93,36 +93,25 @@ func (q *acyclicQueue) transact(ctx context.Context, cmd wire.Command, address u
 	if err != nil {
 		return 0, false, err
 	}
-	deadline := time.Now().Add(q.wait)
-	ctxBound := false // the context's deadline comes first
-	if dl, has := ctx.Deadline(); has && dl.Before(deadline) {
-		deadline, ctxBound = dl, true
+	var answer []byte // where a read's answer goes
+	if cmd.Reads() {
+		answer = data
 	}
+	deadline, ctxBound := q.deadline(ctx)
 	for {
 		seq := q.answered.Seq()
-		switch s.state.Load() {
-		case slotDone:
-			wkc = s.wkc
-			if cmd.Reads() {
-				copy(data, s.data[:s.n])
-			}
-			s.state.Store(slotFree)
-			return wkc, true, nil
-		case slotLost:
-			s.state.Store(slotFree)
-			return 0, false, nil
-		case slotQueued:
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				if s.state.CompareAndSwap(slotQueued, slotCancelled) {
-					if err := ctx.Err(); err != nil {
-						return 0, false, err
-					}
-					if ctxBound { // its timer may not have fired yet
-						return 0, false, context.DeadlineExceeded
-					}
-					return 0, false, nil
+		if wkc, ok, resolved := collect(s, answer); resolved {
+			return wkc, ok, nil
+		}
+		if expired(ctx, deadline) {
+			if withdraw(s) {
+				if err := ctx.Err(); err != nil {
+					return 0, false, err
 				}
-				continue // the cycle took it just now: its answer is near
+				if ctxBound { // its timer may not have fired yet
+					return 0, false, context.DeadlineExceeded
+				}
+				return 0, false, nil
 			}
 		}
 		// Queued with time left, or carried: the cycle resolves a
@@ -152,38 +141,25 @@ func (q *acyclicQueue) transactAll(ctx context.Context, reads []Read) error {
 		}
 		r.slot = s
 	}
-	deadline := time.Now().Add(q.wait)
-	if dl, has := ctx.Deadline(); has && dl.Before(deadline) {
-		deadline = dl
-	}
+	deadline, _ := q.deadline(ctx)
 	for {
 		seq := q.answered.Seq()
-		expired := time.Now().After(deadline) || ctx.Err() != nil
+		late := expired(ctx, deadline)
 		pending := 0
 		for i := range reads {
 			r := &reads[i]
-			s := r.slot
-			if s == nil {
+			if r.slot == nil {
 				continue
 			}
-			switch s.state.Load() {
-			case slotDone:
-				r.WKC, r.OK = s.wkc, true
-				copy(r.Data, s.data[:s.n])
-				s.state.Store(slotFree)
-				r.slot = nil
-			case slotLost:
-				s.state.Store(slotFree)
-				r.slot = nil
-			case slotQueued:
-				if expired && s.state.CompareAndSwap(slotQueued, slotCancelled) {
-					r.slot = nil // the cycle frees it when it walks past
-					continue
-				}
-				pending++
-			default: // carried: resolved within the exchange that took it
-				pending++
+			if wkc, ok, resolved := collect(r.slot, r.Data); resolved {
+				r.WKC, r.OK, r.slot = wkc, ok, nil
+				continue
 			}
+			if late && withdraw(r.slot) {
+				r.slot = nil
+				continue
+			}
+			pending++
 		}
 		if pending == 0 {
 			return ctx.Err()
@@ -191,6 +167,44 @@ func (q *acyclicQueue) transactAll(ctx context.Context, reads []Read) error {
 		q.answered.Wait(seq, max(time.Until(deadline), 50*time.Microsecond))
 	}
 }
+
+// deadline is when a requester gives up on a datagram the cycle has not
+// taken: the queue's wait from now, or ctx's deadline when that comes
+// first (ctxBound).
+func (q *acyclicQueue) deadline(ctx context.Context) (deadline time.Time, ctxBound bool) {
+	deadline = time.Now().Add(q.wait)
+	if dl, has := ctx.Deadline(); has && dl.Before(deadline) {
+		return dl, true
+	}
+	return deadline, false
+}
+
+// expired reports whether a requester waiting until deadline gives up.
+func expired(ctx context.Context, deadline time.Time) bool {
+	return time.Now().After(deadline) || ctx.Err() != nil
+}
+
+// collect takes the answer of a datagram the cycle resolved and frees its
+// slot: resolved is false while it is queued or carried, ok false when its
+// frame was lost. A read's answer is copied into answer (nil for a write).
+func collect(s *acyclicSlot, answer []byte) (wkc uint16, ok, resolved bool) {
+	switch s.state.Load() {
+	case slotDone:
+		wkc = s.wkc
+		copy(answer, s.data[:s.n])
+		s.state.Store(slotFree)
+		return wkc, true, true
+	case slotLost:
+		s.state.Store(slotFree)
+		return 0, false, true
+	}
+	return 0, false, false
+}
+
+// withdraw takes back a datagram the cycle has not taken yet (the cycle
+// frees its slot when it walks past); false when it is carried already,
+// and its answer is near.
+func withdraw(s *acyclicSlot) bool { return s.state.CompareAndSwap(slotQueued, slotCancelled) }
 
 // enqueue puts one datagram in the next place, or refuses it.
 func (q *acyclicQueue) enqueue(cmd wire.Command, address uint32, data []byte) (*acyclicSlot, error) {

@@ -251,7 +251,7 @@ func (b *Bus) ReadAll(ctx context.Context, reads []Read) error {
 		for i := range reads {
 			r := &reads[i]
 			var err error
-			r.WKC, r.OK, err = b.exchange(ctx, wire.FPRD, wire.PhysicalAddress(r.Station, r.Register), r.Data)
+			r.WKC, r.OK, err = b.ReadOnce(ctx, r.Station, r.Register, r.Data)
 			if err != nil {
 				return err
 			}
