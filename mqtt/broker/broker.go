@@ -106,17 +106,15 @@ func (b *Broker) Close() error {
 	// mochi-mqtt may stop before a handler it does not wait for has
 	// ended (a socket that never sent CONNECT): the grace applies to those
 	// as well, and then their sockets are closed too.
-	select {
-	case <-b.tcp.idleC():
-	case <-t.C:
-		if forced {
-			return fmt.Errorf("embedded MQTT broker: connection handlers still running %v after their sockets were closed", closeGrace)
-		}
-		force()
+	for idle := false; !idle; {
 		select {
 		case <-b.tcp.idleC():
+			idle = true
 		case <-t.C:
-			return fmt.Errorf("embedded MQTT broker: connection handlers still running %v after their sockets were closed", closeGrace)
+			if forced {
+				return fmt.Errorf("embedded MQTT broker: connection handlers still running %v after their sockets were closed", closeGrace)
+			}
+			force()
 		}
 	}
 	if err != nil {
