@@ -159,6 +159,9 @@ type consumer struct {
 	runSamples uint64
 
 	cycles, lost, wkcErrors, overruns, skipped uint64
+	// acyclicCycles counts the cycles that carried acyclic datagrams,
+	// acyclicOverruns the overruns among them.
+	acyclicCycles, acyclicOverruns uint64
 	lastWKC, expectedWKC                       uint16
 	maxWake, maxJob, maxJitter                 int64
 	prevWake                                   int64
@@ -249,6 +252,12 @@ func (c *consumer) observe(s *shm.Sample) {
 	}
 	if s.Flags&shm.SampleOverrun != 0 {
 		c.overruns++
+	}
+	if s.Flags&shm.SampleAcyclic != 0 {
+		c.acyclicCycles++
+		if s.Flags&shm.SampleOverrun != 0 {
+			c.acyclicOverruns++
+		}
 	}
 	c.skipped += uint64(s.Skipped)
 	c.maxWake = max(c.maxWake, s.Wake-s.Deadline)
@@ -369,9 +378,9 @@ func (c *consumer) writeStatus(w io.Writer) {
 	if !c.cp.alive() {
 		state = "CYCLE-DOWN"
 	}
-	fmt.Fprintf(w, "%s %s  slaves %d  cycles %d  period %v  wkc %d/%d  lost %d  wkc-errors %d  overruns %d  wake-max %v  jitter-max %v  job-max %v  restarts %d\n",
+	fmt.Fprintf(w, "%s %s  slaves %d  cycles %d  period %v  wkc %d/%d  lost %d  wkc-errors %d  overruns %d (acyclic %d of %d)  wake-max %v  jitter-max %v  job-max %v  restarts %d\n",
 		time.Now().Format("15:04:05"), state, len(c.cp.info.Slaves), c.cycles, c.cfg.Cycle.Period,
-		c.lastWKC, c.expectedWKC, c.lost, c.wkcErrors, c.overruns,
+		c.lastWKC, c.expectedWKC, c.lost, c.wkcErrors, c.overruns, c.acyclicOverruns, c.acyclicCycles,
 		us(c.maxWake), us(c.maxJitter), us(c.maxJob), c.restarts)
 	c.maxWake, c.maxJob, c.maxJitter = 0, 0, 0
 }

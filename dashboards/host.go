@@ -210,24 +210,28 @@ func cpuLoad(sel string) *timeseries.PanelBuilder {
 // busErrors plots the error counters as rates.
 func busErrors(sel string) *timeseries.PanelBuilder {
 	p := timeSeries("Bus and cycle errors per second", unitPerSec,
-		"Lost frames, working counter errors, overruns (jobs that ended after the next deadline), skipped deadlines, samples the agent dropped and received frames discarded (by reason); the cycles the agent received on the right axis.")
+		"Lost frames, working counter errors, overruns (jobs that ended after the next deadline) and those of the cycles that carried acyclic datagrams (mailbox, register access, recovery), skipped deadlines, samples the agent dropped and received frames discarded (by reason); the cycles the agent received, and those that carried acyclic datagrams, on the right axis. Acyclic overruns at a share well above the acyclic cycles' share are the maintenance traffic's doing.")
 	for _, c := range []struct{ name, legend string }{
 		{"ecagent_lost_frames_total", "lost frames"},
 		{"ecagent_late_answers_total", "late answers (of the lost)"},
 		{"ecagent_wkc_errors_total", "WKC errors"},
 		{"ecagent_cycle_overruns_total", "overruns"},
+		{"ecagent_acyclic_cycle_overruns_total", "overruns (acyclic cycles)"},
 		{"ecagent_cycle_skipped_total", "skipped deadlines"},
 		{"ecagent_sample_ring_drops_total", "samples dropped"},
 		{"ecagent_frames_discarded_total", "frames discarded ({{reason}})"},
 	} {
 		p = p.WithTarget(query(fmt.Sprintf("rate(%s[%s])", series(c.name, sel), rateInterval), c.legend))
 	}
-	return p.WithTarget(query(fmt.Sprintf("rate(%s[%s])", series("ecagent_cycles_total", sel), rateInterval), "cycles (right axis)")).
+	cycles, acyclic := "cycles (right axis)", "acyclic cycles (right axis)"
+	return p.WithTarget(query(fmt.Sprintf("rate(%s[%s])", series("ecagent_cycles_total", sel), rateInterval), cycles)).
+		WithTarget(query(fmt.Sprintf("rate(%s[%s])", series("ecagent_acyclic_cycles_total", sel), rateInterval), acyclic)).
 		Min(0).
-		OverrideByName("cycles (right axis)", []dashboard.DynamicConfigValue{
+		OverrideByName(cycles, []dashboard.DynamicConfigValue{
 			{Id: "custom.axisPlacement", Value: "right"},
 			{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "text"}},
-		})
+		}).
+		OverrideByName(acyclic, []dashboard.DynamicConfigValue{{Id: "custom.axisPlacement", Value: "right"}})
 }
 
 // busEvents counts the faults of the bus and what recovery did about them,

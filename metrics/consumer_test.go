@@ -283,6 +283,8 @@ func TestCounters(t *testing.T) {
 		{shm.SampleDCValid, 0, -150},
 		{shm.SampleDCValid | shm.SampleLostFrame, 0, 40},
 		{shm.SampleLateAnswer, 0, 0},
+		{shm.SampleAcyclic, 0, 0},
+		{shm.SampleAcyclic | shm.SampleAcyclicFrame | shm.SampleOverrun, 0, 0},
 	}
 	for i, sm := range samples {
 		s := cycleSample(uint64(i), 5000, 20_000, 100_000)
@@ -291,8 +293,8 @@ func TestCounters(t *testing.T) {
 	}
 	c.SetRingDrops(7)
 	counters := map[string]float64{
-		nameCycles: 7, nameLostFrames: 2, nameWKCErrors: 1, nameOverruns: 1, nameSkipped: 3, nameRingDrops: 7,
-		nameLateAnswers: 1,
+		nameCycles: 9, nameLostFrames: 2, nameWKCErrors: 1, nameOverruns: 2, nameSkipped: 3, nameRingDrops: 7,
+		nameLateAnswers: 1, nameAcyclicCycles: 2, nameAcyclicOverruns: 1,
 	}
 	for name, want := range counters {
 		if got := family(t, r, name).GetMetric()[0].GetCounter().GetValue(); got != want {
@@ -302,8 +304,8 @@ func TestCounters(t *testing.T) {
 	if got := family(t, r, nameExpectedWKC).GetMetric()[0].GetGauge().GetValue(); got != 3 {
 		t.Errorf("%s = %g, want 3", nameExpectedWKC, got)
 	}
-	if h := family(t, r, nameFrameRTT).GetMetric()[0].GetHistogram(); h.GetSampleCount() != 5 {
-		t.Errorf("frame RTT observations %d, want 5 (lost frames left out)", h.GetSampleCount())
+	if h := family(t, r, nameFrameRTT).GetMetric()[0].GetHistogram(); h.GetSampleCount() != 7 {
+		t.Errorf("frame RTT observations %d, want 7 (lost frames left out)", h.GetSampleCount())
 	}
 	dc := family(t, r, nameDCTimeDiff).GetMetric()[0].GetHistogram()
 	if dc.GetSampleCount() != 2 || !closeTo(dc.GetSampleSum(), 190e-9) {
@@ -311,8 +313,8 @@ func TestCounters(t *testing.T) {
 	}
 
 	rep := c.CloseWindow()
-	if rep.LostFrames != 2 || rep.WKCErrors != 1 || rep.Overruns != 1 || rep.Skipped != 3 || rep.DCTimeDifference.Max != 150 {
-		t.Errorf("report %+v: want 2 lost, 1 WKC error, 1 overrun, 3 skipped, DC max 150", rep)
+	if rep.LostFrames != 2 || rep.WKCErrors != 1 || rep.Overruns != 2 || rep.Skipped != 3 || rep.DCTimeDifference.Max != 150 {
+		t.Errorf("report %+v: want 2 lost, 1 WKC error, 2 overruns, 3 skipped, DC max 150", rep)
 	}
 }
 

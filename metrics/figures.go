@@ -98,6 +98,10 @@ func (d *Deriver) Derive(s *shm.Sample) Figures {
 	if s.Flags&shm.SampleOverrun != 0 {
 		f.counts[CounterOverruns] = 1
 	}
+	if s.Flags&shm.SampleAcyclic != 0 {
+		f.counts[CounterAcyclicCycles] = 1
+		f.counts[CounterAcyclicOverruns] = f.counts[CounterOverruns]
+	}
 	f.counts[CounterSkipped] = int64(s.Skipped)
 	if s.Flags&shm.SampleWKCMismatch != 0 {
 		f.counts[CounterWKCErrors] = 1

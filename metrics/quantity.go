@@ -142,6 +142,12 @@ const (
 	// CounterWKCErrors counts cycles whose working counter differed from
 	// the expected one (shm.SampleWKCMismatch).
 	CounterWKCErrors
+	// CounterAcyclicCycles counts cycles that carried acyclic datagrams
+	// (mailbox, register access, recovery: shm.SampleAcyclic).
+	CounterAcyclicCycles
+	// CounterAcyclicOverruns counts the overruns among those cycles, so
+	// that overruns the acyclic work caused can be told from the host's.
+	CounterAcyclicOverruns
 	// CounterRingDrops counts samples the sample ring dropped. No sample
 	// carries it: the ring's drop counter does (Deriver.SetRingDrops).
 	CounterRingDrops
@@ -180,6 +186,10 @@ func counterTable() [NumCounters]CounterInfo {
 			"Cycles that discarded an answer to an earlier cycle's frame: a frame counted lost that was late (delayed by the host or the segment), not dropped."},
 		CounterWKCErrors: {"wkc_errors", nameWKCErrors,
 			"Cycles whose working counter differed from the expected one."},
+		CounterAcyclicCycles: {"acyclic_cycles", nameAcyclicCycles,
+			"Cycles that carried acyclic datagrams (mailbox transfers, register access, recovery) in their frames or in one extra frame."},
+		CounterAcyclicOverruns: {"acyclic_cycle_overruns", nameAcyclicOverruns,
+			"Overruns among the cycles that carried acyclic datagrams: a rate well above that of ecagent_cycle_overruns_total is the acyclic work's doing, not the host's."},
 		CounterRingDrops: {"sample_ring_drops", nameRingDrops,
 			"Cycle samples dropped because the sample ring was full (the agent fell behind)."},
 	}
