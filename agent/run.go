@@ -162,11 +162,11 @@ type consumer struct {
 	// acyclicCycles counts the cycles that carried acyclic datagrams,
 	// acyclicOverruns the overruns among them.
 	acyclicCycles, acyclicOverruns uint64
-	lastWKC, expectedWKC                       uint16
-	maxWake, maxJob, maxJitter                 int64
-	prevWake                                   int64
-	prevCycle                                  uint64
-	havePrev                                   bool
+	lastWKC, expectedWKC           uint16
+	maxWake, maxJob, maxJitter     int64
+	prevWake                       int64
+	prevCycle                      uint64
+	havePrev                       bool
 	// model is the one state of the bus and its slaves that every
 	// output renders: /readyz and the status line here, the metrics and
 	// MQTT through the registry and the publisher.
