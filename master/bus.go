@@ -229,7 +229,7 @@ type Read struct {
 	Register uint16 // first register read
 	Data     []byte // receives the answer; its length is the length read
 	WKC      uint16 // working counter of the answer (1: the slave answered)
-	OK       bool   // an answer came back: false when the frame was lost or the read was not sent in time
+	OK       bool   // an answer came back: false when the frame was lost, the read was not sent in time or the queue was full
 
 	slot *acyclicSlot // while queued for the cycle
 }
