@@ -1,8 +1,10 @@
 // Command schedtrace attributes the cycle thread's late wake-ups from a
 // kernel scheduler trace.
 //
-// It turns on the tracefs events sched_switch, sched_wakeup and
-// hrtimer_start with the monotonic trace clock, reads trace_pipe while a
+// It turns on the tracefs events sched_switch, sched_wakeup, hrtimer_start
+// and the cycle process's entries to futex and returns from clock_nanosleep,
+// ppoll and futex (raw_syscalls, x86-64 numbers) with the monotonic trace
+// clock, reads trace_pipe while a
 // cycle runs (ecagent run, ecagent bench, a test), and follows every thread
 // named -comm at real-time priority -priority: each time it sleeps until
 // its deadline (clock_nanosleep arms an hrtimer whose expiry is the
