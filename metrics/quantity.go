@@ -181,7 +181,7 @@ func counterTable() [NumCounters]CounterInfo {
 		CounterSkipped: {"cycle_skipped", nameSkipped,
 			"Cycle deadlines skipped because an overrunning cycle had already passed them."},
 		CounterLostFrames: {"lost_frames", nameLostFrames,
-			"Cyclic frames that did not come back in time."},
+			"Cycles in which a cyclic frame did not come back in time (a cycle of several frames counts once)."},
 		CounterLateAnswers: {"late_answers", nameLateAnswers,
 			"Cycles that discarded an answer to an earlier cycle's frame: a frame counted lost that was late (delayed by the host or the segment), not dropped."},
 		CounterWKCErrors: {"wkc_errors", nameWKCErrors,

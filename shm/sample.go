@@ -65,7 +65,8 @@ type SampleFlags uint16
 
 // Conditions a sample can carry.
 const (
-	// SampleLostFrame: the cyclic frame did not come back in time.
+	// SampleLostFrame: a cyclic frame (one of the cycle's frames, or its
+	// only one) did not come back in time.
 	SampleLostFrame SampleFlags = 1 << iota
 	// SampleWKCMismatch: the working counter differed from ExpectedWKC.
 	SampleWKCMismatch

@@ -161,8 +161,10 @@ type Report struct {
 	ExpectedWKC uint16 `json:"expected_wkc"`
 	WKCMin      uint16 `json:"wkc_min"`
 	WKCMax      uint16 `json:"wkc_max"`
-	// LostFrames counts cyclic frames that did not come back in time;
-	// WKCErrors frames that came back with a different working counter.
+	// LostFrames counts cycles in which a cyclic frame did not come back
+	// in time (a cycle of several frames counts once, as
+	// ecagent_lost_frames_total does); WKCErrors cycles whose frames came
+	// back with a different working counter.
 	LostFrames uint64 `json:"lost_frames"`
 	WKCErrors  uint64 `json:"wkc_errors"`
 	// Overruns counts cycles whose job ended after the next deadline;

@@ -139,7 +139,7 @@ func (r *Report) writeJitter(b *bufio.Writer) {
 
 func (r *Report) writeFaults(b *bufio.Writer) {
 	b.WriteString("\nFaults\n")
-	fmt.Fprintf(b, "  %-22s%d\n", "lost frames", r.LostFrames)
+	fmt.Fprintf(b, "  %-22s%d  (cycles in which a frame did not come back)\n", "lost frames", r.LostFrames)
 	wkc := fmt.Sprintf("%d", r.WKCMin)
 	if r.WKCMax != r.WKCMin {
 		wkc = fmt.Sprintf("%d..%d", r.WKCMin, r.WKCMax)
