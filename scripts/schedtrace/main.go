@@ -168,7 +168,7 @@ type event struct {
 	cpu  int    // CPU the event was recorded on
 	pid  int    // current task
 	comm string // current task's command
-	name string // sched_switch, sched_wakeup, hrtimer_start
+	name string // sched_switch, sched_wakeup, hrtimer_start, sys_enter, sys_exit
 	args map[string]string
 }
 
@@ -241,13 +241,12 @@ type segment struct {
 
 // thread is what the analyzer knows of one cycle thread.
 type thread struct {
-	running  bool
-	ranSince int64
-	sleeping bool
+	running  bool  // on a CPU; otherwise waiting to be switched in
+	ranSince int64 // when it was last switched in
 	expires  int64 // deadline of the timed sleep it is in, 0 for none
 	futexAt  int64 // when it called futex, 0 for not in one
-	wokeAt   int64
-	wokeCPU  int
+	wokeAt   int64 // when it was woken or preempted, 0 for not yet
+	seen     bool  // switched out once: its waits are measured from then on
 }
 
 // analyzer follows the cycle threads and the CPUs through the trace.
@@ -328,9 +327,8 @@ func (a *analyzer) event(e event) {
 		}
 	case "sched_wakeup":
 		pid, _ := strconv.Atoi(e.args["pid"])
-		if t := a.threads[pid]; t != nil && t.sleeping {
+		if t := a.threads[pid]; t != nil && !t.running {
 			t.wokeAt = e.at
-			t.wokeCPU, _ = strconv.Atoi(e.args["target_cpu"])
 		}
 	case "sched_switch":
 		prev, _ := strconv.Atoi(e.args["prev_pid"])
@@ -348,13 +346,9 @@ func (a *analyzer) event(e event) {
 					a.report("ran", prev, e.cpu, t.ranSince, e.at, "own")
 				}
 			}
-			t.running = false
-			t.sleeping = e.args["prev_state"] != "R" && e.args["prev_state"] != "R+"
-			if !t.sleeping {
-				t.wokeAt, t.wokeCPU = e.at, e.cpu // preempted: runnable from now on
-				t.sleeping = true
-			} else {
-				t.wokeAt = 0
+			t.running, t.seen, t.wokeAt = false, true, 0
+			if st := e.args["prev_state"]; st == "R" || st == "R+" {
+				t.wokeAt = e.at // preempted: runnable from now on
 			}
 		}
 		if e.args["next_comm"] == a.comm && e.args["next_prio"] == a.prio {
@@ -380,7 +374,7 @@ func (a *analyzer) begin(cpu int, at int64, pid int, comm string) {
 // switchIn records that cycle thread t (pid) runs on cpu from at on, and
 // reports it if it comes late.
 func (a *analyzer) switchIn(t *thread, at int64, pid, cpu int) {
-	if t.sleeping {
+	if t.seen {
 		a.wakeups++
 		from := t.wokeAt
 		if t.expires != 0 && (from == 0 || from >= t.expires) {
@@ -390,7 +384,7 @@ func (a *analyzer) switchIn(t *thread, at int64, pid, cpu int) {
 			a.report("woke", pid, cpu, from, at, "")
 		}
 	}
-	t.running, t.ranSince, t.sleeping, t.expires, t.wokeAt = true, at, false, 0, 0
+	t.running, t.ranSince, t.expires, t.wokeAt = true, at, 0, 0
 }
 
 func isIdle(comm string) bool { return strings.HasPrefix(comm, "swapper") }
