@@ -35,7 +35,9 @@ func TestRunWritesOneSamplePerCycle(t *testing.T) {
 }
 
 func runWritesOneSamplePerCycle(t *testing.T, pipelined bool) {
-	m, _, mem := bus(t)
+	m, seg, mem := bus(t)
+	// Every 25th frame is dropped, so that lost frames are counted too.
+	seg.Faults().DropEvery(25)
 	// A generous period: the test checks bookkeeping, not timing, on a
 	// shared machine.
 	e := New(m, mem, Config{Period: 2 * time.Millisecond, Cycles: 200, KeepGC: true, RT: noRT(), Pipelined: pipelined})
@@ -87,8 +89,16 @@ func runWritesOneSamplePerCycle(t *testing.T, pipelined bool) {
 	// The simulator answers within far less than a period, but a loaded
 	// host holds its goroutine off for whole periods (14 of 200 lost in
 	// one run): the check is that the frames are taken, not the timing.
-	if lost > 100 {
-		t.Errorf("%d of 200 cycles lost their frame", lost)
+	if lost < 200/25 || lost > 100 {
+		t.Errorf("%d of 200 cycles lost their frame, want the %d dropped and at most 100", lost, 200/25)
+	}
+	// One frame per cycle: the heartbeat's frame totals are the cycles
+	// and the cycles that lost their frame.
+	if f := m.Cyclic().Frames(); f != 1 {
+		t.Fatalf("%d frames per cycle, want 1", f)
+	}
+	if sent, lostFrames := mem.Heartbeat().Frames(); sent != 200 || lostFrames != uint64(lost) {
+		t.Errorf("heartbeat counts %d frames sent, %d lost; want 200 and the %d cycles that lost theirs", sent, lostFrames, lost)
 	}
 	if c, _, ok := mem.Heartbeat().Read(); !ok || c != 199 {
 		t.Errorf("heartbeat at cycle %d (ok %v), want 199", c, ok)

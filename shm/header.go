@@ -56,7 +56,11 @@ type heartbeatLine struct {
 	Cycle    atomic.Uint64 // latest cycle number
 	Mono     atomic.Int64  // CLOCK_MONOTONIC ns of that cycle
 	CyclePID atomic.Int64  // PID of the cycle process, 0 if none yet
-	_        [regionAlign - 32]byte
+	// Cyclic frames sent and lost since cyclic operation began (see
+	// Heartbeat.CountFrames); each written on its own, not under Seq.
+	FramesSent atomic.Uint64
+	FramesLost atomic.Uint64
+	_          [regionAlign - 48]byte
 }
 
 // ringControl is the start of every ring's region: the producer's line

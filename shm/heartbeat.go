@@ -50,3 +50,24 @@ func (h *Heartbeat) SetCyclePID(pid int) { h.line.CyclePID.Store(int64(pid)) }
 
 // CyclePID returns the PID SetCyclePID recorded, 0 if none.
 func (h *Heartbeat) CyclePID() int { return int(h.line.CyclePID.Load()) }
+
+// CountFrames records the cyclic frames sent and lost since cyclic
+// operation began, as running totals. Only the cycle process calls it,
+// once per cycle; it never blocks and never allocates. A sample says
+// whether a cycle lost a frame (SampleLostFrame); these totals say how
+// many frames, for a cycle of several frames can lose more than one.
+func (h *Heartbeat) CountFrames(sent, lost uint64) {
+	h.line.FramesSent.Store(sent)
+	h.line.FramesLost.Store(lost)
+}
+
+// Frames returns the totals CountFrames recorded last, zeros before the
+// first cycle. The two are stored one after the other, sent first, and
+// read in the opposite order: read while a cycle writes them, sent may
+// count that cycle's frames before lost counts its losses, never the
+// other way round, so lost never exceeds sent.
+func (h *Heartbeat) Frames() (sent, lost uint64) {
+	lost = h.line.FramesLost.Load()
+	sent = h.line.FramesSent.Load()
+	return sent, lost
+}

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"fmt"
 	"os"
 	"testing"
 )
@@ -36,11 +37,57 @@ func TestHeartbeat(t *testing.T) {
 	}
 }
 
+// TestHeartbeatFrames: the frame totals read back as written, zeros
+// before the first cycle, and a reader racing the writer never sees more
+// frames lost than sent, though every frame is lost (a link down: the
+// two totals are equal after every cycle).
+func TestHeartbeatFrames(t *testing.T) {
+	h := newMemfdSegment(t, smallLayout()).Heartbeat()
+	if sent, lost := h.Frames(); sent != 0 || lost != 0 {
+		t.Errorf("Frames before any cycle = %d, %d, want 0, 0", sent, lost)
+	}
+	h.CountFrames(10, 3)
+	if sent, lost := h.Frames(); sent != 10 || lost != 3 {
+		t.Errorf("Frames = %d, %d, want 10, 3", sent, lost)
+	}
+
+	const cycles = 200000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var sent, lost uint64
+		for range cycles {
+			sent += 2
+			lost += 2
+			h.CountFrames(sent, lost)
+		}
+	}()
+	// The writer runs to its end before the test returns: the segment
+	// is unmapped then.
+	var bad string
+	for running, reads := true, 0; running; reads++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		if sent, lost := h.Frames(); lost > sent && bad == "" {
+			bad = fmt.Sprintf("read %d: %d frames lost of %d sent", reads, lost, sent)
+		}
+	}
+	if bad != "" {
+		t.Error(bad)
+	}
+	if sent, lost := h.Frames(); sent != 2*cycles || lost != 2*cycles {
+		t.Errorf("Frames after %d cycles = %d, %d, want %d, %d", cycles, sent, lost, 2*cycles, 2*cycles)
+	}
+}
+
 func TestHeartbeatAllocs(t *testing.T) {
 	h := newMemfdSegment(t, smallLayout()).Heartbeat()
 	c := uint64(0)
-	if a := testing.AllocsPerRun(1000, func() { c++; h.Beat(c, int64(c)); h.Read() }); a != 0 {
-		t.Errorf("Beat+Read: %v allocations per run, want 0", a)
+	if a := testing.AllocsPerRun(1000, func() { c++; h.Beat(c, int64(c)); h.Read(); h.CountFrames(2*c, c); h.Frames() }); a != 0 {
+		t.Errorf("Beat+Read+CountFrames+Frames: %v allocations per run, want 0", a)
 	}
 }
 
