@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ecagent/ecagent/metrics/stats"
 )
@@ -362,5 +363,32 @@ func TestRecorderBlocks(t *testing.T) {
 	}
 	if rep.WakeupHistogram.Total() != 5 {
 		t.Errorf("run histogram holds %d", rep.WakeupHistogram.Total())
+	}
+}
+
+// TestJoinRunInfo: the blocks of an interleaved run add up their drops,
+// frames, scrapes and windows, keep the first block's start and end at
+// the last one's, and the joined copy does not alias the first block.
+func TestJoinRunInfo(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	blocks := []RunInfo{
+		{Start: t0, End: t0.Add(time.Second), RingDrops: 1, FramesSent: 1000, FramesLost: 2,
+			Telemetry: &Telemetry{Address: "a", Scrapes: 1, Windows: 2}},
+		{Start: t0.Add(2 * time.Second), End: t0.Add(3 * time.Second), FramesSent: 2000, FramesLost: 5, Interrupted: true,
+			Telemetry: &Telemetry{Address: "b", Scrapes: 3, ScrapeErrors: 1, Windows: 4}},
+	}
+	var u *RunInfo
+	for i := range blocks {
+		u = joinRunInfo(u, &blocks[i])
+	}
+	if !u.Start.Equal(t0) || !u.End.Equal(t0.Add(3*time.Second)) || u.RingDrops != 1 ||
+		u.FramesSent != 3000 || u.FramesLost != 7 || !u.Interrupted {
+		t.Errorf("joined %+v", *u)
+	}
+	if tel := u.Telemetry; tel.Address != "b" || tel.Scrapes != 4 || tel.ScrapeErrors != 1 || tel.Windows != 6 {
+		t.Errorf("joined telemetry %+v", *tel)
+	}
+	if blocks[0].FramesSent != 1000 || blocks[0].Telemetry.Scrapes != 1 {
+		t.Errorf("joining changed the first block: %+v, %+v", blocks[0], *blocks[0].Telemetry)
 	}
 }

@@ -99,7 +99,7 @@ func RunInterleaved(ctx context.Context, cfg config.Config, o Options, ct Cyclic
 
 // joinRunInfo adds block b to the run information of the blocks before
 // (nil for none): the first block's start and settings, the last one's
-// end, drops, scrapes and windows added up.
+// end, drops, frames, scrapes and windows added up.
 func joinRunInfo(u, b *RunInfo) *RunInfo {
 	if u == nil {
 		c := *b
@@ -111,6 +111,8 @@ func joinRunInfo(u, b *RunInfo) *RunInfo {
 	}
 	u.End = b.End
 	u.RingDrops += b.RingDrops
+	u.FramesSent += b.FramesSent
+	u.FramesLost += b.FramesLost
 	u.Interrupted = u.Interrupted || b.Interrupted
 	if u.Telemetry != nil && b.Telemetry != nil {
 		u.Telemetry.Address = b.Telemetry.Address

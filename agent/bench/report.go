@@ -25,6 +25,12 @@ type RunInfo struct {
 	// RingDrops is the number of samples the cycle process dropped
 	// because the ring was full (shm.Ring.Drops); normally 0.
 	RingDrops uint64 `json:"ring_drops"`
+	// FramesSent and FramesLost count the cyclic frames the cycle process
+	// sent and the ones that did not come back in time, frame by frame
+	// (shm.Heartbeat.Frames): a cycle of two frames that loses both adds
+	// 2 to FramesLost and 1 to Report.LostFrames.
+	FramesSent uint64 `json:"frames_sent"`
+	FramesLost uint64 `json:"frames_lost"`
 	// Start and End are the wall-clock times the measured run started
 	// (cyclic operation reached) and ended.
 	Start time.Time `json:"start_time"`

@@ -53,6 +53,7 @@ func goldenReport(t *testing.T) *Report {
 	start := time.Date(2026, 11, 29, 19, 56, 27, 0, time.UTC)
 	rep, err := rec.Report(RunInfo{
 		Requested: 1000, Start: start, End: start.Add(time.Second), Slaves: 7, Priority: 80, Core: 1,
+		FramesSent: 1000, FramesLost: 1,
 		RT: []program.RTSetting{
 			{Setting: "sched_fifo", Requested: true, Applied: true},
 			{Setting: "affinity", Requested: true, Applied: true},
@@ -95,6 +96,7 @@ func TestReportTextGolden(t *testing.T) {
 		"cycles run            1000 of 1000  (samples lost to ring drops: 0)",
 		"real-time refused     mlock (operation not permitted)",
 		"lost frames           1",
+		"frames lost           1 of 1000 sent (0.100 %)",
 		">= 1000",
 	} {
 		if !strings.Contains(b.String(), want) {

@@ -163,6 +163,7 @@ loop:
 	}
 	run.End = time.Now()
 	run.RingDrops = ring.Drops()
+	run.FramesSent, run.FramesLost = cp.Segment().Heartbeat().Frames()
 	ran := ring.Pushed() + ring.Drops()
 	stopCycle() // unmaps the segment: after the last use of ring
 	if progress != nil {

@@ -140,6 +140,8 @@ func (r *Report) writeJitter(b *bufio.Writer) {
 func (r *Report) writeFaults(b *bufio.Writer) {
 	b.WriteString("\nFaults\n")
 	fmt.Fprintf(b, "  %-22s%d  (cycles in which a frame did not come back)\n", "lost frames", r.LostFrames)
+	fmt.Fprintf(b, "  %-22s%d of %d sent (%.3f %%)\n", "frames lost", r.FramesLost, r.FramesSent,
+		100*float64(r.FramesLost)/float64(max(r.FramesSent, 1)))
 	wkc := fmt.Sprintf("%d", r.WKCMin)
 	if r.WKCMax != r.WKCMin {
 		wkc = fmt.Sprintf("%d..%d", r.WKCMin, r.WKCMax)
