@@ -73,9 +73,10 @@ func (o *otlpExport) observe(s *shm.Sample) {
 	}
 }
 
-func (o *otlpExport) ringDrops(n uint64) {
+func (o *otlpExport) segmentCounts(ringDrops, framesSent, framesLost uint64) {
 	if o != nil {
-		o.exp.SetRingDrops(n)
+		o.exp.SetRingDrops(ringDrops)
+		o.exp.SetFrames(framesSent, framesLost)
 	}
 }
 

@@ -212,8 +212,10 @@ func (c *consumer) drain() {
 			break
 		}
 	}
+	sent, lost := c.cp.seg.Heartbeat().Frames()
 	c.tel.reg.Consumer().SetRingDrops(ring.Drops())
-	c.otlp.ringDrops(ring.Drops())
+	c.tel.reg.Consumer().SetFrames(sent, lost)
+	c.otlp.segmentCounts(ring.Drops(), sent, lost)
 	var ev shm.Event
 	events := c.cp.seg.Events()
 	for events.Next(&ev) {

@@ -210,9 +210,10 @@ func cpuLoad(sel string) *timeseries.PanelBuilder {
 // busErrors plots the error counters as rates.
 func busErrors(sel string) *timeseries.PanelBuilder {
 	p := timeSeries("Bus and cycle errors per second", unitPerSec,
-		"Lost frames, working counter errors, overruns (jobs that ended after the next deadline) and those of the cycles that carried acyclic datagrams (mailbox, register access, recovery), skipped deadlines, samples the agent dropped and received frames discarded (by reason); the cycles the agent received, and those that carried acyclic datagrams, on the right axis. Acyclic overruns at a share well above the acyclic cycles' share are the maintenance traffic's doing.")
+		"Cycles that lost a frame and the frames lost (a cycle of several frames can lose more than one), working counter errors, overruns (jobs that ended after the next deadline) and those of the cycles that carried acyclic datagrams (mailbox, register access, recovery), skipped deadlines, samples the agent dropped and received frames discarded (by reason); the cycles the agent received, those that carried acyclic datagrams, and the cyclic frames sent, on the right axis. Acyclic overruns at a share well above the acyclic cycles' share are the maintenance traffic's doing.")
 	for _, c := range []struct{ name, legend string }{
-		{"ecagent_lost_frames_total", "lost frames"},
+		{"ecagent_lost_frames_total", "cycles that lost a frame"},
+		{"ecagent_cyclic_frames_lost_total", "frames lost"},
 		{"ecagent_late_answers_total", "late answers (of the lost)"},
 		{"ecagent_wkc_errors_total", "WKC errors"},
 		{"ecagent_cycle_overruns_total", "overruns"},
@@ -223,15 +224,17 @@ func busErrors(sel string) *timeseries.PanelBuilder {
 	} {
 		p = p.WithTarget(query(fmt.Sprintf("rate(%s[%s])", series(c.name, sel), rateInterval), c.legend))
 	}
-	cycles, acyclic := "cycles (right axis)", "acyclic cycles (right axis)"
+	cycles, acyclic, sent := "cycles (right axis)", "acyclic cycles (right axis)", "frames sent (right axis)"
 	return p.WithTarget(query(fmt.Sprintf("rate(%s[%s])", series("ecagent_cycles_total", sel), rateInterval), cycles)).
 		WithTarget(query(fmt.Sprintf("rate(%s[%s])", series("ecagent_acyclic_cycles_total", sel), rateInterval), acyclic)).
+		WithTarget(query(fmt.Sprintf("rate(%s[%s])", series("ecagent_cyclic_frames_sent_total", sel), rateInterval), sent)).
 		Min(0).
 		OverrideByName(cycles, []dashboard.DynamicConfigValue{
 			{Id: "custom.axisPlacement", Value: "right"},
 			{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "text"}},
 		}).
-		OverrideByName(acyclic, []dashboard.DynamicConfigValue{{Id: "custom.axisPlacement", Value: "right"}})
+		OverrideByName(acyclic, []dashboard.DynamicConfigValue{{Id: "custom.axisPlacement", Value: "right"}}).
+		OverrideByName(sent, []dashboard.DynamicConfigValue{{Id: "custom.axisPlacement", Value: "right"}})
 }
 
 // busEvents counts the faults of the bus and what recovery did about them,

@@ -99,8 +99,9 @@ func (r *WindowReport) Values(q Quantity) (v [NumWindowStats]float64, ok bool) {
 // Consumer turns the cycle samples drained from the shared-memory ring into
 // Prometheus histograms, counters and exact window statistics: a Deriver
 // computes each sample's figures, the Consumer records them. It is owned
-// by the one goroutine that drains the ring: Observe, CloseWindow, Restart
-// and SetRingDrops must not be called concurrently with each other.
+// by the one goroutine that drains the ring: Observe, CloseWindow, Restart,
+// SetRingDrops and SetFrames must not be called concurrently with each
+// other.
 // Prometheus may gather the registry at any time.
 type Consumer struct {
 	deriver *Deriver
@@ -191,6 +192,15 @@ func (c *Consumer) Restart() { c.deriver.Restart() }
 // one means a new ring (the cycle process made a new segment): the counter
 // then continues from where it was, so it never goes backwards.
 func (c *Consumer) SetRingDrops(n uint64) { c.deriver.SetRingDrops(n) }
+
+// SetFrames sets ecagent_cyclic_frames_sent_total and
+// ecagent_cyclic_frames_lost_total from the cycle's running totals
+// (shm.Heartbeat.Frames), continuing across a new segment as
+// SetRingDrops does.
+func (c *Consumer) SetFrames(sent, lost uint64) {
+	c.deriver.SetSegmentCount(CounterFramesSent, sent)
+	c.deriver.SetSegmentCount(CounterFramesLost, lost)
+}
 
 // Target returns the target cycle period in nanoseconds.
 func (c *Consumer) Target() int64 { return c.deriver.Target() }

@@ -387,23 +387,41 @@ func TestDCControllerError(t *testing.T) {
 	}
 }
 
-// TestSetRingDrops checks that the ring drop counter never goes backwards
-// when the ring is replaced.
-func TestSetRingDrops(t *testing.T) {
-	r := newTestRegistry(t, testOptions())
-	c := r.Consumer()
+// TestSegmentCounters checks that the counters the segment holds as
+// running totals (ring drops, frames sent and lost) never go backwards
+// when the cycle process makes a new segment, and move apart.
+func TestSegmentCounters(t *testing.T) {
 	steps := []struct{ set, want uint64 }{
 		{0, 0}, {5, 5}, {5, 5}, {12, 12},
-		{2, 14}, // new ring: 12 from the old one + 2
+		{2, 14}, // new segment: 12 from the old one + 2
 		{3, 15},
-		{0, 15}, // another new ring
+		{0, 15}, // another new segment
 		{1, 16},
 	}
-	for _, s := range steps {
-		c.SetRingDrops(s.set)
-		if got := family(t, r, nameRingDrops).GetMetric()[0].GetCounter().GetValue(); got != float64(s.want) {
-			t.Errorf("after SetRingDrops(%d): %g, want %d", s.set, got, s.want)
-		}
+	for _, tc := range []struct {
+		name string
+		set  func(c *Consumer, n uint64)
+	}{
+		{nameRingDrops, func(c *Consumer, n uint64) { c.SetRingDrops(n) }},
+		{nameFramesSent, func(c *Consumer, n uint64) { c.SetFrames(n, 0) }},
+		{nameFramesLost, func(c *Consumer, n uint64) { c.SetFrames(0, n) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newTestRegistry(t, testOptions())
+			c := r.Consumer()
+			for _, s := range steps {
+				tc.set(c, s.set)
+				for _, name := range []string{nameRingDrops, nameFramesSent, nameFramesLost} {
+					want := uint64(0)
+					if name == tc.name {
+						want = s.want
+					}
+					if got := family(t, r, name).GetMetric()[0].GetCounter().GetValue(); got != float64(want) {
+						t.Errorf("after setting %s to %d: %s is %g, want %d", tc.name, s.set, name, got, want)
+					}
+				}
+			}
+		})
 	}
 }
 

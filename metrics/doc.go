@@ -17,6 +17,7 @@
 //	for i := range buf[:n] { c.Observe(&buf[i]) }
 //	ring.Commit()
 //	c.SetRingDrops(ring.Drops())
+//	c.SetFrames(seg.Heartbeat().Frames())
 //	// every metrics.window, same goroutine:
 //	report := c.CloseWindow()
 //

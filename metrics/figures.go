@@ -43,8 +43,8 @@ func (f *Figures) Value(q Quantity) (v float64, ok bool) {
 	return seconds(ns), true
 }
 
-// Count returns what the sample adds to counter c (0 for
-// CounterRingDrops, which no sample carries).
+// Count returns what the sample adds to counter c (0 for the segment
+// counters, CounterRingDrops and after, which no sample carries).
 func (f *Figures) Count(c Counter) int64 { return f.counts[c] }
 
 // set records the value of a quantity.
@@ -67,11 +67,26 @@ type Deriver struct {
 
 	expectedWKC atomic.Int32 // −1 before the first sample
 
-	// Ring drops: ringDropsLast is the last absolute value seen,
-	// ringDropsBase what earlier rings (before a reset) had dropped;
-	// ringDrops is their sum.
-	ringDropsLast, ringDropsBase uint64
-	ringDrops                    atomic.Uint64
+	// The segment counters, from CounterRingDrops on.
+	segment [NumCounters - numSampleCounters]segmentCount
+}
+
+// segmentCount turns a running total that the segment holds into a
+// counter that never goes backwards. last is the last absolute value
+// seen, base what earlier segments (before a reset) had counted; total
+// is their sum.
+type segmentCount struct {
+	last, base uint64
+	total      atomic.Uint64
+}
+
+// set takes the segment's running total n.
+func (c *segmentCount) set(n uint64) {
+	if n < c.last {
+		c.base += c.last
+	}
+	c.last = n
+	c.total.Store(c.base + n)
 }
 
 // NewDeriver returns a deriver for the target cycle period (> 0).
@@ -154,17 +169,31 @@ func (d *Deriver) ExpectedWKC() (wkc int32, ok bool) {
 // shm.Ring.Drops). A value below the last one means a new ring (the cycle
 // process made a new segment): RingDrops then continues from where it was,
 // so it never goes backwards.
-func (d *Deriver) SetRingDrops(n uint64) {
-	if n < d.ringDropsLast {
-		d.ringDropsBase += d.ringDropsLast
-	}
-	d.ringDropsLast = n
-	d.ringDrops.Store(d.ringDropsBase + n)
-}
+func (d *Deriver) SetRingDrops(n uint64) { d.SetSegmentCount(CounterRingDrops, n) }
 
 // RingDrops returns the samples the rings have dropped in all, the value
 // of CounterRingDrops.
-func (d *Deriver) RingDrops() uint64 { return d.ringDrops.Load() }
+func (d *Deriver) RingDrops() uint64 { return d.SegmentCount(CounterRingDrops) }
+
+// SetSegmentCount takes the running total the segment holds for segment
+// counter c (CounterRingDrops or after; others are ignored): the ring's
+// drops, the heartbeat's frames. A value below the last one means a new
+// segment (the cycle process made one): the counter then continues from
+// where it was, so it never goes backwards.
+func (d *Deriver) SetSegmentCount(c Counter, n uint64) {
+	if c >= numSampleCounters && c < NumCounters {
+		d.segment[c-numSampleCounters].set(n)
+	}
+}
+
+// SegmentCount returns the value of segment counter c, 0 for a counter
+// the samples advance.
+func (d *Deriver) SegmentCount(c Counter) uint64 {
+	if c >= numSampleCounters && c < NumCounters {
+		return d.segment[c-numSampleCounters].total.Load()
+	}
+	return 0
+}
 
 // seconds converts nanoseconds to seconds. Dividing (rather than
 // multiplying by 1e-9) gives the correctly rounded result, so 5000 ns is

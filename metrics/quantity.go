@@ -150,13 +150,22 @@ const (
 	CounterAcyclicOverruns
 	// CounterRingDrops counts samples the sample ring dropped. No sample
 	// carries it: the ring's drop counter does (Deriver.SetRingDrops).
+	// It is the first of the segment counters, which the segment holds
+	// as running totals (Deriver.SetSegmentCount).
 	CounterRingDrops
+	// CounterFramesSent counts the cyclic frames the cycle sent, frame by
+	// frame (shm.Heartbeat.Frames).
+	CounterFramesSent
+	// CounterFramesLost counts the cyclic frames that did not come back in
+	// time, frame by frame (shm.Heartbeat.Frames): a cycle of two frames
+	// that loses both adds 2 here and 1 to CounterLostFrames.
+	CounterFramesLost
 	// NumCounters is the number of counters.
 	NumCounters
 )
 
-// numSampleCounters is the number of counters the samples advance (all
-// but CounterRingDrops, the last).
+// numSampleCounters is the number of counters the samples advance: those
+// before CounterRingDrops. The rest are segment counters.
 const numSampleCounters = CounterRingDrops
 
 // CounterInfo says how a counter is named and described.
@@ -192,6 +201,10 @@ func counterTable() [NumCounters]CounterInfo {
 			"Overruns among the cycles that carried acyclic datagrams: a rate well above that of ecagent_cycle_overruns_total is the acyclic work's doing, not the host's."},
 		CounterRingDrops: {"sample_ring_drops", nameRingDrops,
 			"Cycle samples dropped because the sample ring was full (the agent fell behind)."},
+		CounterFramesSent: {"cyclic_frames_sent", nameFramesSent,
+			"Cyclic frames the cycle sent (a cycle of two frames counts two)."},
+		CounterFramesLost: {"cyclic_frames_lost", nameFramesLost,
+			"Cyclic frames that did not come back in time, frame by frame; ecagent_lost_frames_total counts the cycles that lost one."},
 	}
 }
 

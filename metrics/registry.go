@@ -383,8 +383,11 @@ func (b *builder) consumer(opts Options) (*Consumer, error) {
 			return float64(v), ok
 		},
 	})
-	b.register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: nameRingDrops, Help: helpOf(b.catalog, nameRingDrops)},
-		func() float64 { return float64(c.deriver.RingDrops()) }))
+	for k := numSampleCounters; k < NumCounters; k++ {
+		name := k.Info().Name
+		b.register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: helpOf(b.catalog, name)},
+			func() float64 { return float64(c.deriver.SegmentCount(k)) }))
+	}
 	b.gauge(nameTarget).Set(opts.Target.Seconds())
 
 	capacity := WindowCapacity(opts.Window, opts.Target)

@@ -62,6 +62,8 @@ const (
 	nameLateAnswers       = "ecagent_late_answers_total"
 	nameWKCErrors         = "ecagent_wkc_errors_total"
 	nameRingDrops         = "ecagent_sample_ring_drops_total"
+	nameFramesSent        = "ecagent_cyclic_frames_sent_total"
+	nameFramesLost        = "ecagent_cyclic_frames_lost_total"
 	nameAcyclicCycles     = "ecagent_acyclic_cycles_total"
 	nameAcyclicOverruns   = "ecagent_acyclic_cycle_overruns_total"
 	nameTarget            = "ecagent_cycle_target_seconds"

@@ -91,6 +91,16 @@ func TestScrapeRunningAgent(t *testing.T) {
 	if m := missing(second); len(m) != 0 {
 		t.Errorf("series missing from a later scrape: %v", m)
 	}
+	// The frame totals come from the cycle's heartbeat, read after the
+	// samples of the same drain: one frame per cycle on this segment, so
+	// at least as many frames sent as cycles received, and at least as
+	// many frames lost as cycles that lost one.
+	value := func(name string) float64 { return second[name].GetMetric()[0].GetCounter().GetValue() }
+	if sent, lost := value("ecagent_cyclic_frames_sent_total"), value("ecagent_cyclic_frames_lost_total"); sent < cycles(second) ||
+		lost < value("ecagent_lost_frames_total") || lost > sent {
+		t.Errorf("cyclic frames sent %v, lost %v; cycles %v, cycles that lost a frame %v",
+			sent, lost, cycles(second), value("ecagent_lost_frames_total"))
+	}
 	if st := second["ecagent_slave_al_state"]; st == nil || len(st.GetMetric()) != 7 {
 		t.Errorf("want 7 slave state series, got %v", st)
 	}

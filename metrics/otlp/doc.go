@@ -50,8 +50,11 @@
 //     (job / target period, unit 1).
 //   - Counters, exported from the start at 0: ecagent.cycles,
 //     ecagent.cycle_overruns, ecagent.cycle_skipped, ecagent.lost_frames,
-//     ecagent.late_answers, ecagent.wkc_errors and
-//     ecagent.sample_ring_drops.
+//     ecagent.late_answers, ecagent.wkc_errors,
+//     ecagent.acyclic_cycles, ecagent.acyclic_cycle_overruns, and the
+//     running totals the segment holds, observed at each export:
+//     ecagent.sample_ring_drops, ecagent.cyclic_frames_sent and
+//     ecagent.cyclic_frames_lost.
 //   - Gauges of the exact window statistics, recorded when a window closes,
 //     with the attribute stat (min, max, mean, stddev, p50, p90, p99,
 //     p999): ecagent.cycle_period_window … ecagent.cycle_cpu_load_window;

@@ -44,9 +44,9 @@ type Exporter struct {
 	windowSamples metric.Int64Gauge
 	statOpts      [metrics.NumWindowStats][]metric.RecordOption
 	quantityOpts  [metrics.NumQuantities][]metric.RecordOption
-	// counters holds the counters the samples advance; the entry of
-	// metrics.CounterRingDrops stays nil (an observable counter reads
-	// the deriver instead).
+	// counters holds the counters the samples advance; the segment
+	// counters' entries, metrics.CounterRingDrops and after, stay nil
+	// (observable counters read the deriver instead).
 	counters [metrics.NumCounters]metric.Int64Counter
 
 	// Per-slave instruments of the event methods.
@@ -207,13 +207,17 @@ func (e *Exporter) instruments(m metric.Meter) error {
 	e.lastEmergency = gauge(nameLastEmergency, unitCode)
 	e.driveState = gauge(nameDriveState, unitState)
 	e.driveErr = gauge(nameDriveError, unitCode)
-	ringDrops := counterName(metrics.CounterRingDrops)
-	_, err = m.Int64ObservableCounter(ringDrops, metric.WithUnit(counterUnit), describe(ringDrops, counterUnit, kindCounter),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(int64(e.deriver.RingDrops()))
-			return nil
-		}))
-	errs = append(errs, err)
+	// The segment counters are observed: the segment holds them as
+	// running totals.
+	for c := metrics.CounterRingDrops; c < metrics.NumCounters; c++ {
+		name := counterName(c)
+		_, err = m.Int64ObservableCounter(name, metric.WithUnit(counterUnit), describe(name, counterUnit, kindCounter),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				o.Observe(int64(e.deriver.SegmentCount(c)))
+				return nil
+			}))
+		errs = append(errs, err)
+	}
 	// Like ecagent_expected_wkc, absent until the first sample set it.
 	_, err = m.Int64ObservableGauge(nameExpectedWKC, metric.WithUnit(unitWKC), describe(nameExpectedWKC, unitWKC, kindGauge),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
@@ -320,6 +324,14 @@ func (e *Exporter) Restart() { e.deriver.Restart() }
 // SetRingDrops sets ecagent.sample_ring_drops from the ring's absolute drop
 // counter, continuing across a new ring (metrics.Deriver.SetRingDrops).
 func (e *Exporter) SetRingDrops(n uint64) { e.deriver.SetRingDrops(n) }
+
+// SetFrames sets ecagent.cyclic_frames_sent and ecagent.cyclic_frames_lost
+// from the cycle's running totals (shm.Heartbeat.Frames), continuing
+// across a new segment as SetRingDrops does.
+func (e *Exporter) SetFrames(sent, lost uint64) {
+	e.deriver.SetSegmentCount(metrics.CounterFramesSent, sent)
+	e.deriver.SetSegmentCount(metrics.CounterFramesLost, lost)
+}
 
 // Flush exports what has been recorded now, without waiting for the
 // interval.
