@@ -70,6 +70,10 @@ type wal struct {
 	buf, rec  []byte                          // scratch: a record with its header, a record
 	seqRec    [1 + binary.MaxVarintLen64]byte // scratch: a record of a seq
 
+	// syncFile flushes the file to storage: (*os.File).Sync, or a test's
+	// stand-in for slow storage (set under mu).
+	syncFile func(*os.File) error
+
 	stop, stopped chan struct{}
 }
 
@@ -89,7 +93,8 @@ func openWAL(path string, log *slog.Logger) (*wal, walReplay, error) {
 	if err != nil {
 		return nil, rp, err
 	}
-	w := &wal{path: path, log: log, live: map[uint64]walEntry{}, next: 1, stop: make(chan struct{}), stopped: make(chan struct{})}
+	w := &wal{path: path, log: log, live: map[uint64]walEntry{}, next: 1, syncFile: (*os.File).Sync,
+		stop: make(chan struct{}), stopped: make(chan struct{})}
 	w.mu.Lock()
 	err = w.rewriteLocked(rp.messages, rp.dropped)
 	w.mu.Unlock()
@@ -351,17 +356,30 @@ func (w *wal) syncLoop() {
 	}
 }
 
+// sync flushes what was written to the log to storage. It does so
+// without holding the log's lock: on slow storage an fsync takes tens or
+// hundreds of milliseconds, and the outbox appends under its own lock, on
+// the goroutine of whoever publishes (the agent's sample drain). What is
+// written meanwhile marks the log dirty again and is flushed next time; a
+// file replaced meanwhile (compaction) was flushed before its
+// replacement's rename and is left alone.
 func (w *wal) sync() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.dirty || w.f == nil {
-		return
-	}
-	if err := w.f.Sync(); err != nil {
-		w.fail(err)
+	f, syncFile := w.f, w.syncFile
+	if !w.dirty || f == nil {
+		w.mu.Unlock()
 		return
 	}
 	w.dirty = false
+	w.mu.Unlock()
+	if err := syncFile(f); err != nil {
+		w.mu.Lock()
+		if w.f == f {
+			w.dirty = true
+			w.fail(err)
+		}
+		w.mu.Unlock()
+	}
 }
 
 // close replaces the log with ms (what is still undelivered at a clean

@@ -2,11 +2,14 @@ package mqtt
 
 import (
 	"encoding/binary"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ecagent/ecagent/mqtt/sparkplug"
 	"github.com/ecagent/ecagent/mqtt/walfile"
@@ -237,5 +240,76 @@ func TestReplayMarksSparkplugHistorical(t *testing.T) {
 	var pl sparkplug.Payload
 	if !ok || sparkplug.DecodePayload(m.payload, &pl) != nil || len(pl.Metrics) != 1 || !pl.Metrics[0].Historical || pl.Metrics[0].Float != 1.5 {
 		t.Fatalf("replayed %v %+v", ok, pl)
+	}
+}
+
+// TestWALSyncHoldsNoLock: while the group fsync waits on slow storage,
+// messages are still logged and settled (the publisher's callers do not
+// wait for the disk); what was written meanwhile is flushed by the next
+// sync, and a failed flush is counted and tried again.
+func TestWALSyncHoldsNoLock(t *testing.T) {
+	w, _ := openTestWAL(t, filepath.Join(t.TempDir(), "buffer"))
+	defer w.close(nil)
+	// The test calls sync itself: the group fsync's own loop is stopped
+	// (and close finds it so).
+	close(w.stop)
+	<-w.stopped
+	w.stop = make(chan struct{})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var fail atomic.Bool
+	w.mu.Lock()
+	w.syncFile = func(f *os.File) error {
+		entered <- struct{}{}
+		<-release
+		if fail.Load() {
+			return errors.New("injected: storage gone")
+		}
+		return f.Sync()
+	}
+	w.mu.Unlock()
+
+	ms := walTestMessages()
+	seq := w.append(&ms[0])
+	syncs := make(chan struct{})
+	go func() { w.sync(); close(syncs) }()
+	<-entered // the flush has begun and waits on the "disk"
+	logged := make(chan uint64)
+	go func() {
+		s := w.append(&ms[1])
+		w.done(seq)
+		logged <- s
+	}()
+	select {
+	case s := <-logged:
+		if s == 0 {
+			t.Error("message not logged during the flush")
+		}
+	case <-time.After(10 * time.Second):
+		release <- struct{}{} // let the flush end, and the log close
+		<-syncs
+		<-logged
+		t.Fatal("logging a message waited for the flush")
+	}
+	release <- struct{}{}
+	<-syncs
+	w.mu.Lock()
+	dirty := w.dirty
+	w.mu.Unlock()
+	if !dirty {
+		t.Error("records written during a flush are not marked for the next one")
+	}
+
+	// A failed flush keeps the log dirty and counts an error.
+	fail.Store(true)
+	syncs = make(chan struct{})
+	go func() { w.sync(); close(syncs) }()
+	<-entered
+	release <- struct{}{}
+	<-syncs
+	w.mu.Lock()
+	dirty, errs := w.dirty, w.errors
+	w.mu.Unlock()
+	if !dirty || errs != 1 {
+		t.Errorf("after a failed flush: dirty %v, %d errors; want true, 1", dirty, errs)
 	}
 }
