@@ -73,10 +73,9 @@ func (o *otlpExport) observe(s *shm.Sample) {
 	}
 }
 
-func (o *otlpExport) segmentCounts(ringDrops, framesSent, framesLost uint64) {
+func (o *otlpExport) segment(s metrics.SegmentCounts) {
 	if o != nil {
-		o.exp.SetRingDrops(ringDrops)
-		o.exp.SetFrames(framesSent, framesLost)
+		o.exp.SetSegment(s)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -212,10 +213,10 @@ func (c *consumer) drain() {
 			break
 		}
 	}
-	sent, lost := c.cp.seg.Heartbeat().Frames()
-	c.tel.reg.Consumer().SetRingDrops(ring.Drops())
-	c.tel.reg.Consumer().SetFrames(sent, lost)
-	c.otlp.segmentCounts(ring.Drops(), sent, lost)
+	totals := metrics.SegmentCounts{RingDrops: ring.Drops()}
+	totals.FramesSent, totals.FramesLost = c.cp.seg.Heartbeat().Frames()
+	c.tel.reg.Consumer().SetSegment(totals)
+	c.otlp.segment(totals)
 	var ev shm.Event
 	events := c.cp.seg.Events()
 	for events.Next(&ev) {

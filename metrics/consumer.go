@@ -21,6 +21,11 @@ type WindowReport struct {
 	// overrunning cycles, skipped deadlines, lost frames and working
 	// counter errors.
 	Overruns, Skipped, LostFrames, WKCErrors int64
+	// FramesSent and FramesLost count the cyclic frames sent and lost in
+	// the window, frame by frame: what ecagent_cyclic_frames_sent_total
+	// and ecagent_cyclic_frames_lost_total grew by since the last window
+	// closed (LostFrames counts the cycles that lost one).
+	FramesSent, FramesLost int64
 	// Period is the time between consecutive wake-ups (pairs of samples
 	// with consecutive cycle numbers only).
 	Period stats.Summary
@@ -100,7 +105,7 @@ func (r *WindowReport) Values(q Quantity) (v [NumWindowStats]float64, ok bool) {
 // Prometheus histograms, counters and exact window statistics: a Deriver
 // computes each sample's figures, the Consumer records them. It is owned
 // by the one goroutine that drains the ring: Observe, CloseWindow, Restart,
-// SetRingDrops and SetFrames must not be called concurrently with each
+// SetRingDrops and SetSegment must not be called concurrently with each
 // other.
 // Prometheus may gather the registry at any time.
 type Consumer struct {
@@ -114,6 +119,8 @@ type Consumer struct {
 
 	// Counts of the current window (for WindowReport).
 	winCounts [numSampleCounters]int64
+	// winFrames is the frames sent and lost when the last window closed.
+	winFrames [2]uint64
 }
 
 // Observe records one cycle sample: its figures (see Deriver.Derive) go
@@ -153,6 +160,9 @@ func (c *Consumer) CloseWindow() WindowReport {
 		LostFrames: c.winCounts[CounterLostFrames],
 		WKCErrors:  c.winCounts[CounterWKCErrors],
 	}
+	sent, lost := c.deriver.SegmentCount(CounterFramesSent), c.deriver.SegmentCount(CounterFramesLost)
+	r.FramesSent, r.FramesLost = int64(sent-c.winFrames[0]), int64(lost-c.winFrames[1])
+	c.winFrames = [2]uint64{sent, lost}
 	for q, w := range c.windows {
 		*r.summary(Quantity(q)) = w.Snapshot()
 	}
@@ -193,14 +203,11 @@ func (c *Consumer) Restart() { c.deriver.Restart() }
 // then continues from where it was, so it never goes backwards.
 func (c *Consumer) SetRingDrops(n uint64) { c.deriver.SetRingDrops(n) }
 
-// SetFrames sets ecagent_cyclic_frames_sent_total and
-// ecagent_cyclic_frames_lost_total from the cycle's running totals
-// (shm.Heartbeat.Frames), continuing across a new segment as
-// SetRingDrops does.
-func (c *Consumer) SetFrames(sent, lost uint64) {
-	c.deriver.SetSegmentCount(CounterFramesSent, sent)
-	c.deriver.SetSegmentCount(CounterFramesLost, lost)
-}
+// SetSegment sets the segment counters — ecagent_sample_ring_drops_total,
+// ecagent_cyclic_frames_sent_total and ecagent_cyclic_frames_lost_total —
+// from the running totals the segment holds, read at one drain; they
+// continue across a new segment (Deriver.SetSegment).
+func (c *Consumer) SetSegment(s SegmentCounts) { c.deriver.SetSegment(s) }
 
 // Target returns the target cycle period in nanoseconds.
 func (c *Consumer) Target() int64 { return c.deriver.Target() }

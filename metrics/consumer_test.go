@@ -403,8 +403,8 @@ func TestSegmentCounters(t *testing.T) {
 		set  func(c *Consumer, n uint64)
 	}{
 		{nameRingDrops, func(c *Consumer, n uint64) { c.SetRingDrops(n) }},
-		{nameFramesSent, func(c *Consumer, n uint64) { c.SetFrames(n, 0) }},
-		{nameFramesLost, func(c *Consumer, n uint64) { c.SetFrames(0, n) }},
+		{nameFramesSent, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{FramesSent: n}) }},
+		{nameFramesLost, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{FramesLost: n}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newTestRegistry(t, testOptions())
@@ -422,6 +422,30 @@ func TestSegmentCounters(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWindowFrames: a window reports the frames sent and lost since the
+// last window closed, also across a new segment, whose totals start
+// again from 0 — frames lost included, though its new total (10) has
+// passed the old one (3).
+func TestWindowFrames(t *testing.T) {
+	r := newTestRegistry(t, testOptions())
+	c := r.Consumer()
+	for _, step := range []struct {
+		sent, lost         uint64 // the segment's running totals at the window's end
+		wantSent, wantLost int64
+	}{
+		{1000, 3, 1000, 3},
+		{2500, 3, 1500, 0},
+		{200, 10, 200, 10}, // a new segment: 2 500 and 3 before it
+		{900, 12, 700, 2},
+	} {
+		c.SetSegment(SegmentCounts{FramesSent: step.sent, FramesLost: step.lost})
+		if rep := c.CloseWindow(); rep.FramesSent != step.wantSent || rep.FramesLost != step.wantLost {
+			t.Errorf("totals %d, %d: window of %d frames sent, %d lost; want %d, %d",
+				step.sent, step.lost, rep.FramesSent, rep.FramesLost, step.wantSent, step.wantLost)
+		}
 	}
 }
 

@@ -16,8 +16,9 @@
 //	n := ring.Drain(buf)
 //	for i := range buf[:n] { c.Observe(&buf[i]) }
 //	ring.Commit()
-//	c.SetRingDrops(ring.Drops())
-//	c.SetFrames(seg.Heartbeat().Frames())
+//	totals := metrics.SegmentCounts{RingDrops: ring.Drops()}
+//	totals.FramesSent, totals.FramesLost = seg.Heartbeat().Frames()
+//	c.SetSegment(totals)
 //	// every metrics.window, same goroutine:
 //	report := c.CloseWindow()
 //

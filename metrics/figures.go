@@ -57,8 +57,9 @@ func (f *Figures) set(q Quantity, ns int64) {
 // figures: Derive for each sample, SetRingDrops for the ring's drop
 // counter. It keeps what the stream carries from one sample to the next
 // (the previous wake-up, the last expected working counter, the drops of
-// earlier rings). Derive, Restart and SetRingDrops belong to the one
-// goroutine that drains the sample ring; ExpectedWKC and RingDrops may be
+// earlier segments). Derive, Restart, SetSegment and SetRingDrops belong
+// to the one goroutine that drains the sample ring; ExpectedWKC, RingDrops
+// and SegmentCount may be
 // read from any goroutine (a scrape, an export). Create it with
 // NewDeriver.
 type Deriver struct {
@@ -67,26 +68,34 @@ type Deriver struct {
 
 	expectedWKC atomic.Int32 // −1 before the first sample
 
-	// The segment counters, from CounterRingDrops on.
-	segment [NumCounters - numSampleCounters]segmentCount
+	// The segment counters, from CounterRingDrops on: the last running
+	// totals seen, what earlier segments (before a reset) had counted,
+	// and their sum, the counter's value.
+	segLast, segBase [numSegmentCounters]uint64
+	segTotal         [numSegmentCounters]atomic.Uint64
 }
 
-// segmentCount turns a running total that the segment holds into a
-// counter that never goes backwards. last is the last absolute value
-// seen, base what earlier segments (before a reset) had counted; total
-// is their sum.
-type segmentCount struct {
-	last, base uint64
-	total      atomic.Uint64
+// numSegmentCounters is the number of segment counters, CounterRingDrops
+// and after.
+const numSegmentCounters = NumCounters - numSampleCounters
+
+// SegmentCounts are the running totals the segment holds, read together
+// at one drain of the sample ring.
+type SegmentCounts struct {
+	// RingDrops is the sample ring's drop counter (shm.Ring.Drops).
+	RingDrops uint64
+	// FramesSent and FramesLost are the cycle's frame totals
+	// (shm.Heartbeat.Frames).
+	FramesSent, FramesLost uint64
 }
 
-// set takes the segment's running total n.
-func (c *segmentCount) set(n uint64) {
-	if n < c.last {
-		c.base += c.last
+// values lists s in Counter order, from CounterRingDrops.
+func (s SegmentCounts) values() [numSegmentCounters]uint64 {
+	return [numSegmentCounters]uint64{
+		CounterRingDrops - numSampleCounters:  s.RingDrops,
+		CounterFramesSent - numSampleCounters: s.FramesSent,
+		CounterFramesLost - numSampleCounters: s.FramesLost,
 	}
-	c.last = n
-	c.total.Store(c.base + n)
 }
 
 // NewDeriver returns a deriver for the target cycle period (> 0).
@@ -165,32 +174,44 @@ func (d *Deriver) ExpectedWKC() (wkc int32, ok bool) {
 	return v, v >= 0
 }
 
+// SetSegment takes the running totals the segment holds, read at one
+// drain. A total below its last value means a new segment (the cycle
+// process made one): every segment counter then continues from where it
+// was, so none goes backwards and none counts an old segment's total
+// twice, even one whose new total has already passed its old one.
+func (d *Deriver) SetSegment(s SegmentCounts) {
+	now := s.values()
+	reset := false
+	for i := range now {
+		reset = reset || now[i] < d.segLast[i]
+	}
+	for i := range now {
+		if reset {
+			d.segBase[i] += d.segLast[i]
+		}
+		d.segLast[i] = now[i]
+		d.segTotal[i].Store(d.segBase[i] + now[i])
+	}
+}
+
 // SetRingDrops takes the sample ring's drop counter (an absolute value,
-// shm.Ring.Drops). A value below the last one means a new ring (the cycle
-// process made a new segment): RingDrops then continues from where it was,
-// so it never goes backwards.
-func (d *Deriver) SetRingDrops(n uint64) { d.SetSegmentCount(CounterRingDrops, n) }
+// shm.Ring.Drops) alone, the other totals as last set: SetSegment for a
+// caller that has nothing else to set.
+func (d *Deriver) SetRingDrops(n uint64) {
+	last := d.segLast
+	d.SetSegment(SegmentCounts{RingDrops: n,
+		FramesSent: last[CounterFramesSent-numSampleCounters], FramesLost: last[CounterFramesLost-numSampleCounters]})
+}
 
 // RingDrops returns the samples the rings have dropped in all, the value
 // of CounterRingDrops.
 func (d *Deriver) RingDrops() uint64 { return d.SegmentCount(CounterRingDrops) }
 
-// SetSegmentCount takes the running total the segment holds for segment
-// counter c (CounterRingDrops or after; others are ignored): the ring's
-// drops, the heartbeat's frames. A value below the last one means a new
-// segment (the cycle process made one): the counter then continues from
-// where it was, so it never goes backwards.
-func (d *Deriver) SetSegmentCount(c Counter, n uint64) {
-	if c >= numSampleCounters && c < NumCounters {
-		d.segment[c-numSampleCounters].set(n)
-	}
-}
-
 // SegmentCount returns the value of segment counter c, 0 for a counter
 // the samples advance.
 func (d *Deriver) SegmentCount(c Counter) uint64 {
 	if c >= numSampleCounters && c < NumCounters {
-		return d.segment[c-numSampleCounters].total.Load()
+		return d.segTotal[c-numSampleCounters].Load()
 	}
 	return 0
 }

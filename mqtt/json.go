@@ -134,6 +134,8 @@ func appendStats(b []byte, r *metrics.WindowReport, tsMillis int64, seq uint64) 
 	o.int("overruns", r.Overruns)
 	o.int("skipped", r.Skipped)
 	o.int("lost_frames", r.LostFrames)
+	o.int("frames_sent", r.FramesSent)
+	o.int("frames_lost", r.FramesLost)
 	o.int("wkc_errors", r.WKCErrors)
 	for _, q := range []struct {
 		key string

@@ -47,6 +47,7 @@ func nodeStatMetrics() []nodeMetric {
 		{"Stats/wakeup_latency_p99_ns", i}, {"Stats/job_max_ns", i}, {"Stats/frame_rtt_p99_ns", i},
 		{"Stats/cpu_load_mean", d}, {"Stats/cpu_load_max", d},
 		{"Stats/dc_difference_p99_ns", i}, {"Stats/dc_controller_error_p99_ns", i},
+		{"Stats/frames_sent", i}, {"Stats/frames_lost", i},
 	}
 }
 
@@ -73,6 +74,7 @@ func nodeStats(dst []sparkplug.Metric, r *metrics.WindowReport) []sparkplug.Metr
 		{i: r.WakeupLatency.P99}, {i: r.JobDuration.Max}, {i: r.FrameRTT.P99},
 		{f: r.JobDuration.Mean / target}, {f: float64(r.JobDuration.Max) / target},
 		{i: r.DCTimeDifference.P99}, {i: r.DCControllerError.P99},
+		{i: r.FramesSent}, {i: r.FramesLost},
 	}
 	for k, nm := range nodeStatMetrics() {
 		m := sparkplug.Metric{Name: nm.name, DataType: nm.typ}

@@ -325,13 +325,10 @@ func (e *Exporter) Restart() { e.deriver.Restart() }
 // counter, continuing across a new ring (metrics.Deriver.SetRingDrops).
 func (e *Exporter) SetRingDrops(n uint64) { e.deriver.SetRingDrops(n) }
 
-// SetFrames sets ecagent.cyclic_frames_sent and ecagent.cyclic_frames_lost
-// from the cycle's running totals (shm.Heartbeat.Frames), continuing
-// across a new segment as SetRingDrops does.
-func (e *Exporter) SetFrames(sent, lost uint64) {
-	e.deriver.SetSegmentCount(metrics.CounterFramesSent, sent)
-	e.deriver.SetSegmentCount(metrics.CounterFramesLost, lost)
-}
+// SetSegment sets the segment counters (ecagent.sample_ring_drops,
+// ecagent.cyclic_frames_sent, ecagent.cyclic_frames_lost) from the running
+// totals the segment holds, read at one drain (metrics.Deriver.SetSegment).
+func (e *Exporter) SetSegment(s metrics.SegmentCounts) { e.deriver.SetSegment(s) }
 
 // Flush exports what has been recorded now, without waiting for the
 // interval.
