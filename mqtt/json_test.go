@@ -81,8 +81,8 @@ func TestAppendStats(t *testing.T) {
 		DCControllerError: stats.Summary{Count: 500, Min: 3, Max: 420, Mean: 55.5, P99: 300}}
 	var got struct {
 		Cycles, Overruns, LostFrames int64
-		FramesSent                   int64 `json:"frames_sent"`
-		FramesLost                   int64 `json:"frames_lost"`
+		FramesSent                   int64              `json:"frames_sent"`
+		FramesLost                   int64              `json:"frames_lost"`
 		Jitter                       map[string]float64 `json:"jitter_ns"`
 		Period                       map[string]float64 `json:"period_ns"`
 		Load                         map[string]float64 `json:"cpu_load"`
