@@ -86,6 +86,9 @@ func (t *telemetry) cycleStarted(cp *CycleProcess, attached bool) {
 		t.reg.CycleProcessStarted(cp.pid)
 	}
 	t.reg.Consumer().Restart()
+	if attached {
+		t.reg.Consumer().Attached()
+	}
 	var slaves []metrics.Slave
 	for _, s := range cp.info.Slaves {
 		slaves = append(slaves, metrics.Slave{Position: s.Position, Name: slaveLabel(s)})

@@ -119,8 +119,10 @@ type Consumer struct {
 
 	// Counts of the current window (for WindowReport).
 	winCounts [numSampleCounters]int64
-	// winFrames is the frames sent and lost when the last window closed.
-	winFrames [2]uint64
+	// winFrames is the frames sent and lost when the last window closed;
+	// skipFrames moves it to the totals of the next SetSegment (Attached).
+	winFrames  [2]uint64
+	skipFrames bool
 }
 
 // Observe records one cycle sample: its figures (see Deriver.Derive) go
@@ -207,7 +209,20 @@ func (c *Consumer) SetRingDrops(n uint64) { c.deriver.SetRingDrops(n) }
 // ecagent_cyclic_frames_sent_total and ecagent_cyclic_frames_lost_total —
 // from the running totals the segment holds, read at one drain; they
 // continue across a new segment (Deriver.SetSegment).
-func (c *Consumer) SetSegment(s SegmentCounts) { c.deriver.SetSegment(s) }
+func (c *Consumer) SetSegment(s SegmentCounts) {
+	c.deriver.SetSegment(s)
+	if c.skipFrames {
+		c.skipFrames = false
+		c.winFrames = [2]uint64{c.deriver.SegmentCount(CounterFramesSent), c.deriver.SegmentCount(CounterFramesLost)}
+	}
+}
+
+// Attached says, after Restart, that the cycle process was running before
+// this agent attached to it: the frames its segment counted until the next
+// SetSegment go into the counters, but not into the next window, which
+// holds the frames sent and lost while this agent watched. (The samples
+// the ring kept from before are counted as they are drained.)
+func (c *Consumer) Attached() { c.skipFrames = true }
 
 // Target returns the target cycle period in nanoseconds.
 func (c *Consumer) Target() int64 { return c.deriver.Target() }

@@ -449,6 +449,45 @@ func TestWindowFrames(t *testing.T) {
 	}
 }
 
+// TestSegmentRestart: a new segment announced by Restart is counted from
+// 0 even when its first totals are above the old segment's; the ring
+// drops alone going backwards do not count the frame totals twice; and
+// after Attached the first window leaves out what a cycle process found
+// running had counted before.
+func TestSegmentRestart(t *testing.T) {
+	r := newTestRegistry(t, testOptions())
+	c := r.Consumer()
+	value := func(name string) float64 { return family(t, r, name).GetMetric()[0].GetCounter().GetValue() }
+	check := func(step string, drops, sent, lost float64) {
+		t.Helper()
+		if d, s, l := value(nameRingDrops), value(nameFramesSent), value(nameFramesLost); d != drops || s != sent || l != lost {
+			t.Errorf("%s: ring drops %g, frames sent %g, lost %g; want %g, %g, %g", step, d, s, l, drops, sent, lost)
+		}
+	}
+	c.SetSegment(SegmentCounts{RingDrops: 5, FramesSent: 100, FramesLost: 3})
+	c.SetRingDrops(0) // a new ring, told by the drops alone
+	check("drops back to 0", 5, 100, 3)
+	c.SetSegment(SegmentCounts{RingDrops: 1, FramesSent: 10, FramesLost: 1})
+	check("the new segment's first totals", 6, 110, 4)
+	c.CloseWindow()
+
+	c.Restart() // another cycle process, its totals already past the old ones
+	c.SetSegment(SegmentCounts{RingDrops: 7, FramesSent: 500, FramesLost: 9})
+	check("after Restart", 13, 610, 13)
+	if rep := c.CloseWindow(); rep.FramesSent != 500 || rep.FramesLost != 9 {
+		t.Errorf("window after Restart: %d frames sent, %d lost; want 500, 9", rep.FramesSent, rep.FramesLost)
+	}
+
+	c.Restart()
+	c.Attached() // found running: a week of frames before this agent
+	c.SetSegment(SegmentCounts{FramesSent: 600_000_000, FramesLost: 12_000})
+	c.SetSegment(SegmentCounts{FramesSent: 600_001_000, FramesLost: 12_002})
+	if rep := c.CloseWindow(); rep.FramesSent != 1000 || rep.FramesLost != 2 {
+		t.Errorf("first window after attaching: %d frames sent, %d lost; want 1000, 2", rep.FramesSent, rep.FramesLost)
+	}
+	check("after attaching", 13, 610+600_001_000, 13+12_002)
+}
+
 // TestObserveAllocs proves that Observe and CloseWindow allocate nothing.
 func TestObserveAllocs(t *testing.T) {
 	r := newTestRegistry(t, testOptions())

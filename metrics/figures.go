@@ -160,9 +160,24 @@ func (d *Deriver) Derive(s *shm.Sample) Figures {
 }
 
 // Restart forgets the previous sample, so the next one starts a new run of
-// periods. Call it when the cycle process restarts (its cycle numbers start
-// again from 0).
-func (d *Deriver) Restart() { d.tracker.Reset() }
+// periods, and starts a new segment: the segment counters continue from
+// where they are, and the next SetSegment takes the new segment's totals
+// from 0. Call it when the agent attaches to a cycle process, new or
+// found running (its cycle numbers start again; it has a segment of its
+// own).
+func (d *Deriver) Restart() {
+	d.tracker.Reset()
+	d.newSegment()
+}
+
+// newSegment carries the segment counters' last totals into their base:
+// what the old segment counted stays counted.
+func (d *Deriver) newSegment() {
+	for i := range d.segLast {
+		d.segBase[i] += d.segLast[i]
+		d.segLast[i] = 0
+	}
+}
 
 // Target returns the target cycle period in nanoseconds.
 func (d *Deriver) Target() int64 { return d.target }
@@ -175,32 +190,34 @@ func (d *Deriver) ExpectedWKC() (wkc int32, ok bool) {
 }
 
 // SetSegment takes the running totals the segment holds, read at one
-// drain. A total below its last value means a new segment (the cycle
-// process made one): every segment counter then continues from where it
-// was, so none goes backwards and none counts an old segment's total
-// twice, even one whose new total has already passed its old one.
+// drain. A new segment is announced by Restart; a total below its last
+// value also means one (a caller that did not announce it): every segment
+// counter then continues from where it was, so none goes backwards and
+// none counts an old segment's total twice.
 func (d *Deriver) SetSegment(s SegmentCounts) {
 	now := s.values()
-	reset := false
 	for i := range now {
-		reset = reset || now[i] < d.segLast[i]
+		if now[i] < d.segLast[i] {
+			d.newSegment()
+			break
+		}
 	}
 	for i := range now {
-		if reset {
-			d.segBase[i] += d.segLast[i]
-		}
 		d.segLast[i] = now[i]
 		d.segTotal[i].Store(d.segBase[i] + now[i])
 	}
 }
 
 // SetRingDrops takes the sample ring's drop counter (an absolute value,
-// shm.Ring.Drops) alone, the other totals as last set: SetSegment for a
-// caller that has nothing else to set.
+// shm.Ring.Drops) alone: SetSegment for a caller that has nothing else to
+// set. The frame totals stay as last set, or start from 0 when the drops
+// going backwards show a new segment.
 func (d *Deriver) SetRingDrops(n uint64) {
-	last := d.segLast
-	d.SetSegment(SegmentCounts{RingDrops: n,
-		FramesSent: last[CounterFramesSent-numSampleCounters], FramesLost: last[CounterFramesLost-numSampleCounters]})
+	s := SegmentCounts{RingDrops: n}
+	if n >= d.segLast[CounterRingDrops-numSampleCounters] {
+		s.FramesSent, s.FramesLost = d.segLast[CounterFramesSent-numSampleCounters], d.segLast[CounterFramesLost-numSampleCounters]
+	}
+	d.SetSegment(s)
 }
 
 // RingDrops returns the samples the rings have dropped in all, the value

@@ -151,9 +151,10 @@ const (
 	// CounterRingDrops counts samples the sample ring dropped. No sample
 	// carries it: the ring's drop counter does (Deriver.SetRingDrops).
 	// It is the first of the segment counters, which the segment holds
-	// as running totals (Deriver.SetSegmentCount).
+	// as running totals (Deriver.SetSegment).
 	CounterRingDrops
-	// CounterFramesSent counts the cyclic frames the cycle sent, frame by
+	// CounterFramesSent counts the cyclic frames the cycle sent, or tried
+	// to (a frame the link refused is counted sent and lost), frame by
 	// frame (shm.Heartbeat.Frames).
 	CounterFramesSent
 	// CounterFramesLost counts the cyclic frames that did not come back in
@@ -202,7 +203,7 @@ func counterTable() [NumCounters]CounterInfo {
 		CounterRingDrops: {"sample_ring_drops", nameRingDrops,
 			"Cycle samples dropped because the sample ring was full (the agent fell behind)."},
 		CounterFramesSent: {"cyclic_frames_sent", nameFramesSent,
-			"Cyclic frames the cycle sent (a cycle of two frames counts two)."},
+			"Cyclic frames the cycle sent, or tried to: a frame the link refused counts here and as lost (a cycle of two frames counts two)."},
 		CounterFramesLost: {"cyclic_frames_lost", nameFramesLost,
 			"Cyclic frames that did not come back in time, frame by frame; ecagent_lost_frames_total counts the cycles that lost one."},
 	}

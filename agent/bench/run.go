@@ -125,7 +125,7 @@ func runBlock(ctx context.Context, cfg config.Config, o Options, log *slog.Logge
 		progress = NewProgress(o.Progress, o.Cycles, cfg.Cycle.Period, o.Terminal)
 	}
 	ring := cp.Segment().Samples()
-	d := drainer{ring: ring, rec: rec, buf: make([]shm.Sample, drainBatch)}
+	d := drainer{ring: ring, heartbeat: cp.Segment().Heartbeat(), rec: rec, buf: make([]shm.Sample, drainBatch)}
 	if tel != nil {
 		d.consumer = tel.reg.Consumer()
 	}
@@ -183,10 +183,11 @@ loop:
 // drainer copies samples out of the ring into the recorder (and the
 // telemetry consumer).
 type drainer struct {
-	ring     *shm.Ring[shm.Sample]
-	rec      *Recorder
-	consumer *metrics.Consumer
-	buf      []shm.Sample
+	ring      *shm.Ring[shm.Sample]
+	heartbeat *shm.Heartbeat
+	rec       *Recorder
+	consumer  *metrics.Consumer
+	buf       []shm.Sample
 }
 
 // drain consumes every waiting sample.
@@ -201,7 +202,9 @@ func (d *drainer) drain() {
 		}
 		d.ring.Commit()
 		if d.consumer != nil {
-			d.consumer.SetRingDrops(d.ring.Drops())
+			totals := metrics.SegmentCounts{RingDrops: d.ring.Drops()}
+			totals.FramesSent, totals.FramesLost = d.heartbeat.Frames()
+			d.consumer.SetSegment(totals)
 		}
 		if n < len(d.buf) {
 			return
