@@ -217,23 +217,32 @@ func TestFaultStorm(t *testing.T) {
 	// (the socket waits in ppoll). A collection empties the runtime's
 	// shared cache of those records; a goroutine whose own cache is empty
 	// then allocates new ones.
+	//
+	// The profile spans more than the second (the collections that
+	// publish it), so it can hold more of theirs than the second did, never
+	// fewer. A tiny allocation (under 16 bytes, no pointers) that fits in
+	// a block already begun is counted by MemStats but not profiled: when
+	// the second counted more allocations than the profile holds of
+	// theirs, the rest may be the cycle's, and the test fails.
 	if n := after.Mallocs - before.Mallocs; n != 0 {
 		var ours, theirs strings.Builder
+		var theirsN int64
 		for _, s := range sites {
 			if s.has("ecagent/master/sim.", "runtime.gcBgMarkWorker") ||
 				s.has("runtime.acquireSudog") && s.has("link.(*PipeEnd).Wait") {
 				theirs.WriteString(s.String())
+				theirsN += s.n
 			} else {
 				ours.WriteString(s.String())
 			}
 		}
-		if ours.Len() == 0 && theirs.Len() == 0 {
-			t.Errorf("%d allocations in %d cycles after the storm, and none in the profile that records every one", n, quiet)
-		}
-		if ours.Len() > 0 {
+		switch {
+		case ours.Len() > 0:
 			t.Errorf("%d allocations in %d cycles after the storm:\n%s", n, quiet, ours.String())
-		}
-		if theirs.Len() > 0 {
+		case int64(n) > theirsN:
+			t.Errorf("%d allocations in %d cycles after the storm, of which the profile holds %d, none the cycle process's; "+
+				"the rest were not profiled (tiny ones are not) and may be the cycle's:\n%s", n, quiet, theirsN, theirs.String())
+		default:
 			t.Logf("%d allocations in %d cycles after the storm, none of them the cycle process's:\n%s", n, quiet, theirs.String())
 		}
 	}
