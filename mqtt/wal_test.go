@@ -268,11 +268,20 @@ func TestWALSyncHoldsNoLock(t *testing.T) {
 	}
 	w.mu.Unlock()
 
+	// flushing waits until a flush has begun and waits on the "disk".
+	flushing := func() {
+		t.Helper()
+		select {
+		case <-entered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("sync did not flush a dirty log")
+		}
+	}
 	ms := walTestMessages()
 	seq := w.append(&ms[0])
 	syncs := make(chan struct{})
 	go func() { w.sync(); close(syncs) }()
-	<-entered // the flush has begun and waits on the "disk"
+	flushing()
 	logged := make(chan uint64)
 	go func() {
 		s := w.append(&ms[1])
@@ -296,14 +305,14 @@ func TestWALSyncHoldsNoLock(t *testing.T) {
 	dirty := w.dirty
 	w.mu.Unlock()
 	if !dirty {
-		t.Error("records written during a flush are not marked for the next one")
+		t.Fatal("records written during a flush are not marked for the next one")
 	}
 
 	// A failed flush keeps the log dirty and counts an error.
 	fail.Store(true)
 	syncs = make(chan struct{})
 	go func() { w.sync(); close(syncs) }()
-	<-entered
+	flushing()
 	release <- struct{}{}
 	<-syncs
 	w.mu.Lock()
