@@ -21,7 +21,8 @@
 //	       64  creation time, Unix ns      72  samples  {offset u64, capacity u32, record size u32}
 //	       88  events {…}                 104  commands {…}
 //	      120  image {offset u64, capacity u32}
-//	      256  heartbeat: seq, cycle, CLOCK_MONOTONIC ns, cycle PID (uint64 each)
+//	      256  heartbeat: seq, cycle, CLOCK_MONOTONIC ns, cycle PID, cyclic
+//	           frames sent, cyclic frames lost (uint64 each)
 //	512   sample ring:  producer line (position, drops) · consumer line (position) · records
 //	      event ring:   the same, EventSize records
 //	      command ring: the same, CommandSize records
@@ -79,14 +80,13 @@
 //     consumed by the cycle within a cycle or so; there is no backlog to
 //     worry about.
 //   - The cycle process dies: the agent notices (its child exits, or
-//     Heartbeat stops advancing) and starts a new one on the same
-//     segment. Producer positions continue, so the agent's readers go on
-//     reading; sample cycle numbers start again from 0 and
-//     Heartbeat.CyclePID changes. A new cycle process should Discard the
-//     command ring before it enters OP, since commands queued for the old
-//     bus state must not be applied to the new one. A writer that died in
-//     the middle of an image or heartbeat update leaves its sequence odd;
-//     the next writer repairs it.
+//     Heartbeat stops advancing), removes the segment and starts a new
+//     cycle process on a new one. Everything starts again from 0 there:
+//     ring positions, sample cycle numbers, the heartbeat's frame totals;
+//     the agent carries its counters over (metrics.Deriver.Restart).
+//     Commands queued for the old bus state die with the old segment. A
+//     writer that died in the middle of an image or heartbeat update
+//     leaves its sequence odd; the readers of that segment give up on it.
 //   - The agent is upgraded to a build with another LayoutVersion: it
 //     cannot attach (VersionError, naming both versions). It must stop
 //     the old cycle process (Heartbeat.CyclePID), remove the segment and

@@ -51,8 +51,9 @@ func (h *Heartbeat) SetCyclePID(pid int) { h.line.CyclePID.Store(int64(pid)) }
 // CyclePID returns the PID SetCyclePID recorded, 0 if none.
 func (h *Heartbeat) CyclePID() int { return int(h.line.CyclePID.Load()) }
 
-// CountFrames records the cyclic frames sent and lost since cyclic
-// operation began, as running totals. Only the cycle process calls it,
+// CountFrames records the cyclic frames sent (or tried: a frame the link
+// refused counts as sent and lost) and lost since cyclic operation
+// began, as running totals. Only the cycle process calls it,
 // once per cycle; it never blocks and never allocates. A sample says
 // whether a cycle lost a frame (SampleLostFrame); these totals say how
 // many frames, for a cycle of several frames can lose more than one.

@@ -282,6 +282,8 @@ func TestHeaderFieldOffsets(t *testing.T) {
 		{"heartbeat Cycle", heartbeatOffset + unsafe.Offsetof(hb.Cycle), 264},
 		{"heartbeat Mono", heartbeatOffset + unsafe.Offsetof(hb.Mono), 272},
 		{"heartbeat CyclePID", heartbeatOffset + unsafe.Offsetof(hb.CyclePID), 280},
+		{"heartbeat FramesSent", heartbeatOffset + unsafe.Offsetof(hb.FramesSent), 288},
+		{"heartbeat FramesLost", heartbeatOffset + unsafe.Offsetof(hb.FramesLost), 296},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
