@@ -127,6 +127,12 @@ func TestAgentRestartKeepsTheCycle(t *testing.T) {
 			b0.cycle, b1.cycle, alone, want, syscall.Kill(pid, 0) == nil)
 	}
 
+	// The second agent serves metrics: the cycle's frame totals go on from
+	// where the cycle is, as a kernel's counters do across a restart of
+	// node_exporter, rather than starting again at 0.
+	addr := freePort(t)
+	args[len(args)-1] = addr
+	framesBefore, _ := seg.Heartbeat().Frames()
 	second := startAgent(t, args...)
 	second.waitLog(t, fmt.Sprintf("attached to the running cycle process\" pid=%d", pid), 30*time.Second)
 	deadline := time.Now().Add(10 * time.Second)
@@ -152,6 +158,21 @@ func TestAgentRestartKeepsTheCycle(t *testing.T) {
 		time.Duration(b2.mono-b0.mono).Round(time.Millisecond), skippedBetween(seg, b0, b2))
 	if d := seg.Samples().Drops(); d != 0 {
 		t.Errorf("%d samples dropped across the restart (ring holds 2 s)", d)
+	}
+	// The first value the new agent exports is the cycle's total, not what
+	// it saw since it attached.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		f := scrape(t, addr)["ecagent_cyclic_frames_sent_total"]
+		if f != nil && len(f.GetMetric()) > 0 && f.GetMetric()[0].GetCounter().GetValue() > 0 {
+			if sent := f.GetMetric()[0].GetCounter().GetValue(); framesBefore == 0 || sent < float64(framesBefore) {
+				t.Errorf("after the restart ecagent_cyclic_frames_sent_total starts at %v, below the %d frames the cycle had sent before it", sent, framesBefore)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Error("the new agent exports no cyclic frames 10 s after it attached")
+			break
+		}
 	}
 	// A normal stop of the agent stops the cycle and cleans up.
 	_ = second.cmd.Process.Signal(syscall.SIGTERM)
