@@ -61,19 +61,16 @@ type Engine struct {
 	event  shm.Event
 	cmd    shm.Command
 
-	cycle uint64
-	// framesSent and framesLost total the cyclic frames of every cycle
-	// (shm.Heartbeat.CountFrames).
-	framesSent, framesLost uint64
-	badRun                 int  // consecutive cycles with a lost frame or a wrong WKC
-	goodRun                int  // consecutive clean cycles
-	alarm                  bool // the bus alarm is raised
-	alarmLost              bool // ... for lost frames (else for the working counter)
-	lostRun                int  // consecutive cycles with a lost frame
-	wkcRun                 int  // consecutive cycles with every frame back and a wrong WKC
-	linkDown               bool // the link refused to send
-	pipelined              bool // Config.Pipelined and the link can post
-	busKnown               bool // lastBus holds a read of the AL status
+	cycle     uint64
+	badRun    int  // consecutive cycles with a lost frame or a wrong WKC
+	goodRun   int  // consecutive clean cycles
+	alarm     bool // the bus alarm is raised
+	alarmLost bool // ... for lost frames (else for the working counter)
+	lostRun   int  // consecutive cycles with a lost frame
+	wkcRun    int  // consecutive cycles with every frame back and a wrong WKC
+	linkDown  bool // the link refused to send
+	pipelined bool // Config.Pipelined and the link can post
+	busKnown  bool // lastBus holds a read of the AL status
 	// discardedAt is when the discarded frames were last looked at,
 	// discarded their counts (invalid, foreign, mismatched) as reported.
 	discardedAt int64
@@ -273,8 +270,6 @@ func (e *Engine) step(deadline int64, skipped uint32) int64 {
 		s.Flags |= shm.SampleLostFrame
 		s.Recv = s.Send
 	}
-	e.framesSent += uint64(res.Frames)
-	e.framesLost += uint64(res.Lost)
 	// A lost frame is not also a working-counter error: the counter of a
 	// frame that did not come back is unknown.
 	if res.Lost == 0 && res.WKC != res.ExpectedWKC {
@@ -422,7 +417,7 @@ func (e *Engine) publish(end int64) {
 	e.seg.Samples().Push(&e.sample) // a full ring drops and counts
 	e.seg.Image().Publish(e.m.Image().Bytes(), e.cycle)
 	hb := e.seg.Heartbeat()
-	hb.CountFrames(e.framesSent, e.framesLost)
+	hb.CountFrames(e.m.FrameTotals())
 	hb.Beat(e.cycle, end)
 	e.cycle++
 }

@@ -241,6 +241,7 @@ func (c *Cyclic) count(r CycleResult) CycleResult {
 	c.cycle++
 	r.Cycle = c.cycle
 	c.counters.cycles.Add(1)
+	c.counters.sent.Add(uint64(r.Frames))
 	if r.Lost > 0 {
 		c.counters.lost.Add(uint64(r.Lost))
 	}

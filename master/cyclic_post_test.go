@@ -104,7 +104,7 @@ func TestCyclicCollectBeforeTheAnswer(t *testing.T) {
 	if r.Lost != 0 || r.Stale != 1 || r.WKC != 8 || r.Err != nil {
 		t.Errorf("the next cycle: %+v, want its own answer and one stale", r)
 	}
-	if got := cnt.snapshot(); got.LostFrames != 1 || got.StaleFrames != 1 || got.Cycles != 2 {
+	if got := cnt.snapshot(); got.LostFrames != 1 || got.FramesSent != 2 || got.StaleFrames != 1 || got.Cycles != 2 {
 		t.Errorf("stats %+v", got)
 	}
 }

@@ -99,9 +99,9 @@ type resultCase struct {
 // run: waiting and pipelined, an exchange must come to the same result.
 func resultCases() []resultCase {
 	return []resultCase{
-		{"complete", maxLRWData, func(uint8) uint16 { return 8 }, 8, 0, nil, Stats{Cycles: 1}},
-		{"one slave missing", maxLRWData, func(uint8) uint16 { return 7 }, 7, 0, ErrWKCMismatch, Stats{Cycles: 1, WKCErrors: 1}},
-		{"frame lost", maxLRWData, func(uint8) uint16 { return 0xFFFF }, 0, 1, ErrFrameLost, Stats{Cycles: 1, LostFrames: 1}},
+		{"complete", maxLRWData, func(uint8) uint16 { return 8 }, 8, 0, nil, Stats{Cycles: 1, FramesSent: 1}},
+		{"one slave missing", maxLRWData, func(uint8) uint16 { return 7 }, 7, 0, ErrWKCMismatch, Stats{Cycles: 1, FramesSent: 1, WKCErrors: 1}},
+		{"frame lost", maxLRWData, func(uint8) uint16 { return 0xFFFF }, 0, 1, ErrFrameLost, Stats{Cycles: 1, FramesSent: 1, LostFrames: 1}},
 		// Split in three frames (WKC 4, 2, 2); the middle one, with the
 		// odd index of the second frame, is lost.
 		{"one of three frames lost", 4, func(i uint8) uint16 {
@@ -112,7 +112,7 @@ func resultCases() []resultCase {
 				return 0xFFFF
 			}
 			return 2
-		}, 6, 1, ErrFrameLost, Stats{Cycles: 1, LostFrames: 1}},
+		}, 6, 1, ErrFrameLost, Stats{Cycles: 1, FramesSent: 3, LostFrames: 1}},
 	}
 }
 

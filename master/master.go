@@ -81,6 +81,16 @@ func (m *Master) DC() (DCSetup, SyncSetup, bool) { return m.dc, m.sync, m.dcDone
 // goroutine, also while the cycle runs.
 func (m *Master) Stats() Stats { return m.counters.snapshot() }
 
+// FrameTotals returns Stats' FramesSent and LostFrames alone: two atomic
+// loads, for the cycle to publish every cycle. Sent is read after lost,
+// and the exchange counts a frame sent before it counts it lost, so lost
+// never exceeds sent.
+func (m *Master) FrameTotals() (sent, lost uint64) {
+	lost = m.counters.lost.Load()
+	sent = m.counters.sent.Load()
+	return sent, lost
+}
+
 // Exchange runs one cycle of the process-data exchange (see
 // Cyclic.ExchangeUntil) with the deadline Config.CycleTimeout from now.
 // Before the image is mapped it returns a result with Err ErrNotMapped.

@@ -101,6 +101,9 @@ func TestLostFrameIsReportedAndCounted(t *testing.T) {
 	if st.LostFrames-before.LostFrames != 1 || st.Cycles-before.Cycles != 2 || st.WKCErrors != before.WKCErrors {
 		t.Errorf("stats %+v (before %+v), want one lost frame in two cycles", st, before)
 	}
+	if sent, lost := b.m.FrameTotals(); sent != st.FramesSent || lost != st.LostFrames || st.FramesSent-before.FramesSent != 2 {
+		t.Errorf("frame totals %d sent, %d lost; stats %+v (before %+v), want two frames sent in two cycles", sent, lost, st, before)
+	}
 }
 
 func TestLateAnswerIsDiscardedAsStale(t *testing.T) {

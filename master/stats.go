@@ -10,8 +10,11 @@ import "sync/atomic"
 type Stats struct {
 	// Cycles counts Exchange calls.
 	Cycles uint64
-	// LostFrames counts cyclic frames that did not come back before their
-	// deadline (a cycle split over n frames can lose up to n).
+	// FramesSent counts the cyclic frames of those calls, sent or refused
+	// by the link; LostFrames those that did not come back before their
+	// deadline (a cycle split over n frames can lose up to n; a frame the
+	// link refused is lost).
+	FramesSent uint64
 	LostFrames uint64
 	// WKCErrors counts cycles that lost no frame but whose working counter
 	// was not the expected one (a cycle with a lost frame counts there).
@@ -61,6 +64,7 @@ type Stats struct {
 // another goroutine may read them while the cycle runs.
 type counters struct {
 	cycles    atomic.Uint64
+	sent      atomic.Uint64
 	lost      atomic.Uint64
 	wkcErrors atomic.Uint64
 	stale     atomic.Uint64
@@ -81,6 +85,7 @@ type counters struct {
 func (c *counters) snapshot() Stats {
 	return Stats{
 		Cycles:            c.cycles.Load(),
+		FramesSent:        c.sent.Load(),
 		LostFrames:        c.lost.Load(),
 		WKCErrors:         c.wkcErrors.Load(),
 		StaleFrames:       c.stale.Load(),
