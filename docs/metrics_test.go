@@ -256,7 +256,7 @@ func otlpInstruments(t *testing.T) []instrument {
 		exp.Observe(&s)
 		reg.Consumer().Observe(&s)
 	}
-	exp.SetRingDrops(0)
+	exp.SetSegment(metrics.SegmentCounts{})
 	exp.Window(reg.Consumer().CloseWindow())
 	exp.Emergency(1, "AKD", 0x2310)
 	exp.SetDriveState(1, "AKD", 8)

@@ -105,8 +105,7 @@ func (r *WindowReport) Values(q Quantity) (v [NumWindowStats]float64, ok bool) {
 // Prometheus histograms, counters and exact window statistics: a Deriver
 // computes each sample's figures, the Consumer records them. It is owned
 // by the one goroutine that drains the ring: Observe, CloseWindow, Restart,
-// SetRingDrops and SetSegment must not be called concurrently with each
-// other.
+// Attached and SetSegment must not be called concurrently with each other.
 // Prometheus may gather the registry at any time.
 type Consumer struct {
 	deriver *Deriver
@@ -195,15 +194,9 @@ func (c *Consumer) publish(q Quantity, r *WindowReport) {
 }
 
 // Restart forgets the previous sample, so the next one starts a new run of
-// periods. Call it when the cycle process restarts (its cycle numbers start
-// again from 0).
+// periods, and starts a new segment (Deriver.Restart). Call it when the
+// agent attaches to a cycle process.
 func (c *Consumer) Restart() { c.deriver.Restart() }
-
-// SetRingDrops sets ecagent_sample_ring_drops_total from the sample ring's
-// drop counter (an absolute value, shm.Ring.Drops). A value below the last
-// one means a new ring (the cycle process made a new segment): the counter
-// then continues from where it was, so it never goes backwards.
-func (c *Consumer) SetRingDrops(n uint64) { c.deriver.SetRingDrops(n) }
 
 // SetSegment sets the segment counters — ecagent_sample_ring_drops_total,
 // ecagent_cyclic_frames_sent_total and ecagent_cyclic_frames_lost_total —

@@ -291,7 +291,7 @@ func TestCounters(t *testing.T) {
 		s.Flags, s.Skipped, s.DCDiff = sm.flags, sm.skipped, sm.dcDiff
 		c.Observe(&s)
 	}
-	c.SetRingDrops(7)
+	c.SetSegment(SegmentCounts{RingDrops: 7})
 	counters := map[string]float64{
 		nameCycles: 9, nameLostFrames: 2, nameWKCErrors: 1, nameOverruns: 2, nameSkipped: 3, nameRingDrops: 7,
 		nameLateAnswers: 1, nameAcyclicCycles: 2, nameAcyclicOverruns: 1,
@@ -389,20 +389,23 @@ func TestDCControllerError(t *testing.T) {
 
 // TestSegmentCounters checks that the counters the segment holds as
 // running totals (ring drops, frames sent and lost) never go backwards
-// when the cycle process makes a new segment, and move apart.
+// when the agent attaches to a new segment (Restart), and move apart.
 func TestSegmentCounters(t *testing.T) {
-	steps := []struct{ set, want uint64 }{
-		{0, 0}, {5, 5}, {5, 5}, {12, 12},
-		{2, 14}, // new segment: 12 from the old one + 2
-		{3, 15},
-		{0, 15}, // another new segment
-		{1, 16},
+	steps := []struct {
+		restart   bool // a new segment before this total
+		set, want uint64
+	}{
+		{false, 0, 0}, {false, 5, 5}, {false, 5, 5}, {false, 12, 12},
+		{true, 2, 14}, // new segment: 12 from the old one + 2
+		{false, 3, 15},
+		{true, 0, 15}, // another new segment
+		{false, 1, 16},
 	}
 	for _, tc := range []struct {
 		name string
 		set  func(c *Consumer, n uint64)
 	}{
-		{nameRingDrops, func(c *Consumer, n uint64) { c.SetRingDrops(n) }},
+		{nameRingDrops, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{RingDrops: n}) }},
 		{nameFramesSent, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{FramesSent: n}) }},
 		{nameFramesLost, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{FramesLost: n}) }},
 	} {
@@ -410,6 +413,9 @@ func TestSegmentCounters(t *testing.T) {
 			r := newTestRegistry(t, testOptions())
 			c := r.Consumer()
 			for _, s := range steps {
+				if s.restart {
+					c.Restart()
+				}
 				tc.set(c, s.set)
 				for _, name := range []string{nameRingDrops, nameFramesSent, nameFramesLost} {
 					want := uint64(0)
@@ -426,21 +432,25 @@ func TestSegmentCounters(t *testing.T) {
 }
 
 // TestWindowFrames: a window reports the frames sent and lost since the
-// last window closed, also across a new segment, whose totals start
-// again from 0 — frames lost included, though its new total (10) has
-// passed the old one (3).
+// last window closed, also across a new segment (Restart), whose totals
+// start again from 0 — frames lost included, though its new total (10)
+// has passed the old one (3).
 func TestWindowFrames(t *testing.T) {
 	r := newTestRegistry(t, testOptions())
 	c := r.Consumer()
 	for _, step := range []struct {
+		restart            bool   // a new segment before this window's end
 		sent, lost         uint64 // the segment's running totals at the window's end
 		wantSent, wantLost int64
 	}{
-		{1000, 3, 1000, 3},
-		{2500, 3, 1500, 0},
-		{200, 10, 200, 10}, // a new segment: 2 500 and 3 before it
-		{900, 12, 700, 2},
+		{false, 1000, 3, 1000, 3},
+		{false, 2500, 3, 1500, 0},
+		{true, 200, 10, 200, 10}, // a new segment: 2 500 and 3 before it
+		{false, 900, 12, 700, 2},
 	} {
+		if step.restart {
+			c.Restart()
+		}
 		c.SetSegment(SegmentCounts{FramesSent: step.sent, FramesLost: step.lost})
 		if rep := c.CloseWindow(); rep.FramesSent != step.wantSent || rep.FramesLost != step.wantLost {
 			t.Errorf("totals %d, %d: window of %d frames sent, %d lost; want %d, %d",
@@ -450,9 +460,8 @@ func TestWindowFrames(t *testing.T) {
 }
 
 // TestSegmentRestart: a new segment announced by Restart is counted from
-// 0 even when its first totals are above the old segment's; the ring
-// drops alone going backwards do not count the frame totals twice; and
-// after Attached the first window leaves out what a cycle process found
+// 0 even when its first totals are above the old segment's, and after
+// Attached the first window leaves out what a cycle process found
 // running had counted before.
 func TestSegmentRestart(t *testing.T) {
 	r := newTestRegistry(t, testOptions())
@@ -465,8 +474,8 @@ func TestSegmentRestart(t *testing.T) {
 		}
 	}
 	c.SetSegment(SegmentCounts{RingDrops: 5, FramesSent: 100, FramesLost: 3})
-	c.SetRingDrops(0) // a new ring, told by the drops alone
-	check("drops back to 0", 5, 100, 3)
+	c.Restart() // a new cycle process, its totals below the old ones
+	check("before its first totals", 5, 100, 3)
 	c.SetSegment(SegmentCounts{RingDrops: 1, FramesSent: 10, FramesLost: 1})
 	check("the new segment's first totals", 6, 110, 4)
 	c.CloseWindow()
@@ -579,7 +588,7 @@ func TestConcurrentGather(t *testing.T) {
 			c.Observe(next())
 			if i%5000 == 4999 {
 				c.CloseWindow()
-				c.SetRingDrops(uint64(i))
+				c.SetSegment(SegmentCounts{RingDrops: uint64(i)})
 			}
 		}
 	}()

@@ -54,11 +54,11 @@ func (f *Figures) set(q Quantity, ns int64) {
 }
 
 // Deriver is the one place that turns the stream of cycle samples into
-// figures: Derive for each sample, SetRingDrops for the ring's drop
-// counter. It keeps what the stream carries from one sample to the next
-// (the previous wake-up, the last expected working counter, the drops of
-// earlier segments). Derive, Restart, SetSegment and SetRingDrops belong
-// to the one goroutine that drains the sample ring; ExpectedWKC, RingDrops
+// figures: Derive for each sample, SetSegment for the totals the segment
+// holds (ring drops, frames). It keeps what the stream carries from one
+// sample to the next (the previous wake-up, the last expected working
+// counter, the totals of earlier segments). Derive, Restart and SetSegment
+// belong to the one goroutine that drains the sample ring; ExpectedWKC
 // and SegmentCount may be
 // read from any goroutine (a scrape, an export). Create it with
 // NewDeriver.
@@ -190,39 +190,14 @@ func (d *Deriver) ExpectedWKC() (wkc int32, ok bool) {
 }
 
 // SetSegment takes the running totals the segment holds, read at one
-// drain. A new segment is announced by Restart; a total below its last
-// value also means one (a caller that did not announce it): every segment
-// counter then continues from where it was, so none goes backwards and
-// none counts an old segment's total twice.
+// drain. Each counter is what the segments before (Restart) counted plus
+// this one's total, so none goes backwards across a new segment.
 func (d *Deriver) SetSegment(s SegmentCounts) {
-	now := s.values()
-	for i := range now {
-		if now[i] < d.segLast[i] {
-			d.newSegment()
-			break
-		}
-	}
-	for i := range now {
-		d.segLast[i] = now[i]
-		d.segTotal[i].Store(d.segBase[i] + now[i])
+	for i, n := range s.values() {
+		d.segLast[i] = n
+		d.segTotal[i].Store(d.segBase[i] + n)
 	}
 }
-
-// SetRingDrops takes the sample ring's drop counter (an absolute value,
-// shm.Ring.Drops) alone: SetSegment for a caller that has nothing else to
-// set. The frame totals stay as last set, or start from 0 when the drops
-// going backwards show a new segment.
-func (d *Deriver) SetRingDrops(n uint64) {
-	s := SegmentCounts{RingDrops: n}
-	if n >= d.segLast[CounterRingDrops-numSampleCounters] {
-		s.FramesSent, s.FramesLost = d.segLast[CounterFramesSent-numSampleCounters], d.segLast[CounterFramesLost-numSampleCounters]
-	}
-	d.SetSegment(s)
-}
-
-// RingDrops returns the samples the rings have dropped in all, the value
-// of CounterRingDrops.
-func (d *Deriver) RingDrops() uint64 { return d.SegmentCount(CounterRingDrops) }
 
 // SegmentCount returns the value of segment counter c, 0 for a counter
 // the samples advance.

@@ -178,10 +178,16 @@ func TestDeriverState(t *testing.T) {
 	if f := d.Derive(&s); f.measured&(1<<QuantityPeriod) != 0 {
 		t.Error("a period measured across Restart")
 	}
-	for _, step := range []struct{ set, want uint64 }{{4, 4}, {9, 9}, {1, 10}} {
-		d.SetRingDrops(step.set)
-		if got := d.RingDrops(); got != step.want {
-			t.Errorf("after SetRingDrops(%d): %d, want %d", step.set, got, step.want)
+	for _, step := range []struct {
+		restart   bool
+		set, want uint64
+	}{{false, 4, 4}, {false, 9, 9}, {true, 1, 10}} {
+		if step.restart {
+			d.Restart()
+		}
+		d.SetSegment(SegmentCounts{RingDrops: step.set})
+		if got := d.SegmentCount(CounterRingDrops); got != step.want {
+			t.Errorf("after SetSegment(ring drops %d): %d, want %d", step.set, got, step.want)
 		}
 	}
 }

@@ -149,7 +149,7 @@ const (
 	// that overruns the acyclic work caused can be told from the host's.
 	CounterAcyclicOverruns
 	// CounterRingDrops counts samples the sample ring dropped. No sample
-	// carries it: the ring's drop counter does (Deriver.SetRingDrops).
+	// carries it: the ring's drop counter does (Deriver.SetSegment).
 	// It is the first of the segment counters, which the segment holds
 	// as running totals (Deriver.SetSegment).
 	CounterRingDrops

@@ -46,7 +46,7 @@ func populate(t testing.TB, r *Registry) {
 		}
 		c.Observe(&s)
 	}
-	c.SetRingDrops(2)
+	c.SetSegment(SegmentCounts{RingDrops: 2})
 	c.CloseWindow()
 
 	r.SetSlaves([]Slave{

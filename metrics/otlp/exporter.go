@@ -32,7 +32,7 @@ const scopeName = "github.com/ecagent/ecagent/metrics/otlp"
 // exports them periodically over OTLP. The figures of each sample come
 // from a metrics.Deriver, the same computation metrics.Consumer records
 // for Prometheus; the Exporter only records them. Observe, Window, Restart
-// and SetRingDrops belong to the one goroutine that drains the sample ring
+// and SetSegment belong to the one goroutine that drains the sample ring
 // (like metrics.Consumer); the export runs on the SDK's goroutine.
 type Exporter struct {
 	provider *sdkmetric.MeterProvider
@@ -320,10 +320,6 @@ func (e *Exporter) DriveFaultCleared(position int, name string) {
 // Restart forgets the previous sample, like metrics.Consumer.Restart: call
 // it when the cycle process restarts.
 func (e *Exporter) Restart() { e.deriver.Restart() }
-
-// SetRingDrops sets ecagent.sample_ring_drops from the ring's absolute drop
-// counter, continuing across a new ring (metrics.Deriver.SetRingDrops).
-func (e *Exporter) SetRingDrops(n uint64) { e.deriver.SetRingDrops(n) }
 
 // SetSegment sets the segment counters (ecagent.sample_ring_drops,
 // ecagent.cyclic_frames_sent, ecagent.cyclic_frames_lost) from the running

@@ -38,8 +38,8 @@ func TestExportOverHTTP(t *testing.T) {
 		e.Observe(&s)
 		c.Observe(&s)
 	}
-	e.SetRingDrops(7)
-	c.SetRingDrops(7)
+	e.SetSegment(metrics.SegmentCounts{RingDrops: 7})
+	c.SetSegment(metrics.SegmentCounts{RingDrops: 7})
 	report := c.CloseWindow()
 	e.Window(report)
 	if err := e.Flush(ctx); err != nil {
