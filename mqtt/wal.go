@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -28,7 +27,8 @@ import (
 // has unsynced records ("group fsync"): a power cut loses at most that
 // much. It is bounded: when it grows past twice what is outstanding (plus
 // walSlack), the outstanding records are copied to a new file, which
-// replaces it atomically. Every record carries a CRC-32C: on replay a
+// replaces it atomically; the copy runs beside the logging, which waits
+// for it only while the files are swapped (wal_compact.go). Every record carries a CRC-32C: on replay a
 // torn tail (the crash came mid-write) is ignored, a damaged record is
 // skipped and counted, and the messages outstanding come back in the
 // order they were buffered.
@@ -67,8 +67,13 @@ type wal struct {
 	dirty     bool
 	failing   bool
 	errors    uint64
-	buf, rec  []byte                          // scratch: a record with its header, a record
-	seqRec    [1 + binary.MaxVarintLen64]byte // scratch: a record of a seq
+	// gen counts the times the file's contents were replaced or cut
+	// back: a compaction that began in another generation is abandoned.
+	gen        uint64
+	compacting bool                            // a compaction runs (compact)
+	compaction sync.WaitGroup                  // ... and close waits for it
+	buf, rec   []byte                          // scratch: a record with its header, a record
+	seqRec     [1 + binary.MaxVarintLen64]byte // scratch: a record of a seq
 
 	// syncFile flushes the file to storage: (*os.File).Sync, or a test's
 	// stand-in for slow storage (set under mu).
@@ -195,9 +200,7 @@ func (w *wal) append(m *message) uint64 {
 	}
 	w.live[seq] = walEntry{off: off, n: walfile.HeaderLen + len(rec)}
 	w.liveBytes += int64(walfile.HeaderLen + len(rec))
-	if w.size > 2*w.liveBytes+walSlack {
-		w.compactLocked()
-	}
+	w.maybeCompactLocked()
 	return seq
 }
 
@@ -240,36 +243,7 @@ func (w *wal) truncateLocked() {
 		return
 	}
 	w.size, w.liveBytes, w.dropped, w.dirty = int64(len(walfile.Magic)), 0, 0, true
-}
-
-// compactLocked copies the outstanding records to a new file, which
-// replaces the log.
-func (w *wal) compactLocked() {
-	seqs := make([]uint64, 0, len(w.live))
-	for s := range w.live {
-		seqs = append(seqs, s)
-	}
-	slices.Sort(seqs)
-	ms := make([]message, 0, len(seqs))
-	for _, s := range seqs {
-		e := w.live[s]
-		rec := make([]byte, e.n)
-		if _, err := w.f.ReadAt(rec, e.off); err != nil {
-			w.fail(err)
-			return
-		}
-		_, wm, err := walfile.DecodeMessage(rec[walfile.HeaderLen:])
-		if err != nil {
-			w.fail(err)
-			return
-		}
-		m := fromWAL(&wm)
-		m.wseq = s
-		ms = append(ms, m)
-	}
-	if err := w.writeFileLocked(ms, w.dropped); err != nil {
-		w.fail(err)
-	}
+	w.gen++
 }
 
 // rewriteLocked replaces the log with ms, numbered afresh (their wseq
@@ -329,6 +303,7 @@ func (w *wal) writeFileLocked(ms []message, dropped uint64) error {
 		old.Close()
 	}
 	w.dirty = false
+	w.gen++
 	return nil
 }
 
@@ -387,6 +362,7 @@ func (w *wal) sync() {
 func (w *wal) close(ms []message) error {
 	close(w.stop)
 	<-w.stopped
+	w.compaction.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var err error
@@ -402,6 +378,7 @@ func (w *wal) close(ms []message) error {
 		w.f.Close()
 		w.f = nil
 	}
+	w.gen++
 	return err
 }
 

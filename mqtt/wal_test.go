@@ -183,6 +183,7 @@ func TestWALCompacts(t *testing.T) {
 		binary.LittleEndian.PutUint32(payload, uint32(i))
 		o.push(message{topic: "t", payload: append([]byte(nil), payload...), qos: 1})
 	}
+	compacted(t, w)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +199,23 @@ func TestWALCompacts(t *testing.T) {
 		if got := binary.LittleEndian.Uint32(m.payload); got != uint32(19900+i) {
 			t.Fatalf("message %d is %d, want %d", i, got, 19900+i)
 		}
+	}
+}
+
+// compacted waits until no compaction of w runs and none is due.
+func compacted(t *testing.T, w *wal) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		w.mu.Lock()
+		done := !w.compacting && w.size <= 2*w.liveBytes+walSlack
+		w.mu.Unlock()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the log was not compacted within 10 s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
