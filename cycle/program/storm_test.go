@@ -2,6 +2,7 @@ package program
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
@@ -130,6 +131,7 @@ func TestFaultStorm(t *testing.T) {
 		if err := seg.Faults().Disappear(pos); err != nil {
 			t.Fatal(err)
 		}
+		watch.follow(pos, roundStart)
 		watch.until(roundStart.Add(500*time.Millisecond), &rep, plugged)
 		if err := seg.Faults().ALError(sdoSlave, 0x001B); err != nil {
 			t.Fatal(err)
@@ -141,7 +143,8 @@ func TestFaultStorm(t *testing.T) {
 		plugged[pos] = time.Now()
 		watch.until(roundStart.Add(2*time.Second), &rep, plugged)
 		if _, waiting := plugged[pos]; waiting {
-			t.Errorf("round %d: slave %d not back in OP 1 s after it was plugged in", round, pos)
+			t.Errorf("round %d: slave %d, unplugged at 0 and plugged in at +%v, not back in OP 1 s later; its events: %s",
+				round, pos, plugged[pos].Sub(roundStart).Round(time.Millisecond), strings.Join(watch.trail, ", "))
 			delete(plugged, pos)
 		}
 	}
@@ -256,10 +259,21 @@ type stormWatch struct {
 	cycles uint64
 	s      shm.Sample
 	ev     shm.Event
+	// trail is the events about the slave unplugged last (followed), and
+	// when they came after it was unplugged (since): what a late return
+	// to OP is reported with.
+	followed int
+	since    time.Time
+	trail    []string
 }
 
 func newStormWatch(mem *shm.Segment, period time.Duration) *stormWatch {
-	return &stormWatch{mem: mem, period: int64(period)}
+	return &stormWatch{mem: mem, period: int64(period), followed: -1}
+}
+
+// follow starts the trail of the slave at pos, unplugged at since.
+func (w *stormWatch) follow(pos int, since time.Time) {
+	w.followed, w.since, w.trail = pos, since, w.trail[:0]
 }
 
 // until reads samples and events until t, every 10 ms.
@@ -302,6 +316,12 @@ func (w *stormWatch) read(rep *stormReport, plugged map[int]time.Time) {
 	samples.Commit()
 	events := w.mem.Events()
 	for events.Next(&w.ev) {
+		if int(w.ev.Slave) == w.followed {
+			seen := time.Since(w.since)
+			happened := seen - time.Duration(rt.Now()-w.ev.Time) // event times are CLOCK_MONOTONIC
+			w.trail = append(w.trail, fmt.Sprintf("%v at +%v (read +%v)", w.ev.Kind,
+				happened.Round(time.Millisecond), seen.Round(time.Millisecond)))
+		}
 		switch w.ev.Kind {
 		case shm.EventSlaveReconnected, shm.EventSlaveFound:
 			pos := int(w.ev.Slave)
