@@ -23,9 +23,11 @@ type fdConn struct {
 	fd   int
 	wake int // eventfd, readable once Close has begun
 
-	// to is the destination passed to sendto: a pre-built address for a
-	// packet socket, nil for a connected socket.
-	to        unix.Sockaddr
+	// to is the destination passed to sendto, as the kernel reads it: a
+	// pre-built address for a packet socket (toLen bytes), none (nil, 0)
+	// for a connected socket.
+	to        *unix.RawSockaddrLinklayer
+	toLen     uintptr
 	sendFlags int
 	// eofIsClose says that a read of zero bytes means the peer closed
 	// (stream-like sockets such as SOCK_SEQPACKET).
@@ -53,8 +55,10 @@ type fdConn struct {
 	sendNoBuf error // the driver's queue is full (with qdisc bypass)
 }
 
-// newFDConn takes ownership of fd, which must be non-blocking.
-func newFDConn(name string, fd int, to unix.Sockaddr, sendFlags int, eofIsClose bool) (*fdConn, error) {
+// newFDConn takes ownership of fd, which must be non-blocking: its reads
+// and writes are raw system calls, which must not block. to is the
+// destination of every frame, nil for a connected socket.
+func newFDConn(name string, fd int, to *unix.SockaddrLinklayer, sendFlags int, eofIsClose bool) (*fdConn, error) {
 	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("eventfd: %w", err)
@@ -63,7 +67,6 @@ func newFDConn(name string, fd int, to unix.Sockaddr, sendFlags int, eofIsClose 
 		name:       name,
 		fd:         fd,
 		wake:       wake,
-		to:         to,
 		sendFlags:  sendFlags,
 		eofIsClose: eofIsClose,
 		errs:       newPresetErrors(name),
@@ -73,6 +76,11 @@ func newFDConn(name string, fd int, to unix.Sockaddr, sendFlags int, eofIsClose 
 	// The kernel's receive time of every frame, read by Poll. A socket
 	// that refuses it still works; Poll then reports no receive time.
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+	if to != nil {
+		c.to = &unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: to.Protocol, Ifindex: int32(to.Ifindex),
+			Hatype: to.Hatype, Pkttype: to.Pkttype, Halen: to.Halen, Addr: to.Addr}
+		c.toLen = unix.SizeofSockaddrLinklayer
+	}
 	c.pollMsg.Iov = &c.pollIov
 	c.pollMsg.SetIovlen(1)
 	c.recvPoll[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
@@ -80,7 +88,10 @@ func newFDConn(name string, fd int, to unix.Sockaddr, sendFlags int, eofIsClose 
 	return c, nil
 }
 
-// send transmits frame, padded to MinFrameSize. It never blocks.
+// send transmits frame, padded to MinFrameSize. It never blocks: sendto(2)
+// on the non-blocking socket is a raw system call, so the runtime does not
+// hand the caller's P off for it, and sysmon cannot take the P of a cycle
+// thread in the middle of its send (it would wait for the P back).
 func (c *fdConn) send(frame []byte) error {
 	if len(frame) < HeaderSize {
 		return &OpError{Op: "send", Link: c.name, Err: fmt.Errorf("%w: %d bytes, want at least %d",
@@ -97,9 +108,10 @@ func (c *fdConn) send(frame []byte) error {
 		frame = c.pad[:]
 	}
 	for {
-		err := unix.Sendto(c.fd, frame, c.sendFlags, c.to)
+		_, _, err := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(c.fd), uintptr(unsafe.Pointer(&frame[0])), uintptr(len(frame)),
+			uintptr(c.sendFlags), uintptr(unsafe.Pointer(c.to)), c.toLen)
 		switch err {
-		case nil:
+		case 0:
 			return nil
 		case unix.EINTR:
 			continue
@@ -132,7 +144,7 @@ func (c *fdConn) recv(buf []byte, deadline time.Time) (int, error) {
 		if err := c.waitLocked(deadline); err != nil {
 			return 0, err
 		}
-		n, err := unix.Read(c.fd, buf)
+		n, err := c.read(buf)
 		switch {
 		case err == unix.EAGAIN || err == unix.EINTR:
 			continue
@@ -256,6 +268,16 @@ func receiveTime(oob []byte) int64 {
 	return 0
 }
 
+// read reads a frame from the non-blocking socket into buf (not empty)
+// with read(2), a raw system call, like poll's: it cannot block.
+func (c *fdConn) read(buf []byte) (int, error) {
+	n, _, errno := unix.RawSyscall(unix.SYS_READ, uintptr(c.fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(n), nil
+}
+
 // spinRecv reads without waiting until a frame comes, c.spin has passed or
 // deadline is near; done is false when recv is to wait in ppoll after all.
 // The caller holds c.mu.
@@ -268,7 +290,7 @@ func (c *fdConn) spinRecv(buf []byte, deadline time.Time) (n int, err error, don
 		if c.closed.Load() {
 			return 0, c.errs.recvClosed, true
 		}
-		n, err := unix.Read(c.fd, buf)
+		n, err := c.read(buf)
 		switch {
 		case err == unix.EAGAIN || err == unix.EINTR:
 		case err == unix.ECONNRESET:
