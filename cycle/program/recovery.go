@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,8 +22,10 @@ import (
 // retryMax; a different device at a position is looked at again after
 // refusedRetry (an identity read: a dozen frames), so that the right
 // device plugged back in is found within a second. Between checks of the
-// bus the worker waits checkPoll. A long episode collects its garbage
-// every gcEvery (the cycle process runs with the collector off).
+// bus the worker waits checkPoll. The cycle process runs with the
+// collector off; recovery collects its garbage at the end of an episode,
+// and every gcEvery of a long one, once it has allocated gcAfter bytes
+// since the last collection (see collectIfDue).
 const (
 	absentPoll   = 20 * time.Millisecond
 	checkPoll    = 10 * time.Millisecond
@@ -32,6 +35,7 @@ const (
 	// reconnectRetryMax caps the back-off of a failed reconnect.
 	reconnectRetryMax = 400 * time.Millisecond
 	gcEvery           = 5 * time.Second
+	gcAfter           = 4 << 20
 	// parallelRecoveries bounds the slaves recovered at once: each has
 	// one datagram queued for the cycle at a time, and together they
 	// leave room in the acyclic queue.
@@ -91,6 +95,14 @@ type recoverer struct {
 	episodes atomic.Uint64
 	active   atomic.Bool
 
+	// allocated reads the bytes the process has allocated so far
+	// (runtime/metrics, without stopping the world); collect collects
+	// the garbage (runtime.GC). collectedAt is allocated's reading after
+	// the last collection.
+	allocated   func() uint64
+	collect     func()
+	collectedAt uint64
+
 	// rt is how the worker's threads are set up (its own and those of
 	// the slaves it recovers in parallel): just below the cycle's
 	// priority, on its core, so that they run in the cycle's idle time
@@ -135,7 +147,8 @@ func newRecoverer(m *master.Master, e *cycle.Engine, log *slog.Logger) *recovere
 // are not set up (rt.Options with no core) until the caller says.
 func newRecovererOf(m recoveryMaster, e recoveryCycle, log *slog.Logger) *recoverer {
 	return &recoverer{m: m, e: e, log: log, now: time.Now, slaves: map[int]*slaveRecovery{},
-		lanes: make(chan struct{}, parallelRecoveries), rt: rt.Options{Core: -1}}
+		lanes: make(chan struct{}, parallelRecoveries), rt: rt.Options{Core: -1},
+		allocated: allocatedBytes, collect: runtime.GC}
 }
 
 // recoveryRT is the set-up of the recovery worker's threads for a cycle
@@ -162,6 +175,7 @@ func (r *recoverer) run(ctx context.Context) {
 		r.log.Warn("recovery worker: real-time setting refused by the host; running without it", "setting", refused.Setting, "err", refused.Err)
 	}
 	defer r.steps.Wait()
+	r.collectedAt = r.allocated()
 	for r.e.WaitTrouble(ctx) {
 		r.active.Store(true)
 		r.episode(ctx)
@@ -173,14 +187,14 @@ func (r *recoverer) run(ctx context.Context) {
 // step runs.
 func (r *recoverer) episode(ctx context.Context) {
 	r.episodes.Add(1)
-	defer runtime.GC()
+	defer r.collectIfDue()
 	lastGC := r.now()
 	for ctx.Err() == nil {
 		if r.pass(ctx) {
 			return
 		}
 		if r.now().Sub(lastGC) > gcEvery {
-			runtime.GC()
+			r.collectIfDue()
 			lastGC = r.now()
 		}
 		select {
@@ -188,6 +202,31 @@ func (r *recoverer) episode(ctx context.Context) {
 		case <-time.After(checkPoll):
 		}
 	}
+}
+
+// collectIfDue collects the garbage when the process has allocated
+// gcAfter bytes since the last collection. A collection stops the world,
+// the cycle with it: the cycle's goroutine parks at its next yield until
+// the world starts again, and then waits for its P to be handed back. A
+// fault storm that collected at the end of every episode (one every 2 s)
+// multiplied the cycle thread's waits for its P over 1 ms by eight
+// (docs/performance.md); an episode allocates far less than gcAfter, so
+// that most episodes now end without one, and the heap stays within
+// gcAfter of what recovery keeps.
+func (r *recoverer) collectIfDue() {
+	if r.allocated()-r.collectedAt < gcAfter {
+		return
+	}
+	r.collect()
+	r.collectedAt = r.allocated()
+}
+
+// allocatedBytes is what the process has allocated so far, read without
+// stopping the world.
+func allocatedBytes() uint64 {
+	s := [1]metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s[:])
+	return s[0].Value.Uint64()
 }
 
 // pass checks every slave once and starts a step for each in trouble
