@@ -260,7 +260,7 @@ func (w *wal) rewriteLocked(ms []message, dropped uint64) error {
 // writeFileLocked writes a new log of ms (each with its wseq) and the
 // drops carried over, synced, and renames it over the old one.
 func (w *wal) writeFileLocked(ms []message, dropped uint64) error {
-	tmp, err := os.CreateTemp(filepath.Dir(w.path), "."+filepath.Base(w.path)+".*")
+	tmp, err := w.createTemp()
 	if err != nil {
 		return fmt.Errorf("mqtt: buffer file: %w", err)
 	}
@@ -305,6 +305,11 @@ func (w *wal) writeFileLocked(ms []message, dropped uint64) error {
 	w.dirty = false
 	w.gen++
 	return nil
+}
+
+// createTemp creates a hidden file beside the log, to be renamed over it.
+func (w *wal) createTemp() (*os.File, error) {
+	return os.CreateTemp(filepath.Dir(w.path), "."+filepath.Base(w.path)+".*")
 }
 
 // syncDir syncs a directory, so that a rename in it survives a power cut.

@@ -65,6 +65,11 @@ type walMove struct {
 func (w *wal) compact() {
 	w.mu.Lock()
 	old, gen, start, dropped, syncFile := w.f, w.gen, w.size, w.dropped, w.syncFile
+	if old == nil { // closed meanwhile
+		w.compacting = false
+		w.mu.Unlock()
+		return
+	}
 	moves := make([]walMove, 0, len(w.live))
 	for s, e := range w.live {
 		moves = append(moves, walMove{seq: s, from: e.off, n: e.n})
@@ -72,21 +77,17 @@ func (w *wal) compact() {
 	w.mu.Unlock()
 	slices.SortFunc(moves, func(a, b walMove) int { return cmp.Compare(a.from, b.from) })
 
-	var tmp *os.File
 	var copied, tail int64
-	err := errors.New("mqtt: buffer file: compaction: the log is closed")
-	if old != nil {
-		tmp, err = w.copyOutstanding(old, moves, dropped, syncFile)
-	}
+	tmp, err := w.copyOutstanding(old, moves, dropped, syncFile)
 	if err == nil {
-		tail = w.tmpSize(tmp)
+		tail = fileSize(tmp)
 		copied, err = w.copyTail(old, tmp, start, gen, syncFile)
 	}
 
 	w.mu.Lock()
 	w.compacting = false
 	switch {
-	case old == nil || w.gen != gen || w.f != old:
+	case w.gen != gen || w.f != old:
 		// Cut back or replaced meanwhile: its errors (reading a file cut
 		// short) are the copy's only.
 	case err != nil:
@@ -114,9 +115,10 @@ func (w *wal) compact() {
 	}
 }
 
-// tmpSize is how much was written to tmp so far.
-func (w *wal) tmpSize(tmp *os.File) int64 {
-	n, err := tmp.Seek(0, io.SeekCurrent)
+// fileSize is how much was written to f so far (written in order), -1 if
+// it cannot be told.
+func fileSize(f *os.File) int64 {
+	n, err := f.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return -1
 	}
@@ -127,7 +129,7 @@ func (w *wal) tmpSize(tmp *os.File) int64 {
 // over and the outstanding records moves lists, read from old (in the
 // order they were written), flushed. It fills in each move's new offset.
 func (w *wal) copyOutstanding(old *os.File, moves []walMove, dropped uint64, syncFile func(*os.File) error) (*os.File, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(w.path), "."+filepath.Base(w.path)+".*")
+	tmp, err := w.createTemp()
 	if err != nil {
 		return nil, fmt.Errorf("mqtt: buffer file: compaction: %w", err)
 	}
@@ -144,7 +146,7 @@ func (w *wal) copyOutstanding(old *os.File, moves []walMove, dropped uint64, syn
 			return tmp, fmt.Errorf("mqtt: buffer file: compaction: reading a record: %w", err)
 		}
 		mv.to = off + int64(at)
-		if len(b) >= 1<<20 || i == len(moves)-1 {
+		if len(b) >= 1<<20 {
 			if _, err := tmp.Write(b); err != nil {
 				return tmp, fmt.Errorf("mqtt: buffer file: compaction: %w", err)
 			}
@@ -205,7 +207,7 @@ func (w *wal) swapLocked(old, tmp *os.File, moves []walMove, start, tail, copied
 	if err := copyRange(tmp, old, copied, w.size); err != nil {
 		return err
 	}
-	size := w.tmpSize(tmp)
+	size := fileSize(tmp)
 	if tail < 0 || size != tail+w.size-start {
 		return fmt.Errorf("mqtt: buffer file: compaction: the copy holds %d bytes, want %d", size, tail+w.size-start)
 	}
