@@ -1,8 +1,12 @@
 package cycle
 
 import (
+	"os"
+	"runtime"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ecagent/ecagent/cycle/rt"
 )
@@ -61,5 +65,45 @@ func TestRunYields(t *testing.T) {
 	took := rt.Now() - start
 	if max := uint64(took/int64(yieldEvery)) + 1; e.yields == 0 || e.yields > max {
 		t.Errorf("%d yields in %v, want 1 to %d", e.yields, time.Duration(took), max)
+	}
+}
+
+// TestRunGivesTheThreadBack: the thread that ran the cycle leaves Run at
+// the scheduling policy it came with (its CPUs: rt's
+// TestCloseRestoresTheThread). Run unlocks it, and the runtime then runs
+// any goroutine on it. Left at the cycle's SCHED_FIFO priority, it ran the
+// collector's workers above everything else once the cycle had stopped,
+// and a worker waiting for a goroutine on a thread of lower priority spun:
+// a cycle process that did not end.
+func TestRunGivesTheThreadBack(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SCHED_FIFO needs root (or CAP_SYS_NICE)")
+	}
+	m, _, mem := bus(t)
+	e := New(m, mem, Config{Period: time.Millisecond, Cycles: 20, KeepGC: true, Pipelined: true,
+		RT: rt.Options{Priority: 10, Core: -1}})
+	type sched struct{ policy, prio uint32 }
+	read := func() sched {
+		attr, err := unix.SchedGetAttr(0, 0)
+		if err != nil {
+			return sched{policy: 1<<32 - 1}
+		}
+		return sched{attr.Policy, attr.Priority}
+	}
+	got := make(chan [2]sched, 1)
+	go func() {
+		// Locked around Run, so that Run's unlock leaves it on the same
+		// thread; and for good, so that the thread ends with the test.
+		runtime.LockOSThread()
+		before := read()
+		e.Run()
+		got <- [2]sched{before, read()}
+	}()
+	s := <-got
+	if s[1] != s[0] {
+		t.Errorf("after Run: policy %d priority %d, want policy %d priority %d as before", s[1].policy, s[1].prio, s[0].policy, s[0].prio)
+	}
+	if refused := e.Setup().Refused(); len(refused) != 0 {
+		t.Errorf("refused as root: %+v", refused)
 	}
 }

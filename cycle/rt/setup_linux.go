@@ -60,11 +60,16 @@ type Result struct {
 // Applied reports whether the setting was asked for and is in force.
 func (r Result) Applied() bool { return r.Requested && r.Err == nil }
 
-// Setup is what Apply did; Close releases what it holds (the
-// /dev/cpu_dma_latency file: the kernel drops the request when it closes).
+// Setup is what Apply did; Close undoes it for the thread and releases
+// what it holds (the /dev/cpu_dma_latency file: the kernel drops the
+// request when it closes).
 type Setup struct {
 	Results []Result
 	dma     *os.File
+	// policy and cpus are the thread's scheduling and CPU set before
+	// Apply changed them (nil where it did not).
+	policy *unix.SchedAttr
+	cpus   *unix.CPUSet
 }
 
 // Apply sets up the calling thread for the cycle: SCHED_FIFO, CPU
@@ -75,6 +80,17 @@ type Setup struct {
 // and says so.
 func Apply(o Options) *Setup {
 	s := &Setup{}
+	if o.Priority > 0 {
+		if attr, err := unix.SchedGetAttr(0, 0); err == nil {
+			s.policy = attr
+		}
+	}
+	if o.Core >= 0 {
+		var set unix.CPUSet
+		if unix.SchedGetaffinity(0, &set) == nil {
+			s.cpus = &set
+		}
+	}
 	s.Results = append(s.Results, Result{Setting: SettingSchedFIFO, Requested: o.Priority > 0, Err: when(o.Priority > 0, func() error {
 		return setFIFO(o.Priority)
 	})})
@@ -98,14 +114,33 @@ func when(requested bool, f func() error) error {
 	return f()
 }
 
-// Close releases the DMA latency request. Safe to call twice.
+// Close gives the thread back the scheduling policy and the CPUs it had
+// before Apply, and releases the DMA latency request. Call it on the
+// thread Apply set up, before runtime.UnlockOSThread: an unlocked thread
+// goes back to the Go runtime, which runs any goroutine on it, its own
+// workers included; left at SCHED_FIFO on the cycle's core it would run
+// them there above everything else, and a garbage collector's worker
+// that waits for a goroutine of a lower priority spins (see ProcessFIFO).
+// Safe to call twice.
 func (s *Setup) Close() error {
-	if s.dma == nil {
-		return nil
+	var errs []error
+	if s.policy != nil {
+		if err := unix.SchedSetAttr(0, s.policy, 0); err != nil {
+			errs = append(errs, fmt.Errorf("restore scheduling policy %d: %w", s.policy.Policy, err))
+		}
+		s.policy = nil
 	}
-	err := s.dma.Close()
-	s.dma = nil
-	return err
+	if s.cpus != nil {
+		if err := unix.SchedSetaffinity(0, s.cpus); err != nil {
+			errs = append(errs, fmt.Errorf("restore CPU affinity: %w", err))
+		}
+		s.cpus = nil
+	}
+	if s.dma != nil {
+		errs = append(errs, s.dma.Close())
+		s.dma = nil
+	}
+	return errors.Join(errs...)
 }
 
 // Refused returns the settings that were requested but not applied.

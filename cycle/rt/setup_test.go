@@ -101,6 +101,82 @@ func TestApplyAsRoot(t *testing.T) {
 	}
 }
 
+// TestCloseRestoresTheThread: Close gives a thread the policy, priority
+// and CPUs it had before Apply, so that a thread the cycle unlocks goes
+// back to the runtime as it came (Engine.Run); a second Close changes
+// nothing. Root only, like TestApplyAsRoot.
+func TestCloseRestoresTheThread(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SCHED_FIFO needs root (or CAP_SYS_NICE)")
+	}
+	var procCPUs unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &procCPUs); err != nil {
+		t.Fatal(err)
+	}
+	procs := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() {
+		if err := setThreadsAffinity(&procCPUs); err != nil {
+			t.Error(err)
+		}
+		runtime.GOMAXPROCS(procs)
+	})
+	type sched struct {
+		policy, prio uint32
+		cpus         unix.CPUSet
+	}
+	read := func() (sched, error) {
+		attr, err := unix.SchedGetAttr(0, 0)
+		if err != nil {
+			return sched{}, err
+		}
+		st := sched{policy: attr.Policy, prio: attr.Priority}
+		return st, unix.SchedGetaffinity(0, &st.cpus)
+	}
+	errs := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // for good: the thread ends with the goroutine
+		errs <- func() error {
+			// A thread that is already real-time gets that back, not
+			// the normal scheduler (the cycle process's other threads).
+			if err := setFIFO(5); err != nil {
+				return err
+			}
+			before, err := read()
+			if err != nil {
+				return err
+			}
+			s := Apply(Options{Priority: 10, Core: 0})
+			if r := s.Refused(); len(r) != 0 {
+				return fmt.Errorf("refused as root: %+v", r)
+			}
+			during, err := read()
+			if err != nil {
+				return err
+			}
+			if during.prio != 10 || during.cpus.Count() != 1 {
+				return fmt.Errorf("after Apply: priority %d on %d CPUs, want 10 on 1", during.prio, during.cpus.Count())
+			}
+			for range 2 {
+				if err := s.Close(); err != nil {
+					return err
+				}
+				after, err := read()
+				if err != nil {
+					return err
+				}
+				if after != before {
+					return fmt.Errorf("after Close: policy %d priority %d on %d CPUs, want policy %d priority %d on %d",
+						after.policy, after.prio, after.cpus.Count(), before.policy, before.prio, before.cpus.Count())
+				}
+			}
+			return nil
+		}()
+	}()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestSleepUntilSpinReachesDeadline(t *testing.T) {
 	for _, keepP := range []bool{false, true} {
 		for _, spin := range []int64{0, 20_000, 200_000} {
