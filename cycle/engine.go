@@ -87,6 +87,12 @@ type Engine struct {
 	// counts those yields (see yieldEvery).
 	lastYield int64
 	yields    uint64
+	// yieldLate is set when a yield returned after the next deadline;
+	// the next sample carries shm.SampleYieldLate.
+	yieldLate bool
+	// yield yields to the Go scheduler (runtime.Gosched; a test's slow
+	// stand-in).
+	yield func()
 
 	// OnStart, if set, runs on the cycle thread after the real-time set-up
 	// and before the garbage collector is switched off: the place for the
@@ -121,7 +127,7 @@ type Engine struct {
 // with its process image mapped, writing to the segment seg.
 func New(m *master.Master, seg *shm.Segment, cfg Config) *Engine {
 	e := &Engine{m: m, seg: seg, cfg: cfg, slaveCount: len(m.Slaves()),
-		emergencies: make([]master.SlaveEmergency, 0, master.EmergencyQueueLen)}
+		emergencies: make([]master.SlaveEmergency, 0, master.EmergencyQueueLen), yield: runtime.Gosched}
 	e.reports, _ = spsc.NewRing[shm.Event](reportQueueLen) // a power of two
 	if setup, _, ok := m.DC(); ok && setup.Reference != nil {
 		e.dcOn, e.dcRef = true, setup.Reference.Position
@@ -218,9 +224,10 @@ func (e *Engine) maybeYield(end, next int64) {
 	if !e.cfg.SleepKeepsP || end-e.lastYield < int64(yieldEvery) || next-end < int64(e.cfg.Period)/2 {
 		return
 	}
-	runtime.Gosched()
+	e.yield()
 	e.lastYield = rt.Now()
 	e.yields++
+	e.yieldLate = e.lastYield > next
 }
 
 // step runs one cycle woken for deadline and fills e.sample; it returns
@@ -286,6 +293,10 @@ func (e *Engine) step(deadline int64, skipped uint32) int64 {
 	}
 	if res.AcyclicFrames > 0 {
 		s.Flags |= shm.SampleAcyclicFrame
+	}
+	if e.yieldLate {
+		s.Flags |= shm.SampleYieldLate
+		e.yieldLate = false
 	}
 	e.trackDC(&res)
 	e.watchBus(&res)

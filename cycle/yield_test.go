@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // TestYieldsOnItsOwnSchedule: a cycle whose sleep keeps its P yields to
@@ -34,7 +35,7 @@ func TestYieldsOnItsOwnSchedule(t *testing.T) {
 		{"sleep gives the P up", false, 20 * ms, 900_000, time.Millisecond, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &Engine{cfg: Config{Period: tc.period, SleepKeepsP: tc.keepP}}
+			e := &Engine{cfg: Config{Period: tc.period, SleepKeepsP: tc.keepP}, yield: runtime.Gosched}
 			end := rt.Now()
 			e.lastYield = end - tc.sinceLast
 			last := e.lastYield
@@ -65,6 +66,42 @@ func TestRunYields(t *testing.T) {
 	took := rt.Now() - start
 	if max := uint64(took/int64(yieldEvery)) + 1; e.yields == 0 || e.yields > max {
 		t.Errorf("%d yields in %v, want 1 to %d", e.yields, time.Duration(took), max)
+	}
+}
+
+// TestYieldLateIsFlagged: a cycle woken late because the yield before it
+// returned after its deadline carries shm.SampleYieldLate, and no other
+// does. The stand-in yield returns at once, or every third time after more
+// than a period (the runtime handing the P back late), so that a slow
+// yield of the real scheduler on a loaded host cannot pass for one.
+func TestYieldLateIsFlagged(t *testing.T) {
+	m, _, mem := bus(t)
+	const cycles = 60
+	e := New(m, mem, Config{Period: time.Millisecond, Cycles: cycles, KeepGC: true, RT: noRT(), Pipelined: true, SleepKeepsP: true})
+	late := map[uint64]bool{} // the cycles after a slow yield
+	e.yield = func() {
+		if e.yields%3 == 2 {
+			late[e.cycle] = true // the next sample's cycle
+			time.Sleep(1200 * time.Microsecond)
+		}
+	}
+	e.Run()
+	var s shm.Sample
+	flagged := 0
+	for mem.Samples().Next(&s) {
+		got := s.Flags.Has(shm.SampleYieldLate)
+		if got != late[s.Cycle] {
+			t.Errorf("cycle %d: yield-late %v, want %v (flags %v)", s.Cycle, got, late[s.Cycle], s.Flags)
+		}
+		if got {
+			flagged++
+			if s.Wake <= s.Deadline {
+				t.Errorf("cycle %d flagged yield-late but woke %d ns before its deadline", s.Cycle, s.Deadline-s.Wake)
+			}
+		}
+	}
+	if flagged == 0 {
+		t.Fatalf("no cycle flagged in %d cycles with %d yields", cycles, e.yields)
 	}
 }
 

@@ -210,7 +210,7 @@ func cpuLoad(sel string) *timeseries.PanelBuilder {
 // busErrors plots the error counters as rates.
 func busErrors(sel string) *timeseries.PanelBuilder {
 	p := timeSeries("Bus and cycle errors per second", unitPerSec,
-		"Cycles that lost a frame and the frames lost (a cycle of several frames can lose more than one), working counter errors, overruns (jobs that ended after the next deadline) and those of the cycles that carried acyclic datagrams (mailbox, register access, recovery), skipped deadlines, samples the agent dropped and received frames discarded (by reason); the cycles the agent received, those that carried acyclic datagrams, and the cyclic frames sent, on the right axis. Acyclic overruns at a share well above the acyclic cycles' share are the maintenance traffic's doing.")
+		"Cycles that lost a frame and the frames lost (a cycle of several frames can lose more than one), working counter errors, overruns (jobs that ended after the next deadline) and those of the cycles that carried acyclic datagrams (mailbox, register access, recovery), skipped deadlines, cycles woken late by the cycle's own yield to the Go scheduler (the process's doing; other late wake-ups are the host's), samples the agent dropped and received frames discarded (by reason); the cycles the agent received, those that carried acyclic datagrams, and the cyclic frames sent, on the right axis. Acyclic overruns at a share well above the acyclic cycles' share are the maintenance traffic's doing.")
 	for _, c := range []struct{ name, legend string }{
 		{"ecagent_lost_frames_total", "cycles that lost a frame"},
 		{"ecagent_cyclic_frames_lost_total", "frames lost"},
@@ -219,6 +219,7 @@ func busErrors(sel string) *timeseries.PanelBuilder {
 		{"ecagent_cycle_overruns_total", "overruns"},
 		{"ecagent_acyclic_cycle_overruns_total", "overruns (acyclic cycles)"},
 		{"ecagent_cycle_skipped_total", "skipped deadlines"},
+		{"ecagent_cycle_yield_late_total", "late from own yield"},
 		{"ecagent_sample_ring_drops_total", "samples dropped"},
 		{"ecagent_frames_discarded_total", "frames discarded ({{reason}})"},
 	} {

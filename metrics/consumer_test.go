@@ -285,6 +285,7 @@ func TestCounters(t *testing.T) {
 		{shm.SampleLateAnswer, 0, 0},
 		{shm.SampleAcyclic, 0, 0},
 		{shm.SampleAcyclic | shm.SampleAcyclicFrame | shm.SampleOverrun, 0, 0},
+		{shm.SampleYieldLate, 0, 0},
 	}
 	for i, sm := range samples {
 		s := cycleSample(uint64(i), 5000, 20_000, 100_000)
@@ -293,8 +294,8 @@ func TestCounters(t *testing.T) {
 	}
 	c.SetSegment(SegmentCounts{RingDrops: 7})
 	counters := map[string]float64{
-		nameCycles: 9, nameLostFrames: 2, nameWKCErrors: 1, nameOverruns: 2, nameSkipped: 3, nameRingDrops: 7,
-		nameLateAnswers: 1, nameAcyclicCycles: 2, nameAcyclicOverruns: 1,
+		nameCycles: 10, nameLostFrames: 2, nameWKCErrors: 1, nameOverruns: 2, nameSkipped: 3, nameRingDrops: 7,
+		nameLateAnswers: 1, nameAcyclicCycles: 2, nameAcyclicOverruns: 1, nameYieldLate: 1,
 	}
 	for name, want := range counters {
 		if got := family(t, r, name).GetMetric()[0].GetCounter().GetValue(); got != want {
@@ -304,8 +305,8 @@ func TestCounters(t *testing.T) {
 	if got := family(t, r, nameExpectedWKC).GetMetric()[0].GetGauge().GetValue(); got != 3 {
 		t.Errorf("%s = %g, want 3", nameExpectedWKC, got)
 	}
-	if h := family(t, r, nameFrameRTT).GetMetric()[0].GetHistogram(); h.GetSampleCount() != 7 {
-		t.Errorf("frame RTT observations %d, want 7 (lost frames left out)", h.GetSampleCount())
+	if h := family(t, r, nameFrameRTT).GetMetric()[0].GetHistogram(); h.GetSampleCount() != 8 {
+		t.Errorf("frame RTT observations %d, want 8 (lost frames left out)", h.GetSampleCount())
 	}
 	dc := family(t, r, nameDCTimeDiff).GetMetric()[0].GetHistogram()
 	if dc.GetSampleCount() != 2 || !closeTo(dc.GetSampleSum(), 190e-9) {

@@ -126,6 +126,9 @@ func (d *Deriver) Derive(s *shm.Sample) Figures {
 		f.counts[CounterAcyclicCycles] = 1
 		f.counts[CounterAcyclicOverruns] = f.counts[CounterOverruns]
 	}
+	if s.Flags&shm.SampleYieldLate != 0 {
+		f.counts[CounterYieldLate] = 1
+	}
 	f.counts[CounterSkipped] = int64(s.Skipped)
 	if s.Flags&shm.SampleWKCMismatch != 0 {
 		f.counts[CounterWKCErrors] = 1

@@ -148,6 +148,10 @@ const (
 	// CounterAcyclicOverruns counts the overruns among those cycles, so
 	// that overruns the acyclic work caused can be told from the host's.
 	CounterAcyclicOverruns
+	// CounterYieldLate counts cycles woken late by the cycle's own yield
+	// to the Go scheduler (shm.SampleYieldLate), so that the late
+	// wake-ups the cycle process made itself can be told from the host's.
+	CounterYieldLate
 	// CounterRingDrops counts samples the sample ring dropped. No sample
 	// carries it: the ring's drop counter does (Deriver.SetSegment).
 	// It is the first of the segment counters, which the segment holds
@@ -200,6 +204,8 @@ func counterTable() [NumCounters]CounterInfo {
 			"Cycles that carried acyclic datagrams (mailbox transfers, register access, recovery) in their frames or in one extra frame."},
 		CounterAcyclicOverruns: {"acyclic_cycle_overruns", nameAcyclicOverruns,
 			"Overruns among the cycles that carried acyclic datagrams: a rate well above that of ecagent_cycle_overruns_total is the acyclic work's doing, not the host's."},
+		CounterYieldLate: {"cycle_yield_late", nameYieldLate,
+			"Cycles woken after their deadline because the cycle's yield to the Go scheduler (every 5 ms, after a cycle with half a period to spare) returned late: the runtime hands the cycle thread's P back through another thread, which waits for a CPU. The other late wake-ups are the host's timer and scheduler."},
 		CounterRingDrops: {"sample_ring_drops", nameRingDrops,
 			"Cycle samples dropped because the sample ring was full (the agent fell behind)."},
 		CounterFramesSent: {"cyclic_frames_sent", nameFramesSent,

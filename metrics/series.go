@@ -66,6 +66,7 @@ const (
 	nameFramesLost        = "ecagent_cyclic_frames_lost_total"
 	nameAcyclicCycles     = "ecagent_acyclic_cycles_total"
 	nameAcyclicOverruns   = "ecagent_acyclic_cycle_overruns_total"
+	nameYieldLate         = "ecagent_cycle_yield_late_total"
 	nameTarget            = "ecagent_cycle_target_seconds"
 	nameExpectedWKC       = "ecagent_expected_wkc"
 	nameBusSlaves         = "ecagent_bus_slaves"

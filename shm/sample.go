@@ -91,10 +91,17 @@ const (
 	// datagrams its own frames had no room for, and waited for it after
 	// the cyclic answers (Recv) were in.
 	SampleAcyclicFrame
+	// SampleYieldLate: the cycle woke late because the yield to the Go
+	// scheduler after the cycle before (cycle's yieldEvery) returned after
+	// its deadline: the runtime had handed the cycle thread's P to
+	// another thread and gave it back too late. That wait is the cycle
+	// process's own, not the host timer's; how long it lasts depends on
+	// the other threads of the process and on the load on their CPUs.
+	SampleYieldLate
 )
 
 // sampleFlagNames names the flags in bit order for String.
-var sampleFlagNames = [...]string{"lost-frame", "wkc-mismatch", "overrun", "skipped", "dc-valid", "ctl-valid", "late-answer", "acyclic", "acyclic-frame"}
+var sampleFlagNames = [...]string{"lost-frame", "wkc-mismatch", "overrun", "skipped", "dc-valid", "ctl-valid", "late-answer", "acyclic", "acyclic-frame", "yield-late"}
 
 // Has reports whether f contains every flag of g.
 func (f SampleFlags) Has(g SampleFlags) bool { return f&g == g }

@@ -35,6 +35,8 @@ type Recorder struct {
 	wkcErrors      uint64 // frames that came back with an unexpected WKC
 	overruns       uint64 // cycles whose job ended after the next deadline
 	skipped        uint64 // deadlines skipped after overruns
+	yieldLate      uint64 // cycles woken late by the cycle's yield (shm.SampleYieldLate)
+	yieldLateMax   int64  // ns: the largest wake-up latency among them
 	restarts       uint64 // breaks of the schedule (deadline not on the grid)
 	negativeWakes  uint64 // wake-ups before the deadline (counted in bin 0)
 	wakeWholeMicro uint64 // Σ ⌊wake-up latency / 1 µs⌋, for cyclictest's avg
@@ -144,6 +146,10 @@ func (r *Recorder) Observe(s *shm.Sample) {
 	}
 	r.overruns += uint64(f.Count(metrics.CounterOverruns))
 	r.skipped += uint64(f.Count(metrics.CounterSkipped))
+	if f.Count(metrics.CounterYieldLate) > 0 {
+		r.yieldLate++
+		r.yieldLateMax = max(r.yieldLateMax, lat)
+	}
 }
 
 // Samples returns the number of samples observed so far.

@@ -177,6 +177,12 @@ type Report struct {
 	// SkippedDeadlines the deadlines skipped because of them.
 	Overruns         uint64 `json:"overruns"`
 	SkippedDeadlines uint64 `json:"skipped_deadlines"`
+	// YieldLate counts cycles woken late by the cycle's own yield to the
+	// Go scheduler (shm.SampleYieldLate): the late wake-ups the cycle
+	// process made itself, apart from the host's. YieldLateMax is the
+	// largest wake-up latency among them.
+	YieldLate    uint64        `json:"yield_late"`
+	YieldLateMax time.Duration `json:"yield_late_max_ns"`
 	// ScheduleRestarts counts breaks of the deadline grid (normally one,
 	// after the cycle process's start-up bookkeeping); the period across
 	// a break is not measured.
@@ -219,6 +225,8 @@ func (r *Recorder) Report(run RunInfo) (*Report, error) {
 		WKCErrors:        r.wkcErrors,
 		Overruns:         r.overruns,
 		SkippedDeadlines: r.skipped,
+		YieldLate:        r.yieldLate,
+		YieldLateMax:     time.Duration(r.yieldLateMax),
 		ScheduleRestarts: r.restarts,
 		EarlyWakeups:     r.negativeWakes,
 		WakeupHistogram:  r.wakeHist,

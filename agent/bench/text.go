@@ -149,6 +149,12 @@ func (r *Report) writeFaults(b *bufio.Writer) {
 	fmt.Fprintf(b, "  %-22s%d  (expected WKC %d, seen %s)\n", "WKC errors", r.WKCErrors, r.ExpectedWKC, wkc)
 	fmt.Fprintf(b, "  %-22s%d\n", "overruns", r.Overruns)
 	fmt.Fprintf(b, "  %-22s%d\n", "skipped deadlines", r.SkippedDeadlines)
+	worst := ""
+	if r.YieldLate > 0 {
+		worst = "worst " + us(float64(r.YieldLateMax)) + " late: "
+	}
+	late := "  (" + worst + "the cycle's yield to the Go scheduler; the other late wake-ups are the host's)"
+	fmt.Fprintf(b, "  %-22s%d%s\n", "late from own yield", r.YieldLate, late)
 	if r.EarlyWakeups > 0 {
 		fmt.Fprintf(b, "  %-22s%d  (woke before the deadline; counted as 0 µs in the histogram)\n", "early wake-ups", r.EarlyWakeups)
 	}
