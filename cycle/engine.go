@@ -357,10 +357,9 @@ const reportQueueLen = 256
 // One goroutine (the recovery worker) calls it.
 func (e *Engine) WaitTrouble(ctx context.Context) bool {
 	// The end of ctx wakes the wait too, so it can sleep long: every
-	// return from the futex is a blocking system call the runtime's
-	// sysmon thread watches, and each one keeps sysmon polling at 20 µs
-	// for a while (a 50 ms poll cost the cycle process 1.1 context
-	// switches and ~20 µs of CPU per 1 ms cycle).
+	// wake-up is work for the runtime, and each one keeps its sysmon
+	// thread polling at 20 µs for a while (a 50 ms poll cost the cycle
+	// process 1.1 context switches and ~20 µs of CPU per 1 ms cycle).
 	stop := context.AfterFunc(ctx, e.trouble.Notify)
 	defer stop()
 	for ctx.Err() == nil {

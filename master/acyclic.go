@@ -20,7 +20,8 @@ import (
 // own frames where they fit, else in one more frame when the cycle's
 // measured slack has room for it, and hands each answer back through the
 // queue. The cycle takes no lock and waits for nobody: it loads atomics,
-// and wakes a waiting requester with a futex call (spsc.Signal).
+// and wakes a waiting requester with one write to its eventfd, on which
+// the requester is parked in the Go scheduler (spsc.Signal).
 
 // AcyclicQueueLen is how many acyclic datagrams can wait for the cycle at
 // once. A Bus transaction is one datagram; more are in flight only when

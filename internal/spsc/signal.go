@@ -7,22 +7,39 @@ import (
 
 // Signal wakes goroutines that wait for something to happen. Notify never
 // blocks and takes no lock: it bumps a counter and, only when a goroutine
-// sleeps on it, wakes it with one futex system call. Waiters take the
-// counter with Seq before they look at the state they wait for, then Wait
-// for it to change, so a notification between the two is never missed.
-// The zero Signal is ready to use; it must not be copied after first use.
+// waits on it, wakes it with one system call that does not block. Waiters
+// take the counter with Seq before they look at the state they wait for,
+// then Wait for it to change, so a notification between the two is never
+// missed. The zero Signal is ready to use; it must not be copied after
+// first use.
+//
+// A waiter parks in the Go scheduler (on Linux: on an eventfd of its own,
+// through the runtime's network poller) rather than in a blocking system
+// call. A goroutine blocked in a system call keeps its P until the
+// runtime's sysmon thread takes it back, 20 µs to 20 ms later; in the
+// cycle process, where the cycle thread holds one P for good and yields
+// it every few milliseconds, the thread that takes that P at a yield ran
+// a waiter first, and the cycle then waited for sysmon to retake the P
+// from the waiter's system call: 10 to 20 ms, the cycle process's longest
+// stalls (docs/performance.md). A parked goroutine gives its P up at
+// once. When every parking place is taken (more than parkPlaces waiters
+// at once), or the host refuses an eventfd, Wait sleeps on a futex as
+// before.
 type Signal struct {
 	seq     atomic.Uint32
-	waiters atomic.Int32
+	waiters atomic.Int32 // futex sleepers and armed parking places
+	parking parking
 }
 
 // Seq returns the notification count, to pass to Wait.
 func (s *Signal) Seq() uint32 { return s.seq.Load() }
 
-// Notify wakes every goroutine waiting on s. It never blocks.
+// Notify wakes every goroutine waiting on s. It never blocks and does not
+// allocate.
 func (s *Signal) Notify() {
 	s.seq.Add(1)
 	if s.waiters.Load() > 0 {
+		s.parking.wakeAll()
 		wake(&s.seq)
 	}
 }
@@ -36,6 +53,17 @@ func (s *Signal) Wait(seq uint32, timeout time.Duration) bool {
 	}
 	if timeout <= 0 {
 		return false
+	}
+	if p := s.parking.take(); p != nil {
+		s.waiters.Add(1)
+		p.arm()
+		if s.seq.Load() == seq { // a Notify before arm is seen here
+			p.park(timeout)
+		}
+		p.disarm()
+		s.waiters.Add(-1)
+		s.parking.release(p)
+		return s.seq.Load() != seq
 	}
 	s.waiters.Add(1)
 	sleep(&s.seq, seq, timeout)

@@ -2,6 +2,8 @@ package spsc
 
 import (
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -128,5 +130,118 @@ func TestCycleSideAllocatesNothing(t *testing.T) {
 		s.Notify()
 	}); n != 0 {
 		t.Fatalf("%v allocations per push, pop and notify", n)
+	}
+}
+
+// TestSignalWaiterParks: a waiter gives its thread and its P up while it
+// waits (a goroutine in the state "IO wait", parked in the runtime's
+// poller), instead of holding them in a blocking system call ("syscall"),
+// and Notify wakes it.
+func TestSignalWaiterParks(t *testing.T) {
+	var s Signal
+	seq := s.Seq()
+	woke := make(chan bool, 1)
+	go func() { woke <- s.Wait(seq, time.Minute) }()
+	state := waiterState(t)
+	if state != "IO wait" {
+		t.Errorf("the waiter is in %q, want parked in the poller (IO wait)", state)
+	}
+	s.Notify()
+	select {
+	case ok := <-woke:
+		if !ok {
+			t.Fatal("Wait returned without the count changing")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the parked waiter was not woken")
+	}
+}
+
+// waiterState returns the state, as a goroutine dump gives it, of the one
+// goroutine blocked in Signal.Wait, once there is one.
+func waiterState(t *testing.T) string {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		dump := string(buf[:runtime.Stack(buf, true)])
+		for _, g := range strings.Split(dump, "\n\n") {
+			if !strings.Contains(g, "spsc.(*Signal).Wait") {
+				continue
+			}
+			// "goroutine 7 [IO wait]:" or "[syscall, 2 minutes]:"
+			head := g[strings.Index(g, "[")+1 : strings.Index(g, "]")]
+			state, _, _ := strings.Cut(head, ",")
+			if state != "running" && state != "runnable" {
+				return state
+			}
+		}
+		runtime.Gosched()
+	}
+	t.Fatal("no goroutine came to wait in Signal.Wait")
+	return ""
+}
+
+// TestSignalWakesMoreWaitersThanPlaces: every waiter wakes, those parked
+// and those that found every parking place taken and sleep on the futex.
+func TestSignalWakesMoreWaitersThanPlaces(t *testing.T) {
+	var s Signal
+	const waiters = 3 * parkPlaces
+	woke := make(chan bool, waiters)
+	seq := s.Seq()
+	for range waiters {
+		go func() { woke <- s.Wait(seq, time.Minute) }()
+	}
+	// Let them all come to wait, so that the places fill up and the
+	// futex gets its sleepers; those that come later see the count
+	// changed, which is a wake-up too.
+	for deadline := time.Now().Add(10 * time.Second); s.waiters.Load() < waiters && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	s.Notify()
+	for i := range waiters {
+		select {
+		case ok := <-woke:
+			if !ok {
+				t.Fatalf("waiter %d returned without the count changing", i)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d waiters woken", i, waiters)
+		}
+	}
+}
+
+// TestSignalWaitAllocatesNothing: a waiter that times out and one that is
+// woken allocate nothing once their parking place is made, so that the
+// cycle process's steady state (its error-counter reads wait here every
+// second) stays allocation-free.
+func TestSignalWaitAllocatesNothing(t *testing.T) {
+	var s Signal
+	s.Wait(s.Seq(), time.Microsecond) // makes the place
+	if n := testing.AllocsPerRun(100, func() {
+		s.Wait(s.Seq(), 20*time.Microsecond)
+	}); n != 0 {
+		t.Errorf("%v allocations per timed-out wait", n)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				s.Notify()
+				// Sleeping, not yielding: AllocsPerRun runs with one
+				// P, and a P that never idles leaves the poller to
+				// sysmon's check every 10 ms.
+				time.Sleep(20 * time.Microsecond)
+			}
+		}
+	}()
+	if n := testing.AllocsPerRun(100, func() {
+		s.Wait(s.Seq(), time.Second)
+	}); n != 0 {
+		t.Errorf("%v allocations per woken wait", n)
 	}
 }
