@@ -20,7 +20,7 @@ import (
 // own frames where they fit, else in one more frame when the cycle's
 // measured slack has room for it, and hands each answer back through the
 // queue. The cycle takes no lock and waits for nobody: it loads atomics,
-// and wakes a waiting requester with one write to its eventfd, on which
+// and wakes a waiting requester by making its timerfd expire, on which
 // the requester is parked in the Go scheduler (spsc.Signal).
 
 // AcyclicQueueLen is how many acyclic datagrams can wait for the cycle at
@@ -33,6 +33,11 @@ import (
 // the maintenance commands. Each place holds a frame's worth of data
 // (about 1.5 KiB).
 const AcyclicQueueLen = 64
+
+// steadyRequesters is how many requesters the acyclic queue expects to
+// wait at once outside a recovery episode: the places made for them
+// before the cycle starts keep its steady state allocation-free.
+const steadyRequesters = 4
 
 // ErrAcyclicQueueFull is returned to a transaction that finds every place
 // of the acyclic queue taken: the cycle is not keeping up (or not
@@ -292,6 +297,10 @@ func (m *Master) QueueAcyclic(on bool, period time.Duration) {
 	}
 	q := m.acyclic
 	q.wait = 3*period + m.cfg.RecoveryTimeout
+	// The requesters of steady operation (the error-counter reads, a
+	// maintenance command) park without allocating from the first
+	// cycle on; recovery's many at once may allocate, as it does.
+	q.answered.Prepare(steadyRequesters)
 	m.bus.queue = q
 }
 

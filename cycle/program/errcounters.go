@@ -58,6 +58,7 @@ func newErrorCountersPoller(ctx context.Context, m errorCountersBus, report func
 	for i := range p.reads {
 		p.reads[i] = master.Read{Register: uint16(esc.RegRxErrorCounter), Data: p.bufs[i][:]}
 	}
+	p.wake.Prepare(1)
 	p.stop = context.AfterFunc(ctx, p.wake.Notify)
 	return p
 }

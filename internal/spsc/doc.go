@@ -8,6 +8,7 @@
 // side holds while it sends or receives; should that side be preempted
 // there, a cycle thread that touches the channel waits for it — on a
 // real-time core, behind a thread of lower priority. Ring and Signal
-// touch only atomics on the cycle's side (and, for Signal, one write to
-// each parked waiter's eventfd, or a futex wake, when somebody waits).
+// touch only atomics on the cycle's side (and, for Signal, one
+// timerfd_settime per parked waiter, or a futex wake, when somebody
+// waits).
 package spsc

@@ -4,14 +4,17 @@ package spsc
 
 import "time"
 
-// parking has no places where there is no eventfd: waiters sleep (poll).
+// parkPlaces is 0 where there is no timerfd: every waiter sleeps (polls).
+const parkPlaces = 0
+
 type parking struct{}
 
 type place struct{}
 
-func (*parking) take() *place     { return nil }
-func (*parking) release(*place)   {}
-func (*parking) wakeAll()         {}
-func (*place) arm()               {}
-func (*place) park(time.Duration) {}
-func (*place) disarm()            {}
+func (*parking) take() *place         { return nil }
+func (*parking) prepare(int)          {}
+func (*parking) release(*place)       {}
+func (*parking) wakeAll()             {}
+func (*place) arm(time.Duration) bool { return false }
+func (*place) park()                  {}
+func (*place) disarm()                {}

@@ -13,7 +13,7 @@ import (
 // missed. The zero Signal is ready to use; it must not be copied after
 // first use.
 //
-// A waiter parks in the Go scheduler (on Linux: on an eventfd of its own,
+// A waiter parks in the Go scheduler (on Linux: on a timerfd of its own,
 // through the runtime's network poller) rather than in a blocking system
 // call. A goroutine blocked in a system call keeps its P until the
 // runtime's sysmon thread takes it back, 20 µs to 20 ms later; in the
@@ -23,12 +23,13 @@ import (
 // from the waiter's system call: 10 to 20 ms, the cycle process's longest
 // stalls (docs/performance.md). A parked goroutine gives its P up at
 // once. When every parking place is taken (more than parkPlaces waiters
-// at once), or the host refuses an eventfd, Wait sleeps on a futex as
-// before.
+// at once), or the host refuses a timerfd or its poller, Wait sleeps on
+// a futex as before.
 type Signal struct {
-	seq     atomic.Uint32
-	waiters atomic.Int32 // futex sleepers and armed parking places
-	parking parking
+	seq      atomic.Uint32
+	parked   atomic.Int32 // waiters in a parking place
+	sleepers atomic.Int32 // waiters on the futex
+	parking  parking
 }
 
 // Seq returns the notification count, to pass to Wait.
@@ -38,11 +39,19 @@ func (s *Signal) Seq() uint32 { return s.seq.Load() }
 // allocate.
 func (s *Signal) Notify() {
 	s.seq.Add(1)
-	if s.waiters.Load() > 0 {
+	if s.parked.Load() > 0 {
 		s.parking.wakeAll()
+	}
+	if s.sleepers.Load() > 0 {
 		wake(&s.seq)
 	}
 }
+
+// Prepare makes n parking places now (up to parkPlaces), so that as many
+// waiters at once later park without allocating: making a place
+// allocates (its timerfd's os.File), and a first wait in the cycle's
+// steady state would count. Call it where the owner is made.
+func (s *Signal) Prepare(n int) { s.parking.prepare(n) }
 
 // Wait blocks until the count differs from seq or timeout passes, and
 // reports whether it changed. It may return early (a spurious wake-up):
@@ -55,18 +64,22 @@ func (s *Signal) Wait(seq uint32, timeout time.Duration) bool {
 		return false
 	}
 	if p := s.parking.take(); p != nil {
-		s.waiters.Add(1)
-		p.arm()
-		if s.seq.Load() == seq { // a Notify before arm is seen here
-			p.park(timeout)
+		s.parked.Add(1)
+		armed := p.arm(timeout)
+		if armed && s.seq.Load() == seq { // a Notify before arm is seen here
+			p.park()
 		}
-		p.disarm()
-		s.waiters.Add(-1)
+		if armed {
+			p.disarm()
+		}
+		s.parked.Add(-1)
 		s.parking.release(p)
-		return s.seq.Load() != seq
+		if armed {
+			return s.seq.Load() != seq
+		}
 	}
-	s.waiters.Add(1)
+	s.sleepers.Add(1)
 	sleep(&s.seq, seq, timeout)
-	s.waiters.Add(-1)
+	s.sleepers.Add(-1)
 	return s.seq.Load() != seq
 }

@@ -158,10 +158,13 @@ func TestSignalWaiterParks(t *testing.T) {
 }
 
 // waiterState returns the state, as a goroutine dump gives it, of the one
-// goroutine blocked in Signal.Wait, once there is one.
+// goroutine in Signal.Wait: "IO wait" once it is, else the last other
+// state it was seen in while not running (on its way to park it passes
+// through short system calls) when 10 s have passed.
 func waiterState(t *testing.T) string {
 	t.Helper()
 	buf := make([]byte, 1<<20)
+	last := ""
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		dump := string(buf[:runtime.Stack(buf, true)])
@@ -172,21 +175,26 @@ func waiterState(t *testing.T) string {
 			// "goroutine 7 [IO wait]:" or "[syscall, 2 minutes]:"
 			head := g[strings.Index(g, "[")+1 : strings.Index(g, "]")]
 			state, _, _ := strings.Cut(head, ",")
-			if state != "running" && state != "runnable" {
+			if state == "IO wait" {
 				return state
+			}
+			if state != "running" && state != "runnable" {
+				last = state
 			}
 		}
 		runtime.Gosched()
 	}
-	t.Fatal("no goroutine came to wait in Signal.Wait")
-	return ""
+	if last == "" {
+		t.Fatal("no goroutine came to wait in Signal.Wait")
+	}
+	return last
 }
 
 // TestSignalWakesMoreWaitersThanPlaces: every waiter wakes, those parked
 // and those that found every parking place taken and sleep on the futex.
 func TestSignalWakesMoreWaitersThanPlaces(t *testing.T) {
 	var s Signal
-	const waiters = 3 * parkPlaces
+	const waiters = 3*parkPlaces + 4
 	woke := make(chan bool, waiters)
 	seq := s.Seq()
 	for range waiters {
@@ -195,7 +203,7 @@ func TestSignalWakesMoreWaitersThanPlaces(t *testing.T) {
 	// Let them all come to wait, so that the places fill up and the
 	// futex gets its sleepers; those that come later see the count
 	// changed, which is a wake-up too.
-	for deadline := time.Now().Add(10 * time.Second); s.waiters.Load() < waiters && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); s.parked.Load()+s.sleepers.Load() < waiters && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 	s.Notify()
@@ -217,7 +225,14 @@ func TestSignalWakesMoreWaitersThanPlaces(t *testing.T) {
 // second) stays allocation-free.
 func TestSignalWaitAllocatesNothing(t *testing.T) {
 	var s Signal
-	s.Wait(s.Seq(), time.Microsecond) // makes the place
+	s.Prepare(1) // makes the place: the first wait allocates nothing either
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	s.Wait(s.Seq(), 20*time.Microsecond)
+	runtime.ReadMemStats(&after)
+	if n := after.Mallocs - before.Mallocs; n != 0 {
+		t.Errorf("%d allocations in the first wait after Prepare", n)
+	}
 	if n := testing.AllocsPerRun(100, func() {
 		s.Wait(s.Seq(), 20*time.Microsecond)
 	}); n != 0 {
