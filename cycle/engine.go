@@ -129,6 +129,7 @@ func New(m *master.Master, seg *shm.Segment, cfg Config) *Engine {
 	e := &Engine{m: m, seg: seg, cfg: cfg, slaveCount: len(m.Slaves()),
 		emergencies: make([]master.SlaveEmergency, 0, master.EmergencyQueueLen), yield: runtime.Gosched}
 	e.reports, _ = spsc.NewRing[shm.Event](reportQueueLen) // a power of two
+	e.trouble.Prepare(1)                                   // for the recovery worker's WaitTrouble
 	if setup, _, ok := m.DC(); ok && setup.Reference != nil {
 		e.dcOn, e.dcRef = true, setup.Reference.Position
 		e.dc = newDCSync(int64(cfg.Period))
@@ -151,7 +152,15 @@ func (e *Engine) Run() uint64 {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	e.setup = rt.Apply(e.cfg.RT)
-	defer e.setup.Close()
+	gcPercent, gcOff := 0, false
+	defer func() {
+		// The thread back as it came before the collector is on
+		// again: once unlocked, it may run the collector's workers.
+		e.setup.Close()
+		if gcOff {
+			debug.SetGCPercent(gcPercent)
+		}
+	}()
 	for _, r := range e.setup.Refused() {
 		e.note(shm.EventNote, 0, "rt: "+r.Setting+" refused")
 	}
@@ -159,8 +168,7 @@ func (e *Engine) Run() uint64 {
 		e.OnStart(e.setup)
 	}
 	if !e.cfg.KeepGC {
-		old := debug.SetGCPercent(-1)
-		defer debug.SetGCPercent(old)
+		gcPercent, gcOff = debug.SetGCPercent(-1), true
 		// Collect and return memory to the OS now, then let the runtime's
 		// background scavenger run and re-arm its timer (its first sleep
 		// grows a timer heap: a runtime allocation that belongs here, not
@@ -176,6 +184,7 @@ func (e *Engine) Run() uint64 {
 	next := rt.Now() + p
 	var skipped uint32
 	first := e.cycle
+	e.yieldLate = false
 	e.pipelined = e.cfg.Pipelined && e.m.CanPost()
 	if e.pipelined {
 		// The first cycle collects these.
@@ -185,8 +194,10 @@ func (e *Engine) Run() uint64 {
 	for !e.stop.Load() && (e.cfg.Cycles == 0 || e.cycle-first < e.cfg.Cycles) {
 		if e.OnSteady != nil && e.cycle-first == e.SteadyAfter {
 			e.OnSteady()
-			// Its time is not the cycle's: start the schedule afresh.
+			// Its time is not the cycle's: start the schedule afresh,
+			// with no late yield to report.
 			next = max(next, rt.Now()+p)
+			e.yieldLate = false
 		}
 		rt.SleepUntilSpin(next, spin, e.cfg.SleepKeepsP)
 		end := e.step(next, skipped)

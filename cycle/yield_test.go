@@ -78,19 +78,25 @@ func TestYieldLateIsFlagged(t *testing.T) {
 	m, _, mem := bus(t)
 	const cycles = 60
 	e := New(m, mem, Config{Period: time.Millisecond, Cycles: cycles, KeepGC: true, RT: noRT(), Pipelined: true, SleepKeepsP: true})
-	late := map[uint64]bool{} // the cycles after a slow yield
+	late := map[uint64]bool{}      // the cycles after a slow yield
+	returned := map[uint64]int64{} // when each yield returned, by the next cycle
 	e.yield = func() {
 		if e.yields%3 == 2 {
 			late[e.cycle] = true // the next sample's cycle
 			time.Sleep(1200 * time.Microsecond)
 		}
+		returned[e.cycle] = rt.Now()
 	}
 	e.Run()
 	var s shm.Sample
 	flagged := 0
 	for mem.Samples().Next(&s) {
 		got := s.Flags.Has(shm.SampleYieldLate)
-		if got != late[s.Cycle] {
+		// A quick yield that returned well before the deadline is
+		// flagged only if the host held the thread between its return
+		// and the engine's clock reading: not a case to count here.
+		hostHeld := got && !late[s.Cycle] && returned[s.Cycle] > s.Deadline-int64(200*time.Microsecond)
+		if got != late[s.Cycle] && !hostHeld {
 			t.Errorf("cycle %d: yield-late %v, want %v (flags %v)", s.Cycle, got, late[s.Cycle], s.Flags)
 		}
 		if got {

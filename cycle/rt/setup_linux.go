@@ -104,6 +104,16 @@ func Apply(o Options) *Setup {
 		s.dma, err = holdDMALatency()
 		return err
 	})})
+	// Close restores only what was changed.
+	for _, r := range s.Results {
+		switch {
+		case r.Applied():
+		case r.Setting == SettingSchedFIFO:
+			s.policy = nil
+		case r.Setting == SettingAffinity:
+			s.cpus = nil
+		}
+	}
 	return s
 }
 
@@ -137,10 +147,12 @@ func (s *Setup) Close() error {
 		s.cpus = nil
 	}
 	if s.dma != nil {
-		errs = append(errs, s.dma.Close())
+		if err := s.dma.Close(); err != nil {
+			errs = append(errs, err)
+		}
 		s.dma = nil
 	}
-	return errors.Join(errs...)
+	return errors.Join(errs...) // nil, allocating nothing, when all went well
 }
 
 // Refused returns the settings that were requested but not applied.
