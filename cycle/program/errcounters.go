@@ -43,9 +43,9 @@ type errorCountersPoller struct {
 	last   [][errorCountersLen]byte
 	known  []bool
 	// wake ends the wait between two rounds when ctx ends. The wait is
-	// the Signal's, whose timeout is the deadline of a poll descriptor
-	// made once, not a new Go timer per round: the cycle's steady state
-	// allocates nothing (spsc's TestSignalWaitAllocatesNothing).
+	// the Signal's, on a parking place made here (Prepare) whose timeout
+	// is a timerfd, not a Go timer: the cycle's steady state allocates
+	// nothing (spsc's TestSignalWaitAllocatesNothing).
 	wake spsc.Signal
 	stop func() bool
 }

@@ -38,23 +38,32 @@ func TestApplyBadPriorityIsRefusedNotFatal(t *testing.T) {
 	}
 }
 
+// restoreProcessCPUs returns the CPUs of the process now and gives every
+// thread of it those CPUs, and the runtime its GOMAXPROCS, back when t
+// ends: pinning a thread moves all the others off its core (AvoidCore).
+func restoreProcessCPUs(t *testing.T) unix.CPUSet {
+	t.Helper()
+	var cpus unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &cpus); err != nil {
+		t.Fatal(err)
+	}
+	procs := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() {
+		if err := setThreadsAffinity(&cpus); err != nil {
+			t.Error(err)
+		}
+		runtime.GOMAXPROCS(procs)
+	})
+	return cpus
+}
+
 // TestApplyAsRoot sets every setting on a throwaway locked thread (the
 // goroutine exits without unlocking, so the thread dies with it).
 func TestApplyAsRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SCHED_FIFO and mlockall need root (or CAP_SYS_NICE, CAP_IPC_LOCK)")
 	}
-	var orig unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &orig); err != nil {
-		t.Fatal(err)
-	}
-	procs := runtime.GOMAXPROCS(0)
-	t.Cleanup(func() {
-		if err := setThreadsAffinity(&orig); err != nil {
-			t.Error(err)
-		}
-		runtime.GOMAXPROCS(procs)
-	})
+	orig := restoreProcessCPUs(t)
 	type outcome struct {
 		refused []Result
 		policy  int
@@ -109,17 +118,7 @@ func TestCloseRestoresTheThread(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SCHED_FIFO needs root (or CAP_SYS_NICE)")
 	}
-	var procCPUs unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &procCPUs); err != nil {
-		t.Fatal(err)
-	}
-	procs := runtime.GOMAXPROCS(0)
-	t.Cleanup(func() {
-		if err := setThreadsAffinity(&procCPUs); err != nil {
-			t.Error(err)
-		}
-		runtime.GOMAXPROCS(procs)
-	})
+	procCPUs := restoreProcessCPUs(t)
 	type sched struct {
 		policy, prio uint32
 		cpus         unix.CPUSet

@@ -25,7 +25,8 @@ const (
 	placeWoken
 )
 
-// parking holds a Signal's parking places, each made on first use.
+// parking holds a Signal's parking places, each made by Prepare or on
+// first use.
 type parking struct {
 	places [parkPlaces]place
 	// used is how many places from the first have ever been taken:
@@ -46,8 +47,7 @@ type place struct {
 	// arm; Notify reads fd and now only after seeing it armed.
 	ready bool
 	fd    int
-	file  *os.File
-	conn  syscall.RawConn
+	conn  syscall.RawConn       // keeps its os.File, and so the fd, open
 	read  func(fd uintptr) bool // reads the expirations; false: none yet
 	now   unix.ItimerSpec       // expire at once (Notify)
 	at    unix.ItimerSpec       // expire at the waiter's timeout
@@ -130,7 +130,7 @@ func (p *place) make() bool {
 		return false
 	}
 	p.now.Value.Nsec = 1
-	p.fd, p.file, p.conn = fd, f, conn
+	p.fd, p.conn = fd, conn
 	p.read = func(fd uintptr) bool {
 		_, err := unix.Read(int(fd), p.buf[:])
 		return !errors.Is(err, unix.EAGAIN)

@@ -206,6 +206,9 @@ func TestSignalWakesMoreWaitersThanPlaces(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); s.parked.Load()+s.sleepers.Load() < waiters && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
+	if p := s.parked.Load(); p > parkPlaces {
+		t.Errorf("%d waiters parked in %d places", p, parkPlaces)
+	}
 	s.Notify()
 	for i := range waiters {
 		select {
