@@ -26,6 +26,13 @@ type WindowReport struct {
 	// and ecagent_cyclic_frames_lost_total grew by since the last window
 	// closed (LostFrames counts the cycles that lost one).
 	FramesSent, FramesLost int64
+	// LateAnswers counts the window's cycles that discarded a late answer
+	// (CounterLateAnswers), AcyclicCycles those that carried acyclic
+	// datagrams and AcyclicOverruns the overruns among them
+	// (CounterAcyclicCycles, CounterAcyclicOverruns), YieldLate those
+	// woken late by the cycle's own yield (CounterYieldLate): what tells
+	// the process's own overruns and late wake-ups from the host's.
+	LateAnswers, AcyclicCycles, AcyclicOverruns, YieldLate int64
 	// Period is the time between consecutive wake-ups (pairs of samples
 	// with consecutive cycle numbers only).
 	Period stats.Summary
@@ -160,6 +167,11 @@ func (c *Consumer) CloseWindow() WindowReport {
 		Skipped:    c.winCounts[CounterSkipped],
 		LostFrames: c.winCounts[CounterLostFrames],
 		WKCErrors:  c.winCounts[CounterWKCErrors],
+
+		LateAnswers:     c.winCounts[CounterLateAnswers],
+		AcyclicCycles:   c.winCounts[CounterAcyclicCycles],
+		AcyclicOverruns: c.winCounts[CounterAcyclicOverruns],
+		YieldLate:       c.winCounts[CounterYieldLate],
 	}
 	sent, lost := c.deriver.SegmentCount(CounterFramesSent), c.deriver.SegmentCount(CounterFramesLost)
 	r.FramesSent, r.FramesLost = int64(sent-c.winFrames[0]), int64(lost-c.winFrames[1])

@@ -317,6 +317,13 @@ func TestCounters(t *testing.T) {
 	if rep.LostFrames != 2 || rep.WKCErrors != 1 || rep.Overruns != 2 || rep.Skipped != 3 || rep.DCTimeDifference.Max != 150 {
 		t.Errorf("report %+v: want 2 lost, 1 WKC error, 2 overruns, 3 skipped, DC max 150", rep)
 	}
+	if rep.LateAnswers != 1 || rep.AcyclicCycles != 2 || rep.AcyclicOverruns != 1 || rep.YieldLate != 1 {
+		t.Errorf("report: %d late answers, %d acyclic cycles, %d acyclic overruns, %d yield-late; want 1, 2, 1, 1",
+			rep.LateAnswers, rep.AcyclicCycles, rep.AcyclicOverruns, rep.YieldLate)
+	}
+	if rep = c.CloseWindow(); rep.LateAnswers != 0 || rep.AcyclicCycles != 0 || rep.AcyclicOverruns != 0 || rep.YieldLate != 0 {
+		t.Errorf("next window: %+v, want the counts back at 0", rep)
+	}
 }
 
 // TestDCControllerError checks the controller error histogram, window

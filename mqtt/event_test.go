@@ -154,6 +154,7 @@ func TestEmergencyMeaning(t *testing.T) {
 // per name, in order, the DC figures last.
 func TestNodeStats(t *testing.T) {
 	r := metrics.WindowReport{Target: 1_000_000, Cycles: 1000, Overruns: 2,
+		LateAnswers: 3, AcyclicCycles: 40, AcyclicOverruns: 1, YieldLate: 5,
 		JobDuration:       stats.Summary{Count: 1000, Mean: 100_000, Max: 400_000},
 		DCTimeDifference:  stats.Summary{Count: 250, P99: 95},
 		DCControllerError: stats.Summary{Count: 1000, P99: 3_200}}
@@ -170,12 +171,15 @@ func TestNodeStats(t *testing.T) {
 	want := map[string]any{
 		"Stats/cycles": uint64(1000), "Stats/overruns": uint64(2), "Stats/cpu_load_mean": 0.1, "Stats/cpu_load_max": 0.4,
 		"Stats/dc_difference_p99_ns": uint64(95), "Stats/dc_controller_error_p99_ns": uint64(3200),
+		"Stats/late_answers": uint64(3), "Stats/acyclic_cycles": uint64(40), "Stats/acyclic_overruns": uint64(1), "Stats/yield_late": uint64(5),
 	}
+	seen := 0
 	for _, m := range got {
 		w, ok := want[m.Name]
 		if !ok {
 			continue
 		}
+		seen++
 		var v any = m.Int
 		if m.DataType == sparkplug.Double {
 			v = m.Float
@@ -183,5 +187,8 @@ func TestNodeStats(t *testing.T) {
 		if v != w {
 			t.Errorf("%s = %v, want %v", m.Name, v, w)
 		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d of the %d metrics looked for are there", seen, len(want))
 	}
 }

@@ -137,6 +137,10 @@ func appendStats(b []byte, r *metrics.WindowReport, tsMillis int64, seq uint64) 
 	o.int("frames_sent", r.FramesSent)
 	o.int("frames_lost", r.FramesLost)
 	o.int("wkc_errors", r.WKCErrors)
+	o.int("late_answers", r.LateAnswers)
+	o.int("acyclic_cycles", r.AcyclicCycles)
+	o.int("acyclic_overruns", r.AcyclicOverruns)
+	o.int("yield_late", r.YieldLate)
 	for _, q := range []struct {
 		key string
 		s   *stats.Summary

@@ -48,6 +48,7 @@ func nodeStatMetrics() []nodeMetric {
 		{"Stats/cpu_load_mean", d}, {"Stats/cpu_load_max", d},
 		{"Stats/dc_difference_p99_ns", i}, {"Stats/dc_controller_error_p99_ns", i},
 		{"Stats/frames_sent", i}, {"Stats/frames_lost", i},
+		{"Stats/late_answers", i}, {"Stats/acyclic_cycles", i}, {"Stats/acyclic_overruns", i}, {"Stats/yield_late", i},
 	}
 }
 
@@ -75,6 +76,7 @@ func nodeStats(dst []sparkplug.Metric, r *metrics.WindowReport) []sparkplug.Metr
 		{f: r.JobDuration.Mean / target}, {f: float64(r.JobDuration.Max) / target},
 		{i: r.DCTimeDifference.P99}, {i: r.DCControllerError.P99},
 		{i: r.FramesSent}, {i: r.FramesLost},
+		{i: r.LateAnswers}, {i: r.AcyclicCycles}, {i: r.AcyclicOverruns}, {i: r.YieldLate},
 	}
 	for k, nm := range nodeStatMetrics() {
 		m := sparkplug.Metric{Name: nm.name, DataType: nm.typ}
