@@ -205,7 +205,7 @@ func counterTable() [NumCounters]CounterInfo {
 		CounterAcyclicOverruns: {"acyclic_cycle_overruns", nameAcyclicOverruns,
 			"Overruns among the cycles that carried acyclic datagrams: a rate well above that of ecagent_cycle_overruns_total is the acyclic work's doing, not the host's."},
 		CounterYieldLate: {"cycle_yield_late", nameYieldLate,
-			"Cycles woken after their deadline because the cycle's yield to the Go scheduler (every 5 ms, after a cycle with half a period to spare) returned late: the runtime hands the cycle thread's P back through another thread, which waits for a CPU. The other late wake-ups are the host's timer and scheduler."},
+			"Cycles woken after their deadline because the cycle's yield to the Go scheduler (every 5 ms, after a cycle with half a period to spare) returned late: the runtime hands the cycle thread's P back through another thread, on another CPU, and each of the two wake-ups is as slow as the woken CPU is to leave its idle state. The other late wake-ups are the host's timer and scheduler."},
 		CounterRingDrops: {"sample_ring_drops", nameRingDrops,
 			"Cycle samples dropped because the sample ring was full (the agent fell behind)."},
 		CounterFramesSent: {"cyclic_frames_sent", nameFramesSent,
