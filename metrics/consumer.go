@@ -15,24 +15,13 @@ import (
 type WindowReport struct {
 	// Target is the target cycle period in nanoseconds.
 	Target int64
-	// Cycles is the number of samples observed in the window.
-	Cycles int64
-	// Overruns, Skipped, LostFrames and WKCErrors count the window's
-	// overrunning cycles, skipped deadlines, lost frames and working
-	// counter errors.
-	Overruns, Skipped, LostFrames, WKCErrors int64
-	// FramesSent and FramesLost count the cyclic frames sent and lost in
-	// the window, frame by frame: what ecagent_cyclic_frames_sent_total
-	// and ecagent_cyclic_frames_lost_total grew by since the last window
-	// closed (LostFrames counts the cycles that lost one).
-	FramesSent, FramesLost int64
-	// LateAnswers counts the window's cycles that discarded a late answer
-	// (CounterLateAnswers), AcyclicCycles those that carried acyclic
-	// datagrams and AcyclicOverruns the overruns among them
-	// (CounterAcyclicCycles, CounterAcyclicOverruns), YieldLate those
-	// woken late by the cycle's own yield (CounterYieldLate): what tells
-	// the process's own overruns and late wake-ups from the host's.
-	LateAnswers, AcyclicCycles, AcyclicOverruns, YieldLate int64
+	// Counts is what each counter grew by in the window, indexed by
+	// Counter: CounterCycles the samples observed, CounterLostFrames the
+	// cycles that lost a frame, CounterFramesSent and CounterFramesLost
+	// the frames frame by frame, CounterRingDrops the samples the ring
+	// dropped. What the Prometheus counters of the same names grew by
+	// while the window was open.
+	Counts [NumCounters]int64
 	// Period is the time between consecutive wake-ups (pairs of samples
 	// with consecutive cycle numbers only).
 	Period stats.Summary
@@ -125,10 +114,11 @@ type Consumer struct {
 
 	// Counts of the current window (for WindowReport).
 	winCounts [numSampleCounters]int64
-	// winFrames is the frames sent and lost when the last window closed;
-	// skipFrames moves it to the totals of the next SetSegment (Attached).
-	winFrames  [2]uint64
-	skipFrames bool
+	// winSegment is the segment counters' totals when the last window
+	// closed; skipSegment moves it to the totals of the next SetSegment
+	// (Attached).
+	winSegment  [NumCounters - numSampleCounters]uint64
+	skipSegment bool
 }
 
 // Observe records one cycle sample: its figures (see Deriver.Derive) go
@@ -160,22 +150,13 @@ func (c *Consumer) Observe(s *shm.Sample) {
 // sorts the window's values (O(n log n), a few milliseconds for 40 000
 // values) and does not allocate.
 func (c *Consumer) CloseWindow() WindowReport {
-	r := WindowReport{
-		Target:     c.deriver.Target(),
-		Cycles:     c.winCounts[CounterCycles],
-		Overruns:   c.winCounts[CounterOverruns],
-		Skipped:    c.winCounts[CounterSkipped],
-		LostFrames: c.winCounts[CounterLostFrames],
-		WKCErrors:  c.winCounts[CounterWKCErrors],
-
-		LateAnswers:     c.winCounts[CounterLateAnswers],
-		AcyclicCycles:   c.winCounts[CounterAcyclicCycles],
-		AcyclicOverruns: c.winCounts[CounterAcyclicOverruns],
-		YieldLate:       c.winCounts[CounterYieldLate],
+	r := WindowReport{Target: c.deriver.Target()}
+	copy(r.Counts[:], c.winCounts[:])
+	for k := range c.winSegment {
+		now := c.deriver.SegmentCount(numSampleCounters + Counter(k))
+		r.Counts[numSampleCounters+Counter(k)] = int64(now - c.winSegment[k])
+		c.winSegment[k] = now
 	}
-	sent, lost := c.deriver.SegmentCount(CounterFramesSent), c.deriver.SegmentCount(CounterFramesLost)
-	r.FramesSent, r.FramesLost = int64(sent-c.winFrames[0]), int64(lost-c.winFrames[1])
-	c.winFrames = [2]uint64{sent, lost}
 	for q, w := range c.windows {
 		*r.summary(Quantity(q)) = w.Snapshot()
 	}
@@ -216,18 +197,20 @@ func (c *Consumer) Restart() { c.deriver.Restart() }
 // continue across a new segment (Deriver.SetSegment).
 func (c *Consumer) SetSegment(s SegmentCounts) {
 	c.deriver.SetSegment(s)
-	if c.skipFrames {
-		c.skipFrames = false
-		c.winFrames = [2]uint64{c.deriver.SegmentCount(CounterFramesSent), c.deriver.SegmentCount(CounterFramesLost)}
+	if c.skipSegment {
+		c.skipSegment = false
+		for k := range c.winSegment {
+			c.winSegment[k] = c.deriver.SegmentCount(numSampleCounters + Counter(k))
+		}
 	}
 }
 
 // Attached says, after Restart, that the cycle process was running before
-// this agent attached to it: the frames its segment counted until the next
-// SetSegment go into the counters, but not into the next window, which
-// holds the frames sent and lost while this agent watched. (The samples
+// this agent attached to it: the frames and ring drops its segment counted
+// until the next SetSegment go into the counters, but not into the next
+// window, which holds those counted while this agent watched. (The samples
 // the ring kept from before are counted as they are drained.)
-func (c *Consumer) Attached() { c.skipFrames = true }
+func (c *Consumer) Attached() { c.skipSegment = true }
 
 // Target returns the target cycle period in nanoseconds.
 func (c *Consumer) Target() int64 { return c.deriver.Target() }

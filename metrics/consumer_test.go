@@ -194,15 +194,15 @@ func TestWindowGauges(t *testing.T) {
 	if got := gaugeByLabel(t, family(t, r, nameDCTimeDiffWin), labelStat, "max"); !math.IsNaN(got) {
 		t.Errorf("DC window max = %g, want NaN for an empty window", got)
 	}
-	if rep.Cycles != 1000 || rep.WakeupLatency.Max != 1_000_000 || rep.WakeupLatency.P999 != 999_000 {
+	if rep.Counts[CounterCycles] != 1000 || rep.WakeupLatency.Max != 1_000_000 || rep.WakeupLatency.P999 != 999_000 {
 		t.Errorf("report: cycles %d, latency max %d p99.9 %d; want 1000, 1000000, 999000",
-			rep.Cycles, rep.WakeupLatency.Max, rep.WakeupLatency.P999)
+			rep.Counts[CounterCycles], rep.WakeupLatency.Max, rep.WakeupLatency.P999)
 	}
 
 	// The next window starts empty.
 	rep = c.CloseWindow()
-	if rep.Cycles != 0 || rep.WakeupLatency.Count != 0 {
-		t.Errorf("second window: cycles %d, latencies %d, want 0", rep.Cycles, rep.WakeupLatency.Count)
+	if rep.Counts[CounterCycles] != 0 || rep.WakeupLatency.Count != 0 {
+		t.Errorf("second window: cycles %d, latencies %d, want 0", rep.Counts[CounterCycles], rep.WakeupLatency.Count)
 	}
 	if got := gaugeByLabel(t, family(t, r, nameWakeupWin), labelStat, "max"); !math.IsNaN(got) {
 		t.Errorf("empty window: wake-up max = %g, want NaN", got)
@@ -242,7 +242,7 @@ func TestPeriodAndJitter(t *testing.T) {
 		{"signed jitter min", rep.SignedJitter.Min, -20_000},
 		{"signed jitter max", rep.SignedJitter.Max, 10_000},
 		{"signed jitter p50", rep.SignedJitter.P50, 5_000},
-		{"cycles", rep.Cycles, 5},
+		{"cycles", rep.Counts[CounterCycles], 5},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -314,14 +314,14 @@ func TestCounters(t *testing.T) {
 	}
 
 	rep := c.CloseWindow()
-	if rep.LostFrames != 2 || rep.WKCErrors != 1 || rep.Overruns != 2 || rep.Skipped != 3 || rep.DCTimeDifference.Max != 150 {
+	if rep.Counts[CounterLostFrames] != 2 || rep.Counts[CounterWKCErrors] != 1 || rep.Counts[CounterOverruns] != 2 || rep.Counts[CounterSkipped] != 3 || rep.DCTimeDifference.Max != 150 {
 		t.Errorf("report %+v: want 2 lost, 1 WKC error, 2 overruns, 3 skipped, DC max 150", rep)
 	}
-	if rep.LateAnswers != 1 || rep.AcyclicCycles != 2 || rep.AcyclicOverruns != 1 || rep.YieldLate != 1 {
+	if rep.Counts[CounterLateAnswers] != 1 || rep.Counts[CounterAcyclicCycles] != 2 || rep.Counts[CounterAcyclicOverruns] != 1 || rep.Counts[CounterYieldLate] != 1 {
 		t.Errorf("report: %d late answers, %d acyclic cycles, %d acyclic overruns, %d yield-late; want 1, 2, 1, 1",
-			rep.LateAnswers, rep.AcyclicCycles, rep.AcyclicOverruns, rep.YieldLate)
+			rep.Counts[CounterLateAnswers], rep.Counts[CounterAcyclicCycles], rep.Counts[CounterAcyclicOverruns], rep.Counts[CounterYieldLate])
 	}
-	if rep = c.CloseWindow(); rep.LateAnswers != 0 || rep.AcyclicCycles != 0 || rep.AcyclicOverruns != 0 || rep.YieldLate != 0 {
+	if rep = c.CloseWindow(); rep.Counts[CounterLateAnswers] != 0 || rep.Counts[CounterAcyclicCycles] != 0 || rep.Counts[CounterAcyclicOverruns] != 0 || rep.Counts[CounterYieldLate] != 0 {
 		t.Errorf("next window: %+v, want the counts back at 0", rep)
 	}
 }

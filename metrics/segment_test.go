@@ -46,30 +46,31 @@ func TestSegmentCounters(t *testing.T) {
 	}
 }
 
-// TestWindowFrames: a window reports the frames sent and lost since the
-// last window closed, also across a new segment (Restart), whose totals
-// start again from 0 — frames lost included, though its new total (10)
-// has passed the old one (3).
+// TestWindowFrames: a window reports the frames sent and lost, and the
+// samples the ring dropped, since the last window closed, also across a
+// new segment (Restart), whose totals start again from 0 — frames lost
+// included, though its new total (10) has passed the old one (3).
 func TestWindowFrames(t *testing.T) {
 	r := newTestRegistry(t, testOptions())
 	c := r.Consumer()
 	for _, step := range []struct {
-		restart            bool   // a new segment before this window's end
-		sent, lost         uint64 // the segment's running totals at the window's end
-		wantSent, wantLost int64
+		restart                       bool   // a new segment before this window's end
+		sent, lost, drops             uint64 // the segment's running totals at the window's end
+		wantSent, wantLost, wantDrops int64
 	}{
-		{false, 1000, 3, 1000, 3},
-		{false, 2500, 3, 1500, 0},
-		{true, 200, 10, 200, 10}, // a new segment: 2 500 and 3 before it
-		{false, 900, 12, 700, 2},
+		{false, 1000, 3, 0, 1000, 3, 0},
+		{false, 2500, 3, 4, 1500, 0, 4},
+		{true, 200, 10, 1, 200, 10, 1}, // a new segment: 2 500, 3 and 4 before it
+		{false, 900, 12, 1, 700, 2, 0},
 	} {
 		if step.restart {
 			c.Restart()
 		}
-		c.SetSegment(SegmentCounts{FramesSent: step.sent, FramesLost: step.lost})
-		if rep := c.CloseWindow(); rep.FramesSent != step.wantSent || rep.FramesLost != step.wantLost {
-			t.Errorf("totals %d, %d: window of %d frames sent, %d lost; want %d, %d",
-				step.sent, step.lost, rep.FramesSent, rep.FramesLost, step.wantSent, step.wantLost)
+		c.SetSegment(SegmentCounts{FramesSent: step.sent, FramesLost: step.lost, RingDrops: step.drops})
+		rep := c.CloseWindow()
+		if got := [3]int64{rep.Counts[CounterFramesSent], rep.Counts[CounterFramesLost], rep.Counts[CounterRingDrops]}; got != [3]int64{step.wantSent, step.wantLost, step.wantDrops} {
+			t.Errorf("totals %d, %d, %d: window of %d frames sent, %d lost, %d dropped; want %d, %d, %d",
+				step.sent, step.lost, step.drops, got[0], got[1], got[2], step.wantSent, step.wantLost, step.wantDrops)
 		}
 	}
 }
@@ -98,16 +99,18 @@ func TestSegmentRestart(t *testing.T) {
 	c.Restart() // another cycle process, its totals already past the old ones
 	c.SetSegment(SegmentCounts{RingDrops: 7, FramesSent: 500, FramesLost: 9})
 	check("after Restart", 13, 610, 13)
-	if rep := c.CloseWindow(); rep.FramesSent != 500 || rep.FramesLost != 9 {
-		t.Errorf("window after Restart: %d frames sent, %d lost; want 500, 9", rep.FramesSent, rep.FramesLost)
+	if rep := c.CloseWindow(); rep.Counts[CounterFramesSent] != 500 || rep.Counts[CounterFramesLost] != 9 || rep.Counts[CounterRingDrops] != 7 {
+		t.Errorf("window after Restart: %d frames sent, %d lost, %d dropped; want 500, 9, 7",
+			rep.Counts[CounterFramesSent], rep.Counts[CounterFramesLost], rep.Counts[CounterRingDrops])
 	}
 
 	c.Restart()
 	c.Attached() // found running: a week of frames before this agent
-	c.SetSegment(SegmentCounts{FramesSent: 600_000_000, FramesLost: 12_000})
-	c.SetSegment(SegmentCounts{FramesSent: 600_001_000, FramesLost: 12_002})
-	if rep := c.CloseWindow(); rep.FramesSent != 1000 || rep.FramesLost != 2 {
-		t.Errorf("first window after attaching: %d frames sent, %d lost; want 1000, 2", rep.FramesSent, rep.FramesLost)
+	c.SetSegment(SegmentCounts{RingDrops: 40, FramesSent: 600_000_000, FramesLost: 12_000})
+	c.SetSegment(SegmentCounts{RingDrops: 42, FramesSent: 600_001_000, FramesLost: 12_002})
+	if rep := c.CloseWindow(); rep.Counts[CounterFramesSent] != 1000 || rep.Counts[CounterFramesLost] != 2 || rep.Counts[CounterRingDrops] != 2 {
+		t.Errorf("first window after attaching: %d frames sent, %d lost, %d dropped; want 1000, 2, 2",
+			rep.Counts[CounterFramesSent], rep.Counts[CounterFramesLost], rep.Counts[CounterRingDrops])
 	}
-	check("after attaching", 13, 610+600_001_000, 13+12_002)
+	check("after attaching", 13+42, 610+600_001_000, 13+12_002)
 }

@@ -153,11 +153,15 @@ func TestEmergencyMeaning(t *testing.T) {
 // TestNodeStats checks the Sparkplug statistics metrics of a window: one
 // per name, in order, the DC figures last.
 func TestNodeStats(t *testing.T) {
-	r := metrics.WindowReport{Target: 1_000_000, Cycles: 1000, Overruns: 2,
-		LateAnswers: 3, AcyclicCycles: 40, AcyclicOverruns: 1, YieldLate: 5,
+	r := metrics.WindowReport{Target: 1_000_000,
 		JobDuration:       stats.Summary{Count: 1000, Mean: 100_000, Max: 400_000},
 		DCTimeDifference:  stats.Summary{Count: 250, P99: 95},
 		DCControllerError: stats.Summary{Count: 1000, P99: 3_200}}
+	for c, n := range map[metrics.Counter]int64{metrics.CounterCycles: 1000, metrics.CounterOverruns: 2,
+		metrics.CounterLateAnswers: 3, metrics.CounterAcyclicCycles: 40, metrics.CounterAcyclicOverruns: 1,
+		metrics.CounterYieldLate: 5, metrics.CounterRingDrops: 6} {
+		r.Counts[c] = n
+	}
 	got := nodeStats(nil, &r)
 	names := nodeStatNames()
 	if len(got) != len(names) {
@@ -172,6 +176,7 @@ func TestNodeStats(t *testing.T) {
 		"Stats/cycles": uint64(1000), "Stats/overruns": uint64(2), "Stats/cpu_load_mean": 0.1, "Stats/cpu_load_max": 0.4,
 		"Stats/dc_difference_p99_ns": uint64(95), "Stats/dc_controller_error_p99_ns": uint64(3200),
 		"Stats/late_answers": uint64(3), "Stats/acyclic_cycles": uint64(40), "Stats/acyclic_overruns": uint64(1), "Stats/yield_late": uint64(5),
+		"Stats/ring_drops": uint64(6),
 	}
 	seen := 0
 	for _, m := range got {

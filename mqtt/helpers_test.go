@@ -3,6 +3,7 @@ package mqtt
 import (
 	"sync"
 
+	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -97,4 +98,10 @@ func (r *fakeRing) all() []shm.Command {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]shm.Command(nil), r.cmds...)
+}
+
+// cycles returns the counts of a window that observed n cycles.
+func cycles(n int64) (c [metrics.NumCounters]int64) {
+	c[metrics.CounterCycles] = n
+	return c
 }

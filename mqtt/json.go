@@ -122,6 +122,24 @@ func appendProcessData(b []byte, d *Device, vals []uint64, h pdHeader) []byte {
 	return o.end()
 }
 
+// statsCount is a count of the stats message: its key and its counter.
+type statsCount struct {
+	key string
+	c   metrics.Counter
+}
+
+// statsCounts are the counts of the stats message, in its order.
+func statsCounts() []statsCount {
+	return []statsCount{
+		{"cycles", metrics.CounterCycles}, {"overruns", metrics.CounterOverruns},
+		{"skipped", metrics.CounterSkipped}, {"lost_frames", metrics.CounterLostFrames},
+		{"frames_sent", metrics.CounterFramesSent}, {"frames_lost", metrics.CounterFramesLost},
+		{"wkc_errors", metrics.CounterWKCErrors}, {"late_answers", metrics.CounterLateAnswers},
+		{"acyclic_cycles", metrics.CounterAcyclicCycles}, {"acyclic_overruns", metrics.CounterAcyclicOverruns},
+		{"yield_late", metrics.CounterYieldLate}, {"ring_drops", metrics.CounterRingDrops},
+	}
+}
+
 // appendStats appends the stats payload of one statistics window: counts,
 // and for each timing quantity its summary in nanoseconds; cpu_load is
 // job time over the target period. seq counts the stats messages.
@@ -130,17 +148,9 @@ func appendStats(b []byte, r *metrics.WindowReport, tsMillis int64, seq uint64) 
 	o.int("ts", tsMillis)
 	o.uint("seq", seq)
 	o.int("target_ns", r.Target)
-	o.int("cycles", r.Cycles)
-	o.int("overruns", r.Overruns)
-	o.int("skipped", r.Skipped)
-	o.int("lost_frames", r.LostFrames)
-	o.int("frames_sent", r.FramesSent)
-	o.int("frames_lost", r.FramesLost)
-	o.int("wkc_errors", r.WKCErrors)
-	o.int("late_answers", r.LateAnswers)
-	o.int("acyclic_cycles", r.AcyclicCycles)
-	o.int("acyclic_overruns", r.AcyclicOverruns)
-	o.int("yield_late", r.YieldLate)
+	for _, c := range statsCounts() {
+		o.int(c.key, r.Counts[c.c])
+	}
 	for _, q := range []struct {
 		key string
 		s   *stats.Summary

@@ -75,11 +75,15 @@ func BenchmarkAppendProcessData(b *testing.B) {
 }
 
 func TestAppendStats(t *testing.T) {
-	r := metrics.WindowReport{Target: 1_000_000, Cycles: 1000, Overruns: 2, LostFrames: 1, FramesSent: 2000, FramesLost: 2,
-		LateAnswers: 3, AcyclicCycles: 40, AcyclicOverruns: 1, YieldLate: 5,
+	r := metrics.WindowReport{Target: 1_000_000,
 		Jitter:            stats.Summary{Count: 999, Min: 100, Max: 9000, Mean: 400.5, P99: 2000},
 		JobDuration:       stats.Summary{Count: 1000, Min: 10000, Max: 500000, Mean: 20000},
 		DCControllerError: stats.Summary{Count: 500, Min: 3, Max: 420, Mean: 55.5, P99: 300}}
+	for c, n := range map[metrics.Counter]int64{metrics.CounterCycles: 1000, metrics.CounterOverruns: 2, metrics.CounterLostFrames: 1,
+		metrics.CounterFramesSent: 2000, metrics.CounterFramesLost: 2, metrics.CounterLateAnswers: 3, metrics.CounterAcyclicCycles: 40,
+		metrics.CounterAcyclicOverruns: 1, metrics.CounterYieldLate: 5, metrics.CounterRingDrops: 6} {
+		r.Counts[c] = n
+	}
 	var got struct {
 		Cycles, Overruns, LostFrames int64
 		FramesSent                   int64              `json:"frames_sent"`
@@ -88,6 +92,7 @@ func TestAppendStats(t *testing.T) {
 		AcyclicCycles                int64              `json:"acyclic_cycles"`
 		AcyclicOverruns              int64              `json:"acyclic_overruns"`
 		YieldLate                    int64              `json:"yield_late"`
+		RingDrops                    int64              `json:"ring_drops"`
 		Jitter                       map[string]float64 `json:"jitter_ns"`
 		Period                       map[string]float64 `json:"period_ns"`
 		Load                         map[string]float64 `json:"cpu_load"`
@@ -99,7 +104,7 @@ func TestAppendStats(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b)
 	}
 	if got.Cycles != 1000 || got.Overruns != 2 || got.FramesSent != 2000 || got.FramesLost != 2 || got.Jitter["max"] != 9000 || got.Jitter["p99"] != 2000 ||
-		got.LateAnswers != 3 || got.AcyclicCycles != 40 || got.AcyclicOverruns != 1 || got.YieldLate != 5 ||
+		got.LateAnswers != 3 || got.AcyclicCycles != 40 || got.AcyclicOverruns != 1 || got.YieldLate != 5 || got.RingDrops != 6 ||
 		got.Jitter["mean"] != 400.5 || got.Period["count"] != 0 || len(got.Period) != 1 ||
 		got.Load["max"] != 0.5 || got.Load["mean"] != 0.02 ||
 		got.DCDiff["count"] != 0 || len(got.DCDiff) != 1 ||

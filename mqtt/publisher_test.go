@@ -214,7 +214,7 @@ func TestPublisherJSON(t *testing.T) {
 		}
 	}
 
-	p.Window(&metrics.WindowReport{Target: 1e6, Cycles: 10, Jitter: stats.Summary{Count: 9, Max: 5000}}, time.Now())
+	p.Window(&metrics.WindowReport{Target: 1e6, Counts: cycles(10), Jitter: stats.Summary{Count: 9, Max: 5000}}, time.Now())
 	m = sub.waitFor(t, "/stats", 5*time.Second, nil)
 	if !strings.Contains(string(m.payload), `"cycles":10`) || !strings.Contains(string(m.payload), `"max":5000`) {
 		t.Errorf("stats %s", m.payload)

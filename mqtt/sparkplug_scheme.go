@@ -49,6 +49,7 @@ func nodeStatMetrics() []nodeMetric {
 		{"Stats/dc_difference_p99_ns", i}, {"Stats/dc_controller_error_p99_ns", i},
 		{"Stats/frames_sent", i}, {"Stats/frames_lost", i},
 		{"Stats/late_answers", i}, {"Stats/acyclic_cycles", i}, {"Stats/acyclic_overruns", i}, {"Stats/yield_late", i},
+		{"Stats/ring_drops", i},
 	}
 }
 
@@ -70,13 +71,15 @@ func nodeStats(dst []sparkplug.Metric, r *metrics.WindowReport) []sparkplug.Metr
 		f float64
 	}
 	values := [...]value{
-		{i: r.Cycles}, {i: r.Overruns}, {i: r.LostFrames}, {i: r.WKCErrors},
+		{i: r.Counts[metrics.CounterCycles]}, {i: r.Counts[metrics.CounterOverruns]}, {i: r.Counts[metrics.CounterLostFrames]}, {i: r.Counts[metrics.CounterWKCErrors]},
 		{i: r.Period.Min}, {i: r.Period.Max}, {i: r.Jitter.Max}, {i: r.Jitter.P99},
 		{i: r.WakeupLatency.P99}, {i: r.JobDuration.Max}, {i: r.FrameRTT.P99},
 		{f: r.JobDuration.Mean / target}, {f: float64(r.JobDuration.Max) / target},
 		{i: r.DCTimeDifference.P99}, {i: r.DCControllerError.P99},
-		{i: r.FramesSent}, {i: r.FramesLost},
-		{i: r.LateAnswers}, {i: r.AcyclicCycles}, {i: r.AcyclicOverruns}, {i: r.YieldLate},
+		{i: r.Counts[metrics.CounterFramesSent]}, {i: r.Counts[metrics.CounterFramesLost]},
+		{i: r.Counts[metrics.CounterLateAnswers]}, {i: r.Counts[metrics.CounterAcyclicCycles]},
+		{i: r.Counts[metrics.CounterAcyclicOverruns]}, {i: r.Counts[metrics.CounterYieldLate]},
+		{i: r.Counts[metrics.CounterRingDrops]},
 	}
 	for k, nm := range nodeStatMetrics() {
 		m := sparkplug.Metric{Name: nm.name, DataType: nm.typ}
