@@ -72,5 +72,5 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 // RejectCodes lists every RejectCode.
 func RejectCodes() []RejectCode {
 	return []RejectCode{RejectDisabled, RejectUnknown, RejectNotWritable, RejectMalformed, RejectWrongType,
-		RejectOutOfRange, RejectCycleDown, RejectQueueFull, RejectCycleRefused}
+		RejectOutOfRange, RejectCycleDown, RejectQueueFull, RejectCycleRefused, RejectRetained, RejectStale}
 }

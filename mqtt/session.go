@@ -129,7 +129,7 @@ func (p *Publisher) connect() (*mqttconn.Conn, error) {
 		Will:         &mqttconn.Will{Topic: will.topic, Payload: will.payload, QoS: will.qos, Retain: will.retain},
 		Timeout:      p.cfg.Timeout,
 		MaxInflight:  maxInflight,
-		OnMessage:    p.command,
+		OnMessage:    p.message,
 	})
 }
 
@@ -383,6 +383,6 @@ func (p *Publisher) goodbye(c *mqttconn.Conn, inflight *flights, seq *uint64) {
 	_ = c.Disconnect()
 }
 
-// command dispatches a message on a command topic to the scheme. It runs
-// on the connection's reader goroutine and must not block.
-func (p *Publisher) command(topic string, payload []byte) { p.sch.command(topic, payload) }
+// command dispatches a live message (not retained) on a command topic to
+// the scheme. It must not block.
+func (p *Publisher) command(topic string, payload []byte) { p.message(topic, payload, false) }

@@ -59,8 +59,10 @@ type Options struct {
 	MaxPacket int
 	// OnMessage receives inbound publications, on the connection's reader
 	// goroutine, in order; it must not block. The payload is the
-	// handler's to keep.
-	OnMessage func(topic string, payload []byte)
+	// handler's to keep. retained is the PUBLISH's retain flag: set, the
+	// broker sends a message it stored because a new subscription matches
+	// it, not one published now (MQTT 3.1.1 §3.3.1.3).
+	OnMessage func(topic string, payload []byte, retained bool)
 }
 
 // ConnectError is a CONNACK return code other than 0 (accepted).
@@ -116,7 +118,7 @@ type Conn struct {
 	timeout   time.Duration
 	keepAlive time.Duration
 	maxPacket int
-	onMessage func(string, []byte)
+	onMessage func(string, []byte, bool)
 
 	wmu       sync.Mutex
 	wbuf      []byte
