@@ -90,6 +90,13 @@ func (e *ConnectError) Error() string {
 // ErrClosed is the error of a connection closed by Close or Disconnect.
 var ErrClosed = errors.New("mqttconn: connection closed")
 
+// ErrClosedByBroker is wrapped by the error of a connection the broker
+// ended: it closed the socket, or sent DISCONNECT (as MQTT 5 brokers do,
+// and some to MQTT 3.1.1 clients too). A broker does so when it stops,
+// and when another client connects with the same client identifier (the
+// session is taken over, MQTT 3.1.1 §3.1.4).
+var ErrClosedByBroker = errors.New("the broker closed the connection")
+
 // ErrInflightFull is returned by Publish at QoS 1 when MaxInflight
 // publications are not yet acknowledged or not yet taken by Acked.
 var ErrInflightFull = errors.New("mqttconn: too many publications in flight")

@@ -462,3 +462,36 @@ func TestRetainFlagDelivered(t *testing.T) {
 	expectFlagged(early, flagged{"kept", false}) // published now, to an established subscription
 	expectFlagged(sub("late"), flagged{"kept", true})
 }
+
+// TestClosedByBrokerIsTold: a connection the broker ends — another
+// client connecting with the same client id (a session takeover), or the
+// broker stopping — ends with ErrClosedByBroker; one the client closes
+// does not.
+func TestClosedByBrokerIsTold(t *testing.T) {
+	b := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
+	first := dial(t, Options{Broker: b.URL(), ClientID: "same", CleanSession: true})
+	second := dial(t, Options{Broker: b.URL(), ClientID: "same", CleanSession: true})
+	select {
+	case <-first.Done():
+	case <-time.After(wait):
+		t.Fatal("the broker did not end the first connection when the second took its client id")
+	}
+	if !errors.Is(first.Err(), ErrClosedByBroker) {
+		t.Errorf("taken over: %v, want ErrClosedByBroker", first.Err())
+	}
+	b.Stop()
+	select {
+	case <-second.Done():
+	case <-time.After(wait):
+		t.Fatal("the broker stopped, the connection did not end")
+	}
+	if !errors.Is(second.Err(), ErrClosedByBroker) {
+		t.Errorf("broker stopped: %v, want ErrClosedByBroker", second.Err())
+	}
+	b.Start()
+	own := dial(t, Options{Broker: b.URL(), ClientID: "own", CleanSession: true})
+	own.Close()
+	if errors.Is(own.Err(), ErrClosedByBroker) {
+		t.Errorf("closed by the client: %v", own.Err())
+	}
+}
