@@ -3,11 +3,13 @@ package mqtt
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/ecagent/ecagent/mqtt/broker"
 	"github.com/ecagent/ecagent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/mqtt/sparkplug"
 	"github.com/ecagent/ecagent/shm"
@@ -28,11 +30,13 @@ func publishOnce(t *testing.T, url, id, user, password, topic string, payload []
 	}
 	defer c.Disconnect(0)
 	tok := c.Publish(topic, 1, retain, payload)
-	if !tok.WaitTimeout(2 * time.Second) {
+	if !tok.WaitTimeout(2*time.Second) || tok.Error() != nil {
 		if !c.IsConnectionOpen() {
 			return errConnectionEnded
 		}
-		t.Fatalf("%s: no PUBACK for %s within 2 s, and the connection is open", id, topic)
+		if tok.Error() == nil {
+			t.Fatalf("%s: no PUBACK for %s within 2 s, and the connection is open", id, topic)
+		}
 	}
 	return tok.Error()
 }
@@ -150,5 +154,76 @@ func TestRetainedSparkplugCommandNeverRuns(t *testing.T) {
 	waitServing(t, p, events)
 	if n := len(births.all()); n != 1 {
 		t.Errorf("%d NBIRTHs on one connection: the retained NCMD made the node rebirth", n)
+	}
+}
+
+// TestRetainedCommandOnTheEmbeddedBroker: with the embedded broker (as the
+// agent wires it: command topics in NoRetain, RetainRefused answered by
+// RefuseRetained), a command published retained is refused by the broker
+// — never forwarded, never stored — and answered with the same event, in
+// both schemes; the agent's reconnect finds nothing to run; a live
+// command after it runs once.
+func TestRetainedCommandOnTheEmbeddedBroker(t *testing.T) {
+	for name, scheme := range map[string]Scheme{"json": SchemeJSON, "sparkplug": SchemeSparkplug} {
+		t.Run(name, func(t *testing.T) {
+			root := "ecagent/plant/edge1"
+			topic := root + "/set/EL2004-1/channel_4.output"
+			live, retained := []byte("false"), []byte("true")
+			if scheme == SchemeSparkplug {
+				topic = sparkplug.DeviceTopic("plant", sparkplug.DCMD, "edge1", "EL2004-1")
+				write := func(v bool) []byte {
+					return sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: uint64(time.Now().UnixMilli()), Metrics: []sparkplug.Metric{
+						{Name: "channel_4.output", DataType: sparkplug.Boolean, Bool: v, HasValue: true}}})
+				}
+				live, retained = write(false), write(true)
+			}
+			var pub atomic.Pointer[Publisher]
+			a := &broker.Auth{
+				Agent:          broker.Credential{Username: "ecagent", Password: broker.NewSecret()},
+				Operator:       broker.Credential{Username: "operator", Password: broker.NewSecret()},
+				CommandFilters: []string{root + "/set/#", "spBv1.0/plant/DCMD/edge1/+"},
+				NoRetain:       []string{root + "/set/#", "spBv1.0/plant/DCMD/edge1/+"},
+				AnonymousRead:  true,
+				AgentClientID:  "pub-" + root,
+				RetainRefused: func(topic string) {
+					if p := pub.Load(); p != nil {
+						p.RefuseRetained(topic)
+					}
+				},
+			}
+			b, err := broker.StartAuth("127.0.0.1:0", nil, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = b.Close() })
+			events := subscribe(t, b.URL(), "events", root+"/events", false)
+			p, _, ring := newTestPublisher(t, Config{Broker: b.URL(), Scheme: scheme, Group: "plant", Node: "edge1", Root: root,
+				Username: a.Agent.Username, Password: a.Agent.Password, WritesEnabled: true, Rules: mustRules(t, nil, nil, []string{"EL2004-1/*"})})
+			pub.Store(p)
+			waitServing(t, p, events)
+
+			if err := publishOnce(t, b.URL(), "op-retained", a.Operator.Username, a.Operator.Password, topic, retained, true); !errors.Is(err, errConnectionEnded) {
+				t.Fatalf("a retained command at QoS 1: %v, want the connection ended", err)
+			}
+			retainedRefusal(t, events, 0, topic)
+			if err := publishOnce(t, b.URL(), "op-live", a.Operator.Username, a.Operator.Password, topic, live, false); err != nil {
+				t.Fatal(err)
+			}
+			if cmds := waitCommands(t, ring, 1); len(cmds) != 1 || cmds[0].Value != 0 || cmds[0].BitOffset != 3 {
+				t.Fatalf("commands %+v, want the live false only", cmds)
+			}
+			// Nothing stored: the agent's next subscription gets nothing.
+			p.conn.Load().Close()
+			for deadline := time.Now().Add(10 * time.Second); p.Stats().Reconnects == 0; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the agent did not reconnect")
+				}
+			}
+			waitServing(t, p, events)
+			if s := p.Stats(); len(ring.all()) != 1 || s.Rejected[RejectRetained] != 1 {
+				t.Fatalf("after the reconnect: commands %+v, %d retained refusals; want the live one and the broker's refusal only",
+					ring.all(), s.Rejected[RejectRetained])
+			}
+		})
 	}
 }
