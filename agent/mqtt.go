@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,7 +34,10 @@ const mqttCloseGrace = 2 * time.Second
 // embedded broker when mqtt.broker is empty. A nil *mqttBridge (MQTT
 // disabled, or the embedded broker could not start) ignores every call.
 type mqttBridge struct {
-	pub       *mqtt.Publisher
+	pub *mqtt.Publisher
+	// started is pub once it exists, for the embedded broker, which
+	// starts before it and reports the retained commands it refuses.
+	started   atomic.Pointer[mqtt.Publisher]
 	collector prometheus.Collector
 	broker    *broker.Broker
 	reg       *metrics.Registry
@@ -73,10 +78,15 @@ func startMQTT(cfg config.Config, log *slog.Logger, reg *metrics.Registry) (*mqt
 	root := mc.Prefix + "/" + cfg.Site + "/" + cfg.Host
 	username, password := mc.Username, mc.Password
 	if url == "" {
-		auth, secretPath, err := embeddedAuth(mqttStateDir(mc), root, mc.Sparkplug.Group, node, log)
+		auth, secretPath, err := embeddedAuth(mqttStateDir(mc), root, mc.Sparkplug.Group, node, clientID, log)
 		if err != nil {
 			log.Warn("MQTT stays off: the embedded broker's credential is unusable (set mqtt.broker to use another broker)", "err", err)
 			return nil, nil
+		}
+		auth.RetainRefused = func(topic string) {
+			if p := b.started.Load(); p != nil {
+				p.RefuseRetained(topic)
+			}
 		}
 		b.broker, err = broker.StartAuth(mc.Embedded, log, auth)
 		if err != nil {
@@ -113,6 +123,7 @@ func startMQTT(cfg config.Config, log *slog.Logger, reg *metrics.Registry) (*mqt
 		b.closeBroker()
 		return nil, err
 	}
+	b.started.Store(b.pub)
 	b.collector = b.pub.Collector()
 	if err := reg.Register(b.collector); err != nil {
 		b.closeBroker()
@@ -134,13 +145,13 @@ const (
 )
 
 // embeddedAuth returns who may use the embedded broker: the agent, with a
-// new password; operators, who may publish the agent's commands only,
-// with the password kept in stateDir (secretPath; "" when there is no
-// state directory: the password is then made for this run and known to
-// nobody, so that no command can come through the broker); anonymous
-// clients may watch, not publish (the data can be seen flowing without
-// set-up, as before).
-func embeddedAuth(stateDir, root, group, node string, log *slog.Logger) (a *broker.Auth, secretPath string, err error) {
+// new password, alone with its client id clientID; operators, who may
+// publish the agent's commands only, never retained, with the password
+// kept in stateDir (secretPath; "" when there is no state directory: the
+// password is then made for this run and known to nobody, so that no
+// command can come through the broker); anonymous clients may watch, not
+// publish (the data can be seen flowing without set-up, as before).
+func embeddedAuth(stateDir, root, group, node, clientID string, log *slog.Logger) (a *broker.Auth, secretPath string, err error) {
 	operator := broker.NewSecret()
 	if stateDir != "" {
 		var created bool
@@ -155,16 +166,18 @@ func embeddedAuth(stateDir, root, group, node string, log *slog.Logger) (a *brok
 	} else {
 		log.Warn("embedded MQTT broker: no state directory (STATE_DIRECTORY or mqtt.bufferfile) to keep the operators' password in: no client can send commands")
 	}
+	commands := []string{
+		root + "/set/#",
+		"spBv1.0/" + group + "/NCMD/" + node,
+		"spBv1.0/" + group + "/DCMD/" + node + "/+",
+	}
 	return &broker.Auth{
-		Agent:    broker.Credential{Username: embeddedAgent, Password: broker.NewSecret()},
-		Operator: broker.Credential{Username: embeddedOperator, Password: operator},
-		CommandFilters: []string{
-			root + "/set/#",
-			"spBv1.0/" + group + "/NCMD/" + node,
-			"spBv1.0/" + group + "/DCMD/" + node + "/+",
-			"spBv1.0/STATE/+", // a Sparkplug host application's state
-		},
-		AnonymousRead: true,
+		Agent:          broker.Credential{Username: embeddedAgent, Password: broker.NewSecret()},
+		Operator:       broker.Credential{Username: embeddedOperator, Password: operator},
+		CommandFilters: append(slices.Clone(commands), "spBv1.0/STATE/+"), // and a Sparkplug host application's state
+		AnonymousRead:  true,
+		AgentClientID:  clientID,
+		NoRetain:       commands,
 	}, secretPath, nil
 }
 

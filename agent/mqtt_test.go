@@ -230,6 +230,77 @@ func TestMQTTEmbeddedBrokerNeedsTheCredential(t *testing.T) {
 	}
 }
 
+// TestMQTTEmbeddedBrokerGuardsTheAgentsCommands (issue 30): through the
+// embedded broker, a command published retained is refused and answered
+// as such (never stored, never run), and a client taking the agent's
+// client id with the operators' password is refused: the agent is not
+// disconnected, its status does not flip.
+func TestMQTTEmbeddedBrokerGuardsTheAgentsCommands(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("STATE_DIRECTORY", dir)
+	cfg := config.Default()
+	cfg.Site, cfg.Host = "plant", "edge1"
+	cfg.MQTT.Enabled, cfg.MQTT.Embedded = true, "127.0.0.1:0"
+	reg, err := metrics.NewRegistry(metrics.Options{Site: "plant", Line: "l", Host: "edge1", Target: time.Millisecond, CycleCore: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := startMQTT(cfg, quiet, reg)
+	if err != nil || b == nil {
+		t.Fatalf("startMQTT: %v %v", b, err)
+	}
+	defer b.stop()
+	for deadline := time.Now().Add(10 * time.Second); !b.pub.Stats().Connected; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent did not connect to its embedded broker")
+		}
+	}
+	secret, err := os.ReadFile(filepath.Join(dir, embeddedSecretFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	password := strings.TrimSpace(string(secret))
+	operator := func(id string) (paho.Client, error) {
+		o := paho.NewClientOptions().AddBroker(b.broker.URL()).SetClientID(id).SetAutoReconnect(false).
+			SetUsername(embeddedOperator).SetPassword(password)
+		c := paho.NewClient(o)
+		if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+			return nil, fmt.Errorf("connect %s: %v", id, tok.Error())
+		}
+		t.Cleanup(func() { c.Disconnect(0) })
+		return c, nil
+	}
+	// The agent's client id, under the operators' credentials.
+	for range 5 {
+		if _, err := operator("ecagent-plant-edge1"); err == nil || !strings.Contains(err.Error(), "identifier rejected") {
+			t.Fatalf("a client with the agent's client id: %v, want refused", err)
+		}
+	}
+	op, err := operator("op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := "ecagent/plant/edge1/set/EL2004-1/channel_1.output"
+	op.Publish(topic, 0, true, "true").WaitTimeout(5 * time.Second)
+	for deadline := time.Now().Add(5 * time.Second); b.pub.Stats().Rejected[mqtt.RejectRetained] == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the retained command was not answered: %+v", b.pub.Stats())
+		}
+	}
+	// A live command after it reaches the agent (refused: writes are
+	// off); the retained one never did.
+	op.Publish(topic, 1, false, "true").WaitTimeout(5 * time.Second)
+	for deadline := time.Now().Add(5 * time.Second); b.pub.Stats().Rejected[mqtt.RejectDisabled] == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the live command did not reach the agent: %+v", b.pub.Stats())
+		}
+	}
+	s := b.pub.Stats()
+	if s.Rejected[mqtt.RejectRetained] != 1 || s.Rejected[mqtt.RejectDisabled] != 1 || s.Reconnects != 0 || !s.Connected {
+		t.Fatalf("%+v: want one retained and one live command refused, and the agent connected throughout", s)
+	}
+}
+
 func TestMQTTBufferFile(t *testing.T) {
 	t.Setenv("STATE_DIRECTORY", "/var/lib/ecagent:/other")
 	if got := mqttBufferFile(config.MQTT{}); got != "/var/lib/ecagent/"+mqttWALFile {

@@ -174,6 +174,28 @@ func TestJSONWriteBadInput(t *testing.T) {
 			rejection{RejectOutOfRange, "ao_output_channel_1.analog_output must be within -5..5, got -5.0001"}},
 		{"overflowing number", set + "EL4132-5/ao_output_channel_1.analog_output", "1e999", false,
 			rejection{RejectOutOfRange, "1e999 is too large a number"}},
+		// Issue 30: a member besides "value" is refused and named, never
+		// ignored: {"value":1,"unit":"mV"} is not 1 V.
+		{"a member besides value", set + "EL4132-5/ao_output_channel_1.analog_output", `{"value":1.25,"x":1}`, false,
+			rejection{RejectMalformed, `the object "{\"value\":1.25,\"x\":1}" has a member "x" besides "value"; ` + cmdparse.AllowedObject}},
+		{"a second value-like member", set + "EL4132-5/ao_output_channel_1.analog_output", `{"value":1.75,"value2":9}`, false,
+			rejection{RejectMalformed, `the object "{\"value\":1.75,\"value2\":9}" has a member "value2" besides "value"; ` + cmdparse.AllowedObject}},
+		{"a unit", set + "EL4132-5/ao_output_channel_1.analog_output", `{"value":1,"unit":"mV"}`, false,
+			rejection{RejectMalformed, `the object "{\"value\":1,\"unit\":\"mV\"}" has a member "unit" besides "value"; ` + cmdparse.AllowedObject}},
+		{"a member before value", set + "EL2004-1/channel_1.output", `{"id":"x","value":true}`, false,
+			rejection{RejectMalformed, `the object "{\"id\":\"x\",\"value\":true}" has a member "id" besides "value"; ` + cmdparse.AllowedObject}},
+		// Underflow is refused like overflow, never written as 0.
+		{"underflowing number", set + "EL4132-5/ao_output_channel_1.analog_output", "1e-400", false,
+			rejection{RejectOutOfRange, "1e-400 is too small a number (not 0, and below 2.2e-308: it would be written as 0)"}},
+		{"underflowing number in an object", set + "EL4132-5/ao_output_channel_1.analog_output", `{"value": -2.5e-330}`, false,
+			rejection{RejectOutOfRange, "-2.5e-330 is too small a number (not 0, and below 2.2e-308: it would be written as 0)"}},
+		// The refusal names the value as sent, not as rounded for display.
+		{"just above the allowed range", set + "EL4132-5/ao_output_channel_1.analog_output", "5.0000000001", false,
+			rejection{RejectOutOfRange, "ao_output_channel_1.analog_output must be within -5..5, got 5.0000000001"}},
+		{"just below the allowed range", set + "EL4132-5/ao_output_channel_1.analog_output", "-5.00000000000000000001", false,
+			rejection{RejectOutOfRange, "ao_output_channel_1.analog_output must be within -5..5, got -5.00000000000000000001"}},
+		{"an integer by rounding only", set + "EL2004-1/channel_2.output", "1.00000000000000000001", false,
+			rejection{RejectWrongType, "channel_2.output is a boolean (true, false, 0 or 1), got 1.00000000000000000001"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

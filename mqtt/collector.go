@@ -12,6 +12,7 @@ const (
 	nameConnected  = "ecagent_mqtt_connected"
 	nameAccepted   = "ecagent_mqtt_writes_accepted_total"
 	nameRejected   = "ecagent_mqtt_writes_rejected_total"
+	nameTakeovers  = "ecagent_mqtt_session_takeovers_total"
 )
 
 // collector exports a publisher's counters; it reads them at scrape time.
@@ -19,12 +20,13 @@ type collector struct {
 	p                                         *Publisher
 	published, delivered, buffered, dropped   *prometheus.Desc
 	reconnects, connected, accepted, rejected *prometheus.Desc
+	takeovers                                 *prometheus.Desc
 }
 
 // Collector returns a Prometheus collector of the publisher's counters:
 // messages published, delivered (acknowledged), buffered and dropped,
-// reconnects, the connection state, and writes accepted and rejected (by
-// reason).
+// reconnects, session takeovers, the connection state, and writes
+// accepted and rejected (by reason).
 func (p *Publisher) Collector() prometheus.Collector {
 	return &collector{
 		p:          p,
@@ -36,12 +38,14 @@ func (p *Publisher) Collector() prometheus.Collector {
 		connected:  prometheus.NewDesc(nameConnected, "1 while the agent is connected to the MQTT broker, else 0.", nil, nil),
 		accepted:   prometheus.NewDesc(nameAccepted, "Output writes from MQTT handed to the cycle.", nil, nil),
 		rejected:   prometheus.NewDesc(nameRejected, "Output writes from MQTT refused, by reason.", []string{"reason"}, nil),
+		takeovers: prometheus.NewDesc(nameTakeovers, "Times the MQTT broker closed the agent's connection within 10 s of making it, 3 or more times in a row: "+
+			"another client connecting with the agent's client id takes its session over; each is followed by a back-off (10 s, doubling to 5 min).", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.published, c.delivered, c.buffered, c.dropped, c.reconnects, c.connected, c.accepted, c.rejected} {
+	for _, d := range []*prometheus.Desc{c.published, c.delivered, c.buffered, c.dropped, c.reconnects, c.connected, c.accepted, c.rejected, c.takeovers} {
 		ch <- d
 	}
 }
@@ -57,6 +61,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.dropped, s.Dropped)
 	counter(c.reconnects, s.Reconnects)
 	counter(c.accepted, s.Accepted)
+	counter(c.takeovers, s.Takeovers)
 	ch <- prometheus.MustNewConstMetric(c.buffered, prometheus.GaugeValue, float64(s.Buffered))
 	up := 0.0
 	if s.Connected {
@@ -72,5 +77,5 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 // RejectCodes lists every RejectCode.
 func RejectCodes() []RejectCode {
 	return []RejectCode{RejectDisabled, RejectUnknown, RejectNotWritable, RejectMalformed, RejectWrongType,
-		RejectOutOfRange, RejectCycleDown, RejectQueueFull, RejectCycleRefused}
+		RejectOutOfRange, RejectCycleDown, RejectQueueFull, RejectCycleRefused, RejectRetained, RejectStale}
 }

@@ -5,6 +5,7 @@ import (
 	"runtime/metrics"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ecagent/ecagent/mqtt/sparkplug"
 )
@@ -13,20 +14,22 @@ import (
 // when the publisher has a bus and a command ring with room.
 var knownRejectCodes = map[RejectCode]bool{
 	RejectDisabled: true, RejectUnknown: true, RejectNotWritable: true, RejectMalformed: true,
-	RejectWrongType: true, RejectOutOfRange: true,
+	RejectWrongType: true, RejectOutOfRange: true, RejectRetained: true, RejectStale: true,
 }
 
 // commandAllocLimit bounds what handling one command of at most 4 KiB may
 // allocate (a DCMD of that size holds at most about a thousand metrics).
 const commandAllocLimit = 16 << 20
 
-// FuzzCommand feeds a message on any topic to a publisher of either
-// scheme, as the MQTT client would. It must never panic; every refusal
-// carries a known code and a reason; only the allowed outputs, within
-// their range, reach the command ring; and every write gets exactly one
-// outcome: a JSON write on <root>/set/…, each metric of a well-formed
-// DCMD for this node, or a malformed DCMD as a whole; and a command of at
-// most 4 KiB allocates at most commandAllocLimit.
+// FuzzCommand feeds a message on any topic, retained or not, to a
+// publisher of either scheme, as the MQTT client would. It must never
+// panic; every refusal carries a known code and a reason; only the
+// allowed outputs, within their range, reach the command ring; and every
+// write gets exactly one outcome: a JSON write on <root>/set/…, each
+// metric of a well-formed DCMD for this node, or a malformed or oversized
+// DCMD as a whole, a stale NCMD, and any command delivered retained as a
+// whole (refused as such); and a command of at most 4 KiB allocates at
+// most commandAllocLimit.
 func FuzzCommand(f *testing.F) {
 	const set = harnessRoot + "/set/"
 	for _, s := range []struct{ topic, payload string }{
@@ -39,9 +42,16 @@ func FuzzCommand(f *testing.F) {
 		{set + "EL2004-1/" + DriveFaultReset, "true"},
 		{set + "EL2004-1/a/b", "null"},
 		{set + "EL9999-9/x", `"x"`},
+		{set + "EL4132-5/ao_output_channel_1.analog_output", `{"value":1.25,"x":1}`},
+		{set + "EL4132-5/ao_output_channel_1.analog_output", `{"value":1,"unit":"mV"}`},
+		{set + "EL4132-5/ao_output_channel_1.analog_output", "1e-400"},
+		{set + "EL4132-5/ao_output_channel_1.analog_output", "5.0000000001"},
+		{set + "EL2004-1/channel_1.output", `{"value":true,"ts":1}`},
 	} {
-		f.Add(s.topic, []byte(s.payload), false)
+		f.Add(s.topic, []byte(s.payload), false, false)
 	}
+	f.Add(set+"EL2004-1/channel_1.output", []byte("true"), false, true)
+	f.Add(harnessRoot+"/meta/EL2004-1", []byte("{}"), false, true)
 	dcmd := func(device string) string {
 		return sparkplug.DeviceTopic(harnessGroup, sparkplug.DCMD, harnessNode, device)
 	}
@@ -60,26 +70,41 @@ func FuzzCommand(f *testing.F) {
 		{sparkplug.NodeTopic(harnessGroup, sparkplug.NCMD, harnessNode),
 			spPayload(sparkplug.Metric{Name: sparkplug.MetricRebirth, DataType: sparkplug.Boolean, Bool: true, HasValue: true})},
 		{sparkplug.DeviceTopic(harnessGroup, sparkplug.DCMD, "edge2", "EL2004-1"), []byte{0xFF}},
+		{sparkplug.NodeTopic(harnessGroup, sparkplug.NCMD, harnessNode), sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: 1,
+			Metrics: []sparkplug.Metric{{Name: sparkplug.MetricRebirth, DataType: sparkplug.Boolean, Bool: true, HasValue: true}}})},
 	} {
-		f.Add(s.topic, s.payload, true)
+		f.Add(s.topic, s.payload, true, false)
+		f.Add(s.topic, s.payload, true, true)
 	}
 	json := newCommandHarness(f, SchemeJSON, true)
 	sp := newCommandHarness(f, SchemeSparkplug, true)
 	var pl sparkplug.Payload
 	allocs := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	f.Fuzz(func(t *testing.T, topic string, payload []byte, useSparkplug bool) {
-		h, want := json, 0
+	f.Fuzz(func(t *testing.T, topic string, payload []byte, useSparkplug, retained bool) {
+		h, want, isCommand := json, 0, false
 		if strings.HasPrefix(topic, set[:len(set)-1]+"/") {
-			want = 1
+			want, isCommand = 1, true
 		}
 		if useSparkplug {
-			h, want = sp, 0
-			if tp, ok := sparkplug.ParseTopic(topic); ok && tp.Group == harnessGroup && tp.Node == harnessNode && tp.Type == sparkplug.DCMD {
-				want = 1
-				if sparkplug.DecodePayload(payload, &pl) == nil {
-					want = len(pl.Metrics)
+			h, want, isCommand = sp, 0, false
+			if tp, ok := sparkplug.ParseTopic(topic); ok && tp.Group == harnessGroup && tp.Node == harnessNode {
+				decoded := sparkplug.DecodePayload(payload, &pl) == nil
+				switch tp.Type {
+				case sparkplug.DCMD:
+					want, isCommand = 1, true
+					if decoded && len(pl.Metrics) <= maxDCMDMetrics {
+						want = len(pl.Metrics)
+					}
+				case sparkplug.NCMD:
+					isCommand = true
+					if decoded && pl.Timestamp != 0 && staleCommand(sparkplugStamp(&pl).ms, time.Now()) != nil {
+						want = 1
+					}
 				}
 			}
+		}
+		if retained && isCommand {
+			want = 1
 		}
 		h.reset()
 		// runtime/metrics instead of ReadMemStats, which stops the world
@@ -87,7 +112,7 @@ func FuzzCommand(f *testing.F) {
 		// under a MiB), noise against commandAllocLimit.
 		metrics.Read(allocs)
 		before := allocs[0].Value.Uint64()
-		h.p.command(topic, payload)
+		h.p.message(topic, payload, retained)
 		metrics.Read(allocs)
 		if n := allocs[0].Value.Uint64() - before; len(topic)+len(payload) <= 4096 && n > commandAllocLimit {
 			t.Fatalf("a command of %d bytes allocated %d bytes", len(topic)+len(payload), n)
@@ -97,6 +122,12 @@ func FuzzCommand(f *testing.F) {
 			if !knownRejectCodes[r.Code] || r.Reason == "" {
 				t.Fatalf("refusal %+v", r)
 			}
+			if retained && isCommand && r.Code != RejectRetained {
+				t.Fatalf("a retained command refused as %+v, not as retained", r)
+			}
+		}
+		if retained && isCommand && h.p.rebirth.Load() {
+			t.Fatal("a retained NCMD asked for a rebirth")
 		}
 		cmds := h.ring.all()
 		for _, c := range cmds {

@@ -62,7 +62,13 @@
 // survives a kill -9, and a power cut but for the last 100 ms, and is
 // replayed in order at the next start. The
 // publisher reconnects with exponential back-off, jittered and capped at
-// MaxReconnect, and waits on no token without a timeout. Writes are parsed
-// whole (package cmdparse); refused ones are answered one by one up to a
-// burst per second, the rest by one summary (refusals.go).
+// MaxReconnect, and waits on no token without a timeout; a session another
+// client keeps taking over (the broker closing each connection soon after
+// it is made) is given up for a growing back-off, with an event and a
+// metric (takeover.go). Writes are parsed whole (package cmdparse);
+// refused ones are answered one by one up to a burst per second, the rest
+// by one summary (refusals.go). A command runs once, when it is sent, or
+// not at all: one delivered with the retain flag (a broker's stored copy)
+// or stamped more than MaxCommandAge from the agent's clock is refused
+// (stale.go).
 package mqtt

@@ -83,6 +83,10 @@ type Config struct {
 	// summary. Zero values mean 10 per second.
 	RefusalInterval time.Duration
 	RefusalBurst    int
+	// TakeoverBackoff is the first wait once the session is found taken
+	// over (see takeover.go), doubled at each further takeover up to
+	// maxTakeoverBackoff; zero means defaultTakeoverBackoff.
+	TakeoverBackoff time.Duration
 	// Logger receives the publisher's log; nil discards it.
 	Logger *slog.Logger
 }
@@ -128,6 +132,10 @@ type Stats struct {
 	// RejectedQuiet counts the refused writes answered by a summary
 	// rather than one by one (see Config.RefusalBurst).
 	RejectedQuiet uint64
+	// Takeovers counts the times the session was found taken over by
+	// another client with the agent's client id, each followed by a
+	// back-off (takeover.go).
+	Takeovers uint64
 }
 
 // deviceState is what the sampler keeps per device between snapshots.
@@ -159,6 +167,7 @@ type Publisher struct {
 	sch scheme
 
 	published, delivered, reconnects, accepted atomic.Uint64
+	takeovers                                  atomic.Uint64
 	connected                                  atomic.Bool
 	rebirth                                    atomic.Bool
 
@@ -240,6 +249,10 @@ func New(cfg Config) (*Publisher, error) {
 	if cfg.RefusalBurst <= 0 {
 		cfg.RefusalBurst = defaultRefusalBurst
 	}
+	if cfg.TakeoverBackoff <= 0 {
+		cfg.TakeoverBackoff = defaultTakeoverBackoff
+	}
+	cfg.TakeoverBackoff = min(cfg.TakeoverBackoff, maxTakeoverBackoff)
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -336,7 +349,7 @@ func (p *Publisher) Stats() Stats {
 		Published: p.published.Load(), Delivered: p.delivered.Load(), Buffered: p.out.Len(),
 		Dropped: p.out.Dropped(), Reconnects: p.reconnects.Load(), Connected: p.connected.Load(),
 		Accepted: p.accepted.Load(), Rejected: map[RejectCode]uint64{}, RejectedQuiet: p.quietRejected.Load(),
-		DroppedBeforeRestart: p.droppedBefore, BufferCorrupt: p.bufferCorrupt,
+		DroppedBeforeRestart: p.droppedBefore, BufferCorrupt: p.bufferCorrupt, Takeovers: p.takeovers.Load(),
 	}
 	p.rejectMu.Lock()
 	for k, v := range p.rejected {

@@ -62,6 +62,10 @@ type scheme interface {
 	window(r *metrics.WindowReport, at time.Time)
 	// command takes a message on a subscribed topic; it must not block.
 	command(topic string, payload []byte)
+	// commandOf reports whether topic is one of the scheme's command
+	// topics, and names the slave and signal it addresses as far as the
+	// topic says ("" where it does not).
+	commandOf(topic string) (slave, signal string, ok bool)
 	// refused answers a refused write on the scheme's own topics, beyond
 	// the command-rejected event every scheme publishes.
 	refused(re *RejectError, slave, signal, topic string, at time.Time, n uint64)

@@ -142,6 +142,15 @@ func (j *jsonScheme) command(topic string, payload []byte) {
 	}
 }
 
+func (j *jsonScheme) commandOf(topic string) (slave, signal string, ok bool) {
+	rest, ok := strings.CutPrefix(topic, j.root()+"/set/")
+	if !ok {
+		return "", "", false
+	}
+	slave, signal, _ = commandTarget(rest)
+	return slave, signal, true
+}
+
 func (j *jsonScheme) refused(*RejectError, string, string, string, time.Time, uint64) {}
 
 // appendBusState appends the retained state payload: whether the bus is

@@ -45,11 +45,13 @@ func reconnectWait(backoff time.Duration) time.Duration {
 
 // runSession connects, serves the connection until it breaks, and
 // reconnects with exponential back-off (jittered, capped at MaxReconnect),
-// until Close.
+// until Close. A session taken over again and again backs off for longer
+// (takeover.go).
 func (p *Publisher) runSession() {
 	defer close(p.sessionDone)
 	backoff := p.cfg.ReconnectMin
 	first, wasUp := true, false
+	var tk takeoverWatch
 	for {
 		select {
 		case <-p.closing:
@@ -71,6 +73,7 @@ func (p *Publisher) runSession() {
 				p.log.Debug("mqtt: still cannot reach the broker", "err", err, "buffered", p.out.Len())
 			}
 			first, wasUp = false, false
+			tk.reset()
 			select {
 			case <-p.closing:
 				return
@@ -88,6 +91,7 @@ func (p *Publisher) runSession() {
 		p.out.setLogging(false)
 		p.log.Info("mqtt: connected", "broker", p.cfg.Broker, "client_id", p.cfg.ClientID, "buffered", p.out.Len())
 		p.conn.Store(c)
+		up := time.Now()
 		err = p.serve(c)
 		p.conn.Store(nil)
 		p.connected.Store(false)
@@ -96,6 +100,14 @@ func (p *Publisher) runSession() {
 		}
 		p.out.setLogging(true) // what is queued now, the messages in flight included
 		p.log.Warn("mqtt: connection lost", "err", err, "buffered", p.out.Len())
+		if wait, ok := tk.ended(err, time.Since(up), p.cfg.TakeoverBackoff); ok {
+			p.takenOver(&tk, wait)
+			select {
+			case <-p.closing:
+				return
+			case <-time.After(wait):
+			}
+		}
 	}
 }
 
@@ -129,7 +141,7 @@ func (p *Publisher) connect() (*mqttconn.Conn, error) {
 		Will:         &mqttconn.Will{Topic: will.topic, Payload: will.payload, QoS: will.qos, Retain: will.retain},
 		Timeout:      p.cfg.Timeout,
 		MaxInflight:  maxInflight,
-		OnMessage:    p.command,
+		OnMessage:    p.message,
 	})
 }
 
@@ -383,6 +395,6 @@ func (p *Publisher) goodbye(c *mqttconn.Conn, inflight *flights, seq *uint64) {
 	_ = c.Disconnect()
 }
 
-// command dispatches a message on a command topic to the scheme. It runs
-// on the connection's reader goroutine and must not block.
-func (p *Publisher) command(topic string, payload []byte) { p.sch.command(topic, payload) }
+// command dispatches a live message (not retained) on a command topic to
+// the scheme. It must not block.
+func (p *Publisher) command(topic string, payload []byte) { p.message(topic, payload, false) }

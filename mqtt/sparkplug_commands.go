@@ -22,11 +22,20 @@ func (s *sparkplugScheme) command(topic string, payload []byte) {
 	}
 	var pl sparkplug.Payload
 	err := sparkplug.DecodePayload(payload, &pl)
+	sent := sparkplugStamp(&pl)
 	switch t.Type {
 	case sparkplug.NCMD:
 		if err != nil {
 			p.log.Warn("mqtt: malformed NCMD", "err", err)
 			return
+		}
+		if now := time.Now(); sent.ok {
+			if re := staleCommand(sent.ms, now); re != nil {
+				p.wmu.Lock()
+				p.rejectLocked(now, re, "", "", topic)
+				p.wmu.Unlock()
+				return
+			}
 		}
 		for _, m := range pl.Metrics {
 			if (m.Name == sparkplug.MetricRebirth || (m.Name == "" && m.HasAlias && m.Alias == aliasRebirth)) && m.DataType == sparkplug.Boolean && m.Bool {
@@ -51,11 +60,30 @@ func (s *sparkplugScheme) command(topic string, payload []byte) {
 		for i := range pl.Metrics {
 			m := &pl.Metrics[i]
 			name := s.signalName(t.Device, m)
-			p.write(t.Device, name, topic, func(sig *Signal) (float64, uint64, error) {
+			p.write(t.Device, name, topic, sent, func(sig *Signal) (float64, uint64, error) {
 				return checkValue(metricValue(m), sig)
 			})
 		}
 	}
+}
+
+// sparkplugStamp is a command payload's timestamp (Sparkplug requires one
+// in NCMD and DCMD; 0 is taken for none). One beyond the int64
+// milliseconds is far in the future, and stays so.
+func sparkplugStamp(pl *sparkplug.Payload) stamp {
+	if pl.Timestamp == 0 {
+		return stamp{}
+	}
+	return stamp{ms: int64(min(pl.Timestamp, math.MaxInt64)), ok: true}
+}
+
+// commandOf: NCMD and DCMD of this node.
+func (s *sparkplugScheme) commandOf(topic string) (slave, signal string, ok bool) {
+	t, ok := sparkplug.ParseTopic(topic)
+	if !ok || t.Group != s.group || t.Node != s.node || (t.Type != sparkplug.NCMD && t.Type != sparkplug.DCMD) {
+		return "", "", false
+	}
+	return t.Device, "", true
 }
 
 // signalName returns the name of the device's signal a command metric

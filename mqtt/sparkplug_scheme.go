@@ -493,12 +493,15 @@ func (s *sparkplugScheme) window(r *metrics.WindowReport, at time.Time) {
 // refused answers a refused write as NDATA: Commands/Last Refused says
 // which (the last of the n it stands for) and why, Commands/Refused
 // counts them.
-func (s *sparkplugScheme) refused(re *RejectError, slave, signal, _ string, at time.Time, n uint64) {
+func (s *sparkplugScheme) refused(re *RejectError, slave, signal, topic string, at time.Time, n uint64) {
 	s.nmu.Lock()
 	s.refusedCount += n
 	target := slave
-	if signal != "" {
+	switch {
+	case signal != "":
 		target += "/" + signal
+	case slave == "":
+		target = topic // a command refused as a whole: an NCMD
 	}
 	s.refusedLast = target + ": " + string(re.Code) + ": " + re.Reason
 	ms := s.refusedMetrics(0)

@@ -137,7 +137,7 @@ func TestPublisherSparkplug(t *testing.T) {
 	model := p.model
 	alias := model.Device("EL4132-5").Signal("ao_output_channel_1.analog_output").Alias
 	dcmd := func(device string, m sparkplug.Metric) {
-		b := sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: 1, Metrics: []sparkplug.Metric{m}})
+		b := sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: uint64(time.Now().UnixMilli()), Metrics: []sparkplug.Metric{m}})
 		host.Publish(sparkplug.DeviceTopic("plant", sparkplug.DCMD, "edge1", device), 0, false, b).WaitTimeout(5 * time.Second)
 	}
 	dcmd("EL2004-1", sparkplug.Metric{Name: "channel_4.output", DataType: sparkplug.Boolean, Bool: true})

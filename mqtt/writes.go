@@ -3,6 +3,7 @@ package mqtt
 import (
 	"time"
 
+	"github.com/ecagent/ecagent/mqtt/cmdparse"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -19,9 +20,18 @@ type pendingWrite struct {
 	topic         string
 }
 
+// stamp is when a command says it was sent, in milliseconds since the
+// Unix epoch; the zero stamp says nothing.
+type stamp struct {
+	ms int64
+	ok bool
+}
+
 // write validates one write (value as decoded from the payload) and hands
-// it to the cycle; a refusal is answered on …/events.
-func (p *Publisher) write(slave, signal, topic string, value func(*Signal) (float64, uint64, error)) {
+// it to the cycle; a refusal is answered on …/events. A write whose stamp
+// is further than MaxCommandAge from the agent's clock is refused as
+// stale.
+func (p *Publisher) write(slave, signal, topic string, sent stamp, value func(*Signal) (float64, uint64, error)) {
 	now := time.Now()
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
@@ -38,6 +48,12 @@ func (p *Publisher) write(slave, signal, topic string, value func(*Signal) (floa
 	if d == nil {
 		p.rejectLocked(now, reject(RejectUnknown, "no slave %q", slave), slave, signal, topic)
 		return
+	}
+	if sent.ok {
+		if re := staleCommand(sent.ms, now); re != nil {
+			p.rejectLocked(now, re, slave, signal, topic)
+			return
+		}
 	}
 	if signal == DriveFaultReset {
 		p.resetDriveLocked(now, d, slave, topic)
@@ -119,7 +135,17 @@ func (p *Publisher) handleJSONWrite(topic string, payload []byte) {
 		p.wmu.Unlock()
 		return
 	}
-	p.write(slave, signal, topic, func(s *Signal) (float64, uint64, error) { return ParseCommandValue(payload, s) })
+	v, err := cmdparse.Parse(payload)
+	var sent stamp
+	if err == nil && v.HasTS {
+		sent = stamp{ms: v.TS, ok: true}
+	}
+	p.write(slave, signal, topic, sent, func(s *Signal) (float64, uint64, error) {
+		if err != nil {
+			return 0, 0, reject(RejectMalformed, "%s", err.Error())
+		}
+		return checkValue(jsonValue(v), s)
+	})
 }
 
 // maxDCMDMetrics bounds the writes one DCMD may carry: each is answered

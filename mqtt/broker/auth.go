@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
+	"time"
 
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
@@ -36,12 +39,32 @@ type Auth struct {
 	CommandFilters []string
 	// AnonymousRead admits clients without a user name, read-only.
 	AnonymousRead bool
+	// AgentClientID is the agent's client identifier: a connection with
+	// it under any credentials but the agent's is refused ("identifier
+	// rejected"), so that nobody takes the agent's session over (which
+	// would disconnect it, and flip its status, at each such connection).
+	AgentClientID string
+	// NoRetain are the topic filters of the agent's commands: a
+	// publication with the retain flag there is refused as above, whoever
+	// makes it, and never stored — a stored command would be delivered
+	// again at every subscription of the agent.
+	NoRetain []string
+	// RetainRefused, when set, is told the topic of each refused retained
+	// publication, on the publishing client's goroutine; it must not
+	// block.
+	RetainRefused func(topic string)
 }
 
 // authHook enforces an Auth.
 type authHook struct {
 	mochi.HookBase
 	auth Auth
+	srv  *mochi.Server
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	warned   time.Time // the last warning about a refused client id
+	unwarned int       // refusals since, not warned about
 }
 
 // ID implements mochi.Hook.
@@ -49,7 +72,40 @@ func (h *authHook) ID() string { return "ecagent-auth" }
 
 // Provides implements mochi.Hook.
 func (h *authHook) Provides(b byte) bool {
-	return b == mochi.OnConnectAuthenticate || b == mochi.OnACLCheck
+	return b == mochi.OnConnect || b == mochi.OnConnectAuthenticate || b == mochi.OnACLCheck || b == mochi.OnPublish
+}
+
+// errClientIDTaken ends a connection that asked for the agent's client id
+// under other credentials (logged by the hook, rate-limited).
+var errClientIDTaken = fmt.Errorf("%w: the agent's client id under other credentials", packets.ErrClientIdentifierNotValid)
+
+// clientIDWarnEvery bounds the warnings about refused client ids: a client
+// that keeps trying costs one line per interval.
+const clientIDWarnEvery = 10 * time.Second
+
+// OnConnect refuses the agent's client id under any other credentials,
+// with CONNACK "identifier rejected", before mochi-mqtt would take the
+// agent's session over.
+func (h *authHook) OnConnect(cl *mochi.Client, pk packets.Packet) error {
+	if h.auth.AgentClientID == "" || cl.ID != h.auth.AgentClientID ||
+		h.is(h.auth.Agent, cl.Properties.Username, pk.Connect.Password) {
+		return nil
+	}
+	h.mu.Lock()
+	warn := time.Since(h.warned) >= clientIDWarnEvery
+	refused := h.unwarned + 1
+	if warn {
+		h.warned, h.unwarned = time.Now(), 0
+	} else {
+		h.unwarned++
+	}
+	h.mu.Unlock()
+	if warn {
+		h.log.Warn("embedded MQTT broker: refused a connection with the agent's client id under other credentials",
+			"client_id", cl.ID, "user", string(cl.Properties.Username), "remote", cl.Net.Remote, "refused", refused)
+	}
+	_ = h.srv.SendConnack(cl, packets.ErrClientIdentifierNotValid, false, nil)
+	return errClientIDTaken
 }
 
 // OnConnectAuthenticate admits the agent and operators, with their
@@ -83,13 +139,39 @@ func (h *authHook) OnACLCheck(cl *mochi.Client, topic string, write bool) bool {
 	case h.auth.Agent.Username:
 		return true
 	case h.auth.Operator.Username:
-		if !write {
+		return !write || matchesAny(h.auth.CommandFilters, topic)
+	}
+	return false
+}
+
+// OnPublish refuses a retained publication on the agent's command
+// topics: QoS 0 is dropped; QoS 1 and 2 end the connection under MQTT
+// 3.1.1 (as a forbidden publication does) and get a PUBACK "not
+// authorized" under MQTT 5. Nothing is forwarded or stored.
+func (h *authHook) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
+	if !pk.FixedHeader.Retain || !matchesAny(h.auth.NoRetain, pk.TopicName) {
+		return pk, nil
+	}
+	if h.auth.RetainRefused != nil {
+		h.auth.RetainRefused(pk.TopicName)
+	}
+	h.log.Debug("embedded MQTT broker: refused a retained command", "topic", pk.TopicName,
+		"client_id", cl.ID, "user", string(cl.Properties.Username))
+	if pk.FixedHeader.Qos == 0 {
+		return pk, packets.ErrRejectPacket
+	}
+	if cl.Properties.ProtocolVersion >= 5 {
+		return pk, packets.ErrNotAuthorized // answered in the PUBACK, not forwarded
+	}
+	_ = h.srv.DisconnectClient(cl, packets.ErrNotAuthorized)
+	return pk, packets.ErrRejectPacket
+}
+
+// matchesAny reports whether topic matches one of filters.
+func matchesAny(filters []string, topic string) bool {
+	for _, f := range filters {
+		if auth.RString(f).FilterMatches(topic) {
 			return true
-		}
-		for _, f := range h.auth.CommandFilters {
-			if auth.RString(f).FilterMatches(topic) {
-				return true
-			}
 		}
 	}
 	return false

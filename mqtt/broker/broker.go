@@ -46,7 +46,7 @@ func StartAuth(addr string, log *slog.Logger, a *Auth) (*Broker, error) {
 	})
 	var hook mochi.Hook = new(auth.AllowHook)
 	if a != nil {
-		hook = &authHook{auth: *a}
+		hook = &authHook{auth: *a, srv: srv, log: log}
 	}
 	if err := srv.AddHook(hook, nil); err != nil {
 		return nil, fmt.Errorf("embedded MQTT broker: %w", err)

@@ -57,7 +57,7 @@ func (l *connListener) Serve(establish listeners.EstablishFn) {
 		defer l.done(c) // after the logging: Close waits for it
 		switch err := establish(id, c); {
 		case err == nil:
-		case connectionGone(err):
+		case connectionGone(err), errors.Is(err, errClientIDTaken): // the latter logged by the hook
 			l.log.Debug("MQTT client connection closed", "remote", c.RemoteAddr().String(), "error", err)
 		default:
 			l.log.Warn("MQTT client connection failed", "remote", c.RemoteAddr().String(), "error", err)

@@ -3,7 +3,8 @@
 // (standard library only), so that its fuzz binary links only the parser.
 //
 // Parsing is strict: a payload is exactly one JSON value, or an object
-// with exactly one "value" member, and nothing else but JSON whitespace.
+// with exactly one "value" member (and, optionally, the command's time
+// "ts"), and nothing else but JSON whitespace.
 // A typo such as "1,000", "3abc", "0x10", "-4.5V", "2]" or "4}" is
 // refused as a whole; it is never read as the number it starts with.
 package cmdparse
@@ -42,6 +43,10 @@ type Value struct {
 	// Text is a KindNumber's literal as written (valid JSON number
 	// syntax) or a KindString's decoded text.
 	Text string
+	// TS is the command's time in milliseconds since the Unix epoch, when
+	// the object carries "ts" (HasTS).
+	TS    int64
+	HasTS bool
 }
 
 // Error is a refused payload. Reason names the payload and what is
@@ -54,6 +59,9 @@ func (e *Error) Error() string { return e.Reason }
 
 // Allowed says what a write payload may be.
 const Allowed = `want one JSON value: true, false, a number such as 2.5, -3 or 1e3 (no units, no thousands separators, no hex), or {"value": …}`
+
+// AllowedObject says what an object payload may hold.
+const AllowedObject = `want {"value": …} or {"value": …, "ts": <milliseconds since the Unix epoch>}, nothing else`
 
 // quoteLimit bounds how much of a refused payload a reason quotes.
 const quoteLimit = 64
@@ -75,10 +83,13 @@ func refuse(what string, payload []byte) error {
 	return &Error{Reason: what + " " + Quote(payload) + "; " + Allowed}
 }
 
-// Parse parses the payload of a write: one JSON value, or an object whose
-// "value" member (exactly one) is the value; other members of the object
-// are ignored. Leading and trailing JSON whitespace is allowed, nothing
-// else. On error the Value is zero and the error is an *Error.
+// Parse parses the payload of a write: one JSON value, or an object with
+// exactly one "value" member (the value) and, optionally, one "ts" member
+// (the command's time, an integer number of milliseconds since the Unix
+// epoch; the caller judges its age). Any other member is refused, and
+// named: {"value": 1, "unit": "mV"} is not 1. Leading and trailing JSON
+// whitespace is allowed, nothing else. On error the Value is zero and the
+// error is an *Error.
 func Parse(payload []byte) (Value, error) {
 	p := bytes.Trim(payload, " \t\r\n")
 	switch {
@@ -91,27 +102,92 @@ func Parse(payload []byte) (Value, error) {
 		return Value{}, refuse("not a single JSON value:", p)
 	}
 	if p[0] != '{' {
-		v, err := scalar(p)
+		return scalar(p)
+	}
+	return object(p)
+}
+
+// object parses p, a valid JSON object: its members "value" (exactly one)
+// and "ts" (at most one), nothing else. Keys are compared decoded, so
+// that an escaped "\u0076alue" is "value" too.
+func object(p []byte) (Value, error) {
+	dec := json.NewDecoder(bytes.NewReader(p))
+	dec.UseNumber()
+	if _, err := dec.Token(); err != nil { // {
+		return Value{}, refuse("not a single JSON value:", p)
+	}
+	var inner, ts json.RawMessage
+	values, stamps := 0, 0
+	var other *string // the first member that is neither
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return Value{}, refuse("not a single JSON value:", p)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return Value{}, refuse("not a single JSON value:", p)
+		}
+		switch key {
+		case "value":
+			values++
+			inner = raw
+		case "ts":
+			stamps++
+			ts = raw
+		default:
+			if other == nil {
+				other = &key
+			}
+		}
+	}
+	switch {
+	case values == 0:
+		return Value{}, &Error{Reason: `the object ` + Quote(p) + ` has no "value" member; ` + Allowed}
+	case other != nil:
+		return Value{}, &Error{Reason: `the object ` + Quote(p) + ` has a member ` + Quote([]byte(*other)) + ` besides "value"; ` + AllowedObject}
+	case values > 1:
+		return Value{}, &Error{Reason: `the object ` + Quote(p) + ` has ` + strconv.Itoa(values) + ` "value" members; want exactly one`}
+	case stamps > 1:
+		return Value{}, &Error{Reason: `the object ` + Quote(p) + ` has ` + strconv.Itoa(stamps) + ` "ts" members; want at most one`}
+	}
+	var v Value
+	if inner[0] == '{' {
+		v = Value{Kind: KindComposite}
+	} else {
+		var err error
+		if v, err = scalar(inner); err != nil {
+			return Value{}, err
+		}
+	}
+	if stamps == 1 {
+		ms, err := parseTS(ts)
 		if err != nil {
 			return Value{}, err
 		}
-		return v, nil
+		v.TS, v.HasTS = ms, true
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(p, &members); err != nil {
-		return Value{}, refuse("not a single JSON value:", p)
+	return v, nil
+}
+
+// maxTSDigits bounds the digits of "ts": 13 digits of milliseconds reach
+// the year 2286.
+const maxTSDigits = 15
+
+// parseTS parses the value of "ts": a non-negative JSON integer (digits
+// only: no sign, fraction or exponent) of at most maxTSDigits digits.
+func parseTS(raw []byte) (int64, error) {
+	ok := len(raw) > 0 && len(raw) <= maxTSDigits
+	for _, c := range raw {
+		ok = ok && c >= '0' && c <= '9'
 	}
-	inner, ok := members["value"]
-	if !ok {
-		return Value{}, &Error{Reason: `the object ` + Quote(p) + ` has no "value" member; ` + Allowed}
+	if ok {
+		if ms, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			return ms, nil
+		}
 	}
-	if n := valueMembers(p); n != 1 {
-		return Value{}, &Error{Reason: `the object ` + Quote(p) + ` has ` + strconv.Itoa(n) + ` "value" members; want exactly one`}
-	}
-	if len(inner) > 0 && inner[0] == '{' {
-		return Value{Kind: KindComposite}, nil
-	}
-	return scalar(inner)
+	return 0, &Error{Reason: `"ts" must be the command's time in milliseconds since the Unix epoch, an integer such as 1718000000000; got ` + Quote(raw)}
 }
 
 // scalar returns the value of p, valid JSON that is not an object.
@@ -133,30 +209,6 @@ func scalar(p []byte) (Value, error) {
 		return Value{Kind: KindString, Text: s}, nil
 	}
 	return Value{Kind: KindNumber, Text: string(p)}, nil
-}
-
-// valueMembers counts the top-level members of the JSON object p (valid
-// JSON) whose key is "value", however the key is escaped.
-func valueMembers(p []byte) int {
-	dec := json.NewDecoder(bytes.NewReader(p))
-	if _, err := dec.Token(); err != nil { // {
-		return 0
-	}
-	n := 0
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return n
-		}
-		if key == "value" {
-			n++
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return n
-		}
-	}
-	return n
 }
 
 // ErrTarget is returned by Target for topic levels that are not

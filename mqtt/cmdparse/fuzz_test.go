@@ -14,7 +14,9 @@ import (
 // member, is the Value it returns.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"true", "false", "1", "-4.5", "1e999", "null", `"x"`, "[1]", `{"value": 3}`, `{"value": 1, "value": 2}`,
-		`{"v": 1}`, "1,000", "3abc", "0x10", "-4.5V", "2]", "4}", "", " ", "{", `{"value": {"value": 1}}`} {
+		`{"v": 1}`, "1,000", "3abc", "0x10", "-4.5V", "2]", "4}", "", " ", "{", `{"value": {"value": 1}}`,
+		`{"value":1.25,"x":1}`, `{"value":1.75,"value2":9}`, `{"value":1,"unit":"mV"}`, `{"value":1,"ts":1718000000000}`,
+		`{"ts":1,"value":true,"ts":2}`, `{"value":1,"ts":-1}`, "1e-400", "5.0000000001"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
@@ -38,6 +40,16 @@ func FuzzParse(f *testing.F) {
 		inner := whole
 		if obj, ok := whole.(map[string]any); ok {
 			inner = obj["value"]
+			for k := range obj {
+				if k != "value" && k != "ts" {
+					t.Fatalf("Parse(%q) accepted a member %q besides \"value\"", payload, k)
+				}
+			}
+			if ts, ok := obj["ts"]; ok != v.HasTS || ok && ts != json.Number(strconv.FormatInt(v.TS, 10)) {
+				t.Fatalf("Parse(%q) = %+v, JSON says ts %v", payload, v, ts)
+			}
+		} else if v.HasTS {
+			t.Fatalf("Parse(%q) = %+v: a time without an object", payload, v)
 		}
 		switch v.Kind {
 		case KindBool:

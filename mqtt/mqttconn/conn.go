@@ -59,8 +59,10 @@ type Options struct {
 	MaxPacket int
 	// OnMessage receives inbound publications, on the connection's reader
 	// goroutine, in order; it must not block. The payload is the
-	// handler's to keep.
-	OnMessage func(topic string, payload []byte)
+	// handler's to keep. retained is the PUBLISH's retain flag: set, the
+	// broker sends a message it stored because a new subscription matches
+	// it, not one published now (MQTT 3.1.1 §3.3.1.3).
+	OnMessage func(topic string, payload []byte, retained bool)
 }
 
 // ConnectError is a CONNACK return code other than 0 (accepted).
@@ -87,6 +89,13 @@ func (e *ConnectError) Error() string {
 
 // ErrClosed is the error of a connection closed by Close or Disconnect.
 var ErrClosed = errors.New("mqttconn: connection closed")
+
+// ErrClosedByBroker is wrapped by the error of a connection the broker
+// ended: it closed the socket, or sent DISCONNECT (as MQTT 5 brokers do,
+// and some to MQTT 3.1.1 clients too). A broker does so when it stops,
+// and when another client connects with the same client identifier (the
+// session is taken over, MQTT 3.1.1 §3.1.4).
+var ErrClosedByBroker = errors.New("the broker closed the connection")
 
 // ErrInflightFull is returned by Publish at QoS 1 when MaxInflight
 // publications are not yet acknowledged or not yet taken by Acked.
@@ -116,7 +125,7 @@ type Conn struct {
 	timeout   time.Duration
 	keepAlive time.Duration
 	maxPacket int
-	onMessage func(string, []byte)
+	onMessage func(string, []byte, bool)
 
 	wmu       sync.Mutex
 	wbuf      []byte

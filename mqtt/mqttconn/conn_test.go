@@ -40,7 +40,7 @@ func dial(t *testing.T, o Options) *Conn {
 func subscriber(t *testing.T, broker, id, filter string) (*Conn, chan msg) {
 	t.Helper()
 	got := make(chan msg, 1024)
-	c := dial(t, Options{Broker: broker, ClientID: id, CleanSession: true, OnMessage: func(topic string, p []byte) {
+	c := dial(t, Options{Broker: broker, ClientID: id, CleanSession: true, OnMessage: func(topic string, p []byte, _ bool) {
 		got <- msg{topic, string(p)}
 	}})
 	if err := c.Subscribe(map[string]byte{filter: 1}); err != nil {
@@ -234,7 +234,7 @@ func TestConnackCodesAndBadAnswers(t *testing.T) {
 func TestMalformedInboundEndsTheConnection(t *testing.T) {
 	// CONNACK, then a PUBLISH whose topic overruns its packet.
 	url := fakeBroker(t, []byte{0x20, 2, 0, 0, 0x30, 3, 0, 200, 'a'})
-	c := dial(t, Options{Broker: url, ClientID: "x", OnMessage: func(string, []byte) { t.Error("a malformed PUBLISH was delivered") }})
+	c := dial(t, Options{Broker: url, ClientID: "x", OnMessage: func(string, []byte, bool) { t.Error("a malformed PUBLISH was delivered") }})
 	select {
 	case <-c.Done():
 	case <-time.After(wait):
@@ -355,7 +355,7 @@ func TestWebSocket(t *testing.T) {
 	b := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
 	url := wsBridge(t, b.Addr())
 	got := make(chan msg, 16)
-	sub := dial(t, Options{Broker: url, ClientID: "wsub", CleanSession: true, OnMessage: func(topic string, p []byte) { got <- msg{topic, string(p)} }})
+	sub := dial(t, Options{Broker: url, ClientID: "wsub", CleanSession: true, OnMessage: func(topic string, p []byte, _ bool) { got <- msg{topic, string(p)} }})
 	if err := sub.Subscribe(map[string]byte{"ws/#": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -417,5 +417,81 @@ func TestSteadyPublishAllocatesNothing(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(500, step); n != 0 {
 		t.Fatalf("a QoS 1 publish and its PUBACK allocate %v times", n)
+	}
+}
+
+// TestRetainFlagDelivered: OnMessage is told which messages the broker
+// sends from its retained store (a new subscription matched them) and
+// which are published now (issue 30: a stored command must not run).
+func TestRetainFlagDelivered(t *testing.T) {
+	b := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
+	type flagged struct {
+		payload  string
+		retained bool
+	}
+	sub := func(id string) chan flagged {
+		got := make(chan flagged, 16)
+		c := dial(t, Options{Broker: b.URL(), ClientID: id, CleanSession: true, OnMessage: func(_ string, p []byte, retained bool) {
+			got <- flagged{string(p), retained}
+		}})
+		if err := c.Subscribe(map[string]byte{"r/#": 1}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	expectFlagged := func(got chan flagged, want flagged) {
+		t.Helper()
+		select {
+		case m := <-got:
+			if m != want {
+				t.Fatalf("got %+v, want %+v", m, want)
+			}
+		case <-time.After(wait):
+			t.Fatalf("no %+v within %v", want, wait)
+		}
+	}
+	early := sub("early")
+	c := dial(t, Options{Broker: b.URL(), ClientID: "pub", CleanSession: true})
+	id, err := c.Publish("r/x", []byte("kept"), 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(id, wait); err != nil {
+		t.Fatal(err)
+	}
+	expectFlagged(early, flagged{"kept", false}) // published now, to an established subscription
+	expectFlagged(sub("late"), flagged{"kept", true})
+}
+
+// TestClosedByBrokerIsTold: a connection the broker ends — another
+// client connecting with the same client id (a session takeover), or the
+// broker stopping — ends with ErrClosedByBroker; one the client closes
+// does not.
+func TestClosedByBrokerIsTold(t *testing.T) {
+	b := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
+	first := dial(t, Options{Broker: b.URL(), ClientID: "same", CleanSession: true})
+	second := dial(t, Options{Broker: b.URL(), ClientID: "same", CleanSession: true})
+	select {
+	case <-first.Done():
+	case <-time.After(wait):
+		t.Fatal("the broker did not end the first connection when the second took its client id")
+	}
+	if !errors.Is(first.Err(), ErrClosedByBroker) {
+		t.Errorf("taken over: %v, want ErrClosedByBroker", first.Err())
+	}
+	b.Stop()
+	select {
+	case <-second.Done():
+	case <-time.After(wait):
+		t.Fatal("the broker stopped, the connection did not end")
+	}
+	if !errors.Is(second.Err(), ErrClosedByBroker) {
+		t.Errorf("broker stopped: %v, want ErrClosedByBroker", second.Err())
+	}
+	b.Start()
+	own := dial(t, Options{Broker: b.URL(), ClientID: "own", CleanSession: true})
+	own.Close()
+	if errors.Is(own.Err(), ErrClosedByBroker) {
+		t.Errorf("closed by the client: %v", own.Err())
 	}
 }

@@ -16,7 +16,9 @@
 // as errors (ConnectError); PUBLISH at QoS 0 and 1 with PUBACK tracking
 // (Publish returns the packet identifier, Acked reports it acknowledged);
 // SUBSCRIBE with SUBACK; inbound PUBLISH at QoS 0 and 1 (answered with
-// PUBACK) delivered to a handler; PINGREQ keep-alive; DISCONNECT.
+// PUBACK) delivered to a handler with its retain flag; PINGREQ keep-alive;
+// DISCONNECT. A connection the broker ends (closing the socket, or with a
+// DISCONNECT of its own) ends with an error wrapping ErrClosedByBroker.
 //
 // What it does not implement: QoS 2 (in either direction: an inbound QoS 2
 // publication ends the connection), UNSUBSCRIBE, persistent in-flight

@@ -3,7 +3,9 @@ package mqttconn
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/ecagent/ecagent/mqtt/mqttconn/packet"
@@ -21,6 +23,9 @@ func (c *Conn) readLoop(buf []byte) {
 			err = c.handle(h, body)
 		}
 		if err != nil {
+			if closedByBroker(err) {
+				err = fmt.Errorf("%w (%w)", ErrClosedByBroker, err)
+			}
 			c.fail(fmt.Errorf("mqttconn: read from %s: %w", c.addr, err))
 			return
 		}
@@ -57,6 +62,8 @@ func (c *Conn) handle(h byte, body []byte) error {
 		default:
 		}
 	case packet.TypeUnsuback:
+	case packet.TypeDisconnect:
+		return errDisconnected
 	case packet.TypePublish:
 		p, err := packet.ParsePublish(h, body)
 		if err != nil {
@@ -66,7 +73,7 @@ func (c *Conn) handle(h byte, body []byte) error {
 			return errors.New("inbound PUBLISH at QoS 2 (not supported)")
 		}
 		if c.onMessage != nil {
-			c.onMessage(string(p.Topic), slices.Clone(p.Payload))
+			c.onMessage(string(p.Topic), slices.Clone(p.Payload), p.Retain)
 		}
 		if p.QoS == 1 {
 			return c.write("puback", func(b []byte) []byte { return packet.AppendUint16(append(b, packet.TypePuback<<4, 2), p.ID) })
@@ -75,6 +82,16 @@ func (c *Conn) handle(h byte, body []byte) error {
 		return fmt.Errorf("unexpected packet of type %d", h>>4)
 	}
 	return nil
+}
+
+// errDisconnected is the broker's DISCONNECT.
+var errDisconnected = errors.New("DISCONNECT from the broker")
+
+// closedByBroker reports whether a read error means the broker ended the
+// connection: the end of the stream between packets, a reset, or its
+// DISCONNECT.
+func closedByBroker(err error) bool {
+	return err == io.EOF || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, errDisconnected)
 }
 
 // pinger sends PINGREQ after half the keep-alive without traffic either

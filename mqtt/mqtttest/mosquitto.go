@@ -24,6 +24,8 @@ type MosquittoOptions struct {
 	// Users, when set, turns anonymous access off and admits these users
 	// with these passwords.
 	Users map[string]string
+	// Extra are more lines of mosquitto.conf, for the listener.
+	Extra []string
 }
 
 // Mosquitto is a mosquitto broker run by a test, on a free loopback port,
@@ -79,6 +81,9 @@ func StartMosquitto(t testing.TB, o MosquittoOptions) *Mosquitto {
 		fmt.Fprintf(&conf, "allow_anonymous false\npassword_file %s\n", pw)
 	} else {
 		conf.WriteString("allow_anonymous true\n")
+	}
+	for _, line := range o.Extra {
+		conf.WriteString(line + "\n")
 	}
 	m.conf = filepath.Join(m.dir, "mosquitto.conf")
 	if err := os.WriteFile(m.conf, []byte(conf.String()), 0o600); err != nil {

@@ -1,0 +1,80 @@
+package mqtt
+
+import (
+	"time"
+)
+
+// Commands that are not live: a command runs once, when it is sent, or
+// not at all. A broker keeps a message published with the retain flag and
+// delivers it again, retain flag set, to every new subscription (MQTT
+// 3.1.1 §3.3.1.3): the agent's at each start and reconnect. Such a
+// delivery is a stored command, not one sent now, and it is refused
+// whatever it says; so is a command whose own timestamp (Sparkplug's
+// payload timestamp, the JSON scheme's optional "ts") is further from the
+// agent's clock than MaxCommandAge, such as one a bridge or a client held
+// back while a link was down.
+
+// MaxCommandAge bounds how far a command's timestamp may lie from the
+// agent's clock, either way: older, it waited somewhere (a bridge's or a
+// client's queue) and the state it was meant for has passed; newer, the
+// clocks disagree and its age cannot be told. Plant clocks under NTP agree
+// within milliseconds, and a command crosses a broker in milliseconds, so
+// ten seconds refuses only what is late by far more than any live path
+// makes it.
+const MaxCommandAge = 10 * time.Second
+
+// retainedReason is the reason of a refused retained delivery.
+const retainedReason = "retained command ignored: the broker stored it (it was published with the retain flag) " +
+	"and delivers it again at every new subscription (MQTT 3.1.1 §3.3.1.3); publish commands without retain, " +
+	"and clear this one (mosquitto_pub -r -n -t <topic>)"
+
+// brokerRetainedReason is the reason of a retained command the embedded
+// broker refused on the agent's behalf.
+const brokerRetainedReason = "retained command ignored: the embedded broker refuses commands published with the retain flag " +
+	"and stores none; publish it without retain"
+
+// message takes a publication from the broker, on the connection's reader
+// goroutine (it must not block): a command delivered with the retain flag
+// is refused; anything else goes to the scheme.
+func (p *Publisher) message(topic string, payload []byte, retained bool) {
+	if retained && p.refuseRetained(topic, retainedReason) {
+		return
+	}
+	p.sch.command(topic, payload)
+}
+
+// RefuseRetained answers a command the embedded broker refused because it
+// was published with the retain flag on topic: a command-rejected event
+// (code retained), as if it had been delivered. Topics that are not the
+// scheme's command topics are ignored. It must not block: the broker
+// calls it on the publishing client's goroutine.
+func (p *Publisher) RefuseRetained(topic string) { p.refuseRetained(topic, brokerRetainedReason) }
+
+// refuseRetained refuses the retained command on topic with reason, and
+// reports whether topic is a command topic at all.
+func (p *Publisher) refuseRetained(topic, reason string) bool {
+	slave, signal, ok := p.sch.commandOf(topic)
+	if !ok {
+		return false
+	}
+	p.wmu.Lock()
+	p.rejectLocked(time.Now(), reject(RejectRetained, "%s", reason), slave, signal, topic)
+	p.wmu.Unlock()
+	return true
+}
+
+// staleCommand returns the refusal of a command whose timestamp sent
+// (milliseconds since the Unix epoch) lies further than MaxCommandAge
+// from now, or nil.
+func staleCommand(sent int64, now time.Time) *RejectError {
+	at := time.UnixMilli(sent)
+	switch age := now.Sub(at); {
+	case age > MaxCommandAge:
+		return reject(RejectStale, "stale command: sent at %s, %v ago; commands older than %v are refused (check that the sender's clock and the agent's agree)",
+			at.UTC().Format(time.RFC3339Nano), age.Round(time.Millisecond), MaxCommandAge)
+	case age < -MaxCommandAge:
+		return reject(RejectStale, "command from the future: sent at %s, %v ahead of the agent's clock; the clocks must agree within %v",
+			at.UTC().Format(time.RFC3339Nano), (-age).Round(time.Millisecond), MaxCommandAge)
+	}
+	return nil
+}
