@@ -193,6 +193,10 @@ func (c *consumer) attach(cp *CycleProcess) {
 	c.model.Reset(slaves) // the cycle process brought every slave to OP
 	c.expectedWKC = cp.info.ExpectedWKC
 	c.tel.cycleStarted(cp, cp.cmd == nil)
+	if m := cp.info.Maintenance; m.Error != "" {
+		c.log.Error("the cycle process refused to serve its maintenance socket: the cycle runs on, maintenance commands "+
+			"(ecagent slaves, reg, states …) are refused until it is fixed", "socket", m.Socket, "err", m.Error)
+	}
 	c.otlp.restart()
 	c.updateReady()
 }

@@ -62,6 +62,9 @@ func (s *serviceNotifier) cycleRunning(cp *CycleProcess) {
 		return
 	}
 	status := fmt.Sprintf("STATUS=cycling: %d slaves, period %v, cycle process %d", len(cp.info.Slaves), cp.info.Period, cp.pid)
+	if cp.info.Maintenance.Error != "" {
+		status += "; maintenance socket refused (see the log)"
+	}
 	if s.ready {
 		s.send(status)
 	} else {

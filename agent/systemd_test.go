@@ -93,9 +93,12 @@ func TestServiceNotifierFeedsTheWatchdogOnlyWhileTheCycleBeats(t *testing.T) {
 	if got := sock.next(time.Second); got != "STATUS=cycle down: the cycle process died" {
 		t.Errorf("cycleDown: %q", got)
 	}
+	// This one refused to serve its maintenance socket: the status says so.
 	cp.pid = 4343
+	cp.info.Maintenance = program.MaintenanceInfo{Socket: "/dev/shm/x.shm.d/ctl", Error: "belongs to user 65534"}
 	sd.cycleRunning(cp)
-	if got := sock.next(time.Second); !strings.HasPrefix(got, "STATUS=cycling") || strings.Contains(got, "READY") {
+	if got := sock.next(time.Second); !strings.HasPrefix(got, "STATUS=cycling") || strings.Contains(got, "READY") ||
+		!strings.HasSuffix(got, "; maintenance socket refused (see the log)") {
 		t.Errorf("second cycleRunning: %q", got)
 	}
 	sock.next(50 * time.Millisecond) // its watchdog feed

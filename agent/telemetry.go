@@ -105,6 +105,9 @@ func (t *telemetry) cycleStarted(cp *CycleProcess, attached bool) {
 			t.reg.SetRTSetting(metrics.RTSetting(r.Setting), r.Applied)
 		}
 	}
+	if m := cp.info.Maintenance; m.Socket != "" {
+		t.reg.SetMaintenanceSocket(m.Socket, m.Error == "")
+	}
 }
 
 // setBusModel hands the agent's bus model to the registry: every scrape

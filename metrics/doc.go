@@ -30,7 +30,8 @@
 // (SetBusModel, package busstate), and tells the registry what it learns
 // elsewhere: SetSlaves after a scan, SetSlaveErrorCounters, CycleProcessStarted,
 // CycleProcessAttached and CycleProcessExited, SetRTSetting for each
-// real-time setting the cycle process asked the host for, SetRTCheck
+// real-time setting the cycle process asked the host for,
+// SetMaintenanceSocket for its maintenance socket, SetRTCheck
 // for each host check, and SetDC once the distributed clocks are
 // configured. For the cycle's events (the shared-memory event ring) it
 // calls, with the slave's position and name:
@@ -98,6 +99,8 @@
 //     ecagent_cycle_core_busy_ratio,
 //     ecagent_scrape_collector_success{collector},
 //     ecagent_rt_setting{setting} (1 applied, 0 refused),
+//     ecagent_maintenance_socket_up{socket} (0: the cycle process refused
+//     to serve its control socket),
 //     ecagent_rt_check{check,status} and ecagent_build_info (from
 //     client_golang's collectors/version; branch and tags are empty unless
 //     the linker sets them).

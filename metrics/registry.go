@@ -68,6 +68,7 @@ type Registry struct {
 	busEvents       *prometheus.CounterVec
 	framesDiscarded *prometheus.CounterVec
 	rtSetting       *prometheus.GaugeVec
+	maintenanceUp   *prometheus.GaugeVec
 	rtCheck         *prometheus.GaugeVec
 	dc              dcGauges
 	devices         *deviceSeries
@@ -118,6 +119,7 @@ func NewRegistry(opts Options) (*Registry, error) {
 		r.framesDiscarded.WithLabelValues(reason) // exported at 0 from the start
 	}
 	r.rtSetting = b.gaugeVec(nameRTSetting, labelSetting)
+	r.maintenanceUp = b.gaugeVec(nameMaintenanceUp, labelSocket)
 	r.rtCheck = b.gaugeVec(nameRTCheck, labelCheck, labelStatus)
 	r.dc = newDCGauges(&b)
 	r.devices = newDeviceSeries(&b)
@@ -269,6 +271,17 @@ func (r *Registry) SetRTSetting(setting RTSetting, applied bool) {
 		v = 1
 	}
 	r.rtSetting.WithLabelValues(string(setting)).Set(v)
+}
+
+// SetMaintenanceSocket records whether the cycle process serves its
+// maintenance socket at path (up) or refused to.
+func (r *Registry) SetMaintenanceSocket(path string, up bool) {
+	r.maintenanceUp.Reset() // one socket: the latest cycle process's
+	v := 0.0
+	if up {
+		v = 1
+	}
+	r.maintenanceUp.WithLabelValues(path).Set(v)
 }
 
 // CheckStatus is the verdict of a host real-time check, the status label

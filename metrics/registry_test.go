@@ -65,6 +65,7 @@ func populate(t testing.TB, r *Registry) {
 	r.SetRTSetting(RTMlock, true)
 	r.SetRTSetting(RTAffinity, true)
 	r.SetRTSetting(RTDMALatency, false)
+	r.SetMaintenanceSocket("/run/ecagent/ecagent.shm.d/ctl", true)
 	r.SetDC(DCSettings{Enabled: true, ReferencePosition: 0, Sync0Cycle: testTarget, Sync0Shift: 300 * time.Microsecond})
 	r.Emergency(2, "EL1014", 0x5000)
 	r.SetDriveState(1, "EL2004", int(state.OperationEnabled), "operation enabled")

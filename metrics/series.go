@@ -88,6 +88,7 @@ const (
 	nameCoreBusy          = "ecagent_cycle_core_busy_ratio"
 	nameCollectorOK       = "ecagent_scrape_collector_success"
 	nameRTSetting         = "ecagent_rt_setting"
+	nameMaintenanceUp     = "ecagent_maintenance_socket_up"
 	nameRTCheck           = "ecagent_rt_check"
 	nameBuildInfo         = "ecagent_build_info"
 	nameDCEnabled         = "ecagent_dc_enabled"
@@ -121,6 +122,7 @@ const (
 	labelReason   = "reason"
 	labelPresence = "presence"
 	labelQuality  = "quality"
+	labelSocket   = "socket"
 )
 
 // FleetLabels returns the names of the labels every series carries, with
@@ -232,6 +234,10 @@ func Documented() []Series {
 		{Name: nameRTSetting, Type: TypeGauge, Labels: []string{labelSetting},
 			Help:        "Real-time setting of the cycle process: 1 applied, 0 refused by the host.",
 			Conditional: "for settings the configuration asks for, once the cycle process reported them"},
+		{Name: nameMaintenanceUp, Type: TypeGauge, Labels: []string{labelSocket},
+			Help: "1 while the cycle process serves its maintenance (control) socket, 0 when it refused to: its place belongs " +
+				"to another user or is a symbolic link (the log says why); the cycle runs on, maintenance commands cannot reach it.",
+			Conditional: "once the cycle process reported it"},
 		{Name: nameRTCheck, Type: TypeGauge, Labels: []string{labelCheck, labelStatus},
 			Help:        "Host real-time check result as a state set: 1 for the check's current status (pass, warn, fail, skip), 0 for the others.",
 			Conditional: "once the agent ran the host checks"},

@@ -7,7 +7,12 @@ import (
 )
 
 // TestMain removes the ecagent binary the tests built, with its directory.
+// With ECAGENT_TEST_SQUATTER set the binary is no test but the squatter of
+// TestSquattedMaintenanceSocket, run as another user (squatterMain).
 func TestMain(m *testing.M) {
+	if path := os.Getenv(squatterEnv); path != "" {
+		os.Exit(squatterMain(path))
+	}
 	code := m.Run()
 	if binary != "" {
 		_ = os.RemoveAll(filepath.Dir(binary))

@@ -14,6 +14,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/ecagent/ecagent/cycle/control"
 	"github.com/ecagent/ecagent/cycle/program"
 )
 
@@ -219,7 +220,7 @@ func killOrphanCycle(t *testing.T, shmPath string) {
 		}
 		_ = syscall.Kill(info.CyclePID, syscall.SIGKILL)
 	}
-	for _, p := range []string{shmPath, program.BusInfoPath(shmPath), shmPath + ".cycle.json"} {
+	for _, p := range []string{shmPath, program.BusInfoPath(shmPath), shmPath + ".cycle.json", control.SocketPath(shmPath), control.SocketDir(shmPath)} {
 		_ = os.Remove(p)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -22,7 +24,8 @@ func configHelp() help {
 			"environment variable and flag, including the file-only lists drives and bus.pdo), or " +
 			"check a configuration file the way 'ecagent run' would read it.",
 		notes: "'config check' exits 0 when the file is valid and 2 with every problem (key, value, " +
-			"line, what is allowed) when it is not; it reads only the file, not ECAGENT_* variables. " +
+			"line, what is allowed) when it is not; it reads only the file, not ECAGENT_* variables, and only a " +
+			"regular file (a FIFO, a device or a directory is refused at once). " +
 			"docs/configuration.md is the schema as a document.",
 		examples: []string{
 			"ecagent config schema | less",
@@ -69,8 +72,11 @@ func configCommand(ctx context.Context, e *env, args []string) error {
 			return usageError{errors.New("config check: --json is a flag of config schema")}
 		}
 		path := fs.Arg(0)
-		if _, err := config.Load(config.Sources{File: path, Models: sim.Models()}); err != nil {
-			return usageError{err}
+		if err := checkRegularFile(path); err != nil {
+			return usageError{fmt.Errorf("config check: %w", err)}
+		}
+		if _, err := loadConfig(ctx, config.Sources{File: path, Models: sim.Models()}); err != nil {
+			return err
 		}
 		_, err := fmt.Fprintf(e.stdout, "%s: valid\n", path)
 		return err
@@ -78,6 +84,38 @@ func configCommand(ctx context.Context, e *env, args []string) error {
 		return usageError{errors.New("config: want a subcommand: schema or check")}
 	}
 	return usageError{fmt.Errorf("config: unknown subcommand %q (want schema or check)", sub)}
+}
+
+// checkRegularFile refuses at once what config check does not read: a
+// FIFO (whose open would wait for a writer), a device, a socket, a
+// directory. A symbolic link to a regular file is followed, as the agent
+// does.
+func checkRegularFile(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is a %s, not a regular file: config check reads only a file (ecagent run --config reads a pipe)", path, fileType(fi.Mode()))
+	}
+	return nil
+}
+
+// fileType names the type of a file that is not a regular one.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO (named pipe)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	}
+	return "special file (" + m.Type().String() + ")"
 }
 
 // writeSchemaText prints the schema for people: the keys by section, each

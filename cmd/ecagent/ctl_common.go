@@ -31,7 +31,7 @@ type ctlFlags struct {
 func addCtlFlags(fs *pflag.FlagSet) ctlFlags {
 	return ctlFlags{
 		bus:  addBusFlags(fs),
-		shm:  fs.String("cycle.shm", config.DefaultSHM, "shared-memory `path` of a running agent; its socket is PATH.ctl"),
+		shm:  fs.String("cycle.shm", config.DefaultSHM, "shared-memory `path` of a running agent; its socket is PATH.d/ctl"),
 		json: fs.Bool("json", false, "print the result as JSON"),
 	}
 }
@@ -46,7 +46,7 @@ func ctlGroups(own ...string) []flagGroup {
 }
 
 // ctlNotes is the paragraph every maintenance command's help ends with.
-const ctlNotes = "When an agent runs on the segment (its socket PATH.ctl of --cycle.shm answers) the request " +
+const ctlNotes = "When an agent runs on the segment (its socket PATH.d/ctl of --cycle.shm answers) the request " +
 	"goes to its cycle process, which carries it in its frames; else the command opens --iface (or " +
 	"the built-in simulated segment) itself. SLAVE is the ring position (0 first)."
 
@@ -112,12 +112,18 @@ func (c ctlFlags) callEach(ctx context.Context, e *env, cmd string, reqs []contr
 // of the flags. ok is false when no agent serves it (no socket, or one
 // nobody listens on) or the agent serves another interface: the command
 // may then open the segment itself. An agent that is there but does not
-// answer is an error: opening its segment beside it would disturb it.
+// answer is an error: opening its segment beside it would disturb it. So
+// is a socket the client does not trust (another user's, see
+// control.Dial): its answers would be forged, and the agent it stands in
+// for may be running.
 func (c ctlFlags) agent(ctx context.Context) (cl *control.Client, ok bool, err error) {
 	path := control.SocketPath(*c.shm)
-	cl, err = control.Dial(ctx, path)
-	if err != nil {
+	cl, err = control.Dial(ctx, *c.shm)
+	if errors.Is(err, control.ErrNotServed) {
 		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("the maintenance socket of %s: %w", *c.shm, err)
 	}
 	hctx, cancel := context.WithTimeout(ctx, helloTimeout)
 	defer cancel()

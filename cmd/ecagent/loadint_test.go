@@ -27,13 +27,16 @@ func TestInterruptDuringConfigLoad(t *testing.T) {
 		sig  os.Signal
 		want int
 	}{{os.Interrupt, exitInterrupted}, {syscall.SIGTERM, exitInterrupted}} {
-		for _, cmd := range []string{"run", "bench", "rtcheck"} {
+		for _, args := range [][]string{
+			{"run", "--config", path}, {"bench", "--config", path}, {"rtcheck", "--config", path}, {"config", "check", path},
+		} {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			cancel(stopSignal{sig: c.sig})
 			var out, errOut strings.Builder
-			code := dispatch(ctx, &env{stdout: &out, stderr: &errOut}, []string{cmd, "--config", path})
+			code := dispatch(ctx, &env{stdout: &out, stderr: &errOut}, args)
 			if code != c.want {
-				t.Errorf("%s interrupted by %v during the load: exit %d, want %d\n%s", cmd, c.sig, code, c.want, errOut.String())
+				t.Errorf("%s interrupted by %v during the load: exit %d, want %d\n%s", strings.Join(args[:len(args)-1], " "),
+					c.sig, code, c.want, errOut.String())
 			}
 		}
 	}

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -16,13 +18,43 @@ type Client struct {
 	enc *json.Encoder
 }
 
-// Dial connects to the control socket at path. It fails at once when no
-// process serves it (no socket, or a stale one).
-func Dial(ctx context.Context, path string) (*Client, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "unix", path)
+// Dial connects to the control socket of the cycle process whose segment
+// is shm. It fails at once, with an error matching ErrNotServed, when no
+// process serves it (no socket directory, no segment, no socket, or a
+// stale one). Any other error is a socket that is there but that it
+// refuses to trust: its directory or the segment is not the agent's user's
+// (see openTrusted), or the process that serves it runs as neither root nor
+// that user (SO_PEERCRED).
+func Dial(ctx context.Context, shm string) (*Client, error) {
+	dir, err := openTrusted(shm)
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
+	}
+	defer dir.close()
+	path := SocketPath(shm)
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", dir.at(SocketName))
+	if err != nil {
+		var errno syscall.Errno
+		switch {
+		case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
+			return nil, fmt.Errorf("control: %s: %w", path, ErrNotServed)
+		case errors.Is(err, syscall.EACCES):
+			return nil, fmt.Errorf("control: connect to %s: %w (root, the agent's user and its group may)", path, syscall.EACCES)
+		case errors.As(err, &errno): // the error names the directory's descriptor, not path
+			return nil, fmt.Errorf("control: connect to %s: %w", path, errno)
+		}
+		return nil, fmt.Errorf("control: connect to %s: %w", path, err)
+	}
+	p, err := peerOf(c.(*net.UnixConn))
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("control: %s: %w", path, err)
+	}
+	if p.uid != 0 && p.uid != dir.uid {
+		_ = c.Close()
+		return nil, fmt.Errorf("control: %s is served by a process of user %d (pid %d), neither root nor the agent's user %d: "+
+			"refusing to talk to it", path, p.uid, p.pid, dir.uid)
 	}
 	in := bufio.NewScanner(c)
 	in.Buffer(make([]byte, 0, 4096), 2*maxRequestBytes)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -69,8 +68,8 @@ func TestFoEWriteFailsThenRetries(t *testing.T) {
 // progress lines, and gets an FoE error back with its code.
 func TestFoEOverSocket(t *testing.T) {
 	s := newSegment(t, "EK1100", "AKD")
-	path := filepath.Join(t.TempDir(), "c.ctl")
-	srv, err := Listen(path, -1, s.h, slogDiscard())
+	shm := segmentFile(t)
+	srv, err := Listen(shm, s.h, slogDiscard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +77,7 @@ func TestFoEOverSocket(t *testing.T) {
 	defer cancel()
 	done := srv.Start(ctx)
 	defer func() { cancel(); <-done }()
-	cl, err := Dial(ctx, path)
+	cl, err := Dial(ctx, shm)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -181,18 +181,21 @@ func TestSIIWrite(t *testing.T) {
 // refused without Write, the peer's uid in the event of a write.
 func TestServerOverSocket(t *testing.T) {
 	s := newSegment(t, "EK1100", "EL2004")
-	path := filepath.Join(t.TempDir(), "seg.shm.ctl")
-	srv, err := Listen(path, -1, s.h, slogDiscard())
+	shm := segmentFile(t)
+	srv, err := Listen(shm, s.h, slogDiscard())
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	served := srv.Start(ctx)
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != SocketMode {
+	if fi, err := os.Stat(SocketPath(shm)); err != nil || fi.Mode().Perm() != SocketMode {
 		t.Fatalf("socket %v, %v", fi, err)
 	}
-	cl, err := Dial(ctx, path)
+	if fi, err := os.Lstat(SocketDir(shm)); err != nil || !fi.IsDir() || fi.Mode().Perm() != DirMode {
+		t.Fatalf("socket directory %v, %v", fi, err)
+	}
+	cl, err := Dial(ctx, shm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,13 +217,13 @@ func TestServerOverSocket(t *testing.T) {
 		t.Errorf("events %+v, want one of uid %d", s.ev.evs, os.Getuid())
 	}
 	s.ev.mu.Unlock()
-	if _, err := Listen(path, -1, s.h, slogDiscard()); err == nil {
+	if _, err := Listen(shm, s.h, slogDiscard()); err == nil {
 		t.Error("a second server took the socket of a live one")
 	}
 	cancel()
 	<-served
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Errorf("socket left behind: %v", err)
+	if _, err := os.Lstat(SocketDir(shm)); !os.IsNotExist(err) {
+		t.Errorf("socket or its directory left behind: %v", err)
 	}
 }
 
@@ -230,15 +233,15 @@ func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // error that unwraps to the master's *ALStateError, as in-process.
 func TestRefusalOverSocket(t *testing.T) {
 	s := newSegment(t, "EK1100", "EL4132")
-	path := filepath.Join(t.TempDir(), "seg.shm.ctl")
-	srv, err := Listen(path, -1, s.h, slogDiscard())
+	shm := segmentFile(t)
+	srv, err := Listen(shm, s.h, slogDiscard())
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	served := srv.Start(ctx)
 	defer func() { cancel(); <-served }()
-	cl, err := Dial(ctx, path)
+	cl, err := Dial(ctx, shm)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,8 @@
 // states, crc, sii, alias, master).
 //
 // The cycle process serves a Unix stream socket (SocketPath of its
-// shared-memory segment) in its own goroutines, never the cycle thread.
+// shared-memory segment, in a directory of its own: see socket.go for who
+// may serve and use it) in its own goroutines, never the cycle thread.
 // Each request runs a Handler method, which calls the ordinary
 // *master.Master API: while the cycle runs, the master's transactions go
 // through its acyclic queue into the cycle's frames, so the cycle never
@@ -24,14 +25,6 @@ import (
 
 	"github.com/ecagent/ecagent/master"
 )
-
-// SocketSuffix is appended to the shared-memory segment's path to name
-// the control socket of the cycle process that uses the segment.
-const SocketSuffix = ".ctl"
-
-// SocketPath returns the control socket of the cycle process whose
-// shared-memory segment is shm, e.g. /dev/shm/ecagent.shm.ctl.
-func SocketPath(shm string) string { return shm + SocketSuffix }
 
 // Op names a request.
 type Op string

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -17,10 +19,6 @@ import (
 
 	"github.com/ecagent/ecagent/master"
 )
-
-// SocketMode is the permission of the control socket: the owner and its
-// group may connect.
-const SocketMode = 0o660
 
 // maxRequestBytes bounds one request line (an FoE file is the largest:
 // up to 16 MiB as base64); the buffer grows to it only when needed.
@@ -34,40 +32,72 @@ type Server struct {
 	h    *Handler
 	log  *slog.Logger
 	ln   *net.UnixListener
+	dir  *socketDir
 	path string
 	// mu lets one request at a time use the master: a maintenance tool's
 	// requests are few, and mailbox transfers of two would contend.
 	mu sync.Mutex
 	// conns counts the connections being served.
 	conns sync.WaitGroup
+	// closeOnce removes the socket and its directory once.
+	closeOnce sync.Once
+	closeErr  error
 }
 
-// Listen creates the socket at path (replacing a stale one nobody
-// answers on) with SocketMode and, when gid ≥ 0, that group.
-func Listen(path string, gid int, h *Handler, log *slog.Logger) (*Server, error) {
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		_ = c.Close()
-		return nil, fmt.Errorf("control: %s: another process serves it", path)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("control: remove stale socket: %w", err)
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+// Listen serves the control socket of the segment shm, SocketPath(shm), in
+// its directory SocketDir(shm), which it creates (see makeSocketDir): a
+// directory another user made, or a symbolic link there, is refused, as is
+// anything at the socket's name but a stale socket of this user, which is
+// replaced. The socket gets SocketMode and the directory DirMode, with the
+// group the directory has (this process's, or that of a set-group-ID
+// parent).
+func Listen(shm string, h *Handler, log *slog.Logger) (*Server, error) {
+	dir, err := makeSocketDir(SocketDir(shm))
 	if err != nil {
 		return nil, fmt.Errorf("control: %w", err)
 	}
-	ln.SetUnlinkOnClose(true)
-	if err := os.Chmod(path, SocketMode); err != nil {
-		_ = ln.Close()
+	ln, err := dir.listen()
+	if err != nil {
+		dir.close()
 		return nil, fmt.Errorf("control: %w", err)
 	}
-	if gid >= 0 {
-		if err := os.Chown(path, -1, gid); err != nil {
-			_ = ln.Close()
-			return nil, fmt.Errorf("control: group of %s: %w", path, err)
+	return &Server{h: h, log: log, ln: ln, dir: dir, path: SocketPath(shm)}, nil
+}
+
+// listen binds and listens on the socket in d, replacing a stale socket of
+// this process's user nobody answers on.
+func (d *socketDir) listen() (*net.UnixListener, error) {
+	path := filepath.Join(d.path, SocketName)
+	st, err := d.stat(SocketName)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+	case err != nil:
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	case st.Mode&unix.S_IFMT != unix.S_IFSOCK || int(st.Uid) != os.Geteuid():
+		return nil, fmt.Errorf("%s is not a socket of this process's user but %s of user %d: refusing to replace it",
+			path, typeName(st.Mode), st.Uid)
+	default:
+		if c, err := net.DialTimeout("unix", d.at(SocketName), time.Second); err == nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("%s: another process of this user serves it", path)
+		}
+		if err := unix.Unlinkat(d.fd, SocketName, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
 		}
 	}
-	return &Server{h: h, log: log, ln: ln, path: path}, nil
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: d.at(SocketName), Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(false) // the name it was bound by leads through this process's descriptor
+	// In a directory only this user may write, the name is the socket
+	// just bound: nobody can have swapped a link in.
+	if err := unix.Fchmodat(d.fd, SocketName, SocketMode, 0); err != nil {
+		_ = ln.Close()
+		_ = unix.Unlinkat(d.fd, SocketName, 0)
+		return nil, &os.PathError{Op: "chmod", Path: path, Err: err}
+	}
+	return ln, nil
 }
 
 // Path returns the socket's path.
@@ -105,44 +135,69 @@ func (s *Server) serve(ctx context.Context) {
 			s.serveConn(ctx, c)
 		}()
 	}
-	_ = s.ln.Close()
+	_ = s.Close()
 	s.conns.Wait()
 }
 
-// Close stops accepting connections and removes the socket.
-func (s *Server) Close() error { return s.ln.Close() }
+// Close stops accepting connections and removes the socket and its
+// directory (when empty).
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			s.closeErr = err
+		}
+		if err := unix.Unlinkat(s.dir.fd, SocketName, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			s.closeErr = errors.Join(s.closeErr, err)
+		}
+		// The directory, if it is still the one served in: an empty
+		// directory is all rmdir removes.
+		var st unix.Stat_t
+		if unix.Fstat(s.dir.fd, &st) == nil {
+			if fi, err := os.Lstat(s.dir.path); err == nil && fi.IsDir() {
+				if sys, ok := fi.Sys().(*syscall.Stat_t); ok && sys.Dev == st.Dev && sys.Ino == st.Ino {
+					_ = unix.Rmdir(s.dir.path)
+				}
+			}
+		}
+		s.dir.close()
+	})
+	return s.closeErr
+}
 
-// peerUID returns the user id of the process at the other end of c.
-func peerUID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return -1, err
+// admit returns nil if p may use the socket: root, this process's user, or
+// a member of the socket directory's group, whom its mode lets in.
+func (s *Server) admit(p peer) error {
+	if p.uid == 0 || p.uid == os.Geteuid() || p.inGroup(s.dir.gid) {
+		return nil
 	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil {
-		return -1, err
-	}
-	if credErr != nil {
-		return -1, credErr
-	}
-	return int(cred.Uid), nil
+	return fmt.Errorf("refused: uid %d is neither root, the agent's user (uid %d) nor in its group (gid %d)",
+		p.uid, os.Geteuid(), s.dir.gid)
 }
 
 func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
-	uid, err := peerUID(c)
+	p, err := peerOf(c)
 	if err != nil {
 		s.log.Warn("control socket: peer credentials", "err", err)
 		return
 	}
+	enc := json.NewEncoder(c)
+	if err := s.admit(p); err != nil {
+		s.log.Warn("maintenance connection refused", "uid", p.uid, "gid", p.gid, "pid", p.pid, "err", err)
+		// The refusal is the answer to the request the client sends
+		// first: it is read (up to a second, and discarded) so that
+		// the client's write does not fail before it reads why.
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		_ = enc.Encode(&Response{Error: err.Error()})
+		_ = c.CloseWrite()
+		_, _ = io.Copy(io.Discard, io.LimitReader(c, maxRequestBytes))
+		return
+	}
+	uid := p.uid
 	in := bufio.NewScanner(c)
 	in.Buffer(make([]byte, 0, 4096), maxRequestBytes)
-	enc := json.NewEncoder(c)
 	for in.Scan() {
 		var req Request
 		var resp Response

@@ -33,6 +33,20 @@ type BusInfo struct {
 	Started     time.Time     `json:"started"`
 	// DC is the distributed-clock set-up, nil when DC is off.
 	DC *DCInfo `json:"dc,omitempty"`
+	// Maintenance is the maintenance endpoint (the control socket the
+	// toolbox uses); empty from a cycle process of an earlier version.
+	Maintenance MaintenanceInfo `json:"maintenance"`
+}
+
+// MaintenanceInfo says whether the cycle process serves its control
+// socket, and why not.
+type MaintenanceInfo struct {
+	// Socket is the control socket's path.
+	Socket string `json:"socket,omitempty"`
+	// Error is why the cycle process does not serve it ("" when it does):
+	// the cycle runs on without it, and the toolbox cannot reach the
+	// cycle.
+	Error string `json:"error,omitempty"`
 }
 
 // DCInfo is what the master set up for the distributed clocks.

@@ -153,7 +153,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	go func() { defer close(recDone); rec.run(recCtx) }()
 	// The maintenance endpoint (ecagent slaves, reg, sii …): its requests
 	// go through the acyclic queue like recovery's.
-	ctlDone := serveControl(recCtx, m, e, seg, cfg, log)
+	ctlDone := serveControl(recCtx, m, e, seg, cfg, info, log)
 	countersDone := make(chan struct{})
 	counters := newErrorCountersPoller(recCtx, m, e.Report, errorCountersEvery) // allocates here, not in the cycle's steady state
 	go func() {
