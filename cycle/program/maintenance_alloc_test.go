@@ -182,7 +182,19 @@ func TestCycleAllocatesNothingAfterMaintenance(t *testing.T) {
 		if string(foeBack.Data) != string(firmware) {
 			t.Fatalf("FoE read back %d bytes, not the %d written", len(foeBack.Data), len(firmware))
 		}
-		call(control.Request{Op: control.OpStates, Slave: foeSlave, State: "OP", Write: true}, nil)
+		// The transfers leave the drive in INIT: recovery takes it back
+		// to OP, as it does any slave out of OP that nobody holds; the
+		// next round begins when it is there.
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			var slaves control.SlavesResult
+			call(control.Request{Op: control.OpSlaves}, &slaves)
+			if st := slaves.Slaves[foeSlave].State; st == "OP" {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("the drive in %s 20 s after the FoE transfers, not back in OP", st)
+			}
+			watch.until(time.Now().Add(10*time.Millisecond), &rep, plugged)
+		}
 	}
 	if err := cl.Close(); err != nil {
 		t.Fatal(err)
