@@ -129,7 +129,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	log.Info("cycle process stopped", "cycles", rep.Cycles, "mallocs_in_cycle", rep.Mallocs, "gc_in_cycle", rep.NumGC,
-		"recovery_episodes", rep.RecoveryEpisodes)
+		"recovery_episodes", rep.RecoveryEpisodes, "maintenance_requests", rep.MaintenanceRequests)
 	return exitOK
 }
 

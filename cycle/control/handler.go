@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/esc"
@@ -32,6 +33,8 @@ type Handler struct {
 	events Reporter
 	// snapshot, when not nil, reads the image the cycle publishes.
 	snapshot ImageSnapshot
+	// requests counts the requests Do took (Requests).
+	requests atomic.Uint64
 }
 
 // NewHandler returns a Handler on m, a master that has scanned its
@@ -45,6 +48,7 @@ func NewHandler(m *master.Master, iface string, events Reporter) *Handler {
 // result, one of the *Result types of this package. A request that
 // changes a slave is refused unless req.Write.
 func (h *Handler) Do(ctx context.Context, req Request, uid int) (any, error) {
+	h.requests.Add(1)
 	if req.IsWrite() && !req.Write {
 		return nil, &ErrWriteNotConfirmed{Op: req.Op}
 	}
@@ -59,6 +63,12 @@ func (h *Handler) Do(ctx context.Context, req Request, uid int) (any, error) {
 		}
 	}
 }
+
+// Requests returns how many requests Do has taken so far, carried out or
+// refused. A request allocates on the goroutine that serves it (decoding,
+// the result, its frames' errors); the cycle process reports the count
+// beside its allocations, so that those are not taken for the cycle's.
+func (h *Handler) Requests() uint64 { return h.requests.Load() }
 
 // requestTries is how often Do tries a request whose frames went unanswered.
 const requestTries = 3

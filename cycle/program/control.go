@@ -12,8 +12,9 @@ import (
 
 // serveControl serves the control socket of the segment cfg.Cycle.SHM
 // (control.SocketPath) until ctx ends; the returned channel closes when
-// it has stopped. It allocates before it returns, not in cyclic operation
-// (until a client connects).
+// it has stopped, and the handler counts the requests served. It
+// allocates before it returns, not in cyclic operation (until a client
+// connects).
 //
 // A socket it may not serve — its place taken by another user, a symbolic
 // link there — does not stop the cycle: the machine runs on without
@@ -23,7 +24,7 @@ import (
 // (ecagent_maintenance_socket_up) and shows in the unit's status. Letting
 // any local user stop the machine by making a name in /dev/shm would be
 // worse than a maintenance tool that cannot connect.
-func serveControl(ctx context.Context, m *master.Master, e *cycle.Engine, seg *shm.Segment, cfg Config, info *BusInfo, log *slog.Logger) <-chan struct{} {
+func serveControl(ctx context.Context, m *master.Master, e *cycle.Engine, seg *shm.Segment, cfg Config, info *BusInfo, log *slog.Logger) (<-chan struct{}, *control.Handler) {
 	// The image is read where the agent reads it, from the segment: the
 	// master's own buffer belongs to the cycle thread.
 	h := control.NewHandler(m, cfg.Bus.Interface, e).WithImage(seg.Image().Snapshot)
@@ -38,10 +39,10 @@ func serveControl(ctx context.Context, m *master.Master, e *cycle.Engine, seg *s
 		e.Report(ev)
 		done := make(chan struct{})
 		close(done)
-		return done
+		return done, h
 	}
 	log.Info("maintenance endpoint", "socket", srv.Path())
-	return srv.Start(ctx)
+	return srv.Start(ctx), h
 }
 
 // MaintenanceRefusedNote is the text of the shm.EventNote a cycle process

@@ -42,6 +42,11 @@ type Options struct {
 	// Cycles stops after this many cycles (benchmarks, tests); 0 runs
 	// until SIGTERM or SIGINT.
 	Cycles uint64
+
+	// running, when set (tests), is called just before cyclic operation
+	// starts, with the recovery worker: a test tells from it when no
+	// recovery episode runs.
+	running func(*recoverer)
 }
 
 // Report is what a cycle process did, printed by it on exit.
@@ -55,10 +60,15 @@ type Report struct {
 	// NumGC counts garbage collections during cyclic operation.
 	NumGC uint32
 	// RecoveryEpisodes counts the recovery worker's episodes begun during
-	// cyclic operation. An episode allocates (it reads every slave,
-	// starts steps, logs) on its own goroutine while the cycle runs on:
-	// Mallocs above 0 with no episode are the cycle's, and a defect.
-	RecoveryEpisodes uint64
+	// cyclic operation, MaintenanceRequests the requests the maintenance
+	// endpoint took (ecagent slaves, reg, sii …). Both allocate (an
+	// episode reads every slave, starts steps, logs; a request decodes
+	// and encodes JSON) on their own goroutines while the cycle runs on:
+	// Mallocs above 0 with neither are the cycle's, and a defect. What
+	// they leave behind must not make the cycle allocate afterwards
+	// (TestCycleAllocatesNothingAfterMaintenance, TestFaultStorm).
+	RecoveryEpisodes    uint64
+	MaintenanceRequests uint64
 }
 
 // Run is the body of ecagent-cycle: it attaches to the shared-memory
@@ -153,7 +163,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	go func() { defer close(recDone); rec.run(recCtx) }()
 	// The maintenance endpoint (ecagent slaves, reg, sii …): its requests
 	// go through the acyclic queue like recovery's.
-	ctlDone := serveControl(recCtx, m, e, seg, cfg, info, log)
+	ctlDone, ctl := serveControl(recCtx, m, e, seg, cfg, info, log)
 	countersDone := make(chan struct{})
 	counters := newErrorCountersPoller(recCtx, m, e.Report, errorCountersEvery) // allocates here, not in the cycle's steady state
 	go func() {
@@ -177,14 +187,14 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 		spinner.SetRecvSpin(min(time.Duration(cfg.Cycle.RecvSpin), time.Duration(cfg.Cycle.Period)/2))
 	}
 	var before, after runtime.MemStats
-	var episodes uint64
+	var episodes, requests uint64
 	// Counting starts after the first cycle: it meets one first-use
 	// allocation in the runtime (measured: 1 malloc, then none in 99 999
 	// cycles).
 	e.SteadyAfter = 1
 	e.OnSteady = func() {
 		runtime.ReadMemStats(&before)
-		episodes = rec.episodes.Load()
+		episodes, requests = rec.episodes.Load(), ctl.Requests()
 	}
 	// Threads the runtime may need while the cycle yields, made now
 	// rather than (allocating) in cyclic operation.
@@ -204,6 +214,9 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 			log.Warn("real-time setting refused by the host; the process's other threads run without it", "setting", "process_fifo", "err", err)
 		}
 	}
+	if o.running != nil {
+		o.running(rec)
+	}
 	rep.Cycles = e.Run()
 	if spin {
 		spinner.SetRecvSpin(0)
@@ -212,6 +225,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 	rep.Mallocs = after.Mallocs - before.Mallocs
 	rep.NumGC = after.NumGC - before.NumGC
 	rep.RecoveryEpisodes = rec.episodes.Load() - episodes
+	rep.MaintenanceRequests = ctl.Requests() - requests
 
 	stopRec()
 	<-recDone

@@ -330,13 +330,27 @@ func (r *recoverer) start(ctx context.Context, st *slaveRecovery, step func()) {
 			st.busy.Store(false) // after the step's writes to st
 			<-r.lanes
 		}()
-		// Locked for good: the thread ends with the goroutine instead
-		// of going back to the runtime with a real-time priority.
 		runtime.LockOSThread()
 		setup := rt.Apply(r.rt)
-		defer setup.Close()
+		defer releaseThread(setup)
 		step()
 	})
+}
+
+// releaseThread gives a step's thread back to the runtime once its
+// set-up is undone; one that could not be restored stays locked and ends
+// with its goroutine, rather than run other goroutines with a real-time
+// priority. A thread that ends is one fewer idle thread the runtime
+// keeps: the cycle thread, which hands its P to an idle thread whenever
+// it yields (cycle.Config.SleepKeepsP) or is preempted, then finds none
+// and has the runtime make one — 7 allocations on the cycle thread, once
+// the steps of a few recovery episodes had ended the threads made
+// beforehand (rt.WarmThreads; TestFaultStorm, the cycle process's
+// mallocs_in_cycle after long runs).
+func releaseThread(setup *rt.Setup) {
+	if setup.Close() == nil {
+		runtime.UnlockOSThread()
+	}
 }
 
 // absent is the step of a slave that does not answer at its station

@@ -70,6 +70,10 @@ type Setup struct {
 	// Apply changed them (nil where it did not).
 	policy *unix.SchedAttr
 	cpus   *unix.CPUSet
+	// unknown names the settings Apply changed without having read what
+	// they were before (the host refused the read): Close cannot restore
+	// them, and says so.
+	unknown []string
 }
 
 // Apply sets up the calling thread for the cycle: SCHED_FIFO, CPU
@@ -104,9 +108,12 @@ func Apply(o Options) *Setup {
 		s.dma, err = holdDMALatency()
 		return err
 	})})
-	// Close restores only what was changed.
+	// Close restores only what was changed, and tells what it cannot.
 	for _, r := range s.Results {
 		switch {
+		case r.Applied() && r.Setting == SettingSchedFIFO && s.policy == nil,
+			r.Applied() && r.Setting == SettingAffinity && s.cpus == nil:
+			s.unknown = append(s.unknown, r.Setting)
 		case r.Applied():
 		case r.Setting == SettingSchedFIFO:
 			s.policy = nil
@@ -131,9 +138,15 @@ func when(requested bool, f func() error) error {
 // workers included; left at SCHED_FIFO on the cycle's core it would run
 // them there above everything else, and a garbage collector's worker
 // that waits for a goroutine of a lower priority spins (see ProcessFIFO).
-// Safe to call twice.
+// Safe to call twice. It returns nil, allocating nothing, only when the
+// thread is as it was before Apply: a caller that would give the thread
+// back to the runtime (runtime.UnlockOSThread) keeps it locked otherwise,
+// so that it ends with its goroutine.
 func (s *Setup) Close() error {
 	var errs []error
+	for _, setting := range s.unknown {
+		errs = append(errs, fmt.Errorf("restore %s: its setting before Apply was not read", setting))
+	}
 	if s.policy != nil {
 		if err := unix.SchedSetAttr(0, s.policy, 0); err != nil {
 			errs = append(errs, fmt.Errorf("restore scheduling policy %d: %w", s.policy.Policy, err))

@@ -38,6 +38,22 @@ func TestApplyBadPriorityIsRefusedNotFatal(t *testing.T) {
 	}
 }
 
+// TestCloseSaysWhatItCannotRestore: a setting Apply changed without having
+// read its earlier value cannot be restored, and Close says so every time
+// (a caller then keeps the thread locked, to end with its goroutine,
+// rather than give it back to the runtime as it is); nothing else fails.
+func TestCloseSaysWhatItCannotRestore(t *testing.T) {
+	s := &Setup{unknown: []string{SettingSchedFIFO}}
+	for range 2 {
+		if err := s.Close(); err == nil || !strings.Contains(err.Error(), SettingSchedFIFO) {
+			t.Errorf("Close of a thread whose policy before Apply is unknown: %v, want an error naming %s", err, SettingSchedFIFO)
+		}
+	}
+	if err := Apply(Options{Core: -1}).Close(); err != nil {
+		t.Errorf("Close after Apply of nothing: %v", err)
+	}
+}
+
 // restoreProcessCPUs returns the CPUs of the process now and gives every
 // thread of it those CPUs, and the runtime its GOMAXPROCS, back when t
 // ends: pinning a thread moves all the others off its core (AvoidCore).
