@@ -103,7 +103,7 @@ func sendJunk(t *testing.T, w wire, master net.HardwareAddr, d time.Duration, ra
 	t.Helper()
 	var l *link.RawSocket
 	if err := inNamespace(t, w.NS, func() (err error) {
-		l, err = link.Open(w.SimEnd, nil)
+		l, err = link.Open(w.SimEnd, link.SegmentConfig())
 		return err
 	}); err != nil {
 		return 0, err
