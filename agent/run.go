@@ -215,6 +215,7 @@ func (c *consumer) drain() {
 	}
 	totals := metrics.SegmentCounts{RingDrops: ring.Drops()}
 	totals.FramesSent, totals.FramesLost = c.cp.seg.Heartbeat().Frames()
+	totals.LinkReceived, totals.LinkDrops = c.cp.seg.Heartbeat().Link()
 	c.tel.reg.Consumer().SetSegment(totals)
 	c.otlp.segment(totals)
 	var ev shm.Event

@@ -72,3 +72,23 @@ func (h *Heartbeat) Frames() (sent, lost uint64) {
 	sent = h.line.FramesSent.Load()
 	return sent, lost
 }
+
+// CountLink records the link's receive counters as running totals since
+// the cycle process opened it: the frames that reached its receive queue
+// (for a raw socket, those its kernel filter passed) and those of them
+// the kernel dropped because the queue was full (PACKET_STATISTICS). Only
+// the cycle process calls it, at a low rate; it never blocks and never
+// allocates.
+func (h *Heartbeat) CountLink(received, drops uint64) {
+	h.line.LinkReceived.Store(received)
+	h.line.LinkDrops.Store(drops)
+}
+
+// Link returns the totals CountLink recorded last, zeros before the first
+// or on a link that does not count. Received is stored first and read
+// last, so drops never exceed received.
+func (h *Heartbeat) Link() (received, drops uint64) {
+	drops = h.line.LinkDrops.Load()
+	received = h.line.LinkReceived.Load()
+	return received, drops
+}

@@ -204,6 +204,7 @@ func (d *drainer) drain() {
 		if d.consumer != nil {
 			totals := metrics.SegmentCounts{RingDrops: d.ring.Drops()}
 			totals.FramesSent, totals.FramesLost = d.heartbeat.Frames()
+			totals.LinkReceived, totals.LinkDrops = d.heartbeat.Link()
 			d.consumer.SetSegment(totals)
 		}
 		if n < len(d.buf) {
