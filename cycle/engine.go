@@ -443,6 +443,7 @@ func (e *Engine) publish(end int64) {
 	e.seg.Image().Publish(e.m.Image().Bytes(), e.cycle)
 	hb := e.seg.Heartbeat()
 	hb.CountFrames(e.m.FrameTotals())
+	hb.CountLate(e.m.LateFrames())
 	if end-e.linkAt >= int64(linkEvery) {
 		e.publishLink(end)
 	}

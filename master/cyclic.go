@@ -406,6 +406,10 @@ func (c *Cyclic) receive(frame []byte, r *CycleResult, pending, extra int) (int,
 		return pending - 1, extra
 	case answerLate:
 		r.Stale++
+		c.counters.late.Add(1)
+		c.counters.stale.Add(1)
+	case answerLateAgain:
+		c.counters.late.Add(1)
 		c.counters.stale.Add(1)
 	case answerStale:
 		c.counters.stale.Add(1)

@@ -240,12 +240,13 @@ func resolveAcyclic(f *cyclicFrame, fr *wire.Frame) {
 
 // What take made of a received frame.
 const (
-	answerTaken    = iota // the answer to one of this cycle's frames
-	answerLate            // the first late answer to a frame a counted cycle lost
-	answerStale           // another late answer to an earlier frame (see late)
-	answerInvalid         // not an EtherCAT datagram frame
-	answerForeign         // not from the segment: another source
-	answerMismatch        // from the segment's address, answers no frame sent
+	answerTaken     = iota // the answer to one of this cycle's frames
+	answerLate             // a late answer, the first to a frame of a counted cycle that lost it
+	answerLateAgain        // a late answer to another frame of such a cycle
+	answerStale            // a late answer to a frame of no counted cycle (see late)
+	answerInvalid          // not an EtherCAT datagram frame
+	answerForeign          // not from the segment: another source
+	answerMismatch         // from the segment's address, answers no frame sent
 )
 
 // take matches a received frame to the frame of this cycle it answers and
@@ -355,11 +356,14 @@ func answers(sent []byte, fr *wire.Frame) int {
 // answer, or junk. A late answer is the segment's answer (answers) to a
 // frame an earlier exchange sent and did not get an answer to, under an
 // index not handed out again since, and only the first such answer: its
-// record says so. It counts in this cycle's result (answerLate) when it is
-// the first late answer to a counted exchange's cyclic frames, so that
-// the cycles with a late answer never outnumber those that lost a frame;
-// otherwise in the statistics only (answerStale). Anything else is junk:
-// foreign, from another source than the segment, or mismatched.
+// record says so. A late answer to a cyclic frame of a counted exchange
+// (one whose frames Lost counted) counts in this cycle's result when it is
+// the first of its exchange (answerLate), so that the cycles with a late
+// answer never outnumber those that lost a frame, and in the master's late
+// frames in any case (answerLateAgain too); any other late answer (bring-up,
+// the extra acyclic frame) in the stale frames only (answerStale). Anything
+// else is junk: foreign, from another source than the segment, or
+// mismatched.
 func (c *Cyclic) late(fr *wire.Frame, d *wire.Datagram) int {
 	if !wire.FromSegment(fr.Source(), c.bus.src[:]) {
 		return answerForeign
@@ -372,9 +376,12 @@ func (c *Cyclic) late(fr *wire.Frame, d *wire.Datagram) int {
 		return kind
 	}
 	s.state = sentLate
-	head := &c.sent[s.first]
-	if !s.cyclic || !s.counted || head.exchange != s.exchange || head.lateTaken {
+	if !s.cyclic || !s.counted {
 		return answerStale
+	}
+	head := &c.sent[s.first]
+	if head.exchange != s.exchange || head.lateTaken {
+		return answerLateAgain
 	}
 	head.lateTaken = true
 	return answerLate

@@ -189,8 +189,8 @@ func TestCyclicLateAnswerMatchedAsStrictlyAsAnAnswer(t *testing.T) {
 	if s := g.cnt.snapshot(); s.StaleFrames != before.StaleFrames || s.MismatchedAnswers != before.MismatchedAnswers+1 {
 		t.Errorf("a copy of an answer taken in time: %+v before, %+v after; want it mismatched", before, s)
 	}
-	if s := g.cnt.snapshot(); s.StaleFrames > s.LostFrames {
-		t.Errorf("%d late answers to %d lost frames", s.StaleFrames, s.LostFrames)
+	if s := g.cnt.snapshot(); s.StaleFrames != 1 || s.LateFrames != 1 || s.LostFrames != 1 {
+		t.Errorf("%d late answers (%d to frames counted lost) to %d lost frames, want 1, 1, 1", s.StaleFrames, s.LateFrames, s.LostFrames)
 	}
 }
 
@@ -239,8 +239,9 @@ func TestCyclicLateAnswersCountOncePerLostCycle(t *testing.T) {
 		}
 	}
 	s := g.cnt.snapshot()
-	if s.StaleFrames != 3 {
-		t.Errorf("%d late answers counted frame by frame, want 3", s.StaleFrames)
+	if s.StaleFrames != 3 || s.LateFrames != 3 || s.LostFrames != 3 {
+		t.Errorf("%d late answers (%d to frames counted lost) to %d lost frames, counted frame by frame; want 3, 3, 3",
+			s.StaleFrames, s.LateFrames, s.LostFrames)
 	}
 	if lateCycles != 1 {
 		t.Errorf("%d cycles with a late answer after 1 cycle that lost frames, want 1", lateCycles)
@@ -268,8 +269,8 @@ func TestCyclicLateAnswerOfAnUncountedExchange(t *testing.T) {
 	if r := g.cy.Collect(); r.Stale != 0 || r.Lost != 0 {
 		t.Errorf("the cycle after: %+v, want no late answer in its result", r)
 	}
-	if s := g.cnt.snapshot(); s.StaleFrames != 1 || s.MismatchedAnswers != 0 || s.LostFrames != 0 {
-		t.Errorf("stats %+v, want one stale frame", s)
+	if s := g.cnt.snapshot(); s.StaleFrames != 1 || s.LateFrames != 0 || s.MismatchedAnswers != 0 || s.LostFrames != 0 {
+		t.Errorf("stats %+v, want one stale frame, not late to a frame counted lost", s)
 	}
 }
 
@@ -333,8 +334,8 @@ func FuzzCyclicLateAnswer(f *testing.F) {
 		if moved := sum(after) - sum(before); moved+uint64(taken) != 2 {
 			t.Errorf("2 copies: %d taken, %d counted (%+v)", taken, moved, after)
 		}
-		if after.StaleFrames > 1 || r.Stale > 1 {
-			t.Errorf("one lost frame, %d late answers, %d in the result", after.StaleFrames, r.Stale)
+		if after.StaleFrames > 1 || after.LateFrames != after.StaleFrames || r.Stale > 1 {
+			t.Errorf("one lost frame, %d late answers (%d late frames), %d in the result", after.StaleFrames, after.LateFrames, r.Stale)
 		}
 	})
 }

@@ -93,6 +93,11 @@ func (m *Master) FrameTotals() (sent, lost uint64) {
 	return sent, lost
 }
 
+// LateFrames returns Stats' LateFrames alone: one atomic load, for the
+// cycle to publish every cycle. A frame is counted lost before its late
+// answer can come, so read before FrameTotals it never exceeds lost.
+func (m *Master) LateFrames() uint64 { return m.counters.late.Load() }
+
 // LinkStats returns what the link has received since it was opened, and
 // false when the link does not tell (it is no link.StatsReader) or cannot
 // (closed). For a raw socket these are the kernel's counters

@@ -16,6 +16,10 @@ type Stats struct {
 	// link refused is lost).
 	FramesSent uint64
 	LostFrames uint64
+	// LateFrames counts those of LostFrames whose answer came after all,
+	// late (StaleFrames has them too), each once: LostFrames − LateFrames
+	// frames were dropped (or their answers are older than 256 frames).
+	LateFrames uint64
 	// WKCErrors counts cycles that lost no frame but whose working counter
 	// was not the expected one (a cycle with a lost frame counts there).
 	WKCErrors uint64
@@ -74,6 +78,7 @@ type counters struct {
 	cycles    atomic.Uint64
 	sent      atomic.Uint64
 	lost      atomic.Uint64
+	late      atomic.Uint64
 	wkcErrors atomic.Uint64
 	stale     atomic.Uint64
 	invalid   atomic.Uint64
@@ -95,6 +100,7 @@ func (c *counters) snapshot() Stats {
 		Cycles:            c.cycles.Load(),
 		FramesSent:        c.sent.Load(),
 		LostFrames:        c.lost.Load(),
+		LateFrames:        c.late.Load(),
 		WKCErrors:         c.wkcErrors.Load(),
 		StaleFrames:       c.stale.Load(),
 		InvalidFrames:     c.invalid.Load(),

@@ -16,7 +16,7 @@
 //	n := ring.Drain(buf)
 //	for i := range buf[:n] { c.Observe(&buf[i]) }
 //	ring.Commit()
-//	totals := metrics.SegmentCounts{RingDrops: ring.Drops()}
+//	totals := metrics.SegmentCounts{RingDrops: ring.Drops(), FramesLate: seg.Heartbeat().Late()}
 //	totals.FramesSent, totals.FramesLost = seg.Heartbeat().Frames()
 //	totals.LinkReceived, totals.LinkDrops = seg.Heartbeat().Link()
 //	c.SetSegment(totals)
@@ -77,7 +77,8 @@
 //     ecagent_cycle_skipped_total, ecagent_lost_frames_total,
 //     ecagent_late_answers_total, ecagent_wkc_errors_total,
 //     ecagent_sample_ring_drops_total, ecagent_cyclic_frames_sent_total,
-//     ecagent_cyclic_frames_lost_total, ecagent_link_frames_received_total,
+//     ecagent_cyclic_frames_lost_total, ecagent_cyclic_frames_late_total,
+//     ecagent_link_frames_received_total,
 //     ecagent_link_kernel_drops_total,
 //     ecagent_cycle_process_starts_total,
 //     ecagent_cycle_process_cpu_seconds_total, and per slave

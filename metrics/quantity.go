@@ -166,6 +166,9 @@ const (
 	// time, frame by frame (shm.Heartbeat.Frames): a cycle of two frames
 	// that loses both adds 2 here and 1 to CounterLostFrames.
 	CounterFramesLost
+	// CounterFramesLate counts those of CounterFramesLost whose answer
+	// came late (shm.Heartbeat.Late), each once.
+	CounterFramesLate
 	// CounterLinkReceived counts the frames that reached the cycle's
 	// socket, those the kernel then dropped included (a raw socket's
 	// PACKET_STATISTICS, shm.Heartbeat.Link): what its kernel filter
@@ -208,7 +211,8 @@ func counterTable() [NumCounters]CounterInfo {
 		CounterLateAnswers: {"late_answers", nameLateAnswers,
 			"Cycles that discarded the first late answer of an earlier cycle that lost frames: the segment's answer to a frame counted lost, " +
 				"matched as strictly as one in time, come after its deadline (delayed by the host or the segment, not dropped). " +
-				"A cycle that lost frames is late here once at most, so lost − late counts the cycles whose frames were dropped."},
+				"A cycle that lost frames makes one such cycle at most, so this never exceeds ecagent_lost_frames_total (late answers of several lost cycles " +
+				"taken in one cycle count once); frame by frame, ecagent_cyclic_frames_lost_total less ecagent_cyclic_frames_late_total counts the frames dropped."},
 		CounterWKCErrors: {"wkc_errors", nameWKCErrors,
 			"Cycles whose working counter differed from the expected one."},
 		CounterAcyclicCycles: {"acyclic_cycles", nameAcyclicCycles,
@@ -223,6 +227,9 @@ func counterTable() [NumCounters]CounterInfo {
 			"Cyclic frames the cycle sent, or tried to: a frame the link refused counts here and as lost (a cycle of two frames counts two)."},
 		CounterFramesLost: {"cyclic_frames_lost", nameFramesLost,
 			"Cyclic frames that did not come back in time, frame by frame; ecagent_lost_frames_total counts the cycles that lost one."},
+		CounterFramesLate: {"cyclic_frames_late", nameFramesLate,
+			"Cyclic frames counted lost whose answer came after all, late (delayed by the host or the segment), frame by frame and each once: " +
+				"ecagent_cyclic_frames_lost_total less this counts the frames dropped."},
 		CounterLinkReceived: {"link_frames_received", nameLinkReceived,
 			"Frames that reached the cycle's socket (PACKET_STATISTICS), those the kernel then dropped included: what the socket's filter passed, " +
 				"the segment's answers and frames from the master's own address. Each is an answer taken, a late answer, discarded " +

@@ -64,6 +64,7 @@ const (
 	nameRingDrops         = "ecagent_sample_ring_drops_total"
 	nameFramesSent        = "ecagent_cyclic_frames_sent_total"
 	nameFramesLost        = "ecagent_cyclic_frames_lost_total"
+	nameFramesLate        = "ecagent_cyclic_frames_late_total"
 	nameLinkReceived      = "ecagent_link_frames_received_total"
 	nameLinkDrops         = "ecagent_link_kernel_drops_total"
 	nameAcyclicCycles     = "ecagent_acyclic_cycles_total"

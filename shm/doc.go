@@ -22,8 +22,8 @@
 //	       88  events {…}                 104  commands {…}
 //	      120  image {offset u64, capacity u32}
 //	      256  heartbeat: seq, cycle, CLOCK_MONOTONIC ns, cycle PID, cyclic
-//	           frames sent, cyclic frames lost, link frames received, link
-//	           frames dropped by the kernel (uint64 each)
+//	           frames sent, lost and late, link frames received and dropped
+//	           by the kernel (uint64 each)
 //	512   sample ring:  producer line (position, drops) · consumer line (position) · records
 //	      event ring:   the same, EventSize records
 //	      command ring: the same, CommandSize records

@@ -83,6 +83,40 @@ func TestHeartbeatFrames(t *testing.T) {
 	}
 }
 
+// TestHeartbeatLate: a reader that reads the late frames before the
+// frame totals never sees more frames late than lost, though every frame
+// lost comes late at once.
+func TestHeartbeatLate(t *testing.T) {
+	h := newMemfdSegment(t, smallLayout()).Heartbeat()
+	if h.Late() != 0 {
+		t.Errorf("Late before any cycle = %d", h.Late())
+	}
+	const cycles = 200000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := range uint64(cycles) {
+			h.CountFrames(n+1, n+1)
+			h.CountLate(n + 1)
+		}
+	}()
+	var bad string
+	for running, reads := true, 0; running; reads++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		late := h.Late()
+		if _, lost := h.Frames(); late > lost && bad == "" {
+			bad = fmt.Sprintf("read %d: %d frames late of %d lost", reads, late, lost)
+		}
+	}
+	if bad != "" {
+		t.Error(bad)
+	}
+}
+
 // TestHeartbeatLink: the link totals read back as written, zeros before
 // the first count, apart from the frame totals, and a reader racing the
 // writer never sees more drops than frames received, though the kernel
@@ -133,10 +167,12 @@ func TestHeartbeatAllocs(t *testing.T) {
 		h.Read()
 		h.CountFrames(2*c, c)
 		h.Frames()
+		h.CountLate(c / 2)
+		h.Late()
 		h.CountLink(3*c, c)
 		h.Link()
 	}); a != 0 {
-		t.Errorf("Beat+Read+CountFrames+Frames+CountLink+Link: %v allocations per run, want 0", a)
+		t.Errorf("Beat+Read+CountFrames+Frames+CountLate+Late+CountLink+Link: %v allocations per run, want 0", a)
 	}
 }
 

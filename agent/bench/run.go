@@ -202,7 +202,7 @@ func (d *drainer) drain() {
 		}
 		d.ring.Commit()
 		if d.consumer != nil {
-			totals := metrics.SegmentCounts{RingDrops: d.ring.Drops()}
+			totals := metrics.SegmentCounts{RingDrops: d.ring.Drops(), FramesLate: d.heartbeat.Late()}
 			totals.FramesSent, totals.FramesLost = d.heartbeat.Frames()
 			totals.LinkReceived, totals.LinkDrops = d.heartbeat.Link()
 			d.consumer.SetSegment(totals)
