@@ -75,9 +75,7 @@ type Engine struct {
 	// discarded their counts (invalid, foreign, mismatched) as reported.
 	discardedAt int64
 	discarded   [3]uint64
-	// linkAt is when the link's receive counters were last read
-	// (publishLink).
-	linkAt int64
+	linkAt      int64  // when the link's counters were last read (publishLink)
 	dc          dcSync // keeps the schedule on the DC reference, when configured
 	dcOn        bool
 	dcRef       int    // ring position of the reference clock
