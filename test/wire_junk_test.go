@@ -312,11 +312,12 @@ func (s *junkSender) flood(d time.Duration, rate int) (sent, filtered int) {
 	stop := make(chan struct{})
 	timer := time.AfterFunc(d, func() { close(stop) })
 	defer timer.Stop()
-	return s.floodUntil(stop, rate)
+	return s.floodUntil(stop, rate, false)
 }
 
-// floodUntil is flood until stop is closed.
-func (s *junkSender) floodUntil(stop <-chan struct{}, rate int) (sent, filtered int) {
+// floodUntil is flood until stop is closed; with strangers, every frame is
+// a stranger's (all for the socket filter).
+func (s *junkSender) floodUntil(stop <-chan struct{}, rate int, strangers bool) (sent, filtered int) {
 	frames := [][]byte{
 		junkFrame(s.segment, 0, 1, 2, 2000),
 		junkFrame(s.segment, 0, 1, 1400, 0),
@@ -330,6 +331,14 @@ func (s *junkSender) floodUntil(stop <-chan struct{}, rate int) (sent, filtered 
 	for next := time.Now(); !closedChan(stop); next = next.Add(tick) {
 		for i := range perTick {
 			var f []byte
+			if strangers {
+				f = junkFrame(stranger, 12, uint8(sent), 8, 0)
+				if s.l.Send(f) == nil {
+					sent++
+					filtered++
+				}
+				continue
+			}
 			if i%2 == 0 {
 				f = junkFrame(s.segment, 12, uint8(sent), 8, 0)
 				byteorder.LittleEndian.PutUint16(f[len(f)-2:], 8)
