@@ -7,6 +7,7 @@ import (
 
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/master/wire"
 )
 
 // The cyclic process-data exchange: what one cycle achieved (CycleResult)
@@ -197,6 +198,7 @@ type Cyclic struct {
 func newCyclic(bus *Bus, q *acyclicQueue, image *ProcessImage, l layout, timeout time.Duration, clock func() int64, c *counters) *Cyclic {
 	cy := &Cyclic{
 		acyclic:  q,
+		extra:    cyclicFrame{buf: make([]byte, wire.MaxFrameLen)},
 		link:     bus.link,
 		bus:      bus,
 		image:    image,
@@ -215,6 +217,10 @@ func newCyclic(bus *Bus, q *acyclicQueue, image *ProcessImage, l layout, timeout
 		cy.frames = append(cy.frames, cyclicFrame{})
 	}
 	cy.frames[0].status = true
+	for i := range cy.frames {
+		// Full size: acyclic datagrams use the room the cyclic ones leave.
+		cy.frames[i].buf = make([]byte, wire.MaxFrameLen)
+	}
 	cy.base, cy.auxFrame = len(cy.frames), -1
 	return cy
 }
@@ -379,12 +385,12 @@ func (c *Cyclic) send(deadline int64) (r CycleResult, pending, extra int) {
 			r.Lost++
 			continue
 		}
-		f.sent.n, f.sent.state = len(f.builder.Bytes()), sentAwaited
+		f.sent.state = sentAwaited
 		pending++
 	}
 	if c.extraSent {
 		if c.link.Send(c.extra.builder.Bytes()) == nil {
-			c.extra.sent.n, c.extra.sent.state = len(c.extra.builder.Bytes()), sentAwaited
+			c.extra.sent.state = sentAwaited
 			extra = 1
 			r.AcyclicFrames = 1
 			c.counters.acyclicFrames.Add(1)
@@ -427,10 +433,10 @@ func (c *Cyclic) receive(frame []byte, r *CycleResult, pending, extra int) (int,
 // acyclic requesters woken, frames still awaited lost, the error set.
 func (c *Cyclic) finish(r *CycleResult, pending, extra int) {
 	for i := range c.frames {
-		c.frames[i].sent.lose()
+		c.frames[i].lose()
 	}
 	if c.extraSent {
-		c.extra.sent.lose()
+		c.extra.lose()
 	}
 	c.settleAcyclic(r, extra)
 	if r.RecvTime != 0 {

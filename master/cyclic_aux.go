@@ -126,7 +126,7 @@ func (c *Cyclic) layoutAux() {
 		}
 	}
 	if best < 0 {
-		c.frames = append(c.frames, cyclicFrame{aux: true})
+		c.frames = append(c.frames, cyclicFrame{aux: true, buf: make([]byte, wire.MaxFrameLen)})
 		best = len(c.frames) - 1
 	}
 	c.frames[best].aux = true

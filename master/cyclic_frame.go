@@ -8,11 +8,11 @@ import (
 // The frames of the cyclic exchange: building them each cycle and matching
 // and taking in their answers.
 
-// cyclicFrame is one frame of the cyclic exchange: the part of the image
-// its LRW datagram carries (if any), whether it also reads AL status, and
-// its state in the current cycle. It is built, each cycle, into the
-// buffer of the index it is handed (sentFrame).
+// cyclicFrame is one pre-allocated frame of the cyclic exchange: its buffer,
+// the part of the image its LRW datagram carries (if any), whether it also
+// reads AL status, and its state in the current cycle.
 type cyclicFrame struct {
+	buf     []byte
 	builder wire.Builder
 	chunk   chunk
 	lrw     bool // carries an LRW datagram over chunk
@@ -30,13 +30,13 @@ type cyclicFrame struct {
 	nacyc   int
 }
 
-// sentFrame is a frame of the exchange kept under its datagram index
-// until the index is handed out again, 256 frames later: its bytes as
-// sent and what became of it. A late answer to it is matched against
-// those bytes by the rule that matches an answer in time (answers), and
-// taken once.
+// sentFrame is the record of a frame of the exchange, kept under its
+// datagram index until the index is handed out again, 256 frames later:
+// what became of it and, once it is lost, a copy of its bytes as sent. A
+// late answer to it is matched against those bytes by the rule that
+// matches an answer in time (answers), and taken once.
 type sentFrame struct {
-	buf    []byte // the frame, built in place; n bytes of it were sent
+	buf    []byte // a lost frame's bytes (buf[:n]), copied when it is lost
 	n      int
 	issued uint64    // Bus.issued when the index was handed out
 	state  sentState // what became of the frame
@@ -65,16 +65,20 @@ const (
 	sentLate                      // its late answer came
 )
 
-// lose marks a frame still awaited when its exchange ends as lost: its
-// answer may still come, late.
-func (s *sentFrame) lose() {
-	if s != nil && s.state == sentAwaited {
+// lose marks f lost when it is still awaited as its exchange ends, and
+// keeps a copy of it for its late answer: the frame's buffer is built
+// anew next cycle. Only lost frames are copied, so a cycle whose answers
+// come pays nothing for it.
+func (f *cyclicFrame) lose() {
+	if s := f.sent; s != nil && s.state == sentAwaited {
 		s.state = sentLost
+		s.n = copy(s.buf, f.builder.Bytes())
 	}
 }
 
 // newSentFrames returns the records of the 256 indexes, each with a
-// buffer of a frame's maximum size (387 KiB in all, allocated once).
+// buffer of a frame's maximum size for the copy of a lost frame (387 KiB
+// in all, allocated once, touched only by losses).
 func newSentFrames() *[256]sentFrame {
 	var s [256]sentFrame
 	bufs := make([]byte, len(s)*wire.MaxFrameLen)
@@ -84,9 +88,9 @@ func newSentFrames() *[256]sentFrame {
 	return &s
 }
 
-// issue hands f a fresh index and that index's buffer, resets its builder
-// to it and starts the index's record for the exchange being built
-// (Cyclic.sends), whose first frame is c.frames[0].
+// issue hands f a fresh index, resets its builder and starts the index's
+// record for the exchange being built (Cyclic.sends), whose first frame is
+// c.frames[0].
 func (c *Cyclic) issue(f *cyclicFrame, cyclic bool) {
 	f.index = c.bus.nextIndex()
 	s := &c.sent[f.index]
@@ -96,7 +100,7 @@ func (c *Cyclic) issue(f *cyclicFrame, cyclic bool) {
 	}
 	*s = sentFrame{buf: s.buf, issued: c.bus.issued, exchange: c.sends, first: first, cyclic: cyclic}
 	f.sent = s
-	_ = f.builder.Reset(s.buf, broadcastMAC, c.bus.src)
+	_ = f.builder.Reset(f.buf, broadcastMAC, c.bus.src)
 }
 
 // baseLen is the size of the frame without the auxiliary datagrams.

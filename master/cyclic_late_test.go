@@ -339,3 +339,49 @@ func FuzzCyclicLateAnswer(f *testing.F) {
 		}
 	})
 }
+
+// TestCyclicLateAnswerAllocatesNothing: a lost frame (copied for its late
+// answer), its late answer and junk cost the cycle no allocation.
+func TestCyclicLateAnswerAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	g := newLateRig(t, 4)
+	buf := make([]byte, link.MaxFrameSize)
+	var sent [8][]byte
+	for i := range sent {
+		sent[i] = make([]byte, link.MaxFrameSize)
+	}
+	junk := reshaped(t, segmentAnswer(t, g.post()[0]), 6)
+	_ = g.cy.Collect()
+	allocs := testing.AllocsPerRun(200, func() {
+		// A cycle whose frames are lost, then one that takes their late
+		// answers, its own and a junk frame.
+		g.cy.Post(time.Now().Add(time.Millisecond))
+		n := 0
+		for range g.cy.postedPending {
+			m, _ := g.far.Recv(buf, time.Now().Add(time.Second))
+			sent[n] = sent[n][:copy(sent[n][:cap(sent[n])], buf[:m])]
+			sent[n][6] |= 0x02
+			n++
+		}
+		_ = g.cy.Collect()
+		g.cy.Post(time.Now().Add(time.Millisecond))
+		for range g.cy.postedPending {
+			m, _ := g.far.Recv(buf, time.Now().Add(time.Second))
+			buf[6] |= 0x02
+			_ = g.far.Send(buf[:m])
+		}
+		for _, f := range sent[:n] {
+			_ = g.far.Send(f)
+		}
+		_ = g.far.Send(junk)
+		_ = g.cy.Collect()
+	})
+	if allocs != 0 {
+		t.Errorf("a lost cycle and its late answers allocate %v times", allocs)
+	}
+	if s := g.cnt.snapshot(); s.LateFrames == 0 || s.MismatchedAnswers == 0 {
+		t.Errorf("stats %+v: want late answers and junk taken in", s)
+	}
+}
