@@ -217,8 +217,9 @@ func (c *consumer) drain() {
 			break
 		}
 	}
-	totals := metrics.SegmentCounts{RingDrops: ring.Drops()}
+	totals := metrics.SegmentCounts{RingDrops: ring.Drops(), FramesLate: c.cp.seg.Heartbeat().Late()}
 	totals.FramesSent, totals.FramesLost = c.cp.seg.Heartbeat().Frames()
+	totals.LinkReceived, totals.LinkDrops = c.cp.seg.Heartbeat().Link()
 	c.tel.reg.Consumer().SetSegment(totals)
 	c.otlp.segment(totals)
 	var ev shm.Event

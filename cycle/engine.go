@@ -75,6 +75,7 @@ type Engine struct {
 	// discarded their counts (invalid, foreign, mismatched) as reported.
 	discardedAt int64
 	discarded   [3]uint64
+	linkAt      int64  // when the link's counters were last read (publishLink)
 	dc          dcSync // keeps the schedule on the DC reference, when configured
 	dcOn        bool
 	dcRef       int    // ring position of the reference clock
@@ -212,6 +213,7 @@ func (e *Engine) Run() uint64 {
 		e.publish(end)
 		e.maybeYield(end, next)
 	}
+	e.publishLink(rt.Now()) // the last figures, for the agent's accounting
 	return e.cycle - first
 }
 
@@ -439,6 +441,10 @@ func (e *Engine) publish(end int64) {
 	e.seg.Image().Publish(e.m.Image().Bytes(), e.cycle)
 	hb := e.seg.Heartbeat()
 	hb.CountFrames(e.m.FrameTotals())
+	hb.CountLate(e.m.LateFrames())
+	if end-e.linkAt >= int64(linkEvery) {
+		e.publishLink(end)
+	}
 	hb.Beat(e.cycle, end)
 	e.cycle++
 }

@@ -36,6 +36,21 @@ func (e *Engine) reportDiscarded(now int64) {
 	}
 }
 
+// linkEvery is how often the cycle reads the link's receive counters: a
+// system call (getsockopt), so not every cycle.
+const linkEvery = time.Second
+
+// publishLink reads the link's receive counters (for a raw socket the
+// kernel's: frames its filter passed, those dropped because the receive
+// queue was full) and stores them in the heartbeat line, where the agent
+// exports them. One raw system call, no allocation, no lock.
+func (e *Engine) publishLink(now int64) {
+	e.linkAt = now
+	if st, ok := e.m.LinkStats(); ok {
+		e.seg.Heartbeat().CountLink(st.Packets, st.Drops)
+	}
+}
+
 // discardReason names count i of Engine.discarded in events.
 func discardReason(i int) string {
 	switch i {

@@ -33,6 +33,7 @@ type Bus struct {
 	rx       []byte
 	builder  wire.Builder
 	index    uint8
+	issued   uint64 // indexes handed out since New: index is its low byte
 	timeout  time.Duration
 	retries  int
 	counters *counters
@@ -59,6 +60,7 @@ func newBus(l link.Link, timeout time.Duration, retries int, c *counters) *Bus {
 // draw from the same counter, so an index is reused only after 256 frames.
 func (b *Bus) nextIndex() uint8 {
 	b.index++
+	b.issued++
 	return b.index
 }
 

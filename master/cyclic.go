@@ -38,8 +38,14 @@ type CycleResult struct {
 	// Acyclic counts the queued acyclic datagrams the cycle carried, in
 	// its own frames or in the extra one.
 	Acyclic int
-	// Stale counts answers discarded in this cycle because they belonged
-	// to an earlier frame (typically the late answer of a lost one).
+	// Stale counts the earlier cycles whose first late answer this cycle
+	// discarded: the segment's answer to a frame a cycle counted lost
+	// (Lost), come after its deadline. A cycle's frames are late once in
+	// the cycles that take in their late answers, however many of them
+	// come and whenever, so the cycles with Stale > 0 never outnumber
+	// those with Lost > 0. Every late answer, also a cycle's second, one
+	// to the extra acyclic frame or to a frame bring-up sent, counts in
+	// Stats.StaleFrames.
 	Stale int
 	// Responding is the number of slaves that answered the AL status read
 	// riding in the first frame (BRD 0x0130), ALStates the OR of their
@@ -176,6 +182,11 @@ type Cyclic struct {
 	postedPending int
 	postedExtra   int
 	inFlight      bool
+	// sent records the frames sent under each datagram index, so that a
+	// late answer is matched as strictly as one in time (late); sends
+	// numbers the exchanges.
+	sent  *[256]sentFrame
+	sends uint64
 	// timeoutErr is the link's timeout error value as last seen. Links
 	// return one pre-allocated value, so after the first timeout a plain
 	// comparison recognises it: errors.Is walks type assertions whose
@@ -195,6 +206,7 @@ func newCyclic(bus *Bus, q *acyclicQueue, image *ProcessImage, l layout, timeout
 		timeout:  timeout,
 		clock:    clock,
 		counters: c,
+		sent:     newSentFrames(),
 	}
 	for _, ch := range l.chunks {
 		cy.frames = append(cy.frames, cyclicFrame{chunk: ch, lrw: true})
@@ -240,6 +252,11 @@ func (c *Cyclic) ExchangeUntil(deadline time.Time) CycleResult {
 func (c *Cyclic) count(r CycleResult) CycleResult {
 	c.cycle++
 	r.Cycle = c.cycle
+	for i := range c.frames {
+		if s := c.frames[i].sent; s != nil {
+			s.counted = true // a late answer to it counts in a result
+		}
+	}
 	c.counters.cycles.Add(1)
 	c.counters.sent.Add(uint64(r.Frames))
 	if r.Lost > 0 {
@@ -361,16 +378,19 @@ func (c *Cyclic) send(deadline int64) (r CycleResult, pending, extra int) {
 	r.Acyclic = c.nCarried
 	r.SendTime = c.clock()
 	for i := range c.frames {
-		if err := c.link.Send(c.frames[i].builder.Bytes()); err != nil {
+		f := &c.frames[i]
+		if err := c.link.Send(f.builder.Bytes()); err != nil {
 			r.Err = err
-			c.frames[i].done = true // nothing will answer it
+			f.done = true // nothing will answer it
 			r.Lost++
 			continue
 		}
+		f.sent.state = sentAwaited
 		pending++
 	}
 	if c.extraSent {
 		if c.link.Send(c.extra.builder.Bytes()) == nil {
+			c.extra.sent.state = sentAwaited
 			extra = 1
 			r.AcyclicFrames = 1
 			c.counters.acyclicFrames.Add(1)
@@ -390,8 +410,14 @@ func (c *Cyclic) receive(frame []byte, r *CycleResult, pending, extra int) (int,
 			return pending, 0
 		}
 		return pending - 1, extra
-	case answerStale:
+	case answerLate:
 		r.Stale++
+		c.counters.late.Add(1)
+		c.counters.stale.Add(1)
+	case answerLateAgain:
+		c.counters.late.Add(1)
+		c.counters.stale.Add(1)
+	case answerStale:
 		c.counters.stale.Add(1)
 	case answerInvalid:
 		c.counters.invalid.Add(1)
@@ -406,6 +432,12 @@ func (c *Cyclic) receive(frame []byte, r *CycleResult, pending, extra int) (int,
 // finish settles an exchange whose answers are in or will not come:
 // acyclic requesters woken, frames still awaited lost, the error set.
 func (c *Cyclic) finish(r *CycleResult, pending, extra int) {
+	for i := range c.frames {
+		c.frames[i].lose()
+	}
+	if c.extraSent {
+		c.extra.lose()
+	}
 	c.settleAcyclic(r, extra)
 	if r.RecvTime != 0 {
 		c.lastRTT = r.RecvTime - r.SendTime

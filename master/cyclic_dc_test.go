@@ -374,12 +374,27 @@ func TestCyclicDriftCompensationOnSim(t *testing.T) {
 		}
 		return (lo + hi) / 2
 	}
+	// A host stall between two exchanges lets the fast clock run
+	// uncompensated: 100 ppm of the gap. Each window is judged with the
+	// drift its own longest gap allows, and a window a stall made
+	// meaningless (over 5 ms of gap: 500 ns of drift) is run again.
+	const ppm = 100
+	var last time.Time
+	var gap time.Duration // the longest since the window began
+	note := func() {
+		now := time.Now()
+		if !last.IsZero() {
+			gap = max(gap, now.Sub(last))
+		}
+		last = now
+	}
 	cycle := func(n int) (worst int32) {
 		for range n {
 			r := b.m.Exchange()
 			if r.Err != nil {
 				t.Fatal(r.Err)
 			}
+			note()
 			if r.DCDiffValid && r.DCDiffPosition == 4 {
 				worst = max(worst, r.DCDiff, -r.DCDiff)
 			}
@@ -388,12 +403,25 @@ func TestCyclicDriftCompensationOnSim(t *testing.T) {
 		return worst
 	}
 	cycle(50) // the control loop settles
-	before := lag()
-	worst := cycle(100)
-	after := lag()
-	t.Logf("lag of the EL2889 %v, then %v after 100 cycles; largest |0x092C| %d ns", before, after, worst)
-	if d := after - before; d < -300 || d > 300 || worst > 100 {
-		t.Errorf("lag moved by %v, 0x092C up to %d ns in 100 cycles; want within ±300 ns and 100 ns", after-before, worst)
+	for try := 1; ; try++ {
+		last, gap = time.Time{}, 0
+		cycle(1)
+		before := lag()
+		note()
+		worst := cycle(100)
+		after := lag()
+		note()
+		drift := time.Duration(int64(gap) * ppm / 1e6)
+		t.Logf("try %d: lag of the EL2889 %v, then %v after 100 cycles; largest |0x092C| %d ns; longest gap %v (%v of drift)",
+			try, before, after, worst, gap, drift)
+		if drift > 500*time.Nanosecond && try < 5 {
+			continue // a stall: measure again
+		}
+		if d := after - before; d < -300-2*drift || d > 300+2*drift || time.Duration(worst) > 100+drift {
+			t.Errorf("lag moved by %v, 0x092C up to %d ns in 100 cycles; want within ±(300 ns + %v) and 100 ns + %v",
+				after-before, worst, 2*drift, drift)
+		}
+		return
 	}
 }
 

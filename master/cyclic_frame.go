@@ -21,14 +21,86 @@ type cyclicFrame struct {
 	first   wire.Command
 	index   uint8
 	done    bool
-	// sent: the frame has gone out in an earlier cycle, so a late answer
-	// to it may come (recognised as stale, not taken for junk).
-	sent bool
+	// sent is the record of this cycle's frame, under its index.
+	sent *sentFrame
 	// cyclicN is how many datagrams of the cyclic exchange the frame
 	// carries this cycle; the acyclic datagrams of acyc[:nacyc] follow.
 	cyclicN int
 	acyc    [AcyclicQueueLen]*acyclicSlot
 	nacyc   int
+}
+
+// sentFrame is the record of a frame of the exchange, kept under its
+// datagram index until the index is handed out again, 256 frames later:
+// what became of it and, once it is lost, a copy of its bytes as sent. A
+// late answer to it is matched against those bytes by the rule that
+// matches an answer in time (answers), and taken once.
+type sentFrame struct {
+	buf    []byte // a lost frame's bytes (buf[:n]), copied when it is lost
+	n      int
+	issued uint64    // Bus.issued when the index was handed out
+	state  sentState // what became of the frame
+	// exchange numbers the exchange that sent the frame (Cyclic.sends),
+	// first is the index of its first frame.
+	exchange uint64
+	first    uint8
+	// cyclic: one of the exchange's cyclic frames, which CycleResult.Lost
+	// counts (not the extra acyclic frame); counted: the exchange went
+	// into the statistics (ExchangeUntil, Collect; not bring-up's).
+	cyclic  bool
+	counted bool
+	// lateTaken, on an exchange's first frame: a late answer to one of
+	// the exchange's frames has counted in a CycleResult.Stale.
+	lateTaken bool
+}
+
+// What became of a sent frame.
+type sentState uint8
+
+const (
+	sentNone     sentState = iota // not sent (the link refused it), or not a frame of the exchange
+	sentAwaited                   // its exchange is still collecting answers
+	sentAnswered                  // answered in time
+	sentLost                      // not answered in time: its answer may come late
+	sentLate                      // its late answer came
+)
+
+// lose marks f lost when it is still awaited as its exchange ends, and
+// keeps a copy of it for its late answer: the frame's buffer is built
+// anew next cycle. Only lost frames are copied, so a cycle whose answers
+// come pays nothing for it.
+func (f *cyclicFrame) lose() {
+	if s := f.sent; s != nil && s.state == sentAwaited {
+		s.state = sentLost
+		s.n = copy(s.buf, f.builder.Bytes())
+	}
+}
+
+// newSentFrames returns the records of the 256 indexes, each with a
+// buffer of a frame's maximum size for the copy of a lost frame (387 KiB
+// in all, allocated once, touched only by losses).
+func newSentFrames() *[256]sentFrame {
+	var s [256]sentFrame
+	bufs := make([]byte, len(s)*wire.MaxFrameLen)
+	for i := range s {
+		s[i].buf = bufs[i*wire.MaxFrameLen : (i+1)*wire.MaxFrameLen : (i+1)*wire.MaxFrameLen]
+	}
+	return &s
+}
+
+// issue hands f a fresh index, resets its builder and starts the index's
+// record for the exchange being built (Cyclic.sends), whose first frame is
+// c.frames[0].
+func (c *Cyclic) issue(f *cyclicFrame, cyclic bool) {
+	f.index = c.bus.nextIndex()
+	s := &c.sent[f.index]
+	first := f.index
+	if f != &c.frames[0] {
+		first = c.frames[0].index
+	}
+	*s = sentFrame{buf: s.buf, issued: c.bus.issued, exchange: c.sends, first: first, cyclic: cyclic}
+	f.sent = s
+	_ = f.builder.Reset(f.buf, broadcastMAC, c.bus.src)
 }
 
 // baseLen is the size of the frame without the auxiliary datagrams.
@@ -48,12 +120,11 @@ func (f *cyclicFrame) baseLen() int {
 func (c *Cyclic) build() {
 	out := c.image.Outputs()
 	c.auxBack = false
+	c.sends++
 	for i := range c.frames {
 		f := &c.frames[i]
-		f.sent = f.index != 0 || f.sent
-		f.index = c.bus.nextIndex()
+		c.issue(f, true)
 		f.done = false
-		_ = f.builder.Reset(f.buf, broadcastMAC, c.bus.src)
 		if f.lrw {
 			data, _ := f.builder.Append(wire.LRW, f.index, uint32(logicalBase+f.chunk.from), f.chunk.to-f.chunk.from)
 			if f.chunk.from < len(out) {
@@ -105,9 +176,8 @@ func (c *Cyclic) carryAcyclic() {
 		return
 	}
 	f := &c.extra
-	f.index = c.bus.nextIndex()
+	c.issue(f, false)
 	f.done, f.cyclicN, f.nacyc = false, 0, 0
-	_ = f.builder.Reset(f.buf, broadcastMAC, c.bus.src)
 	f.first = s.cmd
 	for s != nil && c.appendAcyclic(f, s) {
 		q.take()
@@ -174,11 +244,13 @@ func resolveAcyclic(f *cyclicFrame, fr *wire.Frame) {
 
 // What take made of a received frame.
 const (
-	answerTaken    = iota // the answer to one of this cycle's frames
-	answerStale           // an EtherCAT frame, but not one this cycle awaits
-	answerInvalid         // not an EtherCAT datagram frame
-	answerForeign         // names a frame in flight, from another source
-	answerMismatch        // names a frame in flight, does not answer it
+	answerTaken     = iota // the answer to one of this cycle's frames
+	answerLate             // a late answer, the first to a frame of a counted cycle that lost it
+	answerLateAgain        // a late answer to another frame of such a cycle
+	answerStale            // a late answer to a frame of no counted cycle (see late)
+	answerInvalid          // not an EtherCAT datagram frame
+	answerForeign          // not from the segment: another source
+	answerMismatch         // from the segment's address, answers no frame sent
 )
 
 // take matches a received frame to the frame of this cycle it answers and
@@ -201,6 +273,7 @@ func (c *Cyclic) take(frame []byte, r *CycleResult) int {
 		return kind // the frame stays in flight: its answer may still come
 	}
 	f.done = true
+	f.sent.state = sentAnswered
 	resolveAcyclic(f, &fr)
 	if f == &c.extra {
 		return answerTaken
@@ -240,8 +313,7 @@ func (c *Cyclic) take(frame []byte, r *CycleResult) int {
 // working counter, IRQ field and that position. Anything else was not
 // made by the segment out of this frame.
 func answers(sent []byte, fr *wire.Frame) int {
-	src, own := fr.Source(), sent[6:12]
-	if src[0]|0x02 != own[0]|0x02 || string(src[1:6]) != string(own[1:6]) {
+	if !wire.FromSegment(fr.Source(), sent[6:12]) {
 		return answerForeign
 	}
 	var sf wire.Frame
@@ -284,35 +356,39 @@ func answers(sent []byte, fr *wire.Frame) int {
 	return answerTaken
 }
 
-// lateCycles is how many cycles back a late answer is still recognised:
-// a pipelined cycle sees the answer to a frame it gave up on two posts
-// later at the earliest, a host stall makes it more.
-const lateCycles = 8
-
 // late tells a frame that answers none of this cycle's frames: a late
-// answer to a frame of the last lateCycles cycles (stale): from the
-// segment, with an index handed out in that stretch and the first command
-// of one of the cyclic frames; or junk (foreign: another source;
-// mismatch: from the segment's address, answering nothing sent).
+// answer, or junk. A late answer is the segment's answer (answers) to a
+// frame an earlier exchange sent and did not get an answer to, under an
+// index not handed out again since, and only the first such answer: its
+// record says so. A late answer to a cyclic frame of a counted exchange
+// (one whose frames Lost counted) counts in this cycle's result when it is
+// the first of its exchange (answerLate), so that the cycles with a late
+// answer never outnumber those that lost a frame, and in the master's late
+// frames in any case (answerLateAgain too); any other late answer (bring-up,
+// the extra acyclic frame) in the stale frames only (answerStale). Anything
+// else is junk: foreign, from another source than the segment, or
+// mismatched.
 func (c *Cyclic) late(fr *wire.Frame, d *wire.Datagram) int {
-	src, own := fr.Source(), c.bus.src[:]
-	if src[0]|0x02 != own[0]|0x02 || string(src[1:6]) != string(own[1:6]) {
+	if !wire.FromSegment(fr.Source(), c.bus.src[:]) {
 		return answerForeign
 	}
-	// Indexes count up by one per frame sent (Bus.nextIndex).
-	window := uint8(min(lateCycles*(len(c.frames)+1), 255))
-	if age := c.bus.index - d.Index; age == 0 || age > window {
+	s := &c.sent[d.Index]
+	if s.state != sentLost || c.bus.issued-s.issued > 0xFF {
 		return answerMismatch
 	}
-	for i := range c.frames {
-		if f := &c.frames[i]; f.sent && d.Command == f.first {
-			return answerStale
-		}
+	if kind := answers(s.buf[:s.n], fr); kind != answerTaken {
+		return kind
 	}
-	if d.Command == c.extra.first && c.extra.first != 0 {
-		return answerStale // a late answer to an acyclic frame
+	s.state = sentLate
+	if !s.cyclic || !s.counted {
+		return answerStale
 	}
-	return answerMismatch
+	head := &c.sent[s.first]
+	if head.exchange != s.exchange || head.lateTaken {
+		return answerLateAgain
+	}
+	head.lateTaken = true
+	return answerLate
 }
 
 // match returns the frame of this cycle that a frame starting with d

@@ -23,6 +23,7 @@ type Master struct {
 	cfg      Config
 	log      *slog.Logger
 	link     link.Link
+	stats    link.StatsReader // the link, when it tells what it received
 	bus      *Bus
 	counters counters
 	// emergencies holds CoE emergency messages until Emergencies.
@@ -54,6 +55,7 @@ func New(l link.Link, cfg *Config) (*Master, error) {
 		return nil, err
 	}
 	m := &Master{cfg: c, log: c.Logger, link: l, acyclic: &acyclicQueue{}}
+	m.stats, _ = l.(link.StatsReader)
 	m.bus = newBus(l, c.Timeout, c.Retries, &m.counters)
 	return m, nil
 }
@@ -89,6 +91,26 @@ func (m *Master) FrameTotals() (sent, lost uint64) {
 	lost = m.counters.lost.Load()
 	sent = m.counters.sent.Load()
 	return sent, lost
+}
+
+// LateFrames returns Stats' LateFrames alone: one atomic load, for the
+// cycle to publish every cycle. A frame is counted lost before its late
+// answer can come, so read before FrameTotals it never exceeds lost.
+func (m *Master) LateFrames() uint64 { return m.counters.late.Load() }
+
+// LinkStats returns what the link has received since it was opened, and
+// false when the link does not tell (it is no link.StatsReader) or cannot
+// (closed). For a raw socket these are the kernel's counters
+// (PACKET_STATISTICS): the frames its filter passed, and those of them
+// dropped because the receive queue was full, which the master never saw.
+// One system call that does not block and allocates nothing: the cycle
+// may call it, at a low rate.
+func (m *Master) LinkStats() (link.Stats, bool) {
+	if m.stats == nil {
+		return link.Stats{}, false
+	}
+	st, err := m.stats.Stats()
+	return st, err == nil
 }
 
 // Exchange runs one cycle of the process-data exchange (see

@@ -16,26 +16,38 @@ type Stats struct {
 	// link refused is lost).
 	FramesSent uint64
 	LostFrames uint64
+	// LateFrames counts those of LostFrames whose answer came after all,
+	// late (StaleFrames has them too), each once: LostFrames − LateFrames
+	// frames were dropped (or their answers are older than 256 frames).
+	LateFrames uint64
 	// WKCErrors counts cycles that lost no frame but whose working counter
 	// was not the expected one (a cycle with a lost frame counts there).
 	WKCErrors uint64
-	// StaleFrames counts answers discarded because their datagram index
-	// (or command, or length) did not belong to the frame being awaited:
-	// late answers to lost or abandoned frames.
+	// StaleFrames counts late answers: the segment's answer (the rule
+	// an answer in time meets: the source, every datagram's command,
+	// index, address and length) to a frame that was not answered by the
+	// end of its exchange, come later, under an index not handed out again
+	// since (256 frames), once per frame. Bring-up's exchanges and the
+	// extra acyclic frame count here too; CycleResult.Stale counts only
+	// the first late answer of a cycle that counted frames lost. Bus
+	// transactions, which keep no record of earlier frames, count here any
+	// frame with another index or command than the one they await.
 	StaleFrames uint64
 	// InvalidFrames counts received frames that were not EtherCAT
 	// datagram frames at all (truncated, wrong length fields, a datagram
 	// chain that overruns the frame).
 	InvalidFrames uint64
-	// ForeignFrames counts EtherCAT frames that named a frame in flight
-	// but did not come from the segment: their source address is neither
-	// the master's nor the master's with the bit ESC port 0 sets (the
-	// master's own frames seen again count here too).
+	// ForeignFrames counts EtherCAT frames that did not come from the
+	// segment: their source address is neither the master's nor the
+	// master's with the bit ESC port 0 sets (wire.FromSegment). A raw
+	// socket with link.Config.OwnFramesOnly never lets one through.
 	ForeignFrames uint64
-	// MismatchedAnswers counts frames from the segment whose first
-	// datagram named a frame in flight but whose datagrams do not answer
-	// it (another count, command, index, address or length): forged or
-	// corrupted answers. None of them counts for anything else.
+	// MismatchedAnswers counts frames from the segment's address that
+	// answer no frame sent: not one in flight (another count, command,
+	// index, address or length of a datagram), nor late to a lost one; a
+	// second copy of an answer counts here too. Forged, corrupted or
+	// duplicated frames, or answers older than 256 frames. None of them
+	// counts for anything else.
 	MismatchedAnswers uint64
 	// Retries counts bring-up frames sent again after going unanswered.
 	Retries uint64
@@ -66,6 +78,7 @@ type counters struct {
 	cycles    atomic.Uint64
 	sent      atomic.Uint64
 	lost      atomic.Uint64
+	late      atomic.Uint64
 	wkcErrors atomic.Uint64
 	stale     atomic.Uint64
 	invalid   atomic.Uint64
@@ -87,6 +100,7 @@ func (c *counters) snapshot() Stats {
 		Cycles:            c.cycles.Load(),
 		FramesSent:        c.sent.Load(),
 		LostFrames:        c.lost.Load(),
+		LateFrames:        c.late.Load(),
 		WKCErrors:         c.wkcErrors.Load(),
 		StaleFrames:       c.stale.Load(),
 		InvalidFrames:     c.invalid.Load(),

@@ -192,7 +192,9 @@ func (c *Consumer) publish(q Quantity, r *WindowReport) {
 func (c *Consumer) Restart() { c.deriver.Restart() }
 
 // SetSegment sets the segment counters — ecagent_sample_ring_drops_total,
-// ecagent_cyclic_frames_sent_total and ecagent_cyclic_frames_lost_total —
+// ecagent_cyclic_frames_sent_total, ecagent_cyclic_frames_lost_total,
+// ecagent_cyclic_frames_late_total, ecagent_link_frames_received_total and
+// ecagent_link_kernel_drops_total —
 // from the running totals the segment holds, read at one drain; they
 // continue across a new segment (Deriver.SetSegment).
 func (c *Consumer) SetSegment(s SegmentCounts) {

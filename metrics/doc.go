@@ -16,8 +16,9 @@
 //	n := ring.Drain(buf)
 //	for i := range buf[:n] { c.Observe(&buf[i]) }
 //	ring.Commit()
-//	totals := metrics.SegmentCounts{RingDrops: ring.Drops()}
+//	totals := metrics.SegmentCounts{RingDrops: ring.Drops(), FramesLate: seg.Heartbeat().Late()}
 //	totals.FramesSent, totals.FramesLost = seg.Heartbeat().Frames()
+//	totals.LinkReceived, totals.LinkDrops = seg.Heartbeat().Link()
 //	c.SetSegment(totals)
 //	// every metrics.window, same goroutine:
 //	report := c.CloseWindow()
@@ -76,7 +77,10 @@
 //   - Counters: ecagent_cycles_total, ecagent_cycle_overruns_total,
 //     ecagent_cycle_skipped_total, ecagent_lost_frames_total,
 //     ecagent_late_answers_total, ecagent_wkc_errors_total,
-//     ecagent_sample_ring_drops_total,
+//     ecagent_sample_ring_drops_total, ecagent_cyclic_frames_sent_total,
+//     ecagent_cyclic_frames_lost_total, ecagent_cyclic_frames_late_total,
+//     ecagent_link_frames_received_total,
+//     ecagent_link_kernel_drops_total,
 //     ecagent_cycle_process_starts_total,
 //     ecagent_cycle_process_cpu_seconds_total, and per slave
 //     ecagent_coe_emergencies_total{position,name} (CoE emergency

@@ -87,14 +87,23 @@ type SegmentCounts struct {
 	// FramesSent and FramesLost are the cycle's frame totals
 	// (shm.Heartbeat.Frames).
 	FramesSent, FramesLost uint64
+	// FramesLate are those of FramesLost that came late
+	// (shm.Heartbeat.Late; read before Frames).
+	FramesLate uint64
+	// LinkReceived and LinkDrops are the cycle link's receive counters
+	// (shm.Heartbeat.Link).
+	LinkReceived, LinkDrops uint64
 }
 
 // values lists s in Counter order, from CounterRingDrops.
 func (s SegmentCounts) values() [numSegmentCounters]uint64 {
 	return [numSegmentCounters]uint64{
-		CounterRingDrops - numSampleCounters:  s.RingDrops,
-		CounterFramesSent - numSampleCounters: s.FramesSent,
-		CounterFramesLost - numSampleCounters: s.FramesLost,
+		CounterRingDrops - numSampleCounters:    s.RingDrops,
+		CounterFramesSent - numSampleCounters:   s.FramesSent,
+		CounterFramesLost - numSampleCounters:   s.FramesLost,
+		CounterFramesLate - numSampleCounters:   s.FramesLate,
+		CounterLinkReceived - numSampleCounters: s.LinkReceived,
+		CounterLinkDrops - numSampleCounters:    s.LinkDrops,
 	}
 }
 

@@ -136,8 +136,9 @@ const (
 	// CounterLostFrames counts cyclic frames that did not come back
 	// (shm.SampleLostFrame).
 	CounterLostFrames
-	// CounterLateAnswers counts cycles that discarded an answer to an
-	// earlier cycle's frame (shm.SampleLateAnswer).
+	// CounterLateAnswers counts cycles that discarded the first late
+	// answer of an earlier cycle that lost frames (shm.SampleLateAnswer);
+	// never more than CounterLostFrames.
 	CounterLateAnswers
 	// CounterWKCErrors counts cycles whose working counter differed from
 	// the expected one (shm.SampleWKCMismatch).
@@ -165,6 +166,17 @@ const (
 	// time, frame by frame (shm.Heartbeat.Frames): a cycle of two frames
 	// that loses both adds 2 here and 1 to CounterLostFrames.
 	CounterFramesLost
+	// CounterFramesLate counts those of CounterFramesLost whose answer
+	// came late (shm.Heartbeat.Late), each once.
+	CounterFramesLate
+	// CounterLinkReceived counts the frames that reached the cycle's
+	// socket, those the kernel then dropped included (a raw socket's
+	// PACKET_STATISTICS, shm.Heartbeat.Link): what its kernel filter
+	// passed.
+	CounterLinkReceived
+	// CounterLinkDrops counts the frames the kernel dropped because the
+	// cycle's socket receive queue was full (shm.Heartbeat.Link).
+	CounterLinkDrops
 	// NumCounters is the number of counters.
 	NumCounters
 )
@@ -197,7 +209,10 @@ func counterTable() [NumCounters]CounterInfo {
 		CounterLostFrames: {"lost_frames", nameLostFrames,
 			"Cycles in which a cyclic frame did not come back in time (a cycle of several frames counts once)."},
 		CounterLateAnswers: {"late_answers", nameLateAnswers,
-			"Cycles that discarded an answer to an earlier cycle's frame: a frame counted lost that was late (delayed by the host or the segment), not dropped."},
+			"Cycles that discarded the first late answer of an earlier cycle that lost frames: the segment's answer to a frame counted lost, " +
+				"matched as strictly as one in time, come after its deadline (delayed by the host or the segment, not dropped). " +
+				"A cycle that lost frames makes one such cycle at most, so this never exceeds ecagent_lost_frames_total (late answers of several lost cycles " +
+				"taken in one cycle count once); frame by frame, ecagent_cyclic_frames_lost_total less ecagent_cyclic_frames_late_total counts the frames dropped."},
 		CounterWKCErrors: {"wkc_errors", nameWKCErrors,
 			"Cycles whose working counter differed from the expected one."},
 		CounterAcyclicCycles: {"acyclic_cycles", nameAcyclicCycles,
@@ -212,6 +227,17 @@ func counterTable() [NumCounters]CounterInfo {
 			"Cyclic frames the cycle sent, or tried to: a frame the link refused counts here and as lost (a cycle of two frames counts two)."},
 		CounterFramesLost: {"cyclic_frames_lost", nameFramesLost,
 			"Cyclic frames that did not come back in time, frame by frame; ecagent_lost_frames_total counts the cycles that lost one."},
+		CounterFramesLate: {"cyclic_frames_late", nameFramesLate,
+			"Cyclic frames counted lost whose answer came after all, late (delayed by the host or the segment), frame by frame and each once: " +
+				"ecagent_cyclic_frames_lost_total less this counts the frames dropped."},
+		CounterLinkReceived: {"link_frames_received", nameLinkReceived,
+			"Frames that reached the cycle's socket (PACKET_STATISTICS), those the kernel then dropped included: what the socket's filter passed, " +
+				"the segment's answers and frames from the master's own address. Each is an answer taken, a late answer, discarded " +
+				"(ecagent_frames_discarded_total) or dropped (ecagent_link_kernel_drops_total). Frames the filter refused (another EtherType, " +
+				"another source than the master's address) are counted nowhere: the interface's received frames less this are their number."},
+		CounterLinkDrops: {"link_kernel_drops", nameLinkDrops,
+			"Frames the kernel dropped because the cycle's socket receive queue was full (PACKET_STATISTICS): answers, which count as lost frames too, " +
+				"or junk from the master's address. Frames the socket's filter refused are not among them."},
 	}
 }
 

@@ -3,7 +3,8 @@ package metrics
 import "testing"
 
 // TestSegmentCounters checks that the counters the segment holds as
-// running totals (ring drops, frames sent and lost) never go backwards
+// running totals (ring drops, frames sent, lost and late, the link's frames
+// received and dropped by the kernel) never go backwards
 // when the agent attaches to a new segment (Restart), and move apart.
 func TestSegmentCounters(t *testing.T) {
 	steps := []struct {
@@ -23,6 +24,9 @@ func TestSegmentCounters(t *testing.T) {
 		{nameRingDrops, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{RingDrops: n}) }},
 		{nameFramesSent, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{FramesSent: n}) }},
 		{nameFramesLost, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{FramesLost: n}) }},
+		{nameFramesLate, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{FramesLate: n}) }},
+		{nameLinkReceived, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{LinkReceived: n}) }},
+		{nameLinkDrops, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{LinkDrops: n}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newTestRegistry(t, testOptions())
@@ -32,7 +36,7 @@ func TestSegmentCounters(t *testing.T) {
 					c.Restart()
 				}
 				tc.set(c, s.set)
-				for _, name := range []string{nameRingDrops, nameFramesSent, nameFramesLost} {
+				for _, name := range []string{nameRingDrops, nameFramesSent, nameFramesLost, nameFramesLate, nameLinkReceived, nameLinkDrops} {
 					want := uint64(0)
 					if name == tc.name {
 						want = s.want

@@ -64,6 +64,9 @@ const (
 	nameRingDrops         = "ecagent_sample_ring_drops_total"
 	nameFramesSent        = "ecagent_cyclic_frames_sent_total"
 	nameFramesLost        = "ecagent_cyclic_frames_lost_total"
+	nameFramesLate        = "ecagent_cyclic_frames_late_total"
+	nameLinkReceived      = "ecagent_link_frames_received_total"
+	nameLinkDrops         = "ecagent_link_kernel_drops_total"
 	nameAcyclicCycles     = "ecagent_acyclic_cycles_total"
 	nameAcyclicOverruns   = "ecagent_acyclic_cycle_overruns_total"
 	nameYieldLate         = "ecagent_cycle_yield_late_total"
@@ -218,7 +221,8 @@ func Documented() []Series {
 			Conditional: "once such an event happened"},
 		{Name: nameFramesDiscarded, Type: TypeCounter, Labels: []string{labelReason},
 			Help: "Received frames the master discarded, by reason: invalid (not an EtherCAT datagram frame), " +
-				"foreign (from another source than the segment), mismatched (from the segment's address, but answering no frame sent). " +
+				"foreign (from another source than the segment; none on a raw socket, whose filter refuses them), " +
+				"mismatched (from the segment's address, but answering no frame sent, nor late to a lost one: forged, corrupted, a second copy). " +
 				"Late answers to lost frames are ecagent_late_answers_total."},
 		{Name: nameProcessUp, Type: TypeGauge, Help: "1 while the cycle process runs cycles, 0 when it is not running or its heartbeat stopped."},
 		{Name: nameProcessStarts, Type: TypeCounter, Help: "Times the agent started the cycle process."},

@@ -22,7 +22,8 @@
 //	       88  events {…}                 104  commands {…}
 //	      120  image {offset u64, capacity u32}
 //	      256  heartbeat: seq, cycle, CLOCK_MONOTONIC ns, cycle PID, cyclic
-//	           frames sent, cyclic frames lost (uint64 each)
+//	           frames sent, lost and late, link frames received and dropped
+//	           by the kernel (uint64 each)
 //	512   sample ring:  producer line (position, drops) · consumer line (position) · records
 //	      event ring:   the same, EventSize records
 //	      command ring: the same, CommandSize records
@@ -82,7 +83,8 @@
 //   - The cycle process dies: the agent notices (its child exits, or
 //     Heartbeat stops advancing), removes the segment and starts a new
 //     cycle process on a new one. Everything starts again from 0 there:
-//     ring positions, sample cycle numbers, the heartbeat's frame totals;
+//     ring positions, sample cycle numbers, the heartbeat's frame and
+//     link totals;
 //     the agent carries its counters over (metrics.Deriver.Restart).
 //     Commands queued for the old bus state die with the old segment. A
 //     writer that died in the middle of an image or heartbeat update

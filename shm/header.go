@@ -60,7 +60,14 @@ type heartbeatLine struct {
 	// Heartbeat.CountFrames); each written on its own, not under Seq.
 	FramesSent atomic.Uint64
 	FramesLost atomic.Uint64
-	_          [regionAlign - 48]byte
+	// Of those lost, the frames whose answer came late (Heartbeat.CountLate).
+	FramesLate atomic.Uint64
+	// The link's receive counters since the cycle process opened it
+	// (Heartbeat.CountLink): frames that reached its socket, and those
+	// of them the kernel dropped; each written on its own, not under Seq.
+	LinkReceived atomic.Uint64
+	LinkDrops    atomic.Uint64
+	_            [regionAlign - 72]byte
 }
 
 // ringControl is the start of every ring's region: the producer's line

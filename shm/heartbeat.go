@@ -72,3 +72,34 @@ func (h *Heartbeat) Frames() (sent, lost uint64) {
 	sent = h.line.FramesSent.Load()
 	return sent, lost
 }
+
+// CountLate records, as a running total, the cyclic frames counted lost
+// (CountFrames) whose answer came after all, late. Only the cycle process
+// calls it, once per cycle after CountFrames; it never blocks and never
+// allocates.
+func (h *Heartbeat) CountLate(late uint64) { h.line.FramesLate.Store(late) }
+
+// Late returns the total CountLate recorded last. Read before Frames, it
+// never exceeds the frames lost Frames returns: the late frames are
+// stored after the lost ones, and a frame is lost before it is late.
+func (h *Heartbeat) Late() uint64 { return h.line.FramesLate.Load() }
+
+// CountLink records the link's receive counters as running totals since
+// the cycle process opened it: the frames that reached its receive queue
+// (for a raw socket, those its kernel filter passed) and those of them
+// the kernel dropped because the queue was full (PACKET_STATISTICS). Only
+// the cycle process calls it, at a low rate; it never blocks and never
+// allocates.
+func (h *Heartbeat) CountLink(received, drops uint64) {
+	h.line.LinkReceived.Store(received)
+	h.line.LinkDrops.Store(drops)
+}
+
+// Link returns the totals CountLink recorded last, zeros before the first
+// or on a link that does not count. Received is stored first and read
+// last, so drops never exceed received.
+func (h *Heartbeat) Link() (received, drops uint64) {
+	drops = h.line.LinkDrops.Load()
+	received = h.line.LinkReceived.Load()
+	return received, drops
+}

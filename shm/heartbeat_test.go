@@ -87,11 +87,96 @@ func TestHeartbeatFrames(t *testing.T) {
 	}
 }
 
+// TestHeartbeatLate: a reader that reads the late frames before the
+// frame totals never sees more frames late than lost, though every frame
+// lost comes late at once.
+func TestHeartbeatLate(t *testing.T) {
+	h := newMemfdSegment(t, smallLayout()).Heartbeat()
+	if h.Late() != 0 {
+		t.Errorf("Late before any cycle = %d", h.Late())
+	}
+	const cycles = 200000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := range uint64(cycles) {
+			h.CountFrames(n+1, n+1)
+			h.CountLate(n + 1)
+		}
+	}()
+	var bad string
+	for running, reads := true, 0; running; reads++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		late := h.Late()
+		if _, lost := h.Frames(); late > lost && bad == "" {
+			bad = fmt.Sprintf("read %d: %d frames late of %d lost", reads, late, lost)
+		}
+	}
+	if bad != "" {
+		t.Error(bad)
+	}
+}
+
+// TestHeartbeatLink: the link totals read back as written, zeros before
+// the first count, apart from the frame totals, and a reader racing the
+// writer never sees more drops than frames received, though the kernel
+// drops every frame.
+func TestHeartbeatLink(t *testing.T) {
+	h := newMemfdSegment(t, smallLayout()).Heartbeat()
+	if received, drops := h.Link(); received != 0 || drops != 0 {
+		t.Errorf("Link before any count = %d, %d, want 0, 0", received, drops)
+	}
+	h.CountFrames(10, 3)
+	h.CountLink(50_000, 1_500)
+	if received, drops := h.Link(); received != 50_000 || drops != 1_500 {
+		t.Errorf("Link = %d, %d, want 50000, 1500", received, drops)
+	}
+	if sent, lost := h.Frames(); sent != 10 || lost != 3 {
+		t.Errorf("Frames = %d, %d after CountLink, want 10, 3", sent, lost)
+	}
+	const counts = 200000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for n := range uint64(counts) {
+			h.CountLink(3*(n+1), 3*(n+1))
+		}
+	}()
+	var bad string
+	for running, reads := true, 0; running; reads++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		if received, drops := h.Link(); drops > received && bad == "" {
+			bad = fmt.Sprintf("read %d: %d frames dropped of %d received", reads, drops, received)
+		}
+	}
+	if bad != "" {
+		t.Error(bad)
+	}
+}
+
 func TestHeartbeatAllocs(t *testing.T) {
 	h := newMemfdSegment(t, smallLayout()).Heartbeat()
 	c := uint64(0)
-	if a := testing.AllocsPerRun(1000, func() { c++; h.Beat(c, int64(c)); h.Read(); h.CountFrames(2*c, c); h.Frames() }); a != 0 {
-		t.Errorf("Beat+Read+CountFrames+Frames: %v allocations per run, want 0", a)
+	if a := testing.AllocsPerRun(1000, func() {
+		c++
+		h.Beat(c, int64(c))
+		h.Read()
+		h.CountFrames(2*c, c)
+		h.Frames()
+		h.CountLate(c / 2)
+		h.Late()
+		h.CountLink(3*c, c)
+		h.Link()
+	}); a != 0 {
+		t.Errorf("Beat+Read+CountFrames+Frames+CountLate+Late+CountLink+Link: %v allocations per run, want 0", a)
 	}
 }
 

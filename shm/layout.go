@@ -10,7 +10,7 @@ import (
 // control blocks of every region and the three record types. Bump it on
 // any change to them; TestGoldenLayout fails until the bump is made, and
 // Attach refuses segments whose version differs from this one.
-const LayoutVersion uint32 = 3
+const LayoutVersion uint32 = 4
 
 // Limits on a Layout. They keep every offset well inside 32 bits of
 // capacity and the whole segment below a few hundred MiB.

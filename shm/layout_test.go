@@ -284,6 +284,9 @@ func TestHeaderFieldOffsets(t *testing.T) {
 		{"heartbeat CyclePID", heartbeatOffset + unsafe.Offsetof(hb.CyclePID), 280},
 		{"heartbeat FramesSent", heartbeatOffset + unsafe.Offsetof(hb.FramesSent), 288},
 		{"heartbeat FramesLost", heartbeatOffset + unsafe.Offsetof(hb.FramesLost), 296},
+		{"heartbeat FramesLate", heartbeatOffset + unsafe.Offsetof(hb.FramesLate), 304},
+		{"heartbeat LinkReceived", heartbeatOffset + unsafe.Offsetof(hb.LinkReceived), 312},
+		{"heartbeat LinkDrops", heartbeatOffset + unsafe.Offsetof(hb.LinkDrops), 320},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

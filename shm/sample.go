@@ -79,9 +79,11 @@ const (
 	// SampleCtlValid: CtlErr holds a measured value (distributed clocks
 	// are configured and the reference time was read this cycle).
 	SampleCtlValid
-	// SampleLateAnswer: the cycle discarded an answer that belonged to an
-	// earlier cycle's frame — one that came back after its deadline and
-	// was counted lost there (delayed, not dropped).
+	// SampleLateAnswer: the cycle discarded the first late answer of an
+	// earlier cycle that lost frames — the segment's answer to a frame
+	// counted lost there, come back after its deadline (delayed, not
+	// dropped). Each cycle with SampleLostFrame makes one such cycle at
+	// most (master.CycleResult.Stale).
 	SampleLateAnswer
 	// SampleAcyclic: the cycle carried acyclic datagrams (recovery,
 	// mailbox, register access) in its frames or in one extra frame, so

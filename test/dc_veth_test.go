@@ -252,7 +252,7 @@ func simOnWireWith(t *testing.T, w wire, devs []*sim.Device, opts ...sim.Option)
 	t.Helper()
 	var l *link.RawSocket
 	if err := inNamespace(t, w.NS, func() (err error) {
-		l, err = link.Open(w.SimEnd, nil)
+		l, err = link.Open(w.SimEnd, link.SegmentConfig())
 		return err
 	}); err != nil {
 		t.Fatalf("open simulator end: %v", err)

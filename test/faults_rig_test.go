@@ -99,7 +99,7 @@ func (r *faultRig) startSim(t *testing.T) {
 	}
 	var l *link.RawSocket
 	if err := inNamespace(t, r.w.NS, func() (err error) {
-		l, err = link.Open(r.w.SimEnd, nil)
+		l, err = link.Open(r.w.SimEnd, link.SegmentConfig())
 		return err
 	}); err != nil {
 		t.Fatalf("open simulator end: %v", err)

@@ -202,8 +202,9 @@ func (d *drainer) drain() {
 		}
 		d.ring.Commit()
 		if d.consumer != nil {
-			totals := metrics.SegmentCounts{RingDrops: d.ring.Drops()}
+			totals := metrics.SegmentCounts{RingDrops: d.ring.Drops(), FramesLate: d.heartbeat.Late()}
 			totals.FramesSent, totals.FramesLost = d.heartbeat.Frames()
+			totals.LinkReceived, totals.LinkDrops = d.heartbeat.Link()
 			d.consumer.SetSegment(totals)
 		}
 		if n < len(d.buf) {

@@ -372,7 +372,9 @@ func brdOn(t *testing.T, l link.Link, rx []byte) int {
 	t.Helper()
 	buf := make([]byte, wire.MaxFrameLen)
 	var b wire.Builder
-	if err := b.Reset(buf, [6]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, [6]byte{2}); err != nil {
+	// From the link's own address, as a master sends: a raw socket takes
+	// only the frames that come back with it (link.Config.OwnFramesOnly).
+	if err := b.Reset(buf, [6]byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, [6]byte(l.HardwareAddr())); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Append(wire.BRD, 1, 0, 1); err != nil {

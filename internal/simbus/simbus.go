@@ -19,6 +19,12 @@ import (
 // closed when the test ends.
 func Start(tb testing.TB, devices []string, cfg master.Config) (*master.Master, *sim.Segment) {
 	tb.Helper()
+	return StartOn(tb, devices, cfg, func(p *link.PipeEnd) link.Link { return p })
+}
+
+// StartOn is Start with the master's end of the pipe seen through wrap.
+func StartOn(tb testing.TB, devices []string, cfg master.Config, wrap func(*link.PipeEnd) link.Link) (*master.Master, *sim.Segment) {
+	tb.Helper()
 	devs, err := sim.ParseDevices(devices)
 	if err != nil {
 		tb.Fatal(err)
@@ -37,7 +43,7 @@ func Start(tb testing.TB, devices []string, cfg master.Config) (*master.Master, 
 	if cfg.SIITimeout == 0 {
 		cfg.SIITimeout = time.Second
 	}
-	m, err := master.New(a, &cfg)
+	m, err := master.New(wrap(a), &cfg)
 	if err != nil {
 		cancel()
 		tb.Fatal(err)

@@ -11,7 +11,12 @@
 //     where the kernel has it), bypasses the qdisc layer where the kernel
 //     allows it (which hides its frames from capture tools on the same
 //     interface), and enables promiscuous mode for itself only
-//     (PACKET_ADD_MEMBERSHIP), never interface-wide.
+//     (PACKET_ADD_MEMBERSHIP), never interface-wide. By default
+//     (Config.OwnFramesOnly) a classic BPF socket filter lets only the
+//     frames that come back from the segment through: EtherType 0x88A4
+//     from the socket's own address, the bit an ESC's port 0 sets either
+//     way; the kernel drops the rest before it is queued. A simulated
+//     segment opens its end with [SegmentConfig].
 //   - [PipeEnd] is one end of an in-process pair made by [NewPipe]: frames are
 //     copied into fixed, pre-allocated slots; a full queue drops the frame and
 //     counts it, the sender never blocks.

@@ -248,6 +248,24 @@ func (c *fdConn) poll(buf []byte) (n int, received int64, err error) {
 	}
 }
 
+// packetStats reads the kernel's counters of a packet socket into st and
+// resets them (getsockopt PACKET_STATISTICS), as a raw system call: it
+// cannot block, and allocates nothing.
+func (c *fdConn) packetStats(st *unix.TpacketStats) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed.Load() {
+		return c.errs.statsClosed
+	}
+	size := uint32(unsafe.Sizeof(*st))
+	_, _, errno := unix.RawSyscall6(unix.SYS_GETSOCKOPT, uintptr(c.fd), unix.SOL_PACKET, unix.PACKET_STATISTICS,
+		uintptr(unsafe.Pointer(st)), uintptr(unsafe.Pointer(&size)), 0)
+	if errno != 0 {
+		return &OpError{Op: "stats", Link: c.name, Err: fmt.Errorf("getsockopt PACKET_STATISTICS: %w", errno)}
+	}
+	return nil
+}
+
 // receiveTime finds the SCM_TIMESTAMPNS control message in oob (as the
 // kernel wrote it: aligned to the word size) and returns its time in ns,
 // or 0.

@@ -175,12 +175,20 @@ type Stats struct {
 	Drops uint64
 }
 
+// StatsReader is a link that tells what it has received (a RawSocket:
+// the kernel's PACKET_STATISTICS). Stats allocates nothing and does not
+// block.
+type StatsReader interface {
+	Stats() (Stats, error)
+}
+
 // presetErrors holds the errors a link returns on its hot path, built once
 // so that timeouts and closed links do not allocate.
 type presetErrors struct {
 	recvTimeout error
 	recvClosed  error
 	sendClosed  error
+	statsClosed error
 }
 
 func newPresetErrors(name string) presetErrors {
@@ -188,6 +196,7 @@ func newPresetErrors(name string) presetErrors {
 		recvTimeout: &OpError{Op: "recv", Link: name, Err: ErrTimeout},
 		recvClosed:  &OpError{Op: "recv", Link: name, Err: ErrClosed},
 		sendClosed:  &OpError{Op: "send", Link: name, Err: ErrClosed},
+		statsClosed: &OpError{Op: "stats", Link: name, Err: ErrClosed},
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -17,7 +17,9 @@ import (
 var _ Link = (*RawSocket)(nil)
 
 // RawSocket is an AF_PACKET SOCK_RAW socket bound to one interface and to
-// EtherType 0x88A4. It does not receive the frames it sends itself.
+// EtherType 0x88A4. It does not receive the frames it sends itself. With
+// Config.OwnFramesOnly (the default) a kernel filter lets only the frames
+// that come back from the segment through.
 //
 // With qdisc bypass (the default, see QdiscBypass) the kernel hands frames
 // straight to the driver, and capture tools on the same interface (tcpdump,
@@ -35,9 +37,11 @@ type RawSocket struct {
 	addr           hardwareAddr
 	qdiscBypass    bool
 	ignoreOutgoing bool
+	ownFramesOnly  bool
 
-	statsMu sync.Mutex
-	stats   Stats // accumulated: the kernel resets its counters on each read
+	// The kernel's receive counters summed since Open: the kernel resets
+	// them on each read (Stats).
+	packets, drops atomic.Uint64
 }
 
 // Open opens a raw EtherCAT socket on the interface ifname. A nil cfg means
@@ -105,6 +109,12 @@ func (s *RawSocket) configure(fd, ifindex int, cfg *Config) error {
 	}
 	if err := setBufferSize(fd, unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, cfg.SendBufferSize); err != nil {
 		return err
+	}
+	if cfg.OwnFramesOnly {
+		if err := attachOwnFramesFilter(fd, s.addr); err != nil {
+			return err
+		}
+		s.ownFramesOnly = true
 	}
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(EtherTypeEtherCAT), Ifindex: ifindex}); err != nil {
 		return fmt.Errorf("bind: %w", err)
@@ -195,19 +205,26 @@ func (s *RawSocket) QdiscBypass() bool { return s.qdiscBypass }
 // should the binding ever widen.
 func (s *RawSocket) IgnoresOutgoing() bool { return s.ignoreOutgoing }
 
+// OwnFramesOnly reports whether the socket's kernel filter passes only
+// the frames that come back from the segment (Config.OwnFramesOnly).
+func (s *RawSocket) OwnFramesOnly() bool { return s.ownFramesOnly }
+
 // Stats returns the kernel's receive counters (PACKET_STATISTICS) summed
-// since Open. Safe to call from any goroutine; it allocates.
+// since Open: Packets counts the frames the socket's filter passed, Drops
+// those of them the kernel dropped because the receive queue was full.
+// Frames the filter refused (Config.OwnFramesOnly) are in neither. It is
+// one raw system call: it does not block, takes no lock other callers
+// hold for long and allocates nothing, so the cycle may call it (at a low
+// rate); several goroutines may call it at once. After Close it returns
+// the last sums and an error matching ErrClosed.
 func (s *RawSocket) Stats() (Stats, error) {
-	s.statsMu.Lock()
-	defer s.statsMu.Unlock()
-	err := s.conn.withFD("stats", func(fd int) error {
-		st, err := unix.GetsockoptTpacketStats(fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
-		if err != nil {
-			return fmt.Errorf("getsockopt PACKET_STATISTICS: %w", err)
-		}
-		s.stats.Packets += uint64(st.Packets)
-		s.stats.Drops += uint64(st.Drops)
-		return nil
-	})
-	return s.stats, err
+	var st unix.TpacketStats
+	if err := s.conn.packetStats(&st); err != nil {
+		return Stats{Packets: s.packets.Load(), Drops: s.drops.Load()}, err
+	}
+	// Packets first: a reader that adds between the two never sees more
+	// drops than packets of its own delta.
+	p := s.packets.Add(uint64(st.Packets))
+	d := s.drops.Add(uint64(st.Drops))
+	return Stats{Packets: p, Drops: d}, nil
 }

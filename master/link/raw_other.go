@@ -62,6 +62,9 @@ func (s *RawSocket) QdiscBypass() bool { return false }
 // IgnoresOutgoing returns false.
 func (s *RawSocket) IgnoresOutgoing() bool { return false }
 
+// OwnFramesOnly returns false.
+func (s *RawSocket) OwnFramesOnly() bool { return false }
+
 // Stats fails: raw sockets are not supported on this GOOS.
 func (s *RawSocket) Stats() (Stats, error) {
 	return Stats{}, &OpError{Op: "stats", Link: s.ifname, Err: errNotLinux()}

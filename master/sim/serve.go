@@ -255,7 +255,8 @@ func (s *Segment) RunInterface(ctx context.Context, ifname string) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	l, err := link.Open(ifname, nil)
+	// The segment receives the master's frames, from the master's address.
+	l, err := link.Open(ifname, link.SegmentConfig())
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}

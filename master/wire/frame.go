@@ -63,6 +63,21 @@ var (
 	ErrFrameFull       = errors.New("wire: datagram does not fit in the frame")
 )
 
+// ReturnedBit is the bit of a frame's first source address byte that an
+// ESC's port 0 sets in every frame it sends back to the master (the
+// locally administered bit, 0x02; ET1100 datasheet, "Frame processing":
+// the source MAC is modified on port 0). See FromSegment.
+const ReturnedBit = 0x02
+
+// FromSegment reports whether a frame with source address src can have
+// come back from the segment of a master whose address is own: the same
+// six bytes, ReturnedBit of the first either way. The master takes no
+// other frame for an answer, and a raw socket's kernel filter
+// (link.Config.OwnFramesOnly) applies the same rule.
+func FromSegment(src, own []byte) bool {
+	return len(src) == 6 && len(own) == 6 && src[0]|ReturnedBit == own[0]|ReturnedBit && string(src[1:6]) == string(own[1:6])
+}
+
 // Header is the two-byte EtherCAT header: payload length and type.
 type Header struct {
 	Length uint16 // bytes of datagrams that follow (11 bits)

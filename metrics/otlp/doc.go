@@ -53,8 +53,10 @@
 //     ecagent.late_answers, ecagent.wkc_errors,
 //     ecagent.acyclic_cycles, ecagent.acyclic_cycle_overruns, and the
 //     running totals the segment holds, observed at each export:
-//     ecagent.sample_ring_drops, ecagent.cyclic_frames_sent and
-//     ecagent.cyclic_frames_lost.
+//     ecagent.sample_ring_drops, ecagent.cyclic_frames_sent,
+//     ecagent.cyclic_frames_lost, ecagent.cyclic_frames_late,
+//     ecagent.link_frames_received and
+//     ecagent.link_kernel_drops.
 //   - Gauges of the exact window statistics, recorded when a window closes,
 //     with the attribute stat (min, max, mean, stddev, p50, p90, p99,
 //     p999): ecagent.cycle_period_window … ecagent.cycle_cpu_load_window;

@@ -322,7 +322,9 @@ func (e *Exporter) DriveFaultCleared(position int, name string) {
 func (e *Exporter) Restart() { e.deriver.Restart() }
 
 // SetSegment sets the segment counters (ecagent.sample_ring_drops,
-// ecagent.cyclic_frames_sent, ecagent.cyclic_frames_lost) from the running
+// ecagent.cyclic_frames_sent, ecagent.cyclic_frames_lost,
+// ecagent.cyclic_frames_late, ecagent.link_frames_received,
+// ecagent.link_kernel_drops) from the running
 // totals the segment holds, read at one drain (metrics.Deriver.SetSegment).
 func (e *Exporter) SetSegment(s metrics.SegmentCounts) { e.deriver.SetSegment(s) }
 
