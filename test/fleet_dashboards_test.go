@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ecagent/ecagent/dashboards"
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/metrics"
 )
 
@@ -28,12 +29,12 @@ func startFleetAgent(t *testing.T, tag string, extra ...string) (addr string, a 
 	w := newWire(t, tag)
 	// Every 20th answer 3 ms late once the test sends SIGUSR1: lost frames.
 	simProc := startSim(t, w, strings.Join(referenceSet, ","), "--delay", "3ms", "--delay-every", "20", "--delay-on-signal")
-	addr = freePort(t)
+	addr = testsupport.FreeAddr(t)
 	args := append([]string{"--bus.interface", w.MasterEnd,
 		"--cycle.shm", fmt.Sprintf("/dev/shm/ecagent-%s-%d.shm", tag, os.Getpid()),
 		"--cycle.core", "1", "--status.interval", "0",
 		"--metrics.listen", addr, "--metrics.window", "1s",
-		"--mqtt.embedded", freePort(t)}, extra...)
+		"--mqtt.embedded", testsupport.FreeAddr(t)}, extra...)
 	a = startAgent(t, args...)
 	a.sim = simProc
 	t.Cleanup(func() {

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
 
@@ -63,7 +64,7 @@ func BenchmarkMQTTReference128(b *testing.B) {
 	defer sub.Disconnect(0)
 	sub.Subscribe("ecagent/bench/+/pd/+", 1, nil).WaitTimeout(5 * time.Second)
 
-	addr := freePortB(b)
+	addr := testsupport.FreeAddr(b)
 	path := fmt.Sprintf("/dev/shm/ecagent-mqtt-bench-%d.shm", os.Getpid())
 	a := startAgentB(b, "--cycle.shm", path, "--status.interval", "0", "--metrics.listen", addr,
 		"--site", "bench", "--host", "edge", "--bus.devices", strings.Join(devices, ","),
@@ -107,8 +108,6 @@ func BenchmarkMQTTReference128(b *testing.B) {
 }
 
 // The tests' helpers take a *testing.T; these take a benchmark.
-
-func freePortB(b *testing.B) string { return fmt.Sprintf("127.0.0.1:%d", mqtttest.FreePort(b)) }
 
 // startAgentB is startAgent for a benchmark: `ecagent run` with its output
 // in files.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -130,7 +131,7 @@ func TestAgentRestartKeepsTheCycle(t *testing.T) {
 	// The second agent serves metrics: the cycle's frame totals go on from
 	// where the cycle is, as a kernel's counters do across a restart of
 	// node_exporter, rather than starting again at 0.
-	addr := freePort(t)
+	addr := testsupport.FreeAddr(t)
 	args[len(args)-1] = addr
 	framesBefore, _ := seg.Heartbeat().Frames()
 	second := startAgent(t, args...)

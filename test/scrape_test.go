@@ -2,7 +2,6 @@ package test
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -14,19 +13,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/metrics"
 )
-
-// freePort returns a loopback port nobody listens on right now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // TestScrapeRunningAgent scrapes a running agent (cycle over a veth pair)
 // a few times, parses the exposition with Prometheus's text parser, and
@@ -35,7 +24,7 @@ func freePort(t *testing.T) string {
 func TestScrapeRunningAgent(t *testing.T) {
 	w := newWire(t, "scr")
 	startSim(t, w, strings.Join(referenceSet, ","))
-	addr := freePort(t)
+	addr := testsupport.FreeAddr(t)
 	path := fmt.Sprintf("/dev/shm/ecagent-scrape-%d.shm", os.Getpid())
 	a := startAgent(t, "--bus.interface", w.MasterEnd, "--cycle.shm", path, "--status.interval", "0",
 		"--metrics.listen", addr, "--metrics.window", "1s")

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // unprivilegedUID is the user the test runs the agent as: not root, in no
@@ -70,7 +71,7 @@ func TestAgentRunsWithOnlyTheUnitsPrivileges(t *testing.T) {
 				t.Fatal(err)
 			}
 			shmPath := filepath.Join(runDir, "ecagent.shm")
-			addr := freePort(t)
+			addr := testsupport.FreeAddr(t)
 
 			memlock := reachableLimit(t, "RLIMIT_MEMLOCK", unix.RLIMIT_MEMLOCK, u.one(t, "Service.LimitMEMLOCK"))
 			rtprio := reachableLimit(t, "RLIMIT_RTPRIO", unix.RLIMIT_RTPRIO, tc.rtprio)

@@ -22,14 +22,14 @@ import (
 type ctlAgent struct {
 	shm    string
 	lines  chan string // its status lines
-	stderr *syncBuffer
+	stderr *testsupport.SyncBuffer
 }
 
 // startCtlAgent starts the agent and waits for its first status line in OP.
 func startCtlAgent(t *testing.T) *ctlAgent {
 	t.Helper()
 	a := &ctlAgent{shm: fmt.Sprintf("/dev/shm/ecagent-ctltest-%d.shm", os.Getpid()), lines: make(chan string, 1000),
-		stderr: &syncBuffer{}}
+		stderr: &testsupport.SyncBuffer{}}
 	cmd := exec.Command(os.Args[0], "run", "--status.interval", "200ms", "--metrics.listen", "",
 		"--cycle.shm", a.shm, "--log.level", "warn", "--bus.timeout", "200ms")
 	cmd.Env = append(append(os.Environ(), "ECAGENT_TEST_MAIN=1"), cycleEnviron(t)...)
