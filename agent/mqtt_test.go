@@ -13,8 +13,8 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/cycle/program"
-	"github.com/ecagent/ecagent/internal/simbus"
 	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt"

@@ -67,8 +67,6 @@ var layers = []layer{
 	{pattern: "agent/sdnotify", allowed: nil, why: "the systemd protocol needs nothing of ours"},
 	{pattern: "agent/...", allowed: []string{"master/...", "cycle/...", "shm", "busstate", "metrics/...", "mqtt/...", "agent/..."},
 		why: "the agent wires everything below it together; nothing but commands import it"},
-	{pattern: "internal/simbus", allowed: []string{"master", "master/link", "master/sim"},
-		why: "a test helper that brings a simulated segment up behind a master"},
 	{pattern: "internal/testsupport", allowed: nil,
 		why: "the tests' shared helpers need the standard library only, so that any package's tests may use them"},
 	{pattern: "internal/testsupport/...", allowed: []string{"master", "master/link", "master/sim", "master/wire", "internal/pcapng"},
