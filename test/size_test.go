@@ -35,7 +35,6 @@ var oversized = map[string]funcSize{
 	"busstate/model.go:Model.Apply":                 {78, 32},
 	"cmd/ecagent/bench.go:benchCommand":             {120, 23},
 	"cmd/ecagent/ctl_foe.go:foeCommand":             {88, 18},
-	"cmd/ecagent/sim.go:simCommand":                 {183, 42},
 	"cycle/program/program.go:Run":                  {163, 24},
 	"cycle/rt/lock_linux.go:lockResident":           {57, 26},
 	"dashboards/host.go:HostDetail":                 {89, 1},
