@@ -33,7 +33,6 @@ var oversized = map[string]funcSize{
 	"agent/run.go:Run":                              {113, 19},
 	"agent/supervisor.go:StartCycle":                {119, 23},
 	"busstate/model.go:Model.Apply":                 {78, 32},
-	"cmd/ecagent/ctl_foe.go:foeCommand":             {88, 18},
 	"cycle/program/program.go:Run":                  {163, 24},
 	"cycle/rt/lock_linux.go:lockResident":           {57, 26},
 	"dashboards/host.go:HostDetail":                 {89, 1},
