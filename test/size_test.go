@@ -38,7 +38,6 @@ var oversized = map[string]funcSize{
 	"dashboards/host.go:HostDetail":                 {89, 1},
 	"master/coe/abort.go:AbortCode.Meaning":         {75, 36},
 	"master/reconnect.go:Master.Reconnect":          {95, 23},
-	"master/sim/faultcmd/faultcmd.go:Parse":         {96, 32},
 	"master/sim/images.go:akd":                      {102, 1},
 	"master/sim/sdo.go:mailbox.sdo":                 {100, 20},
 	"master/sim/segment.go:Segment.process":         {100, 27},
