@@ -40,8 +40,6 @@ var oversized = map[string]funcSize{
 	"master/reconnect.go:Master.Reconnect":          {95, 23},
 	"master/sim/images.go:akd":                      {102, 1},
 	"master/sim/sdo.go:mailbox.sdo":                 {100, 20},
-	"master/sim/segment.go:Segment.process":         {100, 27},
-	"master/sim/serve.go:Segment.Serve":             {104, 30},
 	"metrics/otlp/exporter.go:Exporter.instruments": {81, 8},
 	"metrics/series.go:Documented":                  {102, 4},
 	"metrics/stats/cyclictest.go:CyclictestJSON":    {95, 17},
