@@ -38,8 +38,6 @@ var oversized = map[string]funcSize{
 	"dashboards/host.go:HostDetail":                 {89, 1},
 	"master/coe/abort.go:AbortCode.Meaning":         {75, 36},
 	"master/reconnect.go:Master.Reconnect":          {95, 23},
-	"master/sim/images.go:akd":                      {102, 1},
-	"master/sim/sdo.go:mailbox.sdo":                 {100, 20},
 	"metrics/otlp/exporter.go:Exporter.instruments": {81, 8},
 	"metrics/series.go:Documented":                  {102, 4},
 	"metrics/stats/cyclictest.go:CyclictestJSON":    {95, 17},
