@@ -55,24 +55,21 @@ func dcControllerQuantity() quantity {
 // HostDetail builds the host detail dashboard.
 func HostDetail() (dashboard.Dashboard, error) {
 	sel := hostSelector
-	jitter, wakeup := jitterQuantity(), wakeupQuantity()
-	return withPanelIDs(dashboard.NewDashboardBuilder("ecagent / host detail").
-		Uid(HostUID).
-		Description("One ecagent host: cycle timing heatmaps, exact window statistics, CPU load, bus health, slave states, MQTT delivery and real-time checks.").
-		Tags(tags()).
-		Editable().
-		Refresh("30s").
-		Time("now-1h", "now").
-		Timezone(common.TimeZoneBrowser).
-		Tooltip(dashboard.DashboardCursorSyncCrosshair).
-		Link(dashboard.NewDashboardLinkBuilder("ecagent dashboards").
-			Type(dashboard.DashboardLinkTypeDashboards).Tags([]string{"ecagent"}).
-			AsDropdown(true).IncludeVars(true).KeepTime(true)).
-		WithVariable(datasourceVariable()).
-		WithVariable(labelVariable("site", "Site", "", false)).
-		WithVariable(labelVariable("line", "Line", `{site="$site"}`, false)).
-		WithVariable(labelVariable("host", "Host", `{site="$site", line="$line"}`, false)).
-		Annotation(busEventAnnotation(sel)).
+	b := newDashboard("ecagent / host detail", HostUID,
+		"One ecagent host: cycle timing heatmaps, exact window statistics, CPU load, bus health, slave states, MQTT delivery and real-time checks.",
+		"30s", "now-1h", false, sel)
+	for _, rows := range []func(*dashboard.DashboardBuilder, string) *dashboard.DashboardBuilder{
+		hostNowRow, hostTimingRows, hostBusRow, hostDCRow, hostDriveDeliveryChecksRows,
+	} {
+		b = rows(b, sel)
+	}
+	return withPanelIDs(b.WithRow(classicHeatmaps(sel)).Build())
+}
+
+// hostNowRow adds the row of the host's figures now.
+func hostNowRow(b *dashboard.DashboardBuilder, sel string) *dashboard.DashboardBuilder {
+	jitter := jitterQuantity()
+	return b.
 		WithRow(dashboard.NewRowBuilder("Now")).
 		WithPanel(hostStat("Cycle period", "Configured (target) cycle period.", series("ecagent_cycle_target_seconds", sel), unitSeconds)).
 		WithPanel(hostStat("p99 jitter", "p99 of |period − target| in the last closed window (exact).", series(jitter.window, sel, `stat="p99"`), unitSeconds)).
@@ -85,7 +82,13 @@ func HostDetail() (dashboard.Dashboard, error) {
 		WithPanel(hostStat("Expected WKC", "Working counter the cyclic frame should come back with.", series("ecagent_expected_wkc", sel), unitCount)).
 		WithPanel(hostStat("Agent version", "ecagent version (ecagent_build_info).", series("ecagent_build_info", sel), "none").
 			Targets([]cog.Builder[variants.Dataquery]{query(series("ecagent_build_info", sel), "{{version}}")}).
-			TextMode(common.BigValueTextModeName)).
+			TextMode(common.BigValueTextModeName))
+}
+
+// hostTimingRows adds the rows of cycle timing: jitter, wake-up latency, period, job and CPU load.
+func hostTimingRows(b *dashboard.DashboardBuilder, sel string) *dashboard.DashboardBuilder {
+	jitter, wakeup := jitterQuantity(), wakeupQuantity()
+	return b.
 		WithRow(dashboard.NewRowBuilder("Jitter and wake-up latency")).
 		WithPanel(heatmapPanel(jitter.title+" (native histogram)", jitter.unit,
 			"Distribution of "+jitter.what+" per time step, from the native histogram. Without native histograms in Prometheus, use the classic-bucket heatmaps at the bottom.",
@@ -103,7 +106,12 @@ func HostDetail() (dashboard.Dashboard, error) {
 		WithRow(dashboard.NewRowBuilder("Cycle period, job and CPU load")).
 		WithPanel(periodBand(sel).Height(9).Span(12)).
 		WithPanel(quantilePanel(jobQuantity(), sel).Height(9).Span(12)).
-		WithPanel(cpuLoad(sel).Height(9).Span(24)).
+		WithPanel(cpuLoad(sel).Height(9).Span(24))
+}
+
+// hostBusRow adds the row of the bus: round trip, errors, slave states and events.
+func hostBusRow(b *dashboard.DashboardBuilder, sel string) *dashboard.DashboardBuilder {
+	return b.
 		WithRow(dashboard.NewRowBuilder("Bus")).
 		WithPanel(quantilePanel(frameRTTQuantity(), sel).Height(8).Span(12)).
 		WithPanel(busErrors(sel).Height(8).Span(12)).
@@ -113,7 +121,12 @@ func HostDetail() (dashboard.Dashboard, error) {
 		WithPanel(staleSlaves(sel).Height(8).Span(8)).
 		WithPanel(escErrors(sel).Height(8).Span(12)).
 		WithPanel(busEvents(sel).Height(8).Span(12)).
-		WithPanel(cableErrors(sel).Height(8).Span(24)).
+		WithPanel(cableErrors(sel).Height(8).Span(24))
+}
+
+// hostDCRow adds the row of the distributed clocks.
+func hostDCRow(b *dashboard.DashboardBuilder, sel string) *dashboard.DashboardBuilder {
+	return b.
 		WithRow(dashboard.NewRowBuilder("Distributed clocks")).
 		WithPanel(hostStat("Distributed clocks", "Whether distributed clocks are configured on the segment.", series("ecagent_dc_enabled", sel), "none").
 			Mappings(valueText([3]string{"1", "on", "green"}, [3]string{"0", "off", "text"})).Span(4)).
@@ -126,7 +139,12 @@ func HostDetail() (dashboard.Dashboard, error) {
 			series("ecagent_dc_time_difference_window_seconds", sel, `stat="p99"`), unitSeconds).Span(4).
 			Thresholds(thresholds(500e-9, 1e-6)).ColorMode(common.BigValueColorModeValue)).
 		WithPanel(quantilePanel(dcQuantity(), sel).Height(8).Span(12)).
-		WithPanel(quantilePanel(dcControllerQuantity(), sel).Height(8).Span(12)).
+		WithPanel(quantilePanel(dcControllerQuantity(), sel).Height(8).Span(12))
+}
+
+// hostDriveDeliveryChecksRows adds the rows of the drives, MQTT delivery and the real-time checks.
+func hostDriveDeliveryChecksRows(b *dashboard.DashboardBuilder, sel string) *dashboard.DashboardBuilder {
+	return b.
 		WithRow(dashboard.NewRowBuilder("Drives")).
 		WithPanel(driveStates(sel).Height(8).Span(16)).
 		WithPanel(driveErrorCodes(sel).Height(8).Span(8)).
@@ -138,9 +156,7 @@ func HostDetail() (dashboard.Dashboard, error) {
 		WithRow(dashboard.NewRowBuilder("Real-time checks")).
 		WithPanel(rtChecks(sel).Height(10).Span(12)).
 		WithPanel(rtSettings(sel).Height(10).Span(6)).
-		WithPanel(collectors(sel).Height(10).Span(6)).
-		WithRow(classicHeatmaps(sel)).
-		Build())
+		WithPanel(collectors(sel).Height(10).Span(6))
 }
 
 // hostStat is the latest value of one series.

@@ -34,7 +34,6 @@ var oversized = map[string]funcSize{
 	"busstate/model.go:Model.Apply":                 {78, 32},
 	"cycle/program/program.go:Run":                  {163, 24},
 	"cycle/rt/lock_linux.go:lockResident":           {57, 26},
-	"dashboards/host.go:HostDetail":                 {89, 1},
 	"master/coe/abort.go:AbortCode.Meaning":         {75, 36},
 	"master/reconnect.go:Master.Reconnect":          {95, 23},
 	"metrics/otlp/exporter.go:Exporter.instruments": {81, 8},
