@@ -38,10 +38,8 @@ var oversized = map[string]funcSize{
 	"master/reconnect.go:Master.Reconnect":          {95, 23},
 	"metrics/otlp/exporter.go:Exporter.instruments": {81, 8},
 	"metrics/series.go:Documented":                  {102, 4},
-	"metrics/stats/cyclictest.go:CyclictestJSON":    {95, 17},
 	"mqtt/model.go:NewModel":                        {88, 26},
 	"mqtt/mqttconn/conn.go:Dial":                    {130, 36},
-	"scripts/schedtrace/main.go:analyzer.event":     {60, 34},
 	"shm/event.go:EventKind.String":                 {57, 27},
 }
 
