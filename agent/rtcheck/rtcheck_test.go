@@ -275,3 +275,15 @@ func TestResultJSON(t *testing.T) {
 		t.Error("unmarshalling an unknown status succeeded")
 	}
 }
+
+// TestStatusNames pins every name: String is generated (stringer).
+func TestStatusNames(t *testing.T) {
+	want := "Status(0) pass warn fail skip Status(5) Status(-1)"
+	var got []string
+	for _, s := range []Status{0, Pass, Warn, Fail, Skip, 5, -1} {
+		got = append(got, s.String())
+	}
+	if g := strings.Join(got, " "); g != want {
+		t.Errorf("names %q, want %q", g, want)
+	}
+}

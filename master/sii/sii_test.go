@@ -371,3 +371,15 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+// TestSyncManagerTypeNames pins every name: String is generated (stringer).
+func TestSyncManagerTypeNames(t *testing.T) {
+	want := "unused|mailbox out|mailbox in|process data out|process data in|SyncManagerType(5)"
+	var got []string
+	for _, st := range []SyncManagerType{SMUnused, SMMailboxOut, SMMailboxIn, SMProcessDataOut, SMProcessDataIn, 5} {
+		got = append(got, st.String())
+	}
+	if g := strings.Join(got, "|"); g != want {
+		t.Errorf("names %q, want %q", g, want)
+	}
+}
