@@ -14,12 +14,7 @@ import (
 const cycles = 10_000
 
 func TestReferenceSetOverVeth(t *testing.T) {
-	w := newWire(t, "ref")
-	devs, err := sim.ParseDevices(referenceSet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seg := simOnWire(t, w, devs)
+	w, _, seg := referenceOnWire(t, "ref")
 	pcap, stopCapture := capture(t, w.MasterEnd)
 	m := masterOnWire(t, w)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

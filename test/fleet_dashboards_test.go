@@ -103,14 +103,7 @@ func TestDashboardsQueryWhatTheAgentExports(t *testing.T) {
 	}
 
 	for _, d := range dashboards.All() {
-		b, err := os.ReadFile(filepath.Join("..", "deploy", "grafana", "dashboards", d.File))
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs, err := dashboards.Queries(b)
-		if err != nil {
-			t.Fatal(err)
-		}
+		qs := committedQueries(t, d.File)
 		n := 0
 		for _, q := range qs {
 			names, err := dashboards.SelectedMetrics(q.Expr)
@@ -206,16 +199,26 @@ func findPromtool() string {
 // scrapeText fetches /metrics in the text format, unparsed.
 func scrapeText(t *testing.T, addr string) string {
 	t.Helper()
-	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
-	req.Header.Set("Accept", "text/plain; version=0.0.4")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := getMetrics(t, addr)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /metrics: %s, %v", resp.Status, err)
 	}
 	return string(b)
+}
+
+// committedQueries returns the queries of the committed dashboard file
+// (deploy/grafana/dashboards).
+func committedQueries(t *testing.T, file string) []dashboards.Query {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "grafana", "dashboards", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := dashboards.Queries(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qs
 }

@@ -203,15 +203,7 @@ func checkDashboardQueries(t *testing.T, api string) {
 		"$site", site, "$host", host)
 	total, withData := 0, 0
 	for _, d := range dashboards.All() {
-		b, err := os.ReadFile(filepath.Join("..", "deploy", "grafana", "dashboards", d.File))
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs, err := dashboards.Queries(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, q := range qs {
+		for _, q := range committedQueries(t, d.File) {
 			var res struct {
 				Status string `json:"status"`
 				Error  string `json:"error"`

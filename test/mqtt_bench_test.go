@@ -3,10 +3,8 @@ package test
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -117,36 +115,14 @@ func startAgentB(b *testing.B, args ...string) *agentProc {
 	if buildErr != nil {
 		b.Fatalf("building ecagent: %v", buildErr)
 	}
-	dir := b.TempDir()
-	a := &agentProc{cmd: exec.Command(binary, append([]string{"run"}, args...)...),
-		stdout: filepath.Join(dir, "stdout"), stderr: filepath.Join(dir, "stderr")}
-	out, err := os.Create(a.stdout)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer out.Close()
-	errf, err := os.Create(a.stderr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer errf.Close()
-	a.cmd.Stdout, a.cmd.Stderr = out, errf
-	if err := a.cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	return a
+	return startWithFiles(b, exec.Command(binary, append([]string{"run"}, args...)...))
 }
 
 // scrapeB returns the value of every single-series family (the sum of
 // the series otherwise) of the agent's /metrics.
 func scrapeB(b *testing.B, addr string) map[string]float64 {
 	b.Helper()
-	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
-	req.Header.Set("Accept", "text/plain; version=0.0.4")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
+	resp := getMetrics(b, addr)
 	defer resp.Body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(resp.Body)

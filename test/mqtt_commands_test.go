@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/internal/testsupport"
-	"github.com/ecagent/ecagent/master/sim"
 	"github.com/ecagent/ecagent/mqtt/mqttconn"
 	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
@@ -32,12 +31,7 @@ import (
 //     status flips a bounded number of times (it used to flip at every
 //     connection of the other client).
 func TestMQTTCommandsRunOnceOrNotAtAll(t *testing.T) {
-	w := newWire(t, "mqc")
-	devs, err := sim.ParseDevices(referenceSet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simOnWire(t, w, devs)
+	w, devs, _ := referenceOnWire(t, "mqc")
 	broker := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
 	root := "ecagent/plant/edge"
 	pub := func(topic, payload string, retain bool) {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/internal/testsupport"
-	"github.com/ecagent/ecagent/master/sim"
 	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
 
@@ -23,12 +22,7 @@ import (
 // writes from MQTT — the allowed ones reach the terminals, every other
 // one is refused with a reason and changes nothing.
 func TestMQTTJSONEndToEnd(t *testing.T) {
-	w := newWire(t, "mqj")
-	devs, err := sim.ParseDevices(referenceSet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simOnWire(t, w, devs)
+	w, devs, _ := referenceOnWire(t, "mqj")
 	broker := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
 	root := "ecagent/plant/edge"
 	sub := mqtttest.MosquittoSub(t, broker.Port, root+"/#")

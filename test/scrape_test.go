@@ -105,15 +105,23 @@ func TestScrapeRunningAgent(t *testing.T) {
 
 type dto = clientmodel.MetricFamily
 
-// scrape fetches /metrics in the text format and parses it.
-func scrape(t *testing.T, addr string) map[string]*dto {
-	t.Helper()
+// getMetrics fetches /metrics of the agent at addr in the text format;
+// the caller closes the body.
+func getMetrics(tb testing.TB, addr string) *http.Response {
+	tb.Helper()
 	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
 	req.Header.Set("Accept", "text/plain; version=0.0.4")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return resp
+}
+
+// scrape fetches /metrics in the text format and parses it.
+func scrape(t *testing.T, addr string) map[string]*dto {
+	t.Helper()
+	resp := getMetrics(t, addr)
 	defer resp.Body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(resp.Body)

@@ -207,26 +207,10 @@ func binaryForAnyUser(t *testing.T) string {
 // PATH alone unless cmd.Env is set.
 func startProcess(t *testing.T, cmd *exec.Cmd) *agentProc {
 	t.Helper()
-	dir := t.TempDir()
-	a := &agentProc{cmd: cmd, stdout: filepath.Join(dir, "stdout"), stderr: filepath.Join(dir, "stderr")}
-	out, err := os.Create(a.stdout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	errf, err := os.Create(a.stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer errf.Close()
-	cmd.Stdout, cmd.Stderr = out, errf
 	if cmd.Env == nil {
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return startWithFiles(t, cmd)
 }
 
 func closed(c <-chan struct{}) bool {
