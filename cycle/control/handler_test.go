@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/sim"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -42,21 +42,13 @@ func (e *events) Report(ev shm.Event) bool {
 
 func newSegment(t *testing.T, devices ...string) *segment {
 	t.Helper()
-	devs, err := sim.ParseDevices(devices)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seg := sim.NewSegment(devs)
-	a, b := link.NewPipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = seg.Serve(ctx, b) }()
+	_, seg, end := simbus.Serve(t, devices)
 	// Generous timeouts: the tests share two cores with others.
-	m, err := master.New(a, &master.Config{Timeout: time.Second, SIITimeout: time.Second, Logger: slogDiscard()})
+	m, err := master.New(end, &master.Config{Timeout: time.Second, SIITimeout: time.Second, Logger: slogDiscard()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = m.Close(); cancel(); _ = b.Close(); <-done })
+	t.Cleanup(func() { _ = m.Close() })
 	if _, err := m.Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}
