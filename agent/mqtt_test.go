@@ -13,10 +13,12 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/cycle/program"
-	"github.com/ecagent/ecagent/internal/simbus"
+	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt"
+	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
 
 // TestMQTTSignalsMatchTheImage brings a bus up over the simulator and
@@ -145,24 +147,7 @@ func TestStartMQTTDisabledOrPortBusy(t *testing.T) {
 // (issue 18: any local user could).
 func TestMQTTEmbeddedBrokerNeedsTheCredential(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv("STATE_DIRECTORY", dir)
-	cfg := config.Default()
-	cfg.Site, cfg.Host = "plant", "edge1"
-	cfg.MQTT.Enabled, cfg.MQTT.Embedded = true, "127.0.0.1:0"
-	reg, err := metrics.NewRegistry(metrics.Options{Site: "plant", Line: "l", Host: "edge1", Target: time.Millisecond, CycleCore: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := startMQTT(cfg, quiet, reg)
-	if err != nil || b == nil {
-		t.Fatalf("startMQTT: %v %v", b, err)
-	}
-	defer b.stop()
-	for deadline := time.Now().Add(10 * time.Second); !b.pub.Stats().Connected; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the agent did not connect to its embedded broker")
-		}
-	}
+	b := startEmbedded(t, dir)
 	path := filepath.Join(dir, embeddedSecretFile)
 	fi, err := os.Lstat(path)
 	if err != nil || fi.Mode() != 0o600 {
@@ -174,17 +159,7 @@ func TestMQTTEmbeddedBrokerNeedsTheCredential(t *testing.T) {
 	}
 	root := "ecagent/plant/edge1"
 	client := func(id, user, password string) (paho.Client, error) {
-		o := paho.NewClientOptions().AddBroker(b.broker.URL()).SetClientID(id).SetAutoReconnect(false)
-		if user != "" {
-			o.SetUsername(user).SetPassword(password)
-		}
-		c := paho.NewClient(o)
-		tok := c.Connect()
-		if !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-			return nil, fmt.Errorf("connect %s: %v", id, tok.Error())
-		}
-		t.Cleanup(func() { c.Disconnect(0) })
-		return c, nil
+		return mqtttest.Connect(t, b.broker.URL(), id, user, password)
 	}
 	if _, err := client("guess", embeddedOperator, "guess-guess-guess-guess"); err == nil {
 		t.Fatal("a wrong password was admitted")
@@ -237,38 +212,14 @@ func TestMQTTEmbeddedBrokerNeedsTheCredential(t *testing.T) {
 // disconnected, its status does not flip.
 func TestMQTTEmbeddedBrokerGuardsTheAgentsCommands(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv("STATE_DIRECTORY", dir)
-	cfg := config.Default()
-	cfg.Site, cfg.Host = "plant", "edge1"
-	cfg.MQTT.Enabled, cfg.MQTT.Embedded = true, "127.0.0.1:0"
-	reg, err := metrics.NewRegistry(metrics.Options{Site: "plant", Line: "l", Host: "edge1", Target: time.Millisecond, CycleCore: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := startMQTT(cfg, quiet, reg)
-	if err != nil || b == nil {
-		t.Fatalf("startMQTT: %v %v", b, err)
-	}
-	defer b.stop()
-	for deadline := time.Now().Add(10 * time.Second); !b.pub.Stats().Connected; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the agent did not connect to its embedded broker")
-		}
-	}
+	b := startEmbedded(t, dir)
 	secret, err := os.ReadFile(filepath.Join(dir, embeddedSecretFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	password := strings.TrimSpace(string(secret))
 	operator := func(id string) (paho.Client, error) {
-		o := paho.NewClientOptions().AddBroker(b.broker.URL()).SetClientID(id).SetAutoReconnect(false).
-			SetUsername(embeddedOperator).SetPassword(password)
-		c := paho.NewClient(o)
-		if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-			return nil, fmt.Errorf("connect %s: %v", id, tok.Error())
-		}
-		t.Cleanup(func() { c.Disconnect(0) })
-		return c, nil
+		return mqtttest.Connect(t, b.broker.URL(), id, embeddedOperator, password)
 	}
 	// The agent's client id, under the operators' credentials.
 	for range 5 {
@@ -321,4 +272,28 @@ func TestMQTTReconnectDefaultIsThePublishersCap(t *testing.T) {
 	if config.DefaultMQTTReconnectMax != mqtt.MaxReconnect {
 		t.Errorf("config.DefaultMQTTReconnectMax %v, mqtt.MaxReconnect %v", config.DefaultMQTTReconnectMax, mqtt.MaxReconnect)
 	}
+}
+
+// startEmbedded starts the agent's MQTT side with its embedded broker
+// (state directory dir) and returns once the agent is connected to it; it
+// stops when the test ends.
+func startEmbedded(t *testing.T, dir string) *mqttBridge {
+	t.Helper()
+	t.Setenv("STATE_DIRECTORY", dir)
+	cfg := config.Default()
+	cfg.Site, cfg.Host = "plant", "edge1"
+	cfg.MQTT.Enabled, cfg.MQTT.Embedded = true, "127.0.0.1:0"
+	reg, err := metrics.NewRegistry(metrics.Options{Site: "plant", Line: "l", Host: "edge1", Target: time.Millisecond, CycleCore: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := startMQTT(cfg, quiet, reg)
+	if err != nil || b == nil {
+		t.Fatalf("startMQTT: %v %v", b, err)
+	}
+	t.Cleanup(b.stop)
+	if !testsupport.Eventually(10*time.Second, func() bool { return b.pub.Stats().Connected }) {
+		t.Fatal("the agent did not connect to its embedded broker")
+	}
+	return b
 }

@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,41 +8,13 @@ import (
 	"github.com/ecagent/ecagent/agent/sdnotify"
 	"github.com/ecagent/ecagent/cycle/program"
 	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/shm"
 )
 
-// notifySocket is the end systemd holds; next returns the next datagram,
-// or "" when none arrives within wait.
-type notifySocket struct {
-	t    *testing.T
-	conn *net.UnixConn
-	path string
-}
-
-func newNotifySocket(t *testing.T) *notifySocket {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "notify")
-	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &notifySocket{t: t, conn: c, path: path}
-}
-
-func (s *notifySocket) next(wait time.Duration) string {
-	buf := make([]byte, 4096)
-	_ = s.conn.SetReadDeadline(time.Now().Add(wait))
-	n, err := s.conn.Read(buf)
-	if err != nil {
-		return ""
-	}
-	return string(buf[:n])
-}
-
 func TestServiceNotifierFeedsTheWatchdogOnlyWhileTheCycleBeats(t *testing.T) {
-	sock := newNotifySocket(t)
-	env := map[string]string{sdnotify.SocketEnv: sock.path, sdnotify.WatchdogUSecEnv: "200000"} // WatchdogSec=200ms
+	sock := testsupport.NewNotifySocket(t)
+	env := map[string]string{sdnotify.SocketEnv: sock.Path, sdnotify.WatchdogUSecEnv: "200000"} // WatchdogSec=200ms
 	sd := newServiceNotifierEnv(func(k string) string { return env[k] }, quiet)
 	defer sd.close()
 	if sd.every != 100*time.Millisecond {
@@ -58,14 +28,14 @@ func TestServiceNotifierFeedsTheWatchdogOnlyWhileTheCycleBeats(t *testing.T) {
 	seg.Heartbeat().Beat(1, rt.Now())
 
 	sd.cycleRunning(cp)
-	if got := sock.next(time.Second); got != "READY=1\nSTATUS=cycling: 7 slaves, period 1ms, cycle process 4242" {
+	if got := sock.Next(time.Second); got != "READY=1\nSTATUS=cycling: 7 slaves, period 1ms, cycle process 4242" {
 		t.Errorf("first notification %q", got)
 	}
-	if got := sock.next(time.Second); got != "WATCHDOG=1" {
+	if got := sock.Next(time.Second); got != "WATCHDOG=1" {
 		t.Errorf("after READY=1: %q, want WATCHDOG=1", got)
 	}
 	sd.feedWatchdog(cp)
-	if got := sock.next(50 * time.Millisecond); got != "" {
+	if got := sock.Next(50 * time.Millisecond); got != "" {
 		t.Errorf("fed again before a feed was due: %q", got)
 	}
 
@@ -83,27 +53,27 @@ func TestServiceNotifierFeedsTheWatchdogOnlyWhileTheCycleBeats(t *testing.T) {
 		seg.Heartbeat().Beat(uint64(i+2), rt.Now()-st.beat)
 		time.Sleep(110 * time.Millisecond)
 		sd.feedWatchdog(cp)
-		if got := sock.next(50 * time.Millisecond); got != st.want {
+		if got := sock.Next(50 * time.Millisecond); got != st.want {
 			t.Errorf("%s: notification %q, want %q", st.name, got, st.want)
 		}
 	}
 
 	// A restarted cycle is reported, but the unit was ready already.
 	sd.cycleDown("the cycle process died")
-	if got := sock.next(time.Second); got != "STATUS=cycle down: the cycle process died" {
+	if got := sock.Next(time.Second); got != "STATUS=cycle down: the cycle process died" {
 		t.Errorf("cycleDown: %q", got)
 	}
 	// This one refused to serve its maintenance socket: the status says so.
 	cp.pid = 4343
 	cp.info.Maintenance = program.MaintenanceInfo{Socket: "/dev/shm/x.shm.d/ctl", Error: "belongs to user 65534"}
 	sd.cycleRunning(cp)
-	if got := sock.next(time.Second); !strings.HasPrefix(got, "STATUS=cycling") || strings.Contains(got, "READY") ||
+	if got := sock.Next(time.Second); !strings.HasPrefix(got, "STATUS=cycling") || strings.Contains(got, "READY") ||
 		!strings.HasSuffix(got, "; maintenance socket refused (see the log)") {
 		t.Errorf("second cycleRunning: %q", got)
 	}
-	sock.next(50 * time.Millisecond) // its watchdog feed
+	sock.Next(50 * time.Millisecond) // its watchdog feed
 	sd.stopping()
-	if got := sock.next(time.Second); !strings.HasPrefix(got, "STOPPING=1\n") {
+	if got := sock.Next(time.Second); !strings.HasPrefix(got, "STOPPING=1\n") {
 		t.Errorf("stopping: %q", got)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/rt"
-	"github.com/ecagent/ecagent/internal/simbus"
+	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/sim"
 	"github.com/ecagent/ecagent/shm"

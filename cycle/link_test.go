@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/internal/simbus"
+	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/shm"

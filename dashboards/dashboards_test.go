@@ -3,7 +3,6 @@ package dashboards
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,11 +12,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/master/cia402/state"
 	"github.com/ecagent/ecagent/metrics"
 )
-
-var update = flag.Bool("update", false, "rewrite the dashboards under deploy/grafana/dashboards")
 
 // committedDir is where the generated JSON is committed.
 var committedDir = filepath.Join("..", "deploy", "grafana", "dashboards")
@@ -35,19 +33,7 @@ func TestCommittedJSONIsGenerated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join(committedDir, d.File)
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test ./dashboards -update writes it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from what the code builds: run go test ./dashboards -update", path)
-			}
+			testsupport.Golden(t, filepath.Join(committedDir, d.File), got)
 		})
 	}
 }

@@ -26,26 +26,41 @@ const worstN = 10
 // tags mark both dashboards, so each links to the other.
 func tags() []string { return []string{"ecagent", "ethercat"} }
 
-// FleetOverview builds the fleet overview dashboard.
-func FleetOverview() (dashboard.Dashboard, error) {
-	sel := fleetSelector
-	return withPanelIDs(dashboard.NewDashboardBuilder("ecagent / fleet overview").
-		Uid(FleetUID).
-		Description("Real-time quality of every ecagent host: cycle jitter, CPU load, bus errors, slave states and host tuning.").
+// newDashboard starts a dashboard of the set: title, uid and description,
+// refresh interval and default time range (from until now), the link to
+// the others, the bus event annotation of sel, and the datasource, site,
+// line and host variables (multi: several of each may be chosen, and the
+// variables' queries match with =~).
+func newDashboard(title, uid, description, refresh, from string, multi bool, sel string) *dashboard.DashboardBuilder {
+	op := "="
+	if multi {
+		op = "=~"
+	}
+	return dashboard.NewDashboardBuilder(title).
+		Uid(uid).
+		Description(description).
 		Tags(tags()).
 		Editable().
-		Refresh("1m").
-		Time("now-6h", "now").
+		Refresh(refresh).
+		Time(from, "now").
 		Timezone(common.TimeZoneBrowser).
 		Tooltip(dashboard.DashboardCursorSyncCrosshair).
 		Link(dashboard.NewDashboardLinkBuilder("ecagent dashboards").
 			Type(dashboard.DashboardLinkTypeDashboards).Tags([]string{"ecagent"}).
 			AsDropdown(true).IncludeVars(true).KeepTime(true)).
 		WithVariable(datasourceVariable()).
-		WithVariable(labelVariable("site", "Site", "", true)).
-		WithVariable(labelVariable("line", "Line", `{site=~"$site"}`, true)).
-		WithVariable(labelVariable("host", "Host", `{site=~"$site", line=~"$line"}`, true)).
-		Annotation(busEventAnnotation(sel)).
+		WithVariable(labelVariable("site", "Site", "", multi)).
+		WithVariable(labelVariable("line", "Line", `{site`+op+`"$site"}`, multi)).
+		WithVariable(labelVariable("host", "Host", `{site`+op+`"$site", line`+op+`"$line"}`, multi)).
+		Annotation(busEventAnnotation(sel))
+}
+
+// FleetOverview builds the fleet overview dashboard.
+func FleetOverview() (dashboard.Dashboard, error) {
+	sel := fleetSelector
+	return withPanelIDs(newDashboard("ecagent / fleet overview", FleetUID,
+		"Real-time quality of every ecagent host: cycle jitter, CPU load, bus errors, slave states and host tuning.",
+		"1m", "now-6h", true, sel).
 		WithRow(dashboard.NewRowBuilder("Fleet now")).
 		WithPanel(fleetStat("Agents", "Agents reporting (ecagent_build_info).",
 			fmt.Sprintf("count(%s)", series("ecagent_build_info", sel)), nil).Span(2)).

@@ -55,24 +55,21 @@ func dcControllerQuantity() quantity {
 // HostDetail builds the host detail dashboard.
 func HostDetail() (dashboard.Dashboard, error) {
 	sel := hostSelector
-	jitter, wakeup := jitterQuantity(), wakeupQuantity()
-	return withPanelIDs(dashboard.NewDashboardBuilder("ecagent / host detail").
-		Uid(HostUID).
-		Description("One ecagent host: cycle timing heatmaps, exact window statistics, CPU load, bus health, slave states, MQTT delivery and real-time checks.").
-		Tags(tags()).
-		Editable().
-		Refresh("30s").
-		Time("now-1h", "now").
-		Timezone(common.TimeZoneBrowser).
-		Tooltip(dashboard.DashboardCursorSyncCrosshair).
-		Link(dashboard.NewDashboardLinkBuilder("ecagent dashboards").
-			Type(dashboard.DashboardLinkTypeDashboards).Tags([]string{"ecagent"}).
-			AsDropdown(true).IncludeVars(true).KeepTime(true)).
-		WithVariable(datasourceVariable()).
-		WithVariable(labelVariable("site", "Site", "", false)).
-		WithVariable(labelVariable("line", "Line", `{site="$site"}`, false)).
-		WithVariable(labelVariable("host", "Host", `{site="$site", line="$line"}`, false)).
-		Annotation(busEventAnnotation(sel)).
+	b := newDashboard("ecagent / host detail", HostUID,
+		"One ecagent host: cycle timing heatmaps, exact window statistics, CPU load, bus health, slave states, MQTT delivery and real-time checks.",
+		"30s", "now-1h", false, sel)
+	for _, rows := range []func(*dashboard.DashboardBuilder, string) *dashboard.DashboardBuilder{
+		hostNowRow, hostTimingRows, hostBusRow, hostDCRow, hostDriveDeliveryChecksRows,
+	} {
+		b = rows(b, sel)
+	}
+	return withPanelIDs(b.WithRow(classicHeatmaps(sel)).Build())
+}
+
+// hostNowRow adds the row of the host's figures now.
+func hostNowRow(b *dashboard.DashboardBuilder, sel string) *dashboard.DashboardBuilder {
+	jitter := jitterQuantity()
+	return b.
 		WithRow(dashboard.NewRowBuilder("Now")).
 		WithPanel(hostStat("Cycle period", "Configured (target) cycle period.", series("ecagent_cycle_target_seconds", sel), unitSeconds)).
 		WithPanel(hostStat("p99 jitter", "p99 of |period − target| in the last closed window (exact).", series(jitter.window, sel, `stat="p99"`), unitSeconds)).
@@ -81,11 +78,19 @@ func HostDetail() (dashboard.Dashboard, error) {
 			Mappings(valueText([3]string{"1", "running", "green"}, [3]string{"0", "down", "red"}))).
 		WithPanel(hostStat("Cycle process starts", "Times the agent started the cycle process in the dashboard's time range (restarts after a crash count here).",
 			fmt.Sprintf("round(increase(%s[%s]))", series("ecagent_cycle_process_starts_total", sel), dashRange), unitCount)).
+		WithPanel(hostStat("Maintenance socket", "Whether the cycle process serves its maintenance socket (ecagent slaves, reg, sii …); refused when another user holds its place.", series("ecagent_maintenance_socket_up", sel), "none").
+			Mappings(valueText([3]string{"1", "served", "green"}, [3]string{"0", "refused", "red"}))).
 		WithPanel(hostStat("Slaves", "Slaves found on the segment.", series("ecagent_bus_slaves", sel), unitCount)).
 		WithPanel(hostStat("Expected WKC", "Working counter the cyclic frame should come back with.", series("ecagent_expected_wkc", sel), unitCount)).
 		WithPanel(hostStat("Agent version", "ecagent version (ecagent_build_info).", series("ecagent_build_info", sel), "none").
 			Targets([]cog.Builder[variants.Dataquery]{query(series("ecagent_build_info", sel), "{{version}}")}).
-			TextMode(common.BigValueTextModeName)).
+			TextMode(common.BigValueTextModeName))
+}
+
+// hostTimingRows adds the rows of cycle timing: jitter, wake-up latency, period, job and CPU load.
+func hostTimingRows(b *dashboard.DashboardBuilder, sel string) *dashboard.DashboardBuilder {
+	jitter, wakeup := jitterQuantity(), wakeupQuantity()
+	return b.
 		WithRow(dashboard.NewRowBuilder("Jitter and wake-up latency")).
 		WithPanel(heatmapPanel(jitter.title+" (native histogram)", jitter.unit,
 			"Distribution of "+jitter.what+" per time step, from the native histogram. Without native histograms in Prometheus, use the classic-bucket heatmaps at the bottom.",
@@ -103,7 +108,12 @@ func HostDetail() (dashboard.Dashboard, error) {
 		WithRow(dashboard.NewRowBuilder("Cycle period, job and CPU load")).
 		WithPanel(periodBand(sel).Height(9).Span(12)).
 		WithPanel(quantilePanel(jobQuantity(), sel).Height(9).Span(12)).
-		WithPanel(cpuLoad(sel).Height(9).Span(24)).
+		WithPanel(cpuLoad(sel).Height(9).Span(24))
+}
+
+// hostBusRow adds the row of the bus: round trip, errors, slave states and events.
+func hostBusRow(b *dashboard.DashboardBuilder, sel string) *dashboard.DashboardBuilder {
+	return b.
 		WithRow(dashboard.NewRowBuilder("Bus")).
 		WithPanel(quantilePanel(frameRTTQuantity(), sel).Height(8).Span(12)).
 		WithPanel(busErrors(sel).Height(8).Span(12)).
@@ -113,7 +123,12 @@ func HostDetail() (dashboard.Dashboard, error) {
 		WithPanel(staleSlaves(sel).Height(8).Span(8)).
 		WithPanel(escErrors(sel).Height(8).Span(12)).
 		WithPanel(busEvents(sel).Height(8).Span(12)).
-		WithPanel(cableErrors(sel).Height(8).Span(24)).
+		WithPanel(cableErrors(sel).Height(8).Span(24))
+}
+
+// hostDCRow adds the row of the distributed clocks.
+func hostDCRow(b *dashboard.DashboardBuilder, sel string) *dashboard.DashboardBuilder {
+	return b.
 		WithRow(dashboard.NewRowBuilder("Distributed clocks")).
 		WithPanel(hostStat("Distributed clocks", "Whether distributed clocks are configured on the segment.", series("ecagent_dc_enabled", sel), "none").
 			Mappings(valueText([3]string{"1", "on", "green"}, [3]string{"0", "off", "text"})).Span(4)).
@@ -126,7 +141,12 @@ func HostDetail() (dashboard.Dashboard, error) {
 			series("ecagent_dc_time_difference_window_seconds", sel, `stat="p99"`), unitSeconds).Span(4).
 			Thresholds(thresholds(500e-9, 1e-6)).ColorMode(common.BigValueColorModeValue)).
 		WithPanel(quantilePanel(dcQuantity(), sel).Height(8).Span(12)).
-		WithPanel(quantilePanel(dcControllerQuantity(), sel).Height(8).Span(12)).
+		WithPanel(quantilePanel(dcControllerQuantity(), sel).Height(8).Span(12))
+}
+
+// hostDriveDeliveryChecksRows adds the rows of the drives, MQTT delivery and the real-time checks.
+func hostDriveDeliveryChecksRows(b *dashboard.DashboardBuilder, sel string) *dashboard.DashboardBuilder {
+	return b.
 		WithRow(dashboard.NewRowBuilder("Drives")).
 		WithPanel(driveStates(sel).Height(8).Span(16)).
 		WithPanel(driveErrorCodes(sel).Height(8).Span(8)).
@@ -138,9 +158,7 @@ func HostDetail() (dashboard.Dashboard, error) {
 		WithRow(dashboard.NewRowBuilder("Real-time checks")).
 		WithPanel(rtChecks(sel).Height(10).Span(12)).
 		WithPanel(rtSettings(sel).Height(10).Span(6)).
-		WithPanel(collectors(sel).Height(10).Span(6)).
-		WithRow(classicHeatmaps(sel)).
-		Build())
+		WithPanel(collectors(sel).Height(10).Span(6))
 }
 
 // hostStat is the latest value of one series.
@@ -210,11 +228,13 @@ func cpuLoad(sel string) *timeseries.PanelBuilder {
 // busErrors plots the error counters as rates.
 func busErrors(sel string) *timeseries.PanelBuilder {
 	p := timeSeries("Bus and cycle errors per second", unitPerSec,
-		"Cycles that lost a frame and the frames lost (a cycle of several frames can lose more than one), working counter errors, overruns (jobs that ended after the next deadline) and those of the cycles that carried acyclic datagrams (mailbox, register access, recovery), skipped deadlines, cycles woken late by the cycle's own yield to the Go scheduler (the process's doing; other late wake-ups are the host's), samples the agent dropped and received frames discarded (by reason); the cycles the agent received, those that carried acyclic datagrams, and the cyclic frames sent, on the right axis. Acyclic overruns at a share well above the acyclic cycles' share are the maintenance traffic's doing.")
+		"Cycles that lost a frame and the frames lost (a cycle of several frames can lose more than one), working counter errors, overruns (jobs that ended after the next deadline) and those of the cycles that carried acyclic datagrams (mailbox, register access, recovery), skipped deadlines, cycles woken late by the cycle's own yield to the Go scheduler (the process's doing; other late wake-ups are the host's), samples the agent dropped, received frames discarded (by reason), lost frames whose answer came late, and frames the kernel dropped before the cycle read them; the cycles the agent received, those that carried acyclic datagrams, the cyclic frames sent and the frames the socket received, on the right axis. Acyclic overruns at a share well above the acyclic cycles' share are the maintenance traffic's doing.")
 	for _, c := range []struct{ name, legend string }{
 		{"ecagent_lost_frames_total", "cycles that lost a frame"},
 		{"ecagent_cyclic_frames_lost_total", "frames lost"},
 		{"ecagent_late_answers_total", "late answers (of the lost)"},
+		{"ecagent_cyclic_frames_late_total", "frames answered late"},
+		{"ecagent_link_kernel_drops_total", "frames the kernel dropped"},
 		{"ecagent_wkc_errors_total", "WKC errors"},
 		{"ecagent_cycle_overruns_total", "overruns"},
 		{"ecagent_acyclic_cycle_overruns_total", "overruns (acyclic cycles)"},
@@ -225,17 +245,19 @@ func busErrors(sel string) *timeseries.PanelBuilder {
 	} {
 		p = p.WithTarget(query(fmt.Sprintf("rate(%s[%s])", series(c.name, sel), rateInterval), c.legend))
 	}
-	cycles, acyclic, sent := "cycles (right axis)", "acyclic cycles (right axis)", "frames sent (right axis)"
+	cycles, acyclic, sent, received := "cycles (right axis)", "acyclic cycles (right axis)", "frames sent (right axis)", "frames received (right axis)"
 	return p.WithTarget(query(fmt.Sprintf("rate(%s[%s])", series("ecagent_cycles_total", sel), rateInterval), cycles)).
 		WithTarget(query(fmt.Sprintf("rate(%s[%s])", series("ecagent_acyclic_cycles_total", sel), rateInterval), acyclic)).
 		WithTarget(query(fmt.Sprintf("rate(%s[%s])", series("ecagent_cyclic_frames_sent_total", sel), rateInterval), sent)).
+		WithTarget(query(fmt.Sprintf("rate(%s[%s])", series("ecagent_link_frames_received_total", sel), rateInterval), received)).
 		Min(0).
 		OverrideByName(cycles, []dashboard.DynamicConfigValue{
 			{Id: "custom.axisPlacement", Value: "right"},
 			{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "text"}},
 		}).
 		OverrideByName(acyclic, []dashboard.DynamicConfigValue{{Id: "custom.axisPlacement", Value: "right"}}).
-		OverrideByName(sent, []dashboard.DynamicConfigValue{{Id: "custom.axisPlacement", Value: "right"}})
+		OverrideByName(sent, []dashboard.DynamicConfigValue{{Id: "custom.axisPlacement", Value: "right"}}).
+		OverrideByName(received, []dashboard.DynamicConfigValue{{Id: "custom.axisPlacement", Value: "right"}})
 }
 
 // busEvents counts the faults of the bus and what recovery did about them,

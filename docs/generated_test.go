@@ -2,15 +2,14 @@ package docs
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the generated sections of docs/*.md")
+	"github.com/ecagent/ecagent/internal/testsupport"
+)
 
 // beginMarker and endMarker delimit a generated section of a Markdown
 // file; section names it, so one file can hold several.
@@ -54,32 +53,14 @@ func checkGenerated(t *testing.T, file, section, body string) {
 	if doc == string(old) {
 		return
 	}
-	if *update {
+	if testsupport.Update() {
 		if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
 			t.Fatalf("writing %s: %v", file, err)
 		}
 		t.Logf("rewrote the %s section of docs/%s", section, file)
 		return
 	}
-	t.Errorf("docs/%s is out of date: run go test ./docs -update\n%s", filepath.ToSlash(file), firstDifference(string(old), doc))
-}
-
-// firstDifference describes the first line where got and want differ.
-func firstDifference(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := 0; i < max(len(g), len(w)); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			return fmt.Sprintf("line %d:\n  file: %q\n  code: %q", i+1, gl, wl)
-		}
-	}
-	return "(no line differs)"
+	t.Errorf("docs/%s is out of date: run go test ./docs -update\n%s", filepath.ToSlash(file), testsupport.FirstDifference(doc, string(old)))
 }
 
 func TestReplaceSection(t *testing.T) {

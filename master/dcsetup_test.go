@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/internal/simbus"
+	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/dc"
 	"github.com/ecagent/ecagent/master/esc"

@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/internal/pcapng"
+	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/capture"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/coe"
 	"github.com/ecagent/ecagent/master/link"
@@ -101,24 +102,6 @@ func (l *tamperLink) alter(frame []byte) (drop bool) {
 	return false
 }
 
-// syncBuffer is a bytes.Buffer safe for the logger's use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestSDOUnexpectedAnswers replaces the slave's answer with other mailbox
 // messages and checks that the master reports each one and that the
 // mailbox works again afterwards.
@@ -133,7 +116,7 @@ func TestSDOUnexpectedAnswers(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = seg.Serve(ctx, b); close(done) }()
 	tl := &tamperLink{Link: a}
-	var logs syncBuffer
+	var logs testsupport.SyncBuffer
 	m, err := master.New(tl, &master.Config{Timeout: time.Second, CycleTimeout: time.Second, SIITimeout: time.Second,
 		StateTimeout: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -192,7 +175,7 @@ func TestSDOUnexpectedAnswers(t *testing.T) {
 // startTampered brings an EK1100 and an EL4132, simulated with opts, up
 // behind a tamperLink and returns the master, the link, the simulated
 // EL4132 and the log.
-func startTampered(t testing.TB, cfg master.Config, opts ...sim.Option) (*master.Master, *tamperLink, *sim.Device, *syncBuffer) {
+func startTampered(t testing.TB, cfg master.Config, opts ...sim.Option) (*master.Master, *tamperLink, *sim.Device, *testsupport.SyncBuffer) {
 	t.Helper()
 	devs, err := sim.ParseDevices([]string{"EK1100", "EL4132"})
 	if err != nil {
@@ -204,7 +187,7 @@ func startTampered(t testing.TB, cfg master.Config, opts ...sim.Option) (*master
 	done := make(chan struct{})
 	go func() { _ = seg.Serve(ctx, b); close(done) }()
 	tl := &tamperLink{Link: a}
-	logs := &syncBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	m, err := master.New(tl, &cfg)
 	if err != nil {
@@ -307,29 +290,15 @@ func TestSDOEmergencyBeforeAnswer(t *testing.T) {
 	}
 }
 
-// mailboxCapture is a real master's mailbox conversation with an EL3004.
-const mailboxCapture = "../testdata/real-hw/captures/ethercrab-ek1914-el3004-mailbox.pcapng"
-
-// captureAnswers returns the data of the EL3004's mailbox answers in the
-// real capture (answered reads of its send mailbox at 0x1080).
+// captureAnswers returns the data of the EL3004's mailbox answers in a
+// real master's mailbox conversation with it (answered reads of its send
+// mailbox at 0x1080).
 func captureAnswers(tb testing.TB) [][]byte {
 	tb.Helper()
-	pkts, err := pcapng.ReadFile(mailboxCapture)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var out [][]byte
-	for _, p := range pkts {
-		var f wire.Frame
-		if f.Decode(p.Data) != nil {
-			continue
-		}
-		it := f.Datagrams()
-		var d wire.Datagram
-		for it.Next(&d) {
-			if d.Command == wire.FPRD && d.ADO() == 0x1080 && d.WKC == 1 {
-				out = append(out, bytes.Clone(d.Data))
-			}
+	for _, d := range capture.Datagrams(tb, "ethercrab-ek1914-el3004-mailbox") {
+		if d.Command == wire.FPRD && d.ADO() == 0x1080 && d.WKC == 1 {
+			out = append(out, bytes.Clone(d.Data))
 		}
 	}
 	return out

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ecagent/ecagent/internal/simbus"
+	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/coe"
 	"github.com/ecagent/ecagent/master/esc"

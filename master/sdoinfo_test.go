@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ecagent/ecagent/internal/simbus"
+	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/coe"
 )

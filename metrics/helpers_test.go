@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"flag"
 	"math"
 	"testing"
 	"time"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/ecagent/ecagent/shm"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 const (
 	testTarget = time.Millisecond

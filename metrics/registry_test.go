@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/ecagent/ecagent/busstate"
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/master/cia402/state"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/shm"
@@ -116,7 +117,7 @@ func TestGoldenExposition(t *testing.T) {
 	r := newTestRegistry(t, testOptions())
 	populate(t, r)
 	golden := filepath.Join("testdata", "exposition.golden")
-	if *update {
+	if testsupport.Update() {
 		text, err := testutil.GatherAndFormat(r.Gatherer(), expfmt.TypeTextPlain, goldenFamilies()...)
 		if err != nil {
 			t.Fatalf("GatherAndFormat: %v", err)
@@ -299,18 +300,7 @@ func TestWindowCapacity(t *testing.T) {
 func TestSeriesMarkdown(t *testing.T) {
 	golden := filepath.Join("testdata", "series.md")
 	got := SeriesMarkdown()
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("SeriesMarkdown differs from %s (run with -update if intended)", golden)
-	}
+	testsupport.Golden(t, golden, []byte(got))
 	if n := strings.Count(got, "\n| `ecagent_"); n != len(Documented()) {
 		t.Errorf("table has %d rows, want %d", n, len(Documented()))
 	}

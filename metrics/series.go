@@ -159,7 +159,15 @@ func Documented() []Series {
 	for _, c := range counterTable() {
 		out = append(out, Series{Name: c.Name, Type: TypeCounter, Help: c.Help})
 	}
-	return append(out, []Series{
+	for _, group := range [][]Series{busSeries(), devicesSeries(), processSeries(), setupSeries()} {
+		out = append(out, group...)
+	}
+	return out
+}
+
+// busSeries documents the families of the segment and its slaves: the configuration, the scan and the state model.
+func busSeries() []Series {
+	return []Series{
 		{Name: nameTarget, Type: TypeGauge, Help: "Configured (target) cycle period."},
 		{Name: nameExpectedWKC, Type: TypeGauge, Help: "Working counter the bus configuration expects of the cyclic frame.",
 			Conditional: "after the first cycle sample"},
@@ -191,7 +199,12 @@ func Documented() []Series {
 		{Name: nameSlaveESCErrors, Type: TypeGauge, Labels: []string{labelPosition, labelName, labelCounter},
 			Help:        "ESC error counter of a slave not tied to a port (registers 0x030C-0x030D; saturates at 255): processing_unit or pdi.",
 			Conditional: "once the agent read the slaves' error counters"},
+	}
+}
 
+// devicesSeries documents the families of distributed clocks and the devices' own reports (CoE emergencies, CiA 402 drives).
+func devicesSeries() []Series {
+	return []Series{
 		{Name: nameDCEnabled, Type: TypeGauge, Help: "1 when distributed clocks are configured on the segment, 0 otherwise."},
 		{Name: nameDCReference, Type: TypeGauge, Help: "Position of the slave whose clock is the distributed-clock reference; -1 when distributed clocks are off."},
 		{Name: nameDCSync0Cycle, Type: TypeGauge, Help: "SYNC0 cycle time the slaves are configured with; 0 when distributed clocks are off."},
@@ -213,7 +226,12 @@ func Documented() []Series {
 		{Name: nameDriveErrorCode, Type: TypeGauge, Labels: []string{labelPosition, labelName},
 			Help:        "Error code (object 0x603F) of a CiA 402 drive in fault; 0 when it is not in fault.",
 			Conditional: "once a CiA 402 drive reported its state"},
+	}
+}
 
+// processSeries documents the families of the bus events, the frames discarded, the cycle process and the host.
+func processSeries() []Series {
+	return []Series{
 		{Name: nameBusEvents, Type: TypeCounter, Labels: []string{labelKind, labelPosition, labelName},
 			Help: "Events of the bus by kind (slave-lost, slave-found, slave-reconnected, slave-refused, al-error, " +
 				"al-acknowledged, recovery-failed, bus-alarm, bus-alarm-changed, bus-alarm-cleared, link-down, link-up, cycle-died, cycle-restarted, …) " +
@@ -234,7 +252,12 @@ func Documented() []Series {
 			Conditional: "when the cycle is pinned to a CPU; from the first scrape at which /proc/stat has advanced"},
 		{Name: nameCollectorOK, Type: TypeGauge, Labels: []string{labelColl},
 			Help: "1 if the collector (host_cpu, cycle_process) could read its source at this scrape, 0 if not."},
+	}
+}
 
+// setupSeries documents the families of the host's real-time settings and checks, the maintenance socket and the build.
+func setupSeries() []Series {
+	return []Series{
 		{Name: nameRTSetting, Type: TypeGauge, Labels: []string{labelSetting},
 			Help:        "Real-time setting of the cycle process: 1 applied, 0 refused by the host.",
 			Conditional: "for settings the configuration asks for, once the cycle process reported them"},
@@ -247,7 +270,7 @@ func Documented() []Series {
 			Conditional: "once the agent ran the host checks"},
 		{Name: nameBuildInfo, Type: TypeGauge, Labels: []string{"version", "revision", "branch", "goversion", "goos", "goarch", "tags"},
 			Help: "A metric with a constant '1' value labeled by version, revision, branch, goversion from which ecagent was built, and the goos and goarch for the build."},
-	}...)
+	}
 }
 
 // helpOf returns the help text of a documented family; it panics on an

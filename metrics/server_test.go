@@ -23,11 +23,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/internal/leakcheck"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/ecagent/ecagent/internal/testsupport/leakcheck"
 )
 
 // runningServer is a Server serving a populated registry in the

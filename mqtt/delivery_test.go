@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/mqtt/walfile"
 )
@@ -259,7 +260,7 @@ func TestPublisherPassword(t *testing.T) {
 // write-ahead log holds nothing.
 func TestPublisherBufferFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "outbox")
-	unreachable := fmt.Sprintf("tcp://127.0.0.1:%d", mqtttest.FreePort(t))
+	unreachable := fmt.Sprintf("tcp://127.0.0.1:%d", testsupport.FreePort(t))
 	rules := Rules{Interval: 10 * time.Millisecond}
 	p, _, _ := newTestPublisher(t, Config{Broker: unreachable, QoS: 1, Root: "ecagent/spool/a", Rules: rules, BufferFile: file, Timeout: 200 * time.Millisecond})
 	time.Sleep(200 * time.Millisecond)

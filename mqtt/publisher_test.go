@@ -10,7 +10,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/ecagent/ecagent/internal/leakcheck"
+	"github.com/ecagent/ecagent/internal/testsupport/leakcheck"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/metrics/stats"
 	"github.com/ecagent/ecagent/mqtt/mqtttest"

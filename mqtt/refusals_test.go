@@ -1,34 +1,15 @@
 package mqtt
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/mqtt/sparkplug"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the logger's concurrent use.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestRefusalFlood floods a publisher whose writes are off with 100 000
 // writes, as a misbehaving client would (issue 18: 10 000/s made 21.5 MB
@@ -41,7 +22,7 @@ func TestRefusalFlood(t *testing.T) {
 	for _, scheme := range []Scheme{SchemeJSON, SchemeSparkplug} {
 		const n, burst = 100_000, 5
 		name := map[Scheme]string{SchemeJSON: "json", SchemeSparkplug: "sparkplug"}[scheme]
-		var logged lockedBuffer
+		var logged testsupport.SyncBuffer
 		h := newCommandHarness(t, scheme, false)
 		p, err := New(Config{Broker: "tcp://127.0.0.1:1", Scheme: scheme, Root: harnessRoot, Group: harnessGroup, Node: harnessNode,
 			Rules: h.p.cfg.Rules, Buffer: 2 * n, Logger: slog.New(slog.NewTextHandler(&logged, nil)),

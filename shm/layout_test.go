@@ -2,7 +2,6 @@ package shm
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,9 +10,9 @@ import (
 	"testing"
 	"time"
 	"unsafe"
-)
 
-var update = flag.Bool("update", false, "write testdata/layout-v<LayoutVersion>.golden if it does not exist yet")
+	"github.com/ecagent/ecagent/internal/testsupport"
+)
 
 func TestLayoutValidate(t *testing.T) {
 	ok := smallLayout()
@@ -202,18 +201,8 @@ func TestLayoutAgreement(t *testing.T) {
 func TestGoldenLayout(t *testing.T) {
 	got := describeLayout(t)
 	path := filepath.Join("testdata", fmt.Sprintf("layout-v%d.golden", LayoutVersion))
-	want, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) && *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", path)
-		return
-	}
-	if err != nil {
-		t.Fatalf("%v (run go test -run TestGoldenLayout -update to write it)", err)
-	}
-	if string(want) != got {
+	want, same := testsupport.GoldenOnce(t, path, []byte(got))
+	if !same {
 		t.Fatalf("the segment layout changed, but LayoutVersion is still %d.\n"+
 			"Bump LayoutVersion in layout.go and run go test -run TestGoldenLayout -update "+
 			"to write %s; an old binary must not attach to a new segment.\n--- %s\n%s\n--- now\n%s",

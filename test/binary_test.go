@@ -1,7 +1,6 @@
 package test
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 var (
@@ -63,7 +64,7 @@ func cycleBinary(t *testing.T) string {
 func startSim(t *testing.T, w wire, devices string, extra ...string) *exec.Cmd {
 	t.Helper()
 	bin := ecagentBinary(t)
-	var stderr lockedBuffer // written by exec's copying goroutine, read here
+	var stderr testsupport.SyncBuffer // written by exec's copying goroutine, read here
 	args := append([]string{"netns", "exec", w.NS, bin, "sim", "--iface", w.SimEnd, "--devices", devices, "--priority", "70"}, extra...)
 	cmd := exec.Command("ip", args...)
 	cmd.Stderr = &stderr
@@ -86,25 +87,6 @@ func startSim(t *testing.T, w wire, devices string, extra ...string) *exec.Cmd {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return cmd
-}
-
-// lockedBuffer is a bytes.Buffer that one goroutine may write while
-// another reads it: the stderr of a process the test watches.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestScanCommandOverVeth(t *testing.T) {

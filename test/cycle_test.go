@@ -14,20 +14,9 @@ import (
 const cycles = 10_000
 
 func TestReferenceSetOverVeth(t *testing.T) {
-	w := newWire(t, "ref")
-	devs, err := sim.ParseDevices(referenceSet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seg := simOnWire(t, w, devs)
+	w, _, seg := referenceOnWire(t, "ref")
 	pcap, stopCapture := capture(t, w.MasterEnd)
-	m := masterOnWire(t, w)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := m.BringUp(ctx); err != nil {
-		t.Fatalf("bring-up: %v", err)
-	}
-	checkAllOp(t, m)
+	m := masterInOP(t, w)
 	runCycles(t, m, seg)
 	stopCapture()
 	frames, datagrams := checkDissector(t, pcap)
@@ -49,13 +38,7 @@ func TestRealSIIImagesOverVeth(t *testing.T) {
 		t.Fatal(err)
 	}
 	seg := simOnWire(t, w, devs)
-	m := masterOnWire(t, w)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := m.BringUp(ctx); err != nil {
-		t.Fatalf("bring-up: %v", err)
-	}
-	checkAllOp(t, m)
+	m := masterInOP(t, w)
 	wantOut := []int{0, 4, 8, 16}
 	for i, s := range m.Slaves() {
 		if s.OutputBits != wantOut[i] {
@@ -63,6 +46,20 @@ func TestRealSIIImagesOverVeth(t *testing.T) {
 		}
 	}
 	runCycles(t, m, seg)
+}
+
+// masterInOP opens the master's end of w and brings the segment to OP
+// within a minute.
+func masterInOP(t *testing.T, w wire) *master.Master {
+	t.Helper()
+	m := masterOnWire(t, w)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.BringUp(ctx); err != nil {
+		t.Fatalf("bring-up: %v", err)
+	}
+	checkAllOp(t, m)
+	return m
 }
 
 func checkAllOp(t *testing.T, m *master.Master) {

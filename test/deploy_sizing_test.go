@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // Fleet sizing budgets of one agent on the reference segment (7 slaves),
@@ -28,7 +30,7 @@ const (
 // interval. `go test ./test -run TestFleetSizing -v` prints the figures
 // the README quotes.
 func TestFleetSizing(t *testing.T) {
-	addr := freePort(t)
+	addr := testsupport.FreeAddr(t)
 	shm := fmt.Sprintf("/dev/shm/ecagent-sizing-%d.shm", os.Getpid())
 	cmd := exec.Command(ecagentBinary(t), "run", "--cycle.shm", shm, "--status.interval", "0",
 		"--metrics.listen", addr, "--metrics.window", "1s", "--mqtt.embedded", "127.0.0.1:0")

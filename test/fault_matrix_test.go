@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/mqtt/sparkplug"
 )
 
@@ -77,7 +78,7 @@ func TestFaultMatrix(t *testing.T) {
 		t.Run(scheme, func(t *testing.T) {
 			r := newFaultRig(t, referenceSet, "--mqtt.scheme", scheme, "--mqtt.interval", "50ms")
 			brokerAddr := r.a.loggedAddr(t, "embedded MQTT broker", 10*time.Second)
-			inbox, _ := pahoSub(t, "tcp://"+brokerAddr, "matrix-"+scheme, "#", false)
+			inbox, _ := mqtttest.Subscribe(t, "tcp://"+brokerAddr, "matrix-"+scheme, "#", false)
 			for _, row := range faultRows() {
 				t.Run(row.name, func(t *testing.T) {
 					r.begin(t)
@@ -86,7 +87,7 @@ func TestFaultMatrix(t *testing.T) {
 						positions = append(positions, pos)
 					}
 					r.repairOnFailure(t, positions...)
-					from := inbox.len()
+					from := inbox.Len()
 					during := row.inject(t, r)
 					if row.over != nil && row.over(during) {
 						t.Logf("the fault was over before the test could look (the host held the test up): its state during it not checked")
@@ -111,7 +112,7 @@ func TestFaultMatrix(t *testing.T) {
 					} else {
 						checkSparkplugDeaths(t, inbox, from, &row)
 					}
-					cleared := inbox.len() // checkSparkplugBirths looks back to the deaths
+					cleared := inbox.Len() // checkSparkplugBirths looks back to the deaths
 					row.clear(t, r)
 					r.waitHealthy(t, 8*time.Second)
 					// Healthy again, the host can still lose a streak of
@@ -315,14 +316,14 @@ func slaveTopic(pos int) string { return fmt.Sprintf("%s-%d", referenceSet[pos],
 // is not good has a pd message saying so (stale with stale_since, or
 // invalid), no pd of it says good after that, and the retained state
 // topic says not ready with the same words as /readyz.
-func checkJSON(t *testing.T, in *mqttInbox, from int, row *matrixRow) {
+func checkJSON(t *testing.T, in *mqtttest.Inbox, from int, row *matrixRow) {
 	t.Helper()
 	for pos := range referenceSet {
 		w := row.want(pos)
 		if w.quality == "good" || len(simSignals(pos)) == 0 {
 			continue
 		}
-		m := in.waitFrom(t, from, "/pd/"+slaveTopic(pos), 5*time.Second, func(m mqttMessage) bool {
+		m := in.WaitFrom(t, from, "/pd/"+slaveTopic(pos), 5*time.Second, func(m mqtttest.Message) bool {
 			var q pdQuality
 			return json.Unmarshal(m.Payload, &q) == nil && q.Quality != "good"
 		})
@@ -338,7 +339,7 @@ func checkJSON(t *testing.T, in *mqttInbox, from int, row *matrixRow) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		var says []string
-		for _, m := range in.all()[from:] {
+		for _, m := range in.All()[from:] {
 			var s stateMsg
 			if strings.HasSuffix(m.Topic, "/state") && json.Unmarshal(m.Payload, &s) == nil && !s.Ready {
 				if strings.Contains(s.Why, row.ready) {
@@ -359,16 +360,16 @@ func checkJSON(t *testing.T, in *mqttInbox, from int, row *matrixRow) {
 // slave whose data was not good says good again, and the last state
 // message says ready (messages from the start of the row on: the cycle
 // row recovers by itself, before the fault is "cleared").
-func checkJSONRecovered(t *testing.T, in *mqttInbox, from int, row *matrixRow) {
+func checkJSONRecovered(t *testing.T, in *mqtttest.Inbox, from int, row *matrixRow) {
 	t.Helper()
-	last := func(suffix string) (mqttMessage, bool) {
-		all := in.all()
+	last := func(suffix string) (mqtttest.Message, bool) {
+		all := in.All()
 		for i := len(all) - 1; i >= from; i-- {
 			if strings.HasSuffix(all[i].Topic, suffix) {
 				return all[i], true
 			}
 		}
-		return mqttMessage{}, false
+		return mqtttest.Message{}, false
 	}
 	var wait []string
 	for pos := range referenceSet {
@@ -408,17 +409,17 @@ func simSignals(pos int) []string {
 
 // checkSparkplugDeaths checks that each device the row names got a DDEATH
 // during the fault, and that none of them had a DDATA after its DDEATH.
-func checkSparkplugDeaths(t *testing.T, in *mqttInbox, from int, row *matrixRow) {
+func checkSparkplugDeaths(t *testing.T, in *mqtttest.Inbox, from int, row *matrixRow) {
 	t.Helper()
 	for _, pos := range row.sparkplugDeath {
-		in.waitFrom(t, from, "/DDEATH/"+nodeAndDevice(in, slaveTopic(pos)), 5*time.Second, nil)
+		in.WaitFrom(t, from, "/DDEATH/"+nodeAndDevice(in, slaveTopic(pos)), 5*time.Second, nil)
 	}
 	for pos := range referenceSet {
 		if row.want(pos).quality != "stale" || len(simSignals(pos)) == 0 || slices.Contains(row.sparkplugDeath, pos) {
 			continue
 		}
 		// Answering but stale: one DDATA carrying the stale quality.
-		in.waitFrom(t, from, "/DDATA/"+nodeAndDevice(in, slaveTopic(pos)), 5*time.Second, func(m mqttMessage) bool {
+		in.WaitFrom(t, from, "/DDATA/"+nodeAndDevice(in, slaveTopic(pos)), 5*time.Second, func(m mqtttest.Message) bool {
 			return sparkplugQuality(m.Payload) == sparkplug.QualityStale
 		})
 	}
@@ -426,19 +427,19 @@ func checkSparkplugDeaths(t *testing.T, in *mqttInbox, from int, row *matrixRow)
 
 // checkSparkplugBirths checks that each device that died got a DBIRTH
 // after the fault cleared, before any DDATA of it.
-func checkSparkplugBirths(t *testing.T, in *mqttInbox, from int, row *matrixRow) {
+func checkSparkplugBirths(t *testing.T, in *mqtttest.Inbox, from int, row *matrixRow) {
 	t.Helper()
 	for _, pos := range row.sparkplugDeath {
 		dev := nodeAndDevice(in, slaveTopic(pos))
 		// From its death on (the cycle row's device is born again before
 		// the fault is "cleared").
 		after := from
-		for i, m := range in.all()[:from] {
+		for i, m := range in.All()[:from] {
 			if strings.HasSuffix(m.Topic, "/DDEATH/"+dev) {
 				after = i + 1
 			}
 		}
-		m := in.waitFrom(t, after, "/"+dev, 8*time.Second, func(m mqttMessage) bool {
+		m := in.WaitFrom(t, after, "/"+dev, 8*time.Second, func(m mqtttest.Message) bool {
 			return strings.Contains(m.Topic, "/DBIRTH/") || strings.Contains(m.Topic, "/DDATA/")
 		})
 		if !strings.Contains(m.Topic, "/DBIRTH/") {
@@ -449,8 +450,8 @@ func checkSparkplugBirths(t *testing.T, in *mqttInbox, from int, row *matrixRow)
 
 // nodeAndDevice returns "<node>/<device>" of a Sparkplug device topic seen
 // so far (the node id is the agent's).
-func nodeAndDevice(in *mqttInbox, device string) string {
-	for _, m := range in.all() {
+func nodeAndDevice(in *mqtttest.Inbox, device string) string {
+	for _, m := range in.All() {
 		parts := strings.Split(m.Topic, "/")
 		if len(parts) == 5 && parts[0] == "spBv1.0" && parts[4] == device {
 			return parts[3] + "/" + device

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ecagent/ecagent/dashboards"
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/metrics"
 )
 
@@ -28,12 +29,12 @@ func startFleetAgent(t *testing.T, tag string, extra ...string) (addr string, a 
 	w := newWire(t, tag)
 	// Every 20th answer 3 ms late once the test sends SIGUSR1: lost frames.
 	simProc := startSim(t, w, strings.Join(referenceSet, ","), "--delay", "3ms", "--delay-every", "20", "--delay-on-signal")
-	addr = freePort(t)
+	addr = testsupport.FreeAddr(t)
 	args := append([]string{"--bus.interface", w.MasterEnd,
 		"--cycle.shm", fmt.Sprintf("/dev/shm/ecagent-%s-%d.shm", tag, os.Getpid()),
 		"--cycle.core", "1", "--status.interval", "0",
 		"--metrics.listen", addr, "--metrics.window", "1s",
-		"--mqtt.embedded", freePort(t)}, extra...)
+		"--mqtt.embedded", testsupport.FreeAddr(t)}, extra...)
 	a = startAgent(t, args...)
 	a.sim = simProc
 	t.Cleanup(func() {
@@ -102,14 +103,7 @@ func TestDashboardsQueryWhatTheAgentExports(t *testing.T) {
 	}
 
 	for _, d := range dashboards.All() {
-		b, err := os.ReadFile(filepath.Join("..", "deploy", "grafana", "dashboards", d.File))
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs, err := dashboards.Queries(b)
-		if err != nil {
-			t.Fatal(err)
-		}
+		qs := committedQueries(t, d.File)
 		n := 0
 		for _, q := range qs {
 			names, err := dashboards.SelectedMetrics(q.Expr)
@@ -205,16 +199,26 @@ func findPromtool() string {
 // scrapeText fetches /metrics in the text format, unparsed.
 func scrapeText(t *testing.T, addr string) string {
 	t.Helper()
-	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
-	req.Header.Set("Accept", "text/plain; version=0.0.4")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := getMetrics(t, addr)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /metrics: %s, %v", resp.Status, err)
 	}
 	return string(b)
+}
+
+// committedQueries returns the queries of the committed dashboard file
+// (deploy/grafana/dashboards).
+func committedQueries(t *testing.T, file string) []dashboards.Query {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "grafana", "dashboards", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := dashboards.Queries(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qs
 }

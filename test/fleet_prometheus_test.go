@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ecagent/ecagent/dashboards"
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // nativeBucketGrowth is the width ratio of one native bucket at the
@@ -86,7 +87,7 @@ scrape_configs:
     static_configs:
       - targets: [%q]
 `, native, addr))
-	web := freePort(t)
+	web := testsupport.FreeAddr(t)
 	cmd := exec.Command(promBin, append(flags, "--config.file", filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path", filepath.Join(dir, "data"), "--web.listen-address", web)...)
 	logf, err := os.Create(filepath.Join(dir, "prometheus.log"))
@@ -109,7 +110,7 @@ scrape_configs:
 	api := "http://" + web
 
 	// Native histograms arrive (the protobuf scrape negotiated).
-	waitFor(t, 30*time.Second, "a native jitter histogram in Prometheus", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "a native jitter histogram in Prometheus", func() bool {
 		v, ok, _ := query(api, `histogram_count(sum(rate(ecagent_cycle_jitter_seconds[10s])))`)
 		return ok && v > 500 // cycles per second
 	})
@@ -156,7 +157,7 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	delayed := time.Now()
-	waitFor(t, 60*time.Second, lostAlert+" firing", func() bool { return alertState(t, api, lostAlert) == "firing" })
+	testsupport.WaitFor(t, 60*time.Second, lostAlert+" firing", func() bool { return alertState(t, api, lostAlert) == "firing" })
 	time.Sleep(3 * time.Second)
 	lost, _ := queryScalar(t, api, `sum(rate(ecagent_lost_frames_total[3s]))`)
 	t.Logf("%s firing %.1f s after the simulator started delaying answers (state before: %q, %.0f frames lost in the 20 s before; now %.0f lost frames/s)",
@@ -176,7 +177,7 @@ scrape_configs:
 	stop := stealCore(t, 1, 90, 3*time.Millisecond, 6*time.Millisecond)
 	defer stop()
 	injected := time.Now()
-	waitFor(t, 90*time.Second, alert+" firing", func() bool { return alertState(t, api, alert) == "firing" })
+	testsupport.WaitFor(t, 90*time.Second, alert+" firing", func() bool { return alertState(t, api, alert) == "firing" })
 	p99, _ = queryScalar(t, api, `max(host:ecagent_cycle_jitter_seconds:p99_5m)`)
 	t.Logf("%s fired %.1f s after the disturbance started (recorded p99 %.1f µs); prometheus %d.x, whole test %.1f s",
 		alert, time.Since(injected).Seconds(), p99*1e6, major, time.Since(start).Seconds())
@@ -202,15 +203,7 @@ func checkDashboardQueries(t *testing.T, api string) {
 		"$site", site, "$host", host)
 	total, withData := 0, 0
 	for _, d := range dashboards.All() {
-		b, err := os.ReadFile(filepath.Join("..", "deploy", "grafana", "dashboards", d.File))
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs, err := dashboards.Queries(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, q := range qs {
+		for _, q := range committedQueries(t, d.File) {
 			var res struct {
 				Status string `json:"status"`
 				Error  string `json:"error"`
@@ -272,17 +265,6 @@ func write(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func waitFor(t *testing.T, within time.Duration, what string, done func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !done() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %v", what, within)
-		}
-		time.Sleep(500 * time.Millisecond)
 	}
 }
 

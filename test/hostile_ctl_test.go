@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
 
@@ -139,8 +140,8 @@ func TestSquattedMaintenanceSocket(t *testing.T) {
 
 	broker := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
 	root := "ecagent/plant/edge"
-	sub := mosquittoSub(t, broker.Port, root+"/events")
-	addr := freePort(t)
+	sub := mqtttest.MosquittoSub(t, broker.Port, root+"/events")
+	addr := testsupport.FreeAddr(t)
 	a := startAgent(t, "--cycle.shm", shm, "--status.interval", "300ms", "--metrics.listen", addr,
 		"--site", "plant", "--host", "edge", "--mqtt.broker", broker.URL(),
 		"--bus.timeout", "100ms") // a loaded CI host answers late
@@ -185,7 +186,7 @@ func TestSquattedMaintenanceSocket(t *testing.T) {
 		t.Errorf("agent status:\n%s", a.out())
 	}
 	// Last: waitFrom ends the test when the event does not come.
-	sub.waitFrom(t, 0, "/events", 10*time.Second, func(m mqttMessage) bool {
+	sub.WaitFrom(t, 0, "/events", 10*time.Second, func(m mqtttest.Message) bool {
 		return strings.Contains(string(m.Payload), `"kind":"note"`) && strings.Contains(string(m.Payload), "maintenance socket refused")
 	})
 }

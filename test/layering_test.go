@@ -67,8 +67,10 @@ var layers = []layer{
 	{pattern: "agent/sdnotify", allowed: nil, why: "the systemd protocol needs nothing of ours"},
 	{pattern: "agent/...", allowed: []string{"master/...", "cycle/...", "shm", "busstate", "metrics/...", "mqtt/...", "agent/..."},
 		why: "the agent wires everything below it together; nothing but commands import it"},
-	{pattern: "internal/simbus", allowed: []string{"master", "master/link", "master/sim"},
-		why: "a test helper that brings a simulated segment up behind a master"},
+	{pattern: "internal/testsupport", allowed: nil,
+		why: "the tests' shared helpers need the standard library only, so that any package's tests may use them"},
+	{pattern: "internal/testsupport/...", allowed: []string{"master", "master/link", "master/sim", "master/wire", "internal/pcapng"},
+		why: "test helpers that bring up a simulated bus or read real captures"},
 	{pattern: "internal/...", allowed: nil, why: "small helpers with no project dependencies"},
 	{pattern: "cmd/ecagent-cycle", allowed: []string{"cycle/...", "master/...", "shm", "internal/spsc", "internal/monotime", "internal/buildinfo"}, forbidden: []string{"master/sim"},
 		why: "the cycle program is the cycle process and nothing of the agent"},
@@ -165,6 +167,14 @@ func TestLayerRules(t *testing.T) {
 		{"agent", "mqtt", true},
 		{"agent", "cmd/ecagent", false},
 		{"cmd/ecagent", "agent", true},
+		{"internal/testsupport", "master", false},
+		{"internal/testsupport/capture", "master/wire", true},
+		{"internal/testsupport/capture", "internal/testsupport", true},
+		{"mqtt/mqtttest", "internal/testsupport", true},
+		{"master", "internal/testsupport", false},
+		{"agent", "internal/testsupport", false},
+		{"cmd/ecagent", "internal/testsupport", false},
+		{"cmd/ecagent", "internal/testsupport/capture", false},
 	}
 	for _, c := range cases {
 		rule, ok := ruleFor(c.pkg)
@@ -187,7 +197,14 @@ func ruleFor(p string) (layer, bool) {
 	return layer{}, false
 }
 
+// testOnly is the tree of test helpers: only tests and the test helper
+// packages of other trees (named …test, e.g. mqtt/mqtttest) may import it.
+const testOnly = "internal/testsupport/..."
+
 func allowedImport(rule layer, p, imp string) bool {
+	if match(testOnly, imp) && !match(testOnly, p) {
+		return strings.HasSuffix(path.Base(p), "test") // test helpers only in other test helpers
+	}
 	for _, f := range rule.forbidden {
 		if match(f, imp) {
 			return false

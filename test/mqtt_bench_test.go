@@ -3,10 +3,8 @@ package test
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -17,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
 
@@ -63,7 +62,7 @@ func BenchmarkMQTTReference128(b *testing.B) {
 	defer sub.Disconnect(0)
 	sub.Subscribe("ecagent/bench/+/pd/+", 1, nil).WaitTimeout(5 * time.Second)
 
-	addr := freePortB(b)
+	addr := testsupport.FreeAddr(b)
 	path := fmt.Sprintf("/dev/shm/ecagent-mqtt-bench-%d.shm", os.Getpid())
 	a := startAgentB(b, "--cycle.shm", path, "--status.interval", "0", "--metrics.listen", addr,
 		"--site", "bench", "--host", "edge", "--bus.devices", strings.Join(devices, ","),
@@ -108,8 +107,6 @@ func BenchmarkMQTTReference128(b *testing.B) {
 
 // The tests' helpers take a *testing.T; these take a benchmark.
 
-func freePortB(b *testing.B) string { return fmt.Sprintf("127.0.0.1:%d", mqtttest.FreePort(b)) }
-
 // startAgentB is startAgent for a benchmark: `ecagent run` with its output
 // in files.
 func startAgentB(b *testing.B, args ...string) *agentProc {
@@ -118,36 +115,14 @@ func startAgentB(b *testing.B, args ...string) *agentProc {
 	if buildErr != nil {
 		b.Fatalf("building ecagent: %v", buildErr)
 	}
-	dir := b.TempDir()
-	a := &agentProc{cmd: exec.Command(binary, append([]string{"run"}, args...)...),
-		stdout: filepath.Join(dir, "stdout"), stderr: filepath.Join(dir, "stderr")}
-	out, err := os.Create(a.stdout)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer out.Close()
-	errf, err := os.Create(a.stderr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer errf.Close()
-	a.cmd.Stdout, a.cmd.Stderr = out, errf
-	if err := a.cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	return a
+	return startWithFiles(b, exec.Command(binary, append([]string{"run"}, args...)...))
 }
 
 // scrapeB returns the value of every single-series family (the sum of
 // the series otherwise) of the agent's /metrics.
 func scrapeB(b *testing.B, addr string) map[string]float64 {
 	b.Helper()
-	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
-	req.Header.Set("Accept", "text/plain; version=0.0.4")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
+	resp := getMetrics(b, addr)
 	defer resp.Body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(resp.Body)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/mqtt/mqttconn"
 	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
@@ -31,12 +31,7 @@ import (
 //     status flips a bounded number of times (it used to flip at every
 //     connection of the other client).
 func TestMQTTCommandsRunOnceOrNotAtAll(t *testing.T) {
-	w := newWire(t, "mqc")
-	devs, err := sim.ParseDevices(referenceSet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simOnWire(t, w, devs)
+	w, devs, _ := referenceOnWire(t, "mqc")
 	broker := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
 	root := "ecagent/plant/edge"
 	pub := func(topic, payload string, retain bool) {
@@ -57,16 +52,16 @@ func TestMQTTCommandsRunOnceOrNotAtAll(t *testing.T) {
 			}
 		}
 	}
-	sub := mosquittoSub(t, broker.Port, root+"/#")
+	sub := mqtttest.MosquittoSub(t, broker.Port, root+"/#")
 
-	addr := freePort(t)
+	addr := testsupport.FreeAddr(t)
 	path := fmt.Sprintf("/dev/shm/ecagent-mqtt-cmd-%d.shm", os.Getpid())
 	a := startAgent(t, "--bus.interface", w.MasterEnd, "--cycle.shm", path, "--status.interval", "0",
 		"--metrics.listen", addr, "--site", "plant", "--host", "edge", "--mqtt.broker", broker.URL(),
 		"--mqtt.writes.enabled", "--mqtt.writes.allow", "EL2004-1/*")
 	t.Cleanup(func() { stopAgent(t, a); killOrphanCycle(t, path) })
 	a.waitLog(t, "cycle started", 30*time.Second)
-	sub.waitFrom(t, 0, "/events", 10*time.Second, func(m mqttMessage) bool {
+	sub.WaitFrom(t, 0, "/events", 10*time.Second, func(m mqtttest.Message) bool {
 		return strings.Contains(string(m.Payload), `"kind":"bus-attached"`)
 	})
 
@@ -80,8 +75,8 @@ func TestMQTTCommandsRunOnceOrNotAtAll(t *testing.T) {
 	// Another client keeps taking the agent's client id: the agent
 	// reconnects, and the broker delivers the stored true at each of its
 	// subscriptions.
-	flipsBefore := countStatus(sub.all(), "offline")
-	from := sub.len()
+	flipsBefore := countStatus(sub.All(), "offline")
+	from := sub.Len()
 	ctx, cancel := context.WithCancel(context.Background())
 	squatted := make(chan int)
 	go func() {
@@ -113,10 +108,10 @@ func TestMQTTCommandsRunOnceOrNotAtAll(t *testing.T) {
 	}
 	// The agent is back after its back-off (10 s at most) and says why it
 	// was away.
-	sub.waitFrom(t, from, "/events", 20*time.Second, func(m mqttMessage) bool {
+	sub.WaitFrom(t, from, "/events", 20*time.Second, func(m mqtttest.Message) bool {
 		return strings.Contains(string(m.Payload), `"kind":"session-takeover"`) && strings.Contains(string(m.Payload), `"client_id":"ecagent-plant-edge"`)
 	})
-	flips := countStatus(sub.all(), "offline") - flipsBefore
+	flips := countStatus(sub.All(), "offline") - flipsBefore
 	t.Logf("another client connected %d times in %v with the agent's client id; the agent's status went offline %d times", n, contested, flips)
 	if flips > 5 {
 		t.Errorf("the status went offline %d times in %v of contest, want at most 5 (3 to find the takeover, then one per back-off)", flips, contested)
@@ -126,7 +121,7 @@ func TestMQTTCommandsRunOnceOrNotAtAll(t *testing.T) {
 	// it came back was refused (the connections cut short by the other
 	// client ended before they subscribed); a live write after it runs,
 	// channel 4 stays off.
-	m := sub.waitFrom(t, from, "/events", 10*time.Second, func(m mqttMessage) bool {
+	m := sub.WaitFrom(t, from, "/events", 10*time.Second, func(m mqtttest.Message) bool {
 		return strings.Contains(string(m.Payload), `"kind":"command-rejected"`)
 	})
 	var ev map[string]any
@@ -142,7 +137,7 @@ func TestMQTTCommandsRunOnceOrNotAtAll(t *testing.T) {
 }
 
 // countStatus counts the status messages with payload.
-func countStatus(ms []mqttMessage, payload string) int {
+func countStatus(ms []mqtttest.Message, payload string) int {
 	n := 0
 	for _, m := range ms {
 		if strings.HasSuffix(m.Topic, "/status") && string(m.Payload) == payload {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
 
@@ -22,18 +22,13 @@ import (
 // writes from MQTT — the allowed ones reach the terminals, every other
 // one is refused with a reason and changes nothing.
 func TestMQTTJSONEndToEnd(t *testing.T) {
-	w := newWire(t, "mqj")
-	devs, err := sim.ParseDevices(referenceSet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simOnWire(t, w, devs)
+	w, devs, _ := referenceOnWire(t, "mqj")
 	broker := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
 	root := "ecagent/plant/edge"
-	sub := mosquittoSub(t, broker.Port, root+"/#")
+	sub := mqtttest.MosquittoSub(t, broker.Port, root+"/#")
 
 	const interval = 50 * time.Millisecond
-	addr := freePort(t)
+	addr := testsupport.FreeAddr(t)
 	path := fmt.Sprintf("/dev/shm/ecagent-mqtt-json-%d.shm", os.Getpid())
 	a := startAgent(t, "--bus.interface", w.MasterEnd, "--cycle.shm", path, "--status.interval", "0",
 		"--metrics.listen", addr, "--metrics.window", "1s", "--site", "plant", "--host", "edge",
@@ -42,11 +37,11 @@ func TestMQTTJSONEndToEnd(t *testing.T) {
 	t.Cleanup(func() { stopAgent(t, a); killOrphanCycle(t, path) })
 	a.waitLog(t, "cycle started", 30*time.Second)
 
-	if m := sub.waitFrom(t, 0, "/status", 10*time.Second, nil); string(m.Payload) != "online" {
+	if m := sub.WaitFrom(t, 0, "/status", 10*time.Second, nil); string(m.Payload) != "online" {
 		t.Errorf("status %q", m.Payload)
 	}
 	for _, name := range []string{"EK1100-0", "EL2004-1", "EL2004-2", "EL1014-3", "EL1014-4", "EL4132-5", "EK1110-6"} {
-		m := sub.waitFrom(t, 0, "/meta/"+name, 10*time.Second, nil)
+		m := sub.WaitFrom(t, 0, "/meta/"+name, 10*time.Second, nil)
 		var meta struct {
 			Slave   string           `json:"slave"`
 			Signals []map[string]any `json:"signals"`
@@ -60,11 +55,11 @@ func TestMQTTJSONEndToEnd(t *testing.T) {
 	// message whose snapshot was taken 2 ms after the change (a cycle and
 	// the simulator) carries it, and such a message arrives no later than
 	// one interval after the change.
-	sub.waitFrom(t, 0, "/pd/EL1014-3", 10*time.Second, nil)
-	from := sub.len()
+	sub.WaitFrom(t, 0, "/pd/EL1014-3", 10*time.Second, nil)
+	from := sub.Len()
 	devs[3].SetInputs([]byte{0b0101})
 	changed := time.Now()
-	first := sub.waitFrom(t, from, "/pd/EL1014-3", 5*time.Second, func(m mqttMessage) bool {
+	first := sub.WaitFrom(t, from, "/pd/EL1014-3", 5*time.Second, func(m mqtttest.Message) bool {
 		return decodePD(t, m).TS >= changed.Add(2*time.Millisecond).UnixMilli()
 	})
 	pd := decodePD(t, first)
@@ -94,9 +89,9 @@ func TestMQTTJSONEndToEnd(t *testing.T) {
 		{"EL2004-2/channel_1.output", "true", "not_writable"},
 	}
 	for _, r := range rejects {
-		from := sub.len()
+		from := sub.Len()
 		pub(r.topic, r.payload)
-		m := sub.waitFrom(t, from, "/events", 5*time.Second, func(m mqttMessage) bool {
+		m := sub.WaitFrom(t, from, "/events", 5*time.Second, func(m mqtttest.Message) bool {
 			return strings.Contains(string(m.Payload), "command-rejected")
 		})
 		var ev map[string]any
@@ -108,7 +103,7 @@ func TestMQTTJSONEndToEnd(t *testing.T) {
 	if out := devs[1].Outputs(); out[0] != 0 || devs[2].Outputs()[0] != 0 || devs[5].Outputs()[0] != 0 || devs[5].Outputs()[1] != 0 {
 		t.Fatalf("a refused write reached a terminal: EL2004 %x %x, EL4132 %x", out, devs[2].Outputs(), devs[5].Outputs())
 	}
-	from = sub.len()
+	from = sub.Len()
 	pub("EL2004-1/channel_2.output", "true")
 	pub("EL4132-5/ao_output_channel_1.analog_output", `{"value": 2.5}`)
 	deadline := time.Now().Add(5 * time.Second)
@@ -124,16 +119,16 @@ func TestMQTTJSONEndToEnd(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	sub.waitFrom(t, from, "/events", 5*time.Second, func(m mqttMessage) bool {
+	sub.WaitFrom(t, from, "/events", 5*time.Second, func(m mqtttest.Message) bool {
 		return strings.Contains(string(m.Payload), `"kind":"command-done"`) && strings.Contains(string(m.Payload), "analog_output")
 	})
-	sub.waitFrom(t, from, "/pd/EL4132-5", 5*time.Second, func(m mqttMessage) bool {
+	sub.WaitFrom(t, from, "/pd/EL4132-5", 5*time.Second, func(m mqtttest.Message) bool {
 		v, _ := decodePD(t, m).Values["ao_output_channel_1.analog_output"].(float64)
 		return math.Abs(v-2.5) < 0.001
 	})
 
 	// Statistics of the 1 s windows; the counters in Prometheus.
-	m := sub.waitFrom(t, 0, "/stats", 10*time.Second, nil)
+	m := sub.WaitFrom(t, 0, "/stats", 10*time.Second, nil)
 	var st struct {
 		Cycles int64              `json:"cycles"`
 		Jitter map[string]float64 `json:"jitter_ns"`
@@ -178,8 +173,8 @@ func TestMQTTJSONEndToEnd(t *testing.T) {
 
 	// A clean stop leaves the retained status offline.
 	stopAgent(t, a)
-	late := mosquittoSub(t, broker.Port, root+"/status")
-	if m := late.waitFrom(t, 0, "/status", 5*time.Second, nil); string(m.Payload) != "offline" {
+	late := mqtttest.MosquittoSub(t, broker.Port, root+"/status")
+	if m := late.WaitFrom(t, 0, "/status", 5*time.Second, nil); string(m.Payload) != "offline" {
 		t.Errorf("status after the agent stopped: %q", m.Payload)
 	}
 }

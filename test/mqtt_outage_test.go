@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
 
@@ -37,18 +38,18 @@ func TestMQTTBrokerOutage(t *testing.T) {
 	down := outage(t)
 	broker := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
 	root := "ecagent/plant/outage"
-	sub, subClient := pahoSub(t, broker.URL(), "outage-sub", root+"/#", true)
+	sub, subClient := mqtttest.Subscribe(t, broker.URL(), "outage-sub", root+"/#", true)
 	// 5 slaves with process data at 100 Hz: 500 messages/s; the bound
 	// holds a fifth of the outage.
 	bound := int(down.Seconds() * 500 / 5)
-	addr := freePort(t)
+	addr := testsupport.FreeAddr(t)
 	path := fmt.Sprintf("/dev/shm/ecagent-mqtt-outage-%d.shm", os.Getpid())
 	a := startAgent(t, "--cycle.shm", path, "--status.interval", "0", "--metrics.listen", addr, "--metrics.window", "1s",
 		"--site", "plant", "--host", "outage", "--mqtt.broker", broker.URL(), "--mqtt.interval", "10ms",
 		"--mqtt.buffer", fmt.Sprint(bound), "--mqtt.reconnectmax", "200ms")
 	t.Cleanup(func() { stopAgent(t, a); killOrphanCycle(t, path) })
 	a.waitLog(t, "cycle started", 30*time.Second)
-	sub.waitFrom(t, 0, "/pd/EL1014-3", 10*time.Second, nil)
+	sub.WaitFrom(t, 0, "/pd/EL1014-3", 10*time.Second, nil)
 
 	p99 := func() float64 { return windowStat(t, addr, "ecagent_cycle_jitter_window_seconds", "p99") }
 	var up, during []float64
@@ -83,11 +84,11 @@ func TestMQTTBrokerOutage(t *testing.T) {
 	// followed by no other would leave no gap in their seq. A refused
 	// write (writes are off) makes one more event now, so every dropped
 	// event shows as a gap; pd and stats keep flowing by themselves.
-	from := sub.len()
+	from := sub.Len()
 	if tok := subClient.Publish(root+"/set/EL2004-1/probe", 1, false, "1"); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
 		t.Fatalf("publish the probe write: %v", tok.Error())
 	}
-	sub.waitFrom(t, from, "/events", 10*time.Second, func(m mqttMessage) bool {
+	sub.WaitFrom(t, from, "/events", 10*time.Second, func(m mqtttest.Message) bool {
 		return strings.Contains(string(m.Payload), "command-rejected")
 	})
 	var after []float64 // the broker up again
@@ -101,8 +102,8 @@ func TestMQTTBrokerOutage(t *testing.T) {
 	stopAgent(t, a)
 	// Give the subscriber the rest; its session kept what came while it
 	// was reconnecting.
-	for prev := -1; sub.len() != prev; {
-		prev = sub.len()
+	for prev := -1; sub.Len() != prev; {
+		prev = sub.Len()
 		time.Sleep(500 * time.Millisecond)
 	}
 
@@ -110,7 +111,7 @@ func TestMQTTBrokerOutage(t *testing.T) {
 	seen := map[string]map[uint64]bool{}
 	var messages, duplicates, missing int
 	// Every pd, stats and events message carries its topic's seq.
-	for _, m := range sub.all() {
+	for _, m := range sub.All() {
 		if m.Topic == root+"/status" || m.Topic == root+"/state" || strings.HasPrefix(m.Topic, root+"/meta/") ||
 			strings.HasPrefix(m.Topic, root+"/set/") {
 			continue

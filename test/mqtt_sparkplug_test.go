@@ -22,8 +22,8 @@ import (
 // killed.
 func TestMQTTSparkplugEndToEnd(t *testing.T) {
 	broker := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
-	host, hostClient := pahoSub(t, broker.URL(), "scada", "spBv1.0/line3/#", false)
-	events, _ := pahoSub(t, broker.URL(), "events", "ecagent/plant/edge7/events", false)
+	host, hostClient := mqtttest.Subscribe(t, broker.URL(), "scada", "spBv1.0/line3/#", false)
+	events, _ := mqtttest.Subscribe(t, broker.URL(), "events", "ecagent/plant/edge7/events", false)
 	path := fmt.Sprintf("/dev/shm/ecagent-mqtt-sp-%d.shm", os.Getpid())
 	a := startAgent(t, "--cycle.shm", path, "--status.interval", "0", "--metrics.listen", "", "--metrics.window", "1s",
 		"--site", "plant", "--host", "edge7", "--mqtt.broker", broker.URL(), "--mqtt.scheme", "sparkplug",
@@ -31,16 +31,16 @@ func TestMQTTSparkplugEndToEnd(t *testing.T) {
 	t.Cleanup(func() { _ = a.cmd.Process.Kill(); _ = a.cmd.Wait(); killOrphanCycle(t, path) })
 	a.waitLog(t, "cycle started", 30*time.Second)
 
-	host.waitFrom(t, 0, "/NDATA/edge7", 10*time.Second, nil)
+	host.WaitFrom(t, 0, "/NDATA/edge7", 10*time.Second, nil)
 	// 5 slaves with process data at 100 Hz: seq wraps twice a second.
-	host.waitFrom(t, host.len(), "/DDATA/edge7/EL1014-4", 5*time.Second, nil)
+	host.WaitFrom(t, host.Len(), "/DDATA/edge7/EL1014-4", 5*time.Second, nil)
 	// Does not synchronise: lets seq wrap (twice) before the checks below.
 	time.Sleep(1200 * time.Millisecond)
 
 	dcmd := sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: uint64(time.Now().UnixMilli()),
 		Metrics: []sparkplug.Metric{{Name: "channel_1.output", DataType: sparkplug.Boolean, Bool: true}}})
 	hostClient.Publish(sparkplug.DeviceTopic("line3", sparkplug.DCMD, "edge7", "EL2004-1"), 0, false, dcmd).WaitTimeout(5 * time.Second)
-	m := events.waitFrom(t, 0, "/events", 5*time.Second, func(m mqttMessage) bool {
+	m := events.WaitFrom(t, 0, "/events", 5*time.Second, func(m mqtttest.Message) bool {
 		var ev map[string]any
 		return json.Unmarshal(m.Payload, &ev) == nil && ev["kind"] == "command-rejected"
 	})
@@ -55,13 +55,13 @@ func TestMQTTSparkplugEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = a.cmd.Wait()
-	death := host.waitFrom(t, 0, "/NDEATH/edge7", 10*time.Second, nil)
+	death := host.WaitFrom(t, 0, "/NDEATH/edge7", 10*time.Second, nil)
 
 	var births, data, ndata, wraps int
 	var bdSeq any
 	var seq uint64
 	born := map[string]bool{}
-	for i, msg := range host.all() {
+	for i, msg := range host.All() {
 		topic, ok := sparkplug.ParseTopic(msg.Topic)
 		if !ok {
 			t.Fatalf("not a Sparkplug topic: %s", msg.Topic)

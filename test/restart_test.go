@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -23,24 +24,32 @@ type agentProc struct {
 	sim            *exec.Cmd // the simulated segment it runs against, when the test keeps it
 }
 
+// startAgent starts `ecagent run` with args and its output in files.
 func startAgent(t *testing.T, args ...string) *agentProc {
 	t.Helper()
-	dir := t.TempDir()
-	a := &agentProc{cmd: exec.Command(ecagentBinary(t), append([]string{"run"}, args...)...),
-		stdout: filepath.Join(dir, "stdout"), stderr: filepath.Join(dir, "stderr")}
+	return startWithFiles(t, exec.Command(ecagentBinary(t), append([]string{"run"}, args...)...))
+}
+
+// startWithFiles starts cmd with its output in files of a temporary
+// folder (the cycle process inherits them and may outlive it; see
+// agentProc).
+func startWithFiles(tb testing.TB, cmd *exec.Cmd) *agentProc {
+	tb.Helper()
+	dir := tb.TempDir()
+	a := &agentProc{cmd: cmd, stdout: filepath.Join(dir, "stdout"), stderr: filepath.Join(dir, "stderr")}
 	out, err := os.Create(a.stdout)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer out.Close()
 	errf, err := os.Create(a.stderr)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer errf.Close()
-	a.cmd.Stdout, a.cmd.Stderr = out, errf
-	if err := a.cmd.Start(); err != nil {
-		t.Fatal(err)
+	cmd.Stdout, cmd.Stderr = out, errf
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
 	}
 	return a
 }
@@ -130,7 +139,7 @@ func TestAgentRestartKeepsTheCycle(t *testing.T) {
 	// The second agent serves metrics: the cycle's frame totals go on from
 	// where the cycle is, as a kernel's counters do across a restart of
 	// node_exporter, rather than starting again at 0.
-	addr := freePort(t)
+	addr := testsupport.FreeAddr(t)
 	args[len(args)-1] = addr
 	framesBefore, _ := seg.Heartbeat().Frames()
 	second := startAgent(t, args...)

@@ -2,7 +2,6 @@ package test
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -14,19 +13,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/metrics"
 )
-
-// freePort returns a loopback port nobody listens on right now.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // TestScrapeRunningAgent scrapes a running agent (cycle over a veth pair)
 // a few times, parses the exposition with Prometheus's text parser, and
@@ -35,7 +24,7 @@ func freePort(t *testing.T) string {
 func TestScrapeRunningAgent(t *testing.T) {
 	w := newWire(t, "scr")
 	startSim(t, w, strings.Join(referenceSet, ","))
-	addr := freePort(t)
+	addr := testsupport.FreeAddr(t)
 	path := fmt.Sprintf("/dev/shm/ecagent-scrape-%d.shm", os.Getpid())
 	a := startAgent(t, "--bus.interface", w.MasterEnd, "--cycle.shm", path, "--status.interval", "0",
 		"--metrics.listen", addr, "--metrics.window", "1s")
@@ -116,15 +105,23 @@ func TestScrapeRunningAgent(t *testing.T) {
 
 type dto = clientmodel.MetricFamily
 
-// scrape fetches /metrics in the text format and parses it.
-func scrape(t *testing.T, addr string) map[string]*dto {
-	t.Helper()
+// getMetrics fetches /metrics of the agent at addr in the text format;
+// the caller closes the body.
+func getMetrics(tb testing.TB, addr string) *http.Response {
+	tb.Helper()
 	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
 	req.Header.Set("Accept", "text/plain; version=0.0.4")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return resp
+}
+
+// scrape fetches /metrics in the text format and parses it.
+func scrape(t *testing.T, addr string) map[string]*dto {
+	t.Helper()
+	resp := getMetrics(t, addr)
 	defer resp.Body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(resp.Body)

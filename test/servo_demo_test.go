@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // TestServoDemo runs `ecagent run` with each ready-made servo
@@ -25,11 +27,11 @@ func TestServoDemo(t *testing.T) {
 		{"servo-cst-125us.yaml", 0.000125},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			addr := freePort(t)
+			addr := testsupport.FreeAddr(t)
 			path := fmt.Sprintf("/dev/shm/ecagent-servo-%d.shm", os.Getpid())
 			a := startAgent(t, "--config", "../deploy/examples/"+tc.file, "--cycle.shm", path,
 				"--status.interval", "0", "--metrics.listen", addr, "--metrics.window", "1s",
-				"--mqtt.embedded", freePort(t))
+				"--mqtt.embedded", testsupport.FreeAddr(t))
 			t.Cleanup(func() { _ = a.cmd.Process.Signal(syscall.SIGTERM); _ = a.cmd.Wait() })
 			a.waitLog(t, `state="operation enabled"`, 30*time.Second)
 			// The figures asserted below, once the cycle has observed enough.

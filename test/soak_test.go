@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // TestSoak runs the agent for SOAK_DURATION (default 1h) at SOAK_PERIOD
@@ -58,7 +60,7 @@ func TestSoak(t *testing.T) {
 	w := newWire(t, "sok")
 	sock := filepath.Join(t.TempDir(), "sim.sock")
 	startSim(t, w, strings.Join(referenceSet, ","), "--control", sock)
-	addr, broker := freePort(t), freePort(t)
+	addr, broker := testsupport.FreeAddr(t), testsupport.FreeAddr(t)
 	shmPath := fmt.Sprintf("/dev/shm/ecagent-soak-%d.shm", os.Getpid())
 	a := startAgent(t, "--bus.interface", w.MasterEnd, "--cycle.shm", shmPath, "--cycle.period", period.String(),
 		"--cycle.priority", "80", "--bus.timeout", "2ms", "--status.interval", "1m",

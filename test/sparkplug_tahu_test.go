@@ -68,19 +68,6 @@ func (v *violations) report(t *testing.T) {
 	t.Errorf("%s: %d distinct violations:%s", v.rule, len(ds), b.String())
 }
 
-// waitInbox waits until ok holds for what in has received.
-func waitInbox(t *testing.T, in *mqttInbox, within time.Duration, what string, ok func([]mqttMessage) bool) {
-	t.Helper()
-	deadline := time.After(within)
-	for !ok(in.all()) {
-		select {
-		case <-in.more:
-		case <-deadline:
-			t.Fatalf("not within %v: %s (%d messages)", within, what, in.len())
-		}
-	}
-}
-
 func metricLabel(m mqtttest.TahuMetric) string {
 	var parts []string
 	if m.Name != nil {
@@ -106,7 +93,7 @@ func metricLabel(m mqtttest.TahuMetric) string {
 func TestSparkplugTahuConformance(t *testing.T) {
 	tahu := mqtttest.NeedTahu(t)
 	broker := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
-	host, hostClient := pahoSub(t, broker.URL(), "scada-tahu", "spBv1.0/#", false)
+	host, hostClient := mqtttest.Subscribe(t, broker.URL(), "scada-tahu", "spBv1.0/#", false)
 	path := fmt.Sprintf("/dev/shm/ecagent-mqtt-tahu-%d.shm", os.Getpid())
 	a := startAgent(t, "--cycle.shm", path, "--status.interval", "0", "--metrics.listen", "", "--metrics.window", "1s",
 		"--site", "plant", "--host", "edge7", "--mqtt.broker", broker.URL(), "--mqtt.scheme", "sparkplug",
@@ -116,7 +103,7 @@ func TestSparkplugTahuConformance(t *testing.T) {
 
 	// Two closed windows (NDATA with the statistics' values) and enough
 	// messages for seq to wrap twice.
-	waitInbox(t, host, 30*time.Second, "two NDATA and 600 messages", func(ms []mqttMessage) bool {
+	host.Wait(t, 30*time.Second, "two NDATA and 600 messages", func(ms []mqtttest.Message) bool {
 		ndata := 0
 		for _, m := range ms {
 			if strings.Contains(m.Topic, "/NDATA/") {
@@ -127,23 +114,23 @@ func TestSparkplugTahuConformance(t *testing.T) {
 	})
 
 	// Rebirth: a new NBIRTH, the DBIRTHs, then data again.
-	from := host.len()
+	from := host.Len()
 	rebirth := sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: uint64(time.Now().UnixMilli()),
 		Metrics: []sparkplug.Metric{{Name: sparkplug.MetricRebirth, DataType: sparkplug.Boolean, Bool: true}}})
 	if tok := hostClient.Publish(sparkplug.NodeTopic("line3", sparkplug.NCMD, "edge7"), 0, false, rebirth); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
 		t.Fatalf("publishing the rebirth NCMD: %v", tok.Error())
 	}
-	reborn := host.waitFrom(t, from, "/NBIRTH/edge7", 10*time.Second, nil)
-	host.waitFrom(t, from, "/DDATA/edge7/EL1014-4", 10*time.Second, func(m mqttMessage) bool { return m.At.After(reborn.At) })
+	reborn := host.WaitFrom(t, from, "/NBIRTH/edge7", 10*time.Second, nil)
+	host.WaitFrom(t, from, "/DDATA/edge7/EL1014-4", 10*time.Second, func(m mqtttest.Message) bool { return m.At.After(reborn.At) })
 
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = a.cmd.Wait()
-	host.waitFrom(t, 0, "/NDEATH/edge7", 10*time.Second, nil)
+	host.WaitFrom(t, 0, "/NDEATH/edge7", 10*time.Second, nil)
 
 	var ms []tahuMessage
-	for i, m := range host.all() {
+	for i, m := range host.All() {
 		topic, ok := sparkplug.ParseTopic(m.Topic)
 		if !ok {
 			t.Fatalf("message #%d: not a Sparkplug topic: %s", i, m.Topic)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // unprivilegedUID is the user the test runs the agent as: not root, in no
@@ -70,7 +71,7 @@ func TestAgentRunsWithOnlyTheUnitsPrivileges(t *testing.T) {
 				t.Fatal(err)
 			}
 			shmPath := filepath.Join(runDir, "ecagent.shm")
-			addr := freePort(t)
+			addr := testsupport.FreeAddr(t)
 
 			memlock := reachableLimit(t, "RLIMIT_MEMLOCK", unix.RLIMIT_MEMLOCK, u.one(t, "Service.LimitMEMLOCK"))
 			rtprio := reachableLimit(t, "RLIMIT_RTPRIO", unix.RLIMIT_RTPRIO, tc.rtprio)
@@ -206,26 +207,10 @@ func binaryForAnyUser(t *testing.T) string {
 // PATH alone unless cmd.Env is set.
 func startProcess(t *testing.T, cmd *exec.Cmd) *agentProc {
 	t.Helper()
-	dir := t.TempDir()
-	a := &agentProc{cmd: cmd, stdout: filepath.Join(dir, "stdout"), stderr: filepath.Join(dir, "stderr")}
-	out, err := os.Create(a.stdout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	errf, err := os.Create(a.stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer errf.Close()
-	cmd.Stdout, cmd.Stderr = out, errf
 	if cmd.Env == nil {
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return startWithFiles(t, cmd)
 }
 
 func closed(c <-chan struct{}) bool {

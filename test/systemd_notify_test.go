@@ -2,71 +2,16 @@ package test
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
-
-// notifyListener is the socket systemd listens on for a Type=notify
-// service.
-type notifyListener struct {
-	conn *net.UnixConn
-	path string
-}
-
-func listenNotify(t *testing.T) *notifyListener {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "notify")
-	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return &notifyListener{conn: c, path: path}
-}
-
-// collect returns every notification that arrives within d.
-func (l *notifyListener) collect(d time.Duration) []string {
-	var got []string
-	end := time.Now().Add(d)
-	buf := make([]byte, 4096)
-	for {
-		_ = l.conn.SetReadDeadline(end)
-		n, err := l.conn.Read(buf)
-		if err != nil {
-			return got
-		}
-		got = append(got, string(buf[:n]))
-	}
-}
-
-// waitFor returns the first notification starting with prefix within d,
-// and everything received before it.
-func (l *notifyListener) waitFor(t *testing.T, prefix string, d time.Duration) (string, []string) {
-	t.Helper()
-	var before []string
-	end := time.Now().Add(d)
-	buf := make([]byte, 4096)
-	for {
-		_ = l.conn.SetReadDeadline(end)
-		n, err := l.conn.Read(buf)
-		if err != nil {
-			t.Fatalf("no %q notification within %v (received %q)", prefix, d, before)
-		}
-		msg := string(buf[:n])
-		if strings.HasPrefix(msg, prefix) {
-			return msg, before
-		}
-		before = append(before, msg)
-	}
-}
 
 func count(msgs []string, s string) int {
 	n := 0
@@ -85,10 +30,10 @@ func count(msgs []string, s string) int {
 // (SIGSTOP: alive, but its heartbeat goes stale), feeding again once it
 // runs, and STOPPING=1 on SIGTERM.
 func TestAgentNotifiesSystemd(t *testing.T) {
-	l := listenNotify(t)
+	l := testsupport.NewNotifySocket(t)
 	shmPath := fmt.Sprintf("/dev/shm/ecagent-notify-%d.shm", os.Getpid())
 	cmd := exec.Command(ecagentBinary(t), "run", "--cycle.shm", shmPath, "--status.interval", "0", "--metrics.listen", "")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "NOTIFY_SOCKET=" + l.path, "WATCHDOG_USEC=1000000"}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "NOTIFY_SOCKET=" + l.Path, "WATCHDOG_USEC=1000000"}
 	a := startProcess(t, cmd)
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
@@ -104,7 +49,7 @@ func TestAgentNotifiesSystemd(t *testing.T) {
 		}
 	})
 
-	ready, before := l.waitFor(t, "READY=1", 60*time.Second)
+	ready, before := l.WaitFor(t, "READY=1", 60*time.Second)
 	if len(before) != 0 || !strings.Contains(ready, "\nSTATUS=cycling: 7 slaves") {
 		t.Errorf("first notification %q (after %q), want READY=1 with the cycle's status", ready, before)
 	}
@@ -114,26 +59,26 @@ func TestAgentNotifiesSystemd(t *testing.T) {
 	}
 	cyclePID = info.CyclePID
 
-	if got := l.collect(2 * time.Second); count(got, "WATCHDOG=1") < 3 {
+	if got := l.Collect(2 * time.Second); count(got, "WATCHDOG=1") < 3 {
 		t.Errorf("while cycling, 2 s brought %q; want WATCHDOG=1 every 0.5 s", got)
 	}
 
 	if err := syscall.Kill(cyclePID, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	l.collect(2500 * time.Millisecond) // the heartbeat goes stale after 2 s
-	if got := l.collect(2 * time.Second); count(got, "WATCHDOG=1") != 0 {
+	l.Collect(2500 * time.Millisecond) // the heartbeat goes stale after 2 s
+	if got := l.Collect(2 * time.Second); count(got, "WATCHDOG=1") != 0 {
 		t.Errorf("with the cycle frozen the agent still fed the watchdog: %q", got)
 	}
 	if err := syscall.Kill(cyclePID, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	l.waitFor(t, "WATCHDOG=1", 2*time.Second)
+	l.WaitFor(t, "WATCHDOG=1", 2*time.Second)
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	stopping, _ := l.waitFor(t, "STOPPING=1", 10*time.Second)
+	stopping, _ := l.WaitFor(t, "STOPPING=1", 10*time.Second)
 	t.Logf("on SIGTERM: %q", stopping)
 	select {
 	case <-exited:

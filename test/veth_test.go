@@ -26,6 +26,19 @@ func simOnWire(t *testing.T, w wire, devs []*sim.Device) *sim.Segment {
 	return simOnWireWith(t, w, devs)
 }
 
+// referenceOnWire serves the simulated reference segment on a new veth
+// pair named after tag, and returns the pair, the devices (whose inputs
+// and outputs the test sets and reads) and the segment.
+func referenceOnWire(t *testing.T, tag string) (wire, []*sim.Device, *sim.Segment) {
+	t.Helper()
+	w := newWire(t, tag)
+	devs, err := sim.ParseDevices(referenceSet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, devs, simOnWire(t, w, devs)
+}
+
 // masterOnWire opens the master's end; qdisc bypass is off so that tshark
 // on the same interface sees the master's own frames too.
 func masterOnWire(t *testing.T, w wire) *master.Master {

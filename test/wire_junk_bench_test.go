@@ -3,6 +3,7 @@ package test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"net"
 	"os"
 	"os/exec"
@@ -62,7 +63,7 @@ func TestWireJunkWakeupBench(t *testing.T) {
 		cmd := exec.Command(ecagentBinary(t), "bench", "--bus.interface", w.MasterEnd, "--bus.expectedslaves", "7",
 			"--cycle.period", "1ms", "--duration", duration.String(), "--json", jsonPath,
 			"--cycle.shm", filepath.Join("/dev/shm", fmt.Sprintf("ecagent-junkb-%d.shm", os.Getpid())))
-		var out lockedBuffer
+		var out testsupport.SyncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		stop := make(chan struct{})
 		sent := make(chan int, 1)

@@ -3,18 +3,15 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/metrics/stats"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // goldenReport is a fixed report: 1000 cycles of a deterministic pattern
 // with a few faults, on fixed run information.
@@ -71,19 +68,7 @@ func goldenReport(t *testing.T) *Report {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it); got:\n%s", name, got)
-	}
+	testsupport.Golden(t, filepath.Join("testdata", name), got)
 }
 
 func TestReportTextGolden(t *testing.T) {

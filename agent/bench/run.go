@@ -129,38 +129,14 @@ func runBlock(ctx context.Context, cfg config.Config, o Options, log *slog.Logge
 	if tel != nil {
 		d.consumer = tel.reg.Consumer()
 	}
-	tick := time.NewTicker(DrainInterval)
-	defer tick.Stop()
 	var window <-chan time.Time
 	if tel != nil {
 		w := time.NewTicker(cfg.Metrics.Window)
 		defer w.Stop()
 		window = w.C
 	}
-
-	var runErr error
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			d.drain()
-			run.Interrupted = true
-			runErr = fmt.Errorf("bench interrupted: %w", ctx.Err())
-			break loop
-		case <-cp.Exited():
-			// The producer is gone: whatever is in the ring is all there is.
-			d.drain()
-			break loop
-		case <-window:
-			tel.windows++
-			d.consumer.CloseWindow()
-		case now := <-tick.C:
-			d.drain()
-			if progress != nil {
-				progress.Update(rec.Samples()+ring.Drops(), now)
-			}
-		}
-	}
+	runErr := d.follow(ctx, cp.Exited(), window, tel, progress)
+	run.Interrupted = runErr != nil
 	run.End = time.Now()
 	run.RingDrops = ring.Drops()
 	run.FramesSent, run.FramesLost = cp.Segment().Heartbeat().Frames()
@@ -178,6 +154,33 @@ loop:
 		runErr = &IncompleteError{Ran: ran, Requested: o.Cycles}
 	}
 	return &run, runErr
+}
+
+// follow drains the ring until the cycle process exits (exited) or ctx
+// ends, closing the telemetry's windows and updating the progress on the
+// way; it returns the error of an interruption.
+func (d *drainer) follow(ctx context.Context, exited <-chan struct{}, window <-chan time.Time, tel *telemetry, progress *Progress) error {
+	tick := time.NewTicker(DrainInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			d.drain()
+			return fmt.Errorf("bench interrupted: %w", ctx.Err())
+		case <-exited:
+			// The producer is gone: whatever is in the ring is all there is.
+			d.drain()
+			return nil
+		case <-window:
+			tel.windows++
+			d.consumer.CloseWindow()
+		case now := <-tick.C:
+			d.drain()
+			if progress != nil {
+				progress.Update(d.rec.Samples()+d.ring.Drops(), now)
+			}
+		}
+	}
 }
 
 // drainer copies samples out of the ring into the recorder (and the

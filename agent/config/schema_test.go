@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,9 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+	"github.com/ecagent/ecagent/internal/testsupport"
+)
 
 func TestSchemaKeys(t *testing.T) {
 	t.Parallel()
@@ -185,19 +184,7 @@ func TestYAMLGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const golden = "testdata/print-config.golden.yaml"
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("YAML() differs from %s (go test -update rewrites it):\n%s", golden, got)
-	}
+	testsupport.Golden(t, "testdata/print-config.golden.yaml", got)
 	for _, key := range newSchema().keys() {
 		segments := strings.Split(key, ".")
 		if !bytes.Contains(got, []byte(segments[len(segments)-1]+":")) {

@@ -17,24 +17,12 @@ func mlockCheck() check {
 // hard limit that allows it but a soft one that does not; anything else
 // fails.
 func checkMlock(h *host) verdict {
-	status, err := readFile(h.procPath("self", "status"))
-	if err != nil {
-		return verdict{status: Warn, found: fmt.Sprintf("cannot read /proc/self/status: %v", err)}
-	}
-	caps, err := parseCapEff(status)
-	if err != nil {
-		return verdict{status: Warn, found: err.Error()}
-	}
-	if hasCap(caps, capIPCLock) {
+	held, memlock, v, ok := h.capOrLimit(capIPCLock, "Max locked memory")
+	switch {
+	case !ok:
+		return v
+	case held:
 		return verdict{status: Pass, found: "CAP_IPC_LOCK is effective: mlockall is not limited"}
-	}
-	limits, err := readFile(h.procPath("self", "limits"))
-	if err != nil {
-		return verdict{status: Warn, found: fmt.Sprintf("cannot read /proc/self/limits: %v", err)}
-	}
-	memlock, err := parseLimit(limits, "Max locked memory")
-	if err != nil {
-		return verdict{status: Warn, found: err.Error()}
 	}
 	fix := serviceDropIn("memlock", "LimitMEMLOCK=infinity") + `  # login shell: echo "$USER - memlock unlimited" | sudo tee /etc/security/limits.d/99-ecagent-memlock.conf`
 	switch {

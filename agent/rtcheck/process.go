@@ -128,3 +128,31 @@ func serviceDropIn(name string, settings ...string) string {
 	return fmt.Sprintf(`sudo mkdir -p /etc/systemd/system/ecagent.service.d && printf '[Service]\n%s\n' | sudo tee /etc/systemd/system/ecagent.service.d/%s.conf && sudo systemctl daemon-reload`,
 		strings.Join(settings, `\n`), name)
 }
+
+// capOrLimit reads what lets this process do something: the capability
+// capability among its effective ones (/proc/self/status) or, without it,
+// its limit called name (/proc/self/limits). held reports the
+// capability; a file that cannot be read or parsed gives the warning
+// verdict to return instead, with ok false.
+func (h *host) capOrLimit(capability uint, name string) (held bool, l limit, v verdict, ok bool) {
+	status, err := readFile(h.procPath("self", "status"))
+	if err != nil {
+		return false, limit{}, verdict{status: Warn, found: fmt.Sprintf("cannot read /proc/self/status: %v", err)}, false
+	}
+	caps, err := parseCapEff(status)
+	if err != nil {
+		return false, limit{}, verdict{status: Warn, found: err.Error()}, false
+	}
+	if hasCap(caps, capability) {
+		return true, limit{}, verdict{}, true
+	}
+	limits, err := readFile(h.procPath("self", "limits"))
+	if err != nil {
+		return false, limit{}, verdict{status: Warn, found: fmt.Sprintf("cannot read /proc/self/limits: %v", err)}, false
+	}
+	l, err = parseLimit(limits, name)
+	if err != nil {
+		return false, limit{}, verdict{status: Warn, found: err.Error()}, false
+	}
+	return false, l, verdict{}, true
+}

@@ -6,37 +6,25 @@ import (
 )
 
 // Status is the verdict of one check. The zero value is invalid: every
-// [Result] that [Run] returns carries one of the named statuses.
+// [Result] that [Run] returns carries one of the named statuses. Its
+// String is the lower-case name used in reports and JSON: "pass", "warn",
+// "fail" or "skip" ("Status(N)" for others).
 type Status int
+
+//go:generate go tool stringer -type=Status -linecomment
 
 // The verdicts. Their numeric order is not their severity: see [Worst].
 const (
 	// Pass means the host is tuned as the cycle needs.
-	Pass Status = iota + 1
+	Pass Status = iota + 1 // pass
 	// Warn means a setting costs latency or jitter but the cycle still runs.
-	Warn
+	Warn // warn
 	// Fail means a setting the cycle depends on is missing.
-	Fail
+	Fail // fail
 	// Skip means the check does not apply here (no interface configured, no
 	// cpufreq in a VM, ...); Found says why.
-	Skip
+	Skip // skip
 )
-
-// String returns the lower-case name used in reports and JSON: "pass",
-// "warn", "fail" or "skip".
-func (s Status) String() string {
-	switch s {
-	case Pass:
-		return "pass"
-	case Warn:
-		return "warn"
-	case Fail:
-		return "fail"
-	case Skip:
-		return "skip"
-	}
-	return fmt.Sprintf("Status(%d)", int(s))
-}
 
 // MarshalText encodes the status as its name, so JSON carries "fail" rather
 // than a number.

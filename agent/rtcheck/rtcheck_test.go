@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+	"github.com/ecagent/ecagent/internal/testsupport"
+)
 
 // fixtureNIC is a NICInfo with fixed answers; errs maps a method name
 // ("Driver", "Coalescing", "Features", "Rings") to the error it returns.
@@ -145,19 +144,7 @@ func TestReportGolden(t *testing.T) {
 			if err := Report(&buf, Run(context.Background(), fixtureOptions(filepath.Join("testdata", tt.name), tt.nic))); err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", "report-"+tt.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got := buf.String(); got != string(want) {
-				t.Errorf("report differs from %s (go test -update rewrites it)\n got:\n%s\nwant:\n%s", golden, got, want)
-			}
+			testsupport.Golden(t, filepath.Join("testdata", "report-"+tt.name+".golden"), buf.Bytes())
 		})
 	}
 }
@@ -286,5 +273,17 @@ func TestResultJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"status":"great"}`), &out); err == nil {
 		t.Error("unmarshalling an unknown status succeeded")
+	}
+}
+
+// TestStatusNames pins every name: String is generated (stringer).
+func TestStatusNames(t *testing.T) {
+	want := "Status(0) pass warn fail skip Status(5) Status(-1)"
+	var got []string
+	for _, s := range []Status{0, Pass, Warn, Fail, Skip, 5, -1} {
+		got = append(got, s.String())
+	}
+	if g := strings.Join(got, " "); g != want {
+		t.Errorf("names %q, want %q", g, want)
 	}
 }

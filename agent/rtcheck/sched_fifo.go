@@ -25,25 +25,13 @@ func checkSchedFIFO(h *host) verdict {
 	if v, refused := h.cgroupRTRefused(); refused {
 		return v
 	}
-	status, err := readFile(h.procPath("self", "status"))
-	if err != nil {
-		return verdict{status: Warn, found: fmt.Sprintf("cannot read /proc/self/status: %v", err)}
-	}
-	caps, err := parseCapEff(status)
-	if err != nil {
-		return verdict{status: Warn, found: err.Error()}
-	}
 	want := uint64(h.priority)
-	if hasCap(caps, capSysNice) {
+	held, rtprio, v, ok := h.capOrLimit(capSysNice, "Max realtime priority")
+	switch {
+	case !ok:
+		return v
+	case held:
 		return verdict{status: Pass, found: "CAP_SYS_NICE is effective: any SCHED_FIFO priority is allowed"}
-	}
-	limits, err := readFile(h.procPath("self", "limits"))
-	if err != nil {
-		return verdict{status: Warn, found: fmt.Sprintf("cannot read /proc/self/limits: %v", err)}
-	}
-	rtprio, err := parseLimit(limits, "Max realtime priority")
-	if err != nil {
-		return verdict{status: Warn, found: err.Error()}
 	}
 	switch {
 	case rtprio.soft >= want:

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/ecagent/ecagent/agent/bench"
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/master/sim"
@@ -17,6 +19,110 @@ import (
 const defaultBenchDuration = 10 * time.Second
 
 func benchCommand(ctx context.Context, e *env, args []string) error {
+	fs, f := newBenchFlags(e)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(ctx, config.Sources{Flags: fs, Environ: e.environ, Models: sim.Models()})
+	if err != nil {
+		return err
+	}
+	n, err := benchCycles(fs.Changed("cycles"), *f.cycles, fs.Changed("duration"), *f.duration, cfg.Cycle.Period)
+	if err != nil {
+		return usageError{err}
+	}
+	if *f.histUS < 1 {
+		return usageError{fmt.Errorf("bench: --histogram-us %d: want at least 1", *f.histUS)}
+	}
+	if *f.telemetry && *f.scrapeEvery <= 0 {
+		return usageError{fmt.Errorf("bench: --scrape-interval %v: want more than 0", *f.scrapeEvery)}
+	}
+	if cfg.Cycle.SHM == config.DefaultSHM {
+		cfg.Cycle.SHM = fmt.Sprintf("/dev/shm/ecagent-bench-%d.shm", os.Getpid())
+	}
+	if !fs.Changed("log.level") && cfg.Log.Level == "info" {
+		// The cycle process's bring-up chatter would cut through the
+		// progress bar; warnings (refused RT settings) still show.
+		cfg.Log.Level = "warn"
+	}
+	ct := bench.Cyclictest{Binary: *f.cyclictest, Interval: cfg.Cycle.Period, Priority: cfg.Cycle.Priority,
+		Core: cfg.Cycle.Core, Loops: n, HistogramMicros: *f.histUS}
+	blockCycles := n
+	if *f.compare {
+		if blockCycles, err = benchBlockCycles(n, *f.blocks); err != nil {
+			return usageError{err}
+		}
+		ct.Loops = blockCycles
+		// Before spending the bench's time: cyclictest must be there.
+		if err := ct.Check(); err != nil {
+			var missing *bench.MissingCyclictestError
+			if errors.As(err, &missing) {
+				return err
+			}
+			return usageError{err}
+		}
+	}
+
+	log := newLogger(e.stderr, cfg.Log.SlogLevel(), cfg.Log.Format)
+	version, _, _ := buildVersion()
+	opts := bench.Options{
+		Cycles: n, HistogramMicros: *f.histUS,
+		Progress: e.stderr, Terminal: bench.IsTerminal(e.stderr),
+		Telemetry: *f.telemetry, ScrapeInterval: *f.scrapeEvery,
+		Cmdline: "ecagent bench " + strings.Join(args, " "), Version: "ecagent " + version,
+	}
+	var rep *bench.Report
+	var runErr error
+	if *f.compare {
+		opts.Cycles = blockCycles
+		rep, runErr = bench.RunInterleaved(ctx, cfg, opts, ct, *f.blocks, log)
+	} else {
+		rep, runErr = bench.Run(ctx, cfg, opts, log)
+	}
+	if rep == nil {
+		return fmt.Errorf("bench: %w", runErr)
+	}
+	return errors.Join(runErr, writeBenchReport(e, rep, *f.jsonFile))
+}
+
+// writeBenchReport prints the report, and writes it to jsonFile as JSON
+// too unless that is empty.
+func writeBenchReport(e *env, rep *bench.Report, jsonFile string) error {
+	if err := rep.WriteText(e.stdout); err != nil {
+		return err
+	}
+	if rep.RingDrops > 0 {
+		fmt.Fprintf(e.stderr, "ecagent bench: warning: %d samples were dropped from the full sample ring; the figures cover the %d received\n",
+			rep.RingDrops, rep.Cycles)
+	}
+	if rep.Comparison != nil {
+		if err := rep.Comparison.WriteText(e.stdout); err != nil {
+			return err
+		}
+	}
+	if jsonFile != "" {
+		data, err := rep.JSON(bench.HostSysinfo())
+		if err == nil {
+			err = os.WriteFile(jsonFile, data, 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("bench: --json %s: %w", jsonFile, err)
+		}
+	}
+	return nil
+}
+
+// benchFlags are the flags of ecagent bench beside the configuration keys.
+type benchFlags struct {
+	cycles                *uint64
+	duration, scrapeEvery *time.Duration
+	jsonFile, cyclictest  *string
+	compare, telemetry    *bool
+	blocks, histUS        *int
+}
+
+// newBenchFlags declares the flags of ecagent bench and its help.
+func newBenchFlags(e *env) (*pflag.FlagSet, *benchFlags) {
 	fs := newFlagSet(e, "bench", help{
 		usage: "[--cycles N | --duration D] [--json FILE] [--compare-cyclictest] [--KEY V]...",
 		about: "Run the real-time cycle exactly as 'ecagent run' would, for N cycles or a duration, " +
@@ -42,99 +148,17 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 	// What bench.Run reads: the cycle and its segment, the log, and the
 	// telemetry's labels and window.
 	config.RegisterFlagsFor(fs, "bus", "cycle", "log", "site", "line", "host", "metrics.window")
-	cycles := fs.Uint64("cycles", 0, "run this many cycles (instead of --duration)")
-	duration := fs.Duration("duration", defaultBenchDuration, "run for this long: duration / cycle.period cycles")
-	jsonFile := fs.String("json", "", "write the report to `FILE` as cyclictest --json does, the full report under key \"ecagent\"")
-	compare := fs.Bool("compare-cyclictest", false, "compare with cyclictest (rt-tests), run in blocks interleaved with the cycle's, same settings")
-	blocks := fs.Int("blocks", bench.DefaultBlocks, "blocks of --compare-cyclictest, even, half of each side")
-	histUS := fs.Int("histogram-us", 1000, "range in µs of the 1 µs wake-up latency histogram (cyclictest -h)")
-	telemetry := fs.Bool("telemetry", true, "feed the Prometheus registry and scrape /metrics beside the cycle, as an agent does")
-	scrapeEvery := fs.Duration("scrape-interval", time.Second, "how often --telemetry scrapes /metrics")
-	cyclictest := fs.String("cyclictest", "cyclictest", "the cyclictest `binary` for --compare-cyclictest")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	return fs, &benchFlags{
+		cycles:      fs.Uint64("cycles", 0, "run this many cycles (instead of --duration)"),
+		duration:    fs.Duration("duration", defaultBenchDuration, "run for this long: duration / cycle.period cycles"),
+		jsonFile:    fs.String("json", "", "write the report to `FILE` as cyclictest --json does, the full report under key \"ecagent\""),
+		compare:     fs.Bool("compare-cyclictest", false, "compare with cyclictest (rt-tests), run in blocks interleaved with the cycle's, same settings"),
+		blocks:      fs.Int("blocks", bench.DefaultBlocks, "blocks of --compare-cyclictest, even, half of each side"),
+		histUS:      fs.Int("histogram-us", 1000, "range in µs of the 1 µs wake-up latency histogram (cyclictest -h)"),
+		telemetry:   fs.Bool("telemetry", true, "feed the Prometheus registry and scrape /metrics beside the cycle, as an agent does"),
+		scrapeEvery: fs.Duration("scrape-interval", time.Second, "how often --telemetry scrapes /metrics"),
+		cyclictest:  fs.String("cyclictest", "cyclictest", "the cyclictest `binary` for --compare-cyclictest"),
 	}
-	cfg, err := loadConfig(ctx, config.Sources{Flags: fs, Environ: e.environ, Models: sim.Models()})
-	if err != nil {
-		return err
-	}
-	n, err := benchCycles(fs.Changed("cycles"), *cycles, fs.Changed("duration"), *duration, cfg.Cycle.Period)
-	if err != nil {
-		return usageError{err}
-	}
-	if *histUS < 1 {
-		return usageError{fmt.Errorf("bench: --histogram-us %d: want at least 1", *histUS)}
-	}
-	if *telemetry && *scrapeEvery <= 0 {
-		return usageError{fmt.Errorf("bench: --scrape-interval %v: want more than 0", *scrapeEvery)}
-	}
-	if cfg.Cycle.SHM == config.DefaultSHM {
-		cfg.Cycle.SHM = fmt.Sprintf("/dev/shm/ecagent-bench-%d.shm", os.Getpid())
-	}
-	if !fs.Changed("log.level") && cfg.Log.Level == "info" {
-		// The cycle process's bring-up chatter would cut through the
-		// progress bar; warnings (refused RT settings) still show.
-		cfg.Log.Level = "warn"
-	}
-	ct := bench.Cyclictest{Binary: *cyclictest, Interval: cfg.Cycle.Period, Priority: cfg.Cycle.Priority,
-		Core: cfg.Cycle.Core, Loops: n, HistogramMicros: *histUS}
-	blockCycles := n
-	if *compare {
-		if blockCycles, err = benchBlockCycles(n, *blocks); err != nil {
-			return usageError{err}
-		}
-		ct.Loops = blockCycles
-		// Before spending the bench's time: cyclictest must be there.
-		if err := ct.Check(); err != nil {
-			var missing *bench.MissingCyclictestError
-			if errors.As(err, &missing) {
-				return err
-			}
-			return usageError{err}
-		}
-	}
-
-	log := newLogger(e.stderr, cfg.Log.SlogLevel(), cfg.Log.Format)
-	version, _, _ := buildVersion()
-	opts := bench.Options{
-		Cycles: n, HistogramMicros: *histUS,
-		Progress: e.stderr, Terminal: bench.IsTerminal(e.stderr),
-		Telemetry: *telemetry, ScrapeInterval: *scrapeEvery,
-		Cmdline: "ecagent bench " + strings.Join(args, " "), Version: "ecagent " + version,
-	}
-	var rep *bench.Report
-	var runErr error
-	if *compare {
-		opts.Cycles = blockCycles
-		rep, runErr = bench.RunInterleaved(ctx, cfg, opts, ct, *blocks, log)
-	} else {
-		rep, runErr = bench.Run(ctx, cfg, opts, log)
-	}
-	if rep == nil {
-		return fmt.Errorf("bench: %w", runErr)
-	}
-	if err := rep.WriteText(e.stdout); err != nil {
-		return err
-	}
-	if rep.RingDrops > 0 {
-		fmt.Fprintf(e.stderr, "ecagent bench: warning: %d samples were dropped from the full sample ring; the figures cover the %d received\n",
-			rep.RingDrops, rep.Cycles)
-	}
-	if rep.Comparison != nil {
-		if err := rep.Comparison.WriteText(e.stdout); err != nil {
-			return err
-		}
-	}
-	if *jsonFile != "" {
-		data, err := rep.JSON(bench.HostSysinfo())
-		if err == nil {
-			err = os.WriteFile(*jsonFile, data, 0o644)
-		}
-		if err != nil {
-			return errors.Join(runErr, fmt.Errorf("bench: --json %s: %w", *jsonFile, err))
-		}
-	}
-	return runErr
 }
 
 // benchCycles returns the number of cycles to run from --cycles or

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // TestConfigCheckRefusesAFIFO: `ecagent config check FIFO` with nobody
@@ -25,7 +27,7 @@ func TestConfigCheckRefusesAFIFO(t *testing.T) {
 	}
 	cmd := exec.Command(os.Args[0], "config", "check", fifo)
 	cmd.Env = append(os.Environ(), "ECAGENT_TEST_MAIN=1")
-	var stderr syncBuffer
+	var stderr testsupport.SyncBuffer
 	cmd.Stderr = &stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {

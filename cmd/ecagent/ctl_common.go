@@ -72,17 +72,7 @@ func (c ctlFlags) callEach(ctx context.Context, e *env, cmd string, reqs []contr
 	}
 	if ok {
 		defer cl.Close()
-		for i, req := range reqs {
-			raw, err := cl.Call(ctx, req)
-			if err != nil {
-				return fmt.Errorf("%s: %w", cmd, err)
-			}
-			if err := json.Unmarshal(raw, res[i]); err != nil {
-				return fmt.Errorf("%s: decode result: %w", cmd, err)
-			}
-			after(i)
-		}
-		return nil
+		return callAll(cmd, reqs, res, after, func(req control.Request) (json.RawMessage, error) { return cl.Call(ctx, req) })
 	}
 	m, _, closeBus, err := c.bus.scanBus(ctx, e, 0)
 	if err != nil {
@@ -95,8 +85,14 @@ func (c ctlFlags) callEach(ctx context.Context, e *env, cmd string, reqs []contr
 		}
 	}
 	h := control.NewHandler(m, *c.bus.iface, nil)
+	return callAll(cmd, reqs, res, after, func(req control.Request) (json.RawMessage, error) { return h.Call(ctx, req, os.Getuid()) })
+}
+
+// callAll makes each request with call, decodes its answer into res and
+// calls after with its index; it stops at the first error.
+func callAll(cmd string, reqs []control.Request, res []any, after func(int), call func(control.Request) (json.RawMessage, error)) error {
 	for i, req := range reqs {
-		raw, err := h.Call(ctx, req, os.Getuid())
+		raw, err := call(req)
 		if err != nil {
 			return fmt.Errorf("%s: %w", cmd, err)
 		}

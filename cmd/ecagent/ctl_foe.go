@@ -75,35 +75,39 @@ func foeCommand(ctx context.Context, e *env, args []string) error {
 		})
 	case "read":
 		req := control.Request{Op: control.OpFoERead, Slave: slave, Name: pos[2], Password: uint32(pw)}
-		res, agent, err := c.foe(ctx, e, "foe read", req, nil)
-		if err != nil {
-			return c.foeFailed(e, req, err)
-		}
-		if *out != "" {
-			if err := os.WriteFile(*out, res.Data, 0o644); err != nil {
-				return fmt.Errorf("foe read: %w", err)
-			}
-		}
-		if *c.json {
-			if *out != "" {
-				res.Data = nil
-			}
-			return c.print(e.stdout, res, nil)
-		}
-		if *out == "" {
-			if _, err := e.stdout.Write(res.Data); err != nil {
-				return fmt.Errorf("foe read: %w", err)
-			}
-		}
-		dest := "standard output"
-		if *out != "" {
-			dest = *out
-		}
-		fmt.Fprintf(e.stderr, "slave %d: read %d bytes of %q to %s in %s; %s\n", res.Slave, res.Bytes, res.Name,
-			dest, formatSeconds(res.Seconds), leftBoot(res.State, agent))
-		return nil
+		return c.foeRead(ctx, e, req, *out)
 	}
 	return usageError{errors.New("foe: want write SLAVE FILE or read SLAVE NAME")}
+}
+
+// foeRead reads a file from a slave and writes it to out, or to standard
+// output when out is empty.
+func (c ctlFlags) foeRead(ctx context.Context, e *env, req control.Request, out string) error {
+	res, agent, err := c.foe(ctx, e, "foe read", req, nil)
+	if err != nil {
+		return c.foeFailed(e, req, err)
+	}
+	if out != "" {
+		if err := os.WriteFile(out, res.Data, 0o644); err != nil {
+			return fmt.Errorf("foe read: %w", err)
+		}
+	}
+	if *c.json {
+		if out != "" {
+			res.Data = nil
+		}
+		return c.print(e.stdout, res, nil)
+	}
+	dest := out
+	if out == "" {
+		if _, err := e.stdout.Write(res.Data); err != nil {
+			return fmt.Errorf("foe read: %w", err)
+		}
+		dest = "standard output"
+	}
+	fmt.Fprintf(e.stderr, "slave %d: read %d bytes of %q to %s in %s; %s\n", res.Slave, res.Bytes, res.Name,
+		dest, formatSeconds(res.Seconds), leftBoot(res.State, agent))
+	return nil
 }
 
 // foe runs an FoE request with progress as call does: through a running

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // ctlAgent is an `ecagent run` on the built-in simulated segment, whose
@@ -20,14 +22,14 @@ import (
 type ctlAgent struct {
 	shm    string
 	lines  chan string // its status lines
-	stderr *syncBuffer
+	stderr *testsupport.SyncBuffer
 }
 
 // startCtlAgent starts the agent and waits for its first status line in OP.
 func startCtlAgent(t *testing.T) *ctlAgent {
 	t.Helper()
 	a := &ctlAgent{shm: fmt.Sprintf("/dev/shm/ecagent-ctltest-%d.shm", os.Getpid()), lines: make(chan string, 1000),
-		stderr: &syncBuffer{}}
+		stderr: &testsupport.SyncBuffer{}}
 	cmd := exec.Command(os.Args[0], "run", "--status.interval", "200ms", "--metrics.listen", "",
 		"--cycle.shm", a.shm, "--log.level", "warn", "--bus.timeout", "200ms")
 	cmd.Env = append(append(os.Environ(), "ECAGENT_TEST_MAIN=1"), cycleEnviron(t)...)
@@ -230,23 +232,7 @@ func checkOutput(t *testing.T, c ctlCase, agent bool, name, out string) {
 // checkGolden compares got with testdata/ctl/name.golden (-update rewrites it).
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "ctl", name+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from %s:\n%s", name, path, got)
-	}
+	testsupport.Golden(t, filepath.Join("testdata", "ctl", name+".golden"), []byte(got))
 }
 
 // TestCtlCommands runs each maintenance command against a running agent

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // runCLI runs ecagent in-process with args and returns its exit code and output.
@@ -107,7 +109,7 @@ func TestRunReachesOPAndStops(t *testing.T) {
 	shmPath := fmt.Sprintf("/dev/shm/ecagent-cmdtest-%d.shm", os.Getpid())
 	// Stopped once it has printed three status lines, however long the
 	// bring-up took on this host.
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &testsupport.SyncBuffer{}, &testsupport.SyncBuffer{}
 	exited := make(chan int, 1)
 	go func() {
 		exited <- dispatch(ctx, &env{stdout: stdout, stderr: stderr, environ: environ}, []string{"run", "--status.interval", "200ms",

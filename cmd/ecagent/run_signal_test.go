@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // `ecagent run` stopped by SIGINT (Ctrl-C) exits 130, the documented code
@@ -24,7 +26,7 @@ func TestRunExitCodeOnSignals(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "run", "--status.interval", "100ms", "--metrics.listen", "",
 				"--cycle.shm", shmPath, "--log.level", "warn")
 			cmd.Env = append(append(os.Environ(), "ECAGENT_TEST_MAIN=1"), cycleEnviron(t)...)
-			var stderr syncBuffer
+			var stderr testsupport.SyncBuffer
 			cmd.Stderr = &stderr
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master/esc"
@@ -29,6 +31,79 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && args[0] == "verify" {
 		return simVerifyCommand(ctx, e, args[1:])
 	}
+	fs, f := newSimFlags(e)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *f.helpFaults {
+		_, err := fmt.Fprintln(e.stdout, simFaultHelp)
+		return err
+	}
+	if *f.iface == "" && *f.linkFD < 0 {
+		return usageError{errors.New("sim: --iface is required (the interface to serve the segment on)")}
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*f.level)); err != nil {
+		return usageError{fmt.Errorf("sim: --log.level %q: want debug, info, warn or error", *f.level)}
+	}
+	opts, err := f.options(fs.Changed("sii-busy-frames"))
+	if err != nil {
+		return usageError{err}
+	}
+	if *f.delay > 0 {
+		rd, stopToggle := responseDelay(*f.delay, *f.delayEvery, *f.delayOnSignal)
+		defer stopToggle()
+		opts = append(opts, sim.WithResponseDelay(rd))
+	}
+	devs, err := sim.ParseDevices(*f.devices)
+	if err != nil {
+		return usageError{fmt.Errorf("sim: --devices: %w", err)}
+	}
+	log := newLogger(e.stderr, lv, "text")
+	if *f.priority < 0 || *f.priority > 99 {
+		return usageError{fmt.Errorf("sim: --priority %d: want 1..99, or 0 for the normal scheduler", *f.priority)}
+	}
+	defer simRealtime(log, *f.avoidCore, *f.priority)()
+	var schedule faultcmd.Schedule
+	if *f.faultsFile != "" {
+		if schedule, err = readFaultSchedule(*f.faultsFile); err != nil {
+			return usageError{err}
+		}
+	}
+	// This process only serves the segment: its wait for frames keeps
+	// the Go scheduler's P (link.WaitKeeper).
+	seg := sim.NewSegment(devs, append(opts, sim.WithLogger(log), sim.WithWaitKeepsP())...)
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	fc := &faultControl{faults: seg.Faults(), iface: *f.iface, log: log}
+	var wg sync.WaitGroup
+	defer wg.Wait() // after stop: the control goroutines end with ctx
+	if *f.control != "" {
+		ln, err := listenControl(*f.control)
+		if err != nil {
+			return fmt.Errorf("sim: --control: %w", err)
+		}
+		log.Info("fault control listening", "socket", *f.control)
+		wg.Go(func() { fc.serve(ctx, ln) })
+	}
+	if *f.faultsFile != "" {
+		wg.Go(func() { fc.runSchedule(ctx, schedule, *f.faultsFile) })
+	}
+	return serveSim(ctx, seg, *f.iface, *f.linkFD)
+}
+
+// simFlags are the flags of ecagent sim.
+type simFlags struct {
+	iface, pattern, presetState, drift, control, faultsFile, level *string
+	devices                                                        *[]string
+	linkFD, busy, priority, avoidCore, delayEvery, hopDelay        *int
+	presetAddr                                                     *uint16
+	delay                                                          *time.Duration
+	delayOnSignal, helpFaults                                      *bool
+}
+
+// newSimFlags declares the flags of ecagent sim and its help.
+func newSimFlags(e *env) (*pflag.FlagSet, *simFlags) {
 	fs := newFlagSet(e, "sim", help{
 		usage: "--iface IF [--devices LIST] [--control PATH | --faults FILE] [flags]",
 		about: "Serve a simulated EtherCAT segment on a network interface, answering every EtherCAT " +
@@ -48,109 +123,105 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 			"echo 'disappear 2' | socat - UNIX-CONNECT:/run/ecsim.sock   # answers: ok",
 		},
 	})
-	iface := fs.String("iface", "", "network `interface` to serve on (needs CAP_NET_RAW)")
-	linkFD := fs.Int("link-fd", -1, "serve on this inherited socket instead (ecagent run)")
-	devices := fs.StringSlice("devices", config.ReferenceDevices(),
-		"devices in ring order: built-in models or SII image paths (*.bin)")
-	pattern := fs.String("inputs", "counter", "how inputs change: constant, counter, walk, square:N or sine:N")
-	busy := fs.Int("sii-busy-frames", 0, "frames an SII EEPROM command stays busy (unset: the chip's time, 0.71 ms)")
-	presetAddr := fs.Uint16("preset-address", 0, "start with station addresses from this one on, e.g. 0x03e9")
-	presetState := fs.String("preset-state", "PREOP", "with --preset-address: INIT or PREOP")
-	priority := fs.Int("priority", 0, "SCHED_FIFO priority to serve with, 1..99; 0 keeps the normal one")
-	avoidCore := fs.Int("avoid-core", -1, "keep off this `CPU`, the master's cycle core")
-	delay := fs.Duration("delay", 0, "hold back answers by this long; 0 disables")
-	delayEvery := fs.Int("delay-every", 1, "with --delay: delay every Nth answer only")
-	delayOnSignal := fs.Bool("delay-on-signal", false, "with --delay: start without; SIGUSR1 switches delays on and off")
-	drift := fs.String("drift", "", "ppm of clock drift per device, e.g. 100,-100 (`LIST` repeats; max ±"+
-		strconv.FormatFloat(faultcmd.MaxDriftPPM, 'g', -1, 64)+")")
-	hopDelay := fs.Int("hop-delay", 140, "`NS` from one device to the next (over 140: cable delay)")
-	control := fs.String("control", "", "take fault commands on this Unix socket `PATH`")
-	faultsFile := fs.String("faults", "", "run the fault schedule in `FILE` from the start")
-	helpFaults := fs.Bool("help-faults", false, "explain the fault commands and the schedule file, with examples")
-	level := fs.String("log.level", "info", "log level: debug, info, warn or error")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	return fs, &simFlags{
+		iface:  fs.String("iface", "", "network `interface` to serve on (needs CAP_NET_RAW)"),
+		linkFD: fs.Int("link-fd", -1, "serve on this inherited socket instead (ecagent run)"),
+		devices: fs.StringSlice("devices", config.ReferenceDevices(),
+			"devices in ring order: built-in models or SII image paths (*.bin)"),
+		pattern:       fs.String("inputs", "counter", "how inputs change: constant, counter, walk, square:N or sine:N"),
+		busy:          fs.Int("sii-busy-frames", 0, "frames an SII EEPROM command stays busy (unset: the chip's time, 0.71 ms)"),
+		presetAddr:    fs.Uint16("preset-address", 0, "start with station addresses from this one on, e.g. 0x03e9"),
+		presetState:   fs.String("preset-state", "PREOP", "with --preset-address: INIT or PREOP"),
+		priority:      fs.Int("priority", 0, "SCHED_FIFO priority to serve with, 1..99; 0 keeps the normal one"),
+		avoidCore:     fs.Int("avoid-core", -1, "keep off this `CPU`, the master's cycle core"),
+		delay:         fs.Duration("delay", 0, "hold back answers by this long; 0 disables"),
+		delayEvery:    fs.Int("delay-every", 1, "with --delay: delay every Nth answer only"),
+		delayOnSignal: fs.Bool("delay-on-signal", false, "with --delay: start without; SIGUSR1 switches delays on and off"),
+		drift: fs.String("drift", "", "ppm of clock drift per device, e.g. 100,-100 (`LIST` repeats; max ±"+
+			strconv.FormatFloat(faultcmd.MaxDriftPPM, 'g', -1, 64)+")"),
+		hopDelay:   fs.Int("hop-delay", 140, "`NS` from one device to the next (over 140: cable delay)"),
+		control:    fs.String("control", "", "take fault commands on this Unix socket `PATH`"),
+		faultsFile: fs.String("faults", "", "run the fault schedule in `FILE` from the start"),
+		helpFaults: fs.Bool("help-faults", false, "explain the fault commands and the schedule file, with examples"),
+		level:      fs.String("log.level", "info", "log level: debug, info, warn or error"),
 	}
-	if *helpFaults {
-		_, err := fmt.Fprintln(e.stdout, simFaultHelp)
-		return err
-	}
-	if *iface == "" && *linkFD < 0 {
-		return usageError{errors.New("sim: --iface is required (the interface to serve the segment on)")}
-	}
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(*level)); err != nil {
-		return usageError{fmt.Errorf("sim: --log.level %q: want debug, info, warn or error", *level)}
-	}
-	p, err := sim.ParsePattern(*pattern)
+}
+
+// options checks the flags that shape the simulated segment and returns
+// its options (the response delay apart); busySet says whether
+// --sii-busy-frames was given.
+func (f *simFlags) options(busySet bool) ([]sim.Option, error) {
+	p, err := sim.ParsePattern(*f.pattern)
 	if err != nil {
-		return usageError{fmt.Errorf("sim: --inputs: %w", err)}
+		return nil, fmt.Errorf("sim: --inputs: %w", err)
 	}
-	if *busy < 0 {
-		return usageError{fmt.Errorf("sim: --sii-busy-frames %d: must be 0 or more", *busy)}
+	if *f.busy < 0 {
+		return nil, fmt.Errorf("sim: --sii-busy-frames %d: must be 0 or more", *f.busy)
 	}
 	opts := []sim.Option{sim.WithInputPattern(p)}
-	if fs.Changed("sii-busy-frames") {
+	if busySet {
 		// Only when asked: by default the EEPROM takes its chip's time.
-		opts = append(opts, sim.WithSIIBusyFrames(*busy))
+		opts = append(opts, sim.WithSIIBusyFrames(*f.busy))
 	}
-	if *drift != "" {
-		ppm, err := parseDrift(*drift)
+	if *f.drift != "" {
+		ppm, err := parseDrift(*f.drift)
 		if err != nil {
-			return usageError{err}
+			return nil, err
 		}
 		opts = append(opts, sim.WithClockDrift(ppm...))
 	}
-	if *hopDelay < 0 {
-		return usageError{fmt.Errorf("sim: --hop-delay %d: must be 0 or more", *hopDelay)}
+	if *f.hopDelay < 0 {
+		return nil, fmt.Errorf("sim: --hop-delay %d: must be 0 or more", *f.hopDelay)
 	}
-	opts = append(opts, sim.WithHopDelay(*hopDelay))
-	if *presetAddr != 0 {
-		st, ok := esc.ParseALState(strings.ToUpper(*presetState))
+	opts = append(opts, sim.WithHopDelay(*f.hopDelay))
+	if *f.presetAddr != 0 {
+		st, ok := esc.ParseALState(strings.ToUpper(*f.presetState))
 		if !ok || (st != esc.StateInit && st != esc.StatePreOp) {
-			return usageError{fmt.Errorf("sim: --preset-state %q: want INIT or PREOP", *presetState)}
+			return nil, fmt.Errorf("sim: --preset-state %q: want INIT or PREOP", *f.presetState)
 		}
-		opts = append(opts, sim.WithPreset(*presetAddr, st))
+		opts = append(opts, sim.WithPreset(*f.presetAddr, st))
 	}
-	if *delay < 0 || *delayEvery < 1 {
-		return usageError{fmt.Errorf("sim: --delay %v / --delay-every %d: want a delay ≥ 0 and every ≥ 1", *delay, *delayEvery)}
+	if *f.delay < 0 || *f.delayEvery < 1 {
+		return nil, fmt.Errorf("sim: --delay %v / --delay-every %d: want a delay ≥ 0 and every ≥ 1", *f.delay, *f.delayEvery)
 	}
-	if *delay > 0 {
-		rd := sim.NewResponseDelay(*delay, *delayEvery)
-		rd.Set(!*delayOnSignal)
-		if *delayOnSignal {
-			toggle := make(chan os.Signal, 1)
-			signal.Notify(toggle, syscall.SIGUSR1)
-			defer signal.Stop(toggle)
-			go func() {
-				for range toggle {
-					rd.Set(!rd.On())
-				}
-			}()
+	return opts, nil
+}
+
+// responseDelay holds back every nth answer by d; onSignal starts it off
+// and lets SIGUSR1 switch it on and off until stop is called.
+func responseDelay(d time.Duration, every int, onSignal bool) (rd *sim.ResponseDelay, stop func()) {
+	rd = sim.NewResponseDelay(d, every)
+	rd.Set(!onSignal)
+	if !onSignal {
+		return rd, func() {}
+	}
+	toggle := make(chan os.Signal, 1)
+	signal.Notify(toggle, syscall.SIGUSR1)
+	go func() {
+		for range toggle {
+			rd.Set(!rd.On())
 		}
-		opts = append(opts, sim.WithResponseDelay(rd))
-	}
-	devs, err := sim.ParseDevices(*devices)
-	if err != nil {
-		return usageError{fmt.Errorf("sim: --devices: %w", err)}
-	}
-	log := newLogger(e.stderr, lv, "text")
-	if *priority < 0 || *priority > 99 {
-		return usageError{fmt.Errorf("sim: --priority %d: want 1..99, or 0 for the normal scheduler", *priority)}
-	}
-	if *avoidCore >= 0 {
-		if err := rt.AvoidCore(*avoidCore); err != nil {
+	}()
+	return rd, func() { signal.Stop(toggle) }
+}
+
+// simRealtime keeps the simulator off the cycle's core (avoidCore ≥ 0)
+// and serves with SCHED_FIFO priority (priority > 0); the returned
+// function undoes what needs undoing, on the goroutine that serves.
+func simRealtime(log *slog.Logger, avoidCore, priority int) (undo func()) {
+	if avoidCore >= 0 {
+		if err := rt.AvoidCore(avoidCore); err != nil {
 			log.Warn("serving on the cycle's core", "err", err)
 		}
 	}
 	switch {
-	case *priority <= 0:
+	case priority <= 0:
 	case rt.OneCPU():
 		// Every thread, not only the one that serves: on a core shared
 		// with threads of the normal scheduler a real-time thread can
 		// spin for most of a second in the Go runtime (rt.ProcessFIFO).
 		// With more CPUs the kernel moves those threads to another one.
-		if err := rt.ProcessFIFO(*priority); err != nil {
+		if err := rt.ProcessFIFO(priority); err != nil {
 			log.Warn("serving without real-time priority", "err", err)
 		}
 	default:
@@ -159,42 +230,22 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 		// simulator's own work (the collector, logging) does not delay
 		// real-time threads of other processes.
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		setup := rt.Apply(rt.Options{Priority: *priority, Core: -1})
-		defer setup.Close()
+		setup := rt.Apply(rt.Options{Priority: priority, Core: -1})
 		for _, r := range setup.Refused() {
 			log.Warn("serving without real-time priority", "err", r.Err)
 		}
+		return func() { setup.Close(); runtime.UnlockOSThread() }
 	}
-	var schedule faultcmd.Schedule
-	if *faultsFile != "" {
-		if schedule, err = readFaultSchedule(*faultsFile); err != nil {
-			return usageError{err}
-		}
-	}
-	// This process only serves the segment: its wait for frames keeps
-	// the Go scheduler's P (link.WaitKeeper).
-	seg := sim.NewSegment(devs, append(opts, sim.WithLogger(log), sim.WithWaitKeepsP())...)
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	fc := &faultControl{faults: seg.Faults(), iface: *iface, log: log}
-	var wg sync.WaitGroup
-	defer wg.Wait() // after stop: the control goroutines end with ctx
-	if *control != "" {
-		ln, err := listenControl(*control)
+	return func() {}
+}
+
+// serveSim serves seg on the inherited socket linkFD (≥ 0) or on iface
+// until ctx ends.
+func serveSim(ctx context.Context, seg *sim.Segment, iface string, linkFD int) error {
+	if linkFD >= 0 {
+		l, err := link.FileLink(linkFD)
 		if err != nil {
-			return fmt.Errorf("sim: --control: %w", err)
-		}
-		log.Info("fault control listening", "socket", *control)
-		wg.Go(func() { fc.serve(ctx, ln) })
-	}
-	if *faultsFile != "" {
-		wg.Go(func() { fc.runSchedule(ctx, schedule, *faultsFile) })
-	}
-	if *linkFD >= 0 {
-		l, err := link.FileLink(*linkFD)
-		if err != nil {
-			return fmt.Errorf("sim: --link-fd %d: %w", *linkFD, err)
+			return fmt.Errorf("sim: --link-fd %d: %w", linkFD, err)
 		}
 		defer l.Close()
 		// The peer closing (the cycle process ended) ends the simulator too.
@@ -203,7 +254,7 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 		}
 		return nil
 	}
-	if err := seg.RunInterface(ctx, *iface); err != nil {
+	if err := seg.RunInterface(ctx, iface); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
 	return nil

@@ -11,13 +11,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/wire"
-	"golang.org/x/sys/unix"
 )
 
 // simRig runs `ecagent sim` in-process on one end of a socket pair and
@@ -27,7 +28,7 @@ type simRig struct {
 	socket  string
 	done    chan int
 	stderr  *strings.Builder
-	log     *syncBuffer // the simulator's output while it runs
+	log     *testsupport.SyncBuffer // the simulator's output while it runs
 	cancel  context.CancelFunc
 	scratch []byte
 }
@@ -54,7 +55,7 @@ func startSim(t *testing.T, args ...string) *simRig {
 	r.cancel = cancel
 	argv := append([]string{"sim", "--link-fd", strconv.Itoa(fds[1]), "--devices", "EK1100,EL1004,EL2004,EL3204",
 		"--control", r.socket}, args...)
-	errOut := &syncBuffer{}
+	errOut := &testsupport.SyncBuffer{}
 	r.log = errOut
 	go func() {
 		code := dispatch(ctx, &env{stdout: errOut, stderr: errOut}, argv)
@@ -257,24 +258,6 @@ func (r *simRig) waitSteps(t *testing.T, n int) {
 	}
 }
 
-// syncBuffer is a strings.Builder safe for the simulator's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestSimControlLinkDownUp serves on one end of a veth pair and sets it
 // down and up through the control socket: the master's end loses its
 // answers, the simulator rides through the outage and answers again.
@@ -313,7 +296,7 @@ func TestSimControlLinkDownUp(t *testing.T) {
 	socket := filepath.Join(dir, "ctl.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	errOut := &syncBuffer{}
+	errOut := &testsupport.SyncBuffer{}
 	go func() {
 		done <- dispatch(ctx, &env{stdout: errOut, stderr: errOut},
 			[]string{"sim", "--iface", simIf, "--devices", "EK1100,EL2004", "--control", socket})

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/ecagent/ecagent/master/foe"
 )
@@ -68,20 +67,7 @@ func TestFoEWriteFailsThenRetries(t *testing.T) {
 // progress lines, and gets an FoE error back with its code.
 func TestFoEOverSocket(t *testing.T) {
 	s := newSegment(t, "EK1100", "AKD")
-	shm := segmentFile(t)
-	srv, err := Listen(shm, s.h, slogDiscard())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	done := srv.Start(ctx)
-	defer func() { cancel(); <-done }()
-	cl, err := Dial(ctx, shm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	_, ctx, cl, _ := s.serveAndDial(t)
 	data := pattern(5000)
 	var last Progress
 	n := 0

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/sim"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -42,21 +42,13 @@ func (e *events) Report(ev shm.Event) bool {
 
 func newSegment(t *testing.T, devices ...string) *segment {
 	t.Helper()
-	devs, err := sim.ParseDevices(devices)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seg := sim.NewSegment(devs)
-	a, b := link.NewPipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = seg.Serve(ctx, b) }()
+	_, seg, end := simbus.Serve(t, devices)
 	// Generous timeouts: the tests share two cores with others.
-	m, err := master.New(a, &master.Config{Timeout: time.Second, SIITimeout: time.Second, Logger: slogDiscard()})
+	m, err := master.New(end, &master.Config{Timeout: time.Second, SIITimeout: time.Second, Logger: slogDiscard()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = m.Close(); cancel(); _ = b.Close(); <-done })
+	t.Cleanup(func() { _ = m.Close() })
 	if _, err := m.Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -181,25 +173,13 @@ func TestSIIWrite(t *testing.T) {
 // refused without Write, the peer's uid in the event of a write.
 func TestServerOverSocket(t *testing.T) {
 	s := newSegment(t, "EK1100", "EL2004")
-	shm := segmentFile(t)
-	srv, err := Listen(shm, s.h, slogDiscard())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	served := srv.Start(ctx)
+	shm, ctx, cl, stop := s.serveAndDial(t)
 	if fi, err := os.Stat(SocketPath(shm)); err != nil || fi.Mode().Perm() != SocketMode {
 		t.Fatalf("socket %v, %v", fi, err)
 	}
 	if fi, err := os.Lstat(SocketDir(shm)); err != nil || !fi.IsDir() || fi.Mode().Perm() != DirMode {
 		t.Fatalf("socket directory %v, %v", fi, err)
 	}
-	cl, err := Dial(ctx, shm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	raw, err := cl.Call(ctx, Request{Op: OpRegRead, Slave: 1, Addr: 0x0010, Len: 2})
 	var reg RegResult
 	if err != nil || json.Unmarshal(raw, &reg) != nil || !bytes.Equal(reg.Data, []byte{0x02, 0x10}) {
@@ -220,11 +200,32 @@ func TestServerOverSocket(t *testing.T) {
 	if _, err := Listen(shm, s.h, slogDiscard()); err == nil {
 		t.Error("a second server took the socket of a live one")
 	}
-	cancel()
-	<-served
+	stop()
 	if _, err := os.Lstat(SocketDir(shm)); !os.IsNotExist(err) {
 		t.Errorf("socket or its directory left behind: %v", err)
 	}
+}
+
+// serveAndDial serves s's handler on the socket of a fresh segment file
+// and dials it. It returns the segment file, the context to call with,
+// the client and a function that stops the server and waits for it;
+// everything stops when the test ends.
+func (s *segment) serveAndDial(t *testing.T) (shm string, ctx context.Context, cl *Client, stop func()) {
+	t.Helper()
+	shm = segmentFile(t)
+	srv, err := Listen(shm, s.h, slogDiscard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	served := srv.Start(ctx)
+	stop = sync.OnceFunc(func() { cancel(); <-served })
+	t.Cleanup(stop)
+	if cl, err = Dial(ctx, shm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return shm, ctx, cl, stop
 }
 
 func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -233,20 +234,8 @@ func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // error that unwraps to the master's *ALStateError, as in-process.
 func TestRefusalOverSocket(t *testing.T) {
 	s := newSegment(t, "EK1100", "EL4132")
-	shm := segmentFile(t)
-	srv, err := Listen(shm, s.h, slogDiscard())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	served := srv.Start(ctx)
-	defer func() { cancel(); <-served }()
-	cl, err := Dial(ctx, shm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	_, err = cl.Call(ctx, Request{Op: OpStates, Slave: 1, State: "BOOT", Write: true})
+	_, ctx, cl, _ := s.serveAndDial(t)
+	_, err := cl.Call(ctx, Request{Op: OpStates, Slave: 1, State: "BOOT", Write: true})
 	var refused *master.ALStateError
 	if !errors.As(err, &refused) || refused.Position != 1 || refused.Code != 0x0013 {
 		t.Errorf("BOOT of an EL4132: %v (%+v), want its refusal with code 0x0013", err, refused)

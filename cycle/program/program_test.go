@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/internal/simbus"
+	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
 )
 

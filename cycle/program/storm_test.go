@@ -14,7 +14,7 @@ import (
 
 	"github.com/ecagent/ecagent/cycle"
 	"github.com/ecagent/ecagent/cycle/rt"
-	"github.com/ecagent/ecagent/internal/simbus"
+	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/wire"
 	"github.com/ecagent/ecagent/shm"

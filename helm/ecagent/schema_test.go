@@ -3,15 +3,13 @@ package ecagent_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
-
-var update = flag.Bool("update", false, "rewrite the config part of values.schema.json and templates/_config_bounds.tpl from agent/config")
 
 const (
 	schemaFile = "values.schema.json"
@@ -85,19 +83,7 @@ func TestValuesSchemaMatchesAgent(t *testing.T) {
 		path string
 		want []byte
 	}{{schemaFile, schema}, {boundsFile, bounds}} {
-		if *update {
-			if err := os.WriteFile(f.path, f.want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(f.path)
-		if err != nil {
-			t.Fatalf("%v (%s)", err, regenerate)
-		}
-		if !bytes.Equal(got, f.want) {
-			t.Errorf("%s is not what agent/config describes: %s", f.path, regenerate)
-		}
+		testsupport.Golden(t, f.path, f.want)
 	}
 }
 

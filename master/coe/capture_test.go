@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/ecagent/ecagent/internal/pcapng"
+	"github.com/ecagent/ecagent/internal/testsupport/capture"
 	"github.com/ecagent/ecagent/master/wire"
 )
-
-const mailboxCapture = "../../testdata/real-hw/captures/ethercrab-ek1914-el3004-mailbox.pcapng"
 
 // el3004 is the EL3004's station address in the capture; its standard
 // mailbox is at 0x1000 (receive) and 0x1080 (send), 128 bytes each.
@@ -23,27 +21,15 @@ const (
 // area (requests) and FPRD of the send area (responses), in order.
 func captureMailboxes(tb testing.TB) (requests, responses [][]byte) {
 	tb.Helper()
-	pkts, err := pcapng.ReadFile(mailboxCapture)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, p := range pkts {
-		var f wire.Frame
-		if f.Decode(p.Data) != nil {
+	for _, d := range capture.Datagrams(tb, "ethercrab-ek1914-el3004-mailbox") {
+		if d.WKC != 1 || d.ADP() != el3004Station {
 			continue
 		}
-		it := f.Datagrams()
-		var d wire.Datagram
-		for it.Next(&d) {
-			if d.WKC != 1 || d.ADP() != el3004Station {
-				continue
-			}
-			switch {
-			case d.Command == wire.FPWR && d.ADO() == receiveArea:
-				requests = append(requests, bytes.Clone(d.Data))
-			case d.Command == wire.FPRD && d.ADO() == sendArea:
-				responses = append(responses, bytes.Clone(d.Data))
-			}
+		switch {
+		case d.Command == wire.FPWR && d.ADO() == receiveArea:
+			requests = append(requests, bytes.Clone(d.Data))
+		case d.Command == wire.FPRD && d.ADO() == sendArea:
+			responses = append(responses, bytes.Clone(d.Data))
 		}
 	}
 	return requests, responses

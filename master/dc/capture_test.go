@@ -4,12 +4,10 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/ecagent/ecagent/internal/pcapng"
+	"github.com/ecagent/ecagent/internal/testsupport/capture"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/wire"
 )
-
-const dcCapture = "../../testdata/real-hw/captures/ethercrab-dc.pcapng"
 
 // captured is what ethercrab read from and wrote to one slave in the
 // capture, keyed by station address.
@@ -30,10 +28,6 @@ type captured struct {
 // values, whether or not the slave took them).
 func readCapture(t *testing.T) (stations []uint16, bySt map[uint16]*captured) {
 	t.Helper()
-	pkts, err := pcapng.ReadFile(dcCapture)
-	if err != nil {
-		t.Fatal(err)
-	}
 	le := binary.LittleEndian
 	bySt = map[uint16]*captured{}
 	get := func(st uint16) *captured {
@@ -45,36 +39,28 @@ func readCapture(t *testing.T) (stations []uint16, bySt map[uint16]*captured) {
 		}
 		return c
 	}
-	for _, p := range pkts {
-		var f wire.Frame
-		if f.Decode(p.Data) != nil {
-			continue
-		}
-		it := f.Datagrams()
-		var d wire.Datagram
-		for it.Next(&d) {
-			st, ado := d.ADP(), d.ADO()
-			switch {
-			case d.Command == wire.FPRD && d.WKC == 1 && ado == uint16(esc.RegFeatures) && len(d.Data) >= 2:
-				get(st).features = le.Uint16(d.Data)
-			case d.Command == wire.FPRD && d.WKC == 1 && ado == uint16(esc.RegDLStatus) && len(d.Data) >= 2:
-				get(st).dl = esc.DecodeDLStatus(d.Data)
-			case d.Command == wire.FPRD && d.WKC == 1 && ado == uint16(esc.RegDCRecvTimePort0) && len(d.Data) == 16:
-				c := get(st)
-				for k := range c.portTimes {
-					c.portTimes[k] = le.Uint32(d.Data[4*k:])
-				}
-			case d.Command == wire.FPRD && d.WKC == 1 && ado == uint16(esc.RegDCRecvTimeECAT) && len(d.Data) == 8:
-				c := get(st)
-				c.recvTime, c.hasRecvTime = le.Uint64(d.Data), true
-			case d.Command == wire.FPWR && ado == uint16(esc.RegDCSystemOffset) && len(d.Data) == 8:
-				if c := get(st); !c.hasOffset {
-					c.offset, c.hasOffset = le.Uint64(d.Data), true
-				}
-			case d.Command == wire.FPWR && ado == uint16(esc.RegDCSystemDelay) && len(d.Data) == 4:
-				if c := get(st); !c.hasDelay {
-					c.delay, c.hasDelay = le.Uint32(d.Data), true
-				}
+	for _, d := range capture.Datagrams(t, "ethercrab-dc") {
+		st, ado := d.ADP(), d.ADO()
+		switch {
+		case d.Command == wire.FPRD && d.WKC == 1 && ado == uint16(esc.RegFeatures) && len(d.Data) >= 2:
+			get(st).features = le.Uint16(d.Data)
+		case d.Command == wire.FPRD && d.WKC == 1 && ado == uint16(esc.RegDLStatus) && len(d.Data) >= 2:
+			get(st).dl = esc.DecodeDLStatus(d.Data)
+		case d.Command == wire.FPRD && d.WKC == 1 && ado == uint16(esc.RegDCRecvTimePort0) && len(d.Data) == 16:
+			c := get(st)
+			for k := range c.portTimes {
+				c.portTimes[k] = le.Uint32(d.Data[4*k:])
+			}
+		case d.Command == wire.FPRD && d.WKC == 1 && ado == uint16(esc.RegDCRecvTimeECAT) && len(d.Data) == 8:
+			c := get(st)
+			c.recvTime, c.hasRecvTime = le.Uint64(d.Data), true
+		case d.Command == wire.FPWR && ado == uint16(esc.RegDCSystemOffset) && len(d.Data) == 8:
+			if c := get(st); !c.hasOffset {
+				c.offset, c.hasOffset = le.Uint64(d.Data), true
+			}
+		case d.Command == wire.FPWR && ado == uint16(esc.RegDCSystemDelay) && len(d.Data) == 4:
+			if c := get(st); !c.hasDelay {
+				c.delay, c.hasDelay = le.Uint32(d.Data), true
 			}
 		}
 	}

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ecagent/ecagent/internal/leakcheck"
+	"github.com/ecagent/ecagent/internal/testsupport/leakcheck"
 )
 
 func newSocketPairT(t *testing.T) (a, b *FDLink) {

@@ -287,34 +287,21 @@ func appendFMMUs(b []byte, us []FMMUUsage) []byte {
 	return b
 }
 
-// SyncManagerType is what a SyncManager is used for (byte 7 of a SyncManager element).
+// SyncManagerType is what a SyncManager is used for (byte 7 of a SyncManager
+// element). Its String names it ("mailbox out"), or "SyncManagerType(N)".
 type SyncManagerType uint8
 
-// SyncManager types.
-const (
-	SMUnused         SyncManagerType = 0
-	SMMailboxOut     SyncManagerType = 1 // mailbox, master to device
-	SMMailboxIn      SyncManagerType = 2 // mailbox, device to master
-	SMProcessDataOut SyncManagerType = 3 // outputs, master to device
-	SMProcessDataIn  SyncManagerType = 4 // inputs, device to master
-)
+//go:generate go tool stringer -type=SyncManagerType -linecomment
 
-// String names t.
-func (t SyncManagerType) String() string {
-	switch t {
-	case SMUnused:
-		return "unused"
-	case SMMailboxOut:
-		return "mailbox out"
-	case SMMailboxIn:
-		return "mailbox in"
-	case SMProcessDataOut:
-		return "process data out"
-	case SMProcessDataIn:
-		return "process data in"
-	}
-	return fmt.Sprintf("SyncManagerType(%d)", uint8(t))
-}
+// SyncManager types: mailboxes and process data, out from the master to
+// the device, in from the device to the master.
+const (
+	SMUnused         SyncManagerType = 0 // unused
+	SMMailboxOut     SyncManagerType = 1 // mailbox out
+	SMMailboxIn      SyncManagerType = 2 // mailbox in
+	SMProcessDataOut SyncManagerType = 3 // process data out
+	SMProcessDataIn  SyncManagerType = 4 // process data in
+)
 
 // IsProcessData reports whether t is one of the two process data types.
 func (t SyncManagerType) IsProcessData() bool {

@@ -5,12 +5,14 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 func TestRoundTripRealImages(t *testing.T) {
 	for _, name := range realNames {
 		t.Run(name, func(t *testing.T) {
-			img := realImage(t, name)
+			img := testsupport.RealImage(t, name)
 			d, err := Parse(img)
 			if err != nil {
 				t.Fatal(err)
@@ -112,7 +114,7 @@ func TestEncodeModel(t *testing.T) {
 		t.Errorf("name %q, output bits %d, SM0 bits %d", d.Name(), d.OutputBits(), d.SyncManagerBits(0))
 	}
 	// The model's SII should say what the real EL2004's says about process data.
-	real, err := Parse(realImage(t, "el2004"))
+	real, err := Parse(testsupport.RealImage(t, "el2004"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +180,7 @@ func TestEncodeRejectsWhatDoesNotFit(t *testing.T) {
 
 func TestEncodeFollowsEdits(t *testing.T) {
 	parse := func(t *testing.T) *Device {
-		d, err := Parse(realImage(t, "el2004"))
+		d, err := Parse(testsupport.RealImage(t, "el2004"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // FuzzParse checks that Parse never panics, that every error but a checksum error comes
@@ -13,7 +15,7 @@ import (
 // to the end marker (checksum corrected, a zero EEPROM size chosen) and the same Device.
 func FuzzParse(f *testing.F) {
 	for _, name := range realNames {
-		img := realImage(f, name)
+		img := testsupport.RealImage(f, name)
 		f.Add(img)
 		f.Add(img[:endMarker(f, img)+2])
 		f.Add(img[:0x100])

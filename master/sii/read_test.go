@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"path/filepath"
 	"testing"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // countingReader records the reads a master would make of a device's EEPROM.
@@ -31,7 +33,7 @@ func (r *countingReader) ReadWords(wordAddr uint16, dst []byte) error {
 func TestReadRealImages(t *testing.T) {
 	for _, name := range realNames {
 		t.Run(name, func(t *testing.T) {
-			img := realImage(t, name)
+			img := testsupport.RealImage(t, name)
 			end := endMarker(t, img) + 2
 			r := &countingReader{img: img}
 			got, err := Read(context.Background(), r, len(img))
@@ -57,7 +59,7 @@ func TestReadRealImages(t *testing.T) {
 }
 
 func TestReadErrors(t *testing.T) {
-	el2004 := realImage(t, "el2004")
+	el2004 := testsupport.RealImage(t, "el2004")
 	end := endMarker(t, el2004)
 	blank := bytes.Repeat([]byte{0xFF}, 2048)
 	noEnd := bytes.Clone(el2004)
@@ -105,7 +107,7 @@ func TestReadErrors(t *testing.T) {
 }
 
 func TestImageReadWords(t *testing.T) {
-	img := Image(realImage(t, "el2004"))
+	img := Image(testsupport.RealImage(t, "el2004"))
 	dst := make([]byte, 8)
 	if err := img.ReadWords(0x08, dst); err != nil || !bytes.Equal(dst, img[0x10:0x18]) {
 		t.Errorf("ReadWords(0x08) = %x, %v; want %x", dst, err, img[0x10:0x18])
@@ -128,11 +130,11 @@ func TestImageReadWords(t *testing.T) {
 }
 
 func TestLoadFile(t *testing.T) {
-	img, err := LoadFile(filepath.Join(realDir, "akd.bin"))
+	img, err := LoadFile(testsupport.RealHW(t, "sii", "akd.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(img, realImage(t, "akd")) {
+	if !bytes.Equal(img, testsupport.RealImage(t, "akd")) {
 		t.Error("LoadFile content differs from the file")
 	}
 	if _, err := LoadFile(filepath.Join(t.TempDir(), "missing.bin")); !errors.Is(err, fs.ErrNotExist) {
@@ -141,7 +143,7 @@ func TestLoadFile(t *testing.T) {
 }
 
 func BenchmarkImageReadWords(b *testing.B) {
-	img := Image(realImage(b, "el2004"))
+	img := Image(testsupport.RealImage(b, "el2004"))
 	dst := make([]byte, 8)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -152,7 +154,7 @@ func BenchmarkImageReadWords(b *testing.B) {
 }
 
 func BenchmarkRead(b *testing.B) {
-	img := Image(realImage(b, "akd"))
+	img := Image(testsupport.RealImage(b, "akd"))
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -2,24 +2,12 @@ package sii
 
 import (
 	"encoding/binary"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
-// realDir holds SII images read from real devices (ground truth this project did not write).
-const realDir = "../../testdata/real-hw/sii"
-
+// realNames are the SII images read from real devices
+// (testsupport.RealImage: ground truth this project did not write).
 var realNames = []string{"ek1100", "el2004", "el2262", "el2828", "el2889", "akd"}
-
-func realImage(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(realDir, name+".bin"))
-	if err != nil {
-		t.Fatalf("real image: %v", err)
-	}
-	return b
-}
 
 // endMarker returns the byte offset of the end marker of a well-formed image.
 func endMarker(t testing.TB, img []byte) int {

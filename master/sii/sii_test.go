@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 func TestCRC8MatchesRealImages(t *testing.T) {
 	for _, name := range realNames {
-		img := realImage(t, name)
+		img := testsupport.RealImage(t, name)
 		if got, want := CRC8(img[:14]), img[0x0E]; got != want {
 			t.Errorf("%s: CRC8 = %#02x, image stores %#02x", name, got, want)
 		}
@@ -19,7 +21,7 @@ func TestCRC8MatchesRealImages(t *testing.T) {
 		t.Errorf("CRC8(nil) = %#02x, want the initial value 0xff", got)
 	}
 	// Flipping one header bit must change the CRC.
-	img := realImage(t, "el2004")
+	img := testsupport.RealImage(t, "el2004")
 	b := slices.Clone(img[:14])
 	b[3] ^= 0x10
 	if CRC8(b) == img[0x0E] {
@@ -110,7 +112,7 @@ func TestParseRealImages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			d, err := Parse(realImage(t, tt.file))
+			d, err := Parse(testsupport.RealImage(t, tt.file))
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
@@ -164,7 +166,7 @@ func TestParseRealImages(t *testing.T) {
 }
 
 func TestParseEL2004Details(t *testing.T) {
-	d, err := Parse(realImage(t, "el2004"))
+	d, err := Parse(testsupport.RealImage(t, "el2004"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +193,7 @@ func TestParseEL2004Details(t *testing.T) {
 }
 
 func TestParseGeneralAndDC(t *testing.T) {
-	ek, err := Parse(realImage(t, "ek1100"))
+	ek, err := Parse(testsupport.RealImage(t, "ek1100"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +201,7 @@ func TestParseGeneralAndDC(t *testing.T) {
 		t.Errorf("EK1100 ports = %#04x, want MII, E-Bus, MII, unused", uint16(p))
 	}
 
-	akd, err := Parse(realImage(t, "akd"))
+	akd, err := Parse(testsupport.RealImage(t, "akd"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +220,7 @@ func TestParseGeneralAndDC(t *testing.T) {
 		t.Errorf("AKD DC[0] name = %q, want DcSync", name)
 	}
 
-	el, err := Parse(realImage(t, "el2262"))
+	el, err := Parse(testsupport.RealImage(t, "el2262"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +235,7 @@ func TestParseGeneralAndDC(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
-	el2004 := realImage(t, "el2004")
+	el2004 := testsupport.RealImage(t, "el2004")
 	end := endMarker(t, el2004)
 	// Byte offsets in el2004.bin: the Strings category header at 0x80 (its first string's
 	// length byte at 0x85), the RxPDO category header at 0x142 (its size word at 0x144,
@@ -271,7 +273,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestParseChecksumError(t *testing.T) {
-	img := slices.Clone(realImage(t, "el2004"))
+	img := slices.Clone(testsupport.RealImage(t, "el2004"))
 	img[0x08] = 0x07 // station alias: covered by the checksum
 	d, err := Parse(img)
 	var ce *ChecksumError
@@ -298,7 +300,7 @@ func TestParseChecksumError(t *testing.T) {
 }
 
 func TestStringIndexAndValidate(t *testing.T) {
-	d, err := Parse(realImage(t, "el2004"))
+	d, err := Parse(testsupport.RealImage(t, "el2004"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +355,7 @@ func TestStringers(t *testing.T) {
 }
 
 func BenchmarkCRC8(b *testing.B) {
-	img := realImage(b, "el2004")
+	img := testsupport.RealImage(b, "el2004")
 	b.ReportAllocs()
 	for b.Loop() {
 		CRC8(img[:14])
@@ -361,11 +363,23 @@ func BenchmarkCRC8(b *testing.B) {
 }
 
 func BenchmarkParse(b *testing.B) {
-	img := realImage(b, "akd")
+	img := testsupport.RealImage(b, "akd")
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Parse(img); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestSyncManagerTypeNames pins every name: String is generated (stringer).
+func TestSyncManagerTypeNames(t *testing.T) {
+	want := "unused|mailbox out|mailbox in|process data out|process data in|SyncManagerType(5)"
+	var got []string
+	for _, st := range []SyncManagerType{SMUnused, SMMailboxOut, SMMailboxIn, SMProcessDataOut, SMProcessDataIn, 5} {
+		got = append(got, st.String())
+	}
+	if g := strings.Join(got, "|"); g != want {
+		t.Errorf("names %q, want %q", g, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,24 +49,12 @@ func TestAKDImageFollowsTheRealOne(t *testing.T) {
 			t.Errorf("SM%d %+v, want %+v", i, got.SyncManagers[i], sm)
 		}
 	}
-	if !equalSlices(got.FMMUs, want.FMMUs) || !equalSlices(got.DC, want.DC) {
+	if !slices.Equal(got.FMMUs, want.FMMUs) || !slices.Equal(got.DC, want.DC) {
 		t.Errorf("FMMUs %v DC %+v, want %v %+v", got.FMMUs, got.DC, want.FMMUs, want.DC)
 	}
 	if !d.hasDC {
 		t.Error("the built-in AKD has no DC unit")
 	}
-}
-
-func equalSlices[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // The real AKD image runs as a drive too, with its own default PDO

@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/ecagent/ecagent/master/esc"
@@ -57,7 +58,7 @@ func TestDropFaults(t *testing.T) {
 			seg := newSeg(t, []string{"EK1100", "EL2004"})
 			tt.arm(seg.Faults())
 			lost := lostAt(answeredLogical(t, seg, 12))
-			if !equalInts(lost, tt.want) {
+			if !slices.Equal(lost, tt.want) {
 				t.Fatalf("lost frames %v, want %v", lost, tt.want)
 			}
 			if c := seg.Faults().Counts(); c.Dropped != uint64(len(tt.want)) {
@@ -70,18 +71,6 @@ func TestDropFaults(t *testing.T) {
 	}
 }
 
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestDropNextSparesAcyclicFrames checks that DropNext takes only frames
 // with process data: a master's acyclic traffic passes.
 func TestDropNextSparesAcyclicFrames(t *testing.T) {
@@ -90,7 +79,7 @@ func TestDropNextSparesAcyclicFrames(t *testing.T) {
 	if lost := lostAt(answered(t, seg, 5)); len(lost) != 0 {
 		t.Fatalf("acyclic frames %v lost", lost)
 	}
-	if lost := lostAt(answeredLogical(t, seg, 4)); !equalInts(lost, []int{0, 1}) {
+	if lost := lostAt(answeredLogical(t, seg, 4)); !slices.Equal(lost, []int{0, 1}) {
 		t.Fatalf("process-data frames %v lost, want [0 1]", lost)
 	}
 }
@@ -120,10 +109,10 @@ func TestDropPercentIsSeededAndReproducible(t *testing.T) {
 		return lost
 	}
 	a, b, c := run(7), run(7), run(8)
-	if !equalInts(a, b) {
+	if !slices.Equal(a, b) {
 		t.Error("same seed, different losses")
 	}
-	if equalInts(a, c) {
+	if slices.Equal(a, c) {
 		t.Error("different seeds, same losses")
 	}
 	if len(a) < 240 || len(a) > 360 {

@@ -376,47 +376,11 @@ func akd() *sii.Device {
 	h.BootstrapMailbox = sii.Mailbox{ReceiveOffset: 0x1800, ReceiveSize: 0x400, SendOffset: 0x1C00, SendSize: 0x400}
 	h.StandardMailbox = h.BootstrapMailbox
 	h.MailboxProtocols = sii.ProtocolEoE | sii.ProtocolCoE | sii.ProtocolFoE
-	// String indexes.
-	const (
-		sDcSync = 6 + iota
-		sDcOff
-		sInputs
-		sOutputs
-		sStatusword
-		sControlword
-		sModes
-		sModesDisplay
-		sTargetPosition
-		sTargetVelocity
-		sTargetTorque
-		sPosition
-		sPositionInternal
-		sVelocity
-		sTorque
-		sErrorCode
-		sSetPoint
-		sTorqueOffset
-		sDigitalInputs
-		sAnalogIn
-		sFollowingError
-	)
 	ss := []string{"AKD", "Drive", "Drives", "AKD EtherCAT Drive (CoE)", "DRIVE", "DcSync", "DcOff",
 		"Inputs", "Outputs", "Statusword", "Controlword", "Modes of operation", "Modes of operation display",
 		"Target position", "Target velocity", "Target torque", "Position actual value",
 		"Position actual internal value", "Velocity actual value", "Torque actual value", "Error code",
 		"1st set-point", "Torque offset", "Digital inputs", "AIN.VALUE", "Following error actual value"}
-	rx := func(index uint16, sm uint8, flags sii.PDOFlags, es ...sii.PDOEntry) sii.PDO {
-		return sii.PDO{Index: index, SyncManager: sm, NameIndex: sOutputs, Flags: flags, Entries: es}
-	}
-	tx := func(index uint16, sm uint8, flags sii.PDOFlags, es ...sii.PDOEntry) sii.PDO {
-		return sii.PDO{Index: index, SyncManager: sm, NameIndex: sInputs, Flags: flags, Entries: es}
-	}
-	e := func(index uint16, sub, name, dataType, bits uint8) sii.PDOEntry {
-		return sii.PDOEntry{Index: index, SubIndex: sub, NameIndex: name, DataType: dataType, BitLength: bits}
-	}
-	const none = sii.NoSyncManager
-	controlword := e(objControlword, 0, sControlword, typeUint16, 16)
-	statusword := e(objStatusword, 0, sStatusword, typeUint16, 16)
 	d := &sii.Device{
 		Header:  h,
 		Strings: ss,
@@ -431,30 +395,11 @@ func akd() *sii.Device {
 			{StartAddress: 0x1100, Control: 0x24, Enable: 1, Type: sii.SMProcessDataOut},
 			{StartAddress: 0x1140, Control: 0x20, Enable: 1, Type: sii.SMProcessDataIn},
 		},
-		RxPDOs: []sii.PDO{
-			rx(0x1600, 2, 0, controlword, e(objModesOfOperation, 0, sModes, typeInt8, 8), sii.PDOEntry{BitLength: 8},
-				e(objTargetPosition, 0, sTargetPosition, typeInt32, 32), e(objTargetVelocity, 0, sTargetVelocity, typeInt32, 32),
-				e(objTargetTorque, 0, sTargetTorque, typeInt16, 16)),
-			rx(0x1601, none, 0), rx(0x1602, none, 0), rx(0x1603, none, 0),
-			rx(0x1701, none, sii.PDOFixedContent, e(objInterpolationData, 1, sSetPoint, typeInt32, 32), controlword),
-			rx(0x1702, none, sii.PDOFixedContent, e(objTargetVelocity, 0, sTargetVelocity, typeInt32, 32), controlword),
-			rx(0x1724, none, sii.PDOFixedContent, e(objTargetPosition, 0, sTargetPosition, typeInt32, 32), controlword,
-				e(objTorqueOffset, 0, sTorqueOffset, typeInt16, 16)),
-		},
-		TxPDOs: []sii.PDO{
-			tx(0x1A00, 3, 0, statusword, e(objModesDisplay, 0, sModesDisplay, typeInt8, 8), sii.PDOEntry{BitLength: 8},
-				e(objPositionActual, 0, sPosition, typeInt32, 32), e(objVelocityActual, 0, sVelocity, typeInt32, 32),
-				e(objTorqueActual, 0, sTorque, typeInt16, 16), e(objErrorCode, 0, sErrorCode, typeUint16, 16)),
-			tx(0x1A01, none, 0), tx(0x1A02, none, 0), tx(0x1A03, none, 0),
-			tx(0x1B01, none, sii.PDOFixedContent, e(objPositionInternal, 0, sPositionInternal, typeInt32, 32), statusword),
-			tx(0x1B24, none, sii.PDOFixedContent, e(objPositionActual, 0, sPosition, typeInt32, 32), statusword),
-			tx(0x1B26, none, sii.PDOFixedContent, statusword, e(objPositionActual, 0, sPosition, typeInt32, 32),
-				e(objTorqueActual, 0, sTorque, typeInt16, 16), e(objDigitalInputs, 0, sDigitalInputs, typeUint32, 32),
-				e(0x3470, 4, sAnalogIn, typeInt16, 16), e(objFollowingErrorValue, 0, sFollowingError, typeInt32, 32)),
-		},
+		RxPDOs: akdRxPDOs(),
+		TxPDOs: akdTxPDOs(),
 		DC: []sii.DCSync{
-			{AssignActivate: 0x0300, Sync0CycleFactor: 1, NameIndex: sDcSync},
-			{Sync0CycleFactor: 1, NameIndex: sDcOff},
+			{AssignActivate: 0x0300, Sync0CycleFactor: 1, NameIndex: akdNameDcSync},
+			{Sync0CycleFactor: 1, NameIndex: akdNameDcOff},
 		},
 	}
 	d.Categories = []sii.Category{
@@ -470,4 +415,76 @@ func akd() *sii.Device {
 		{Type: sii.CategoryDC, Count: len(d.DC)},
 	}
 	return d
+}
+
+// The string indexes of the AKD's SII: 1–5 name the device, its group
+// and order.
+const (
+	akdNameDcSync = 6 + iota
+	akdNameDcOff
+	akdNameInputs
+	akdNameOutputs
+	akdNameStatusword
+	akdNameControlword
+	akdNameModes
+	akdNameModesDisplay
+	akdNameTargetPosition
+	akdNameTargetVelocity
+	akdNameTargetTorque
+	akdNamePosition
+	akdNamePositionInternal
+	akdNameVelocity
+	akdNameTorque
+	akdNameErrorCode
+	akdNameSetPoint
+	akdNameTorqueOffset
+	akdNameDigitalInputs
+	akdNameAnalogIn
+	akdNameFollowingError
+)
+
+// akdRxPDOs are the AKD's output PDOs (see akd).
+func akdRxPDOs() []sii.PDO {
+	const none = sii.NoSyncManager
+	controlword := akdEntry(objControlword, 0, akdNameControlword, typeUint16, 16)
+	rx := func(index uint16, sm uint8, flags sii.PDOFlags, es ...sii.PDOEntry) sii.PDO {
+		return sii.PDO{Index: index, SyncManager: sm, NameIndex: akdNameOutputs, Flags: flags, Entries: es}
+	}
+	e := akdEntry
+	return []sii.PDO{
+		rx(0x1600, 2, 0, controlword, e(objModesOfOperation, 0, akdNameModes, typeInt8, 8), sii.PDOEntry{BitLength: 8},
+			e(objTargetPosition, 0, akdNameTargetPosition, typeInt32, 32), e(objTargetVelocity, 0, akdNameTargetVelocity, typeInt32, 32),
+			e(objTargetTorque, 0, akdNameTargetTorque, typeInt16, 16)),
+		rx(0x1601, none, 0), rx(0x1602, none, 0), rx(0x1603, none, 0),
+		rx(0x1701, none, sii.PDOFixedContent, e(objInterpolationData, 1, akdNameSetPoint, typeInt32, 32), controlword),
+		rx(0x1702, none, sii.PDOFixedContent, e(objTargetVelocity, 0, akdNameTargetVelocity, typeInt32, 32), controlword),
+		rx(0x1724, none, sii.PDOFixedContent, e(objTargetPosition, 0, akdNameTargetPosition, typeInt32, 32), controlword,
+			e(objTorqueOffset, 0, akdNameTorqueOffset, typeInt16, 16)),
+	}
+}
+
+// akdTxPDOs are the AKD's input PDOs (see akd).
+func akdTxPDOs() []sii.PDO {
+	const none = sii.NoSyncManager
+	statusword := akdEntry(objStatusword, 0, akdNameStatusword, typeUint16, 16)
+	tx := func(index uint16, sm uint8, flags sii.PDOFlags, es ...sii.PDOEntry) sii.PDO {
+		return sii.PDO{Index: index, SyncManager: sm, NameIndex: akdNameInputs, Flags: flags, Entries: es}
+	}
+	e := akdEntry
+	return []sii.PDO{
+		tx(0x1A00, 3, 0, statusword, e(objModesDisplay, 0, akdNameModesDisplay, typeInt8, 8), sii.PDOEntry{BitLength: 8},
+			e(objPositionActual, 0, akdNamePosition, typeInt32, 32), e(objVelocityActual, 0, akdNameVelocity, typeInt32, 32),
+			e(objTorqueActual, 0, akdNameTorque, typeInt16, 16), e(objErrorCode, 0, akdNameErrorCode, typeUint16, 16)),
+		tx(0x1A01, none, 0), tx(0x1A02, none, 0), tx(0x1A03, none, 0),
+		tx(0x1B01, none, sii.PDOFixedContent, e(objPositionInternal, 0, akdNamePositionInternal, typeInt32, 32), statusword),
+		tx(0x1B24, none, sii.PDOFixedContent, e(objPositionActual, 0, akdNamePosition, typeInt32, 32), statusword),
+		tx(0x1B26, none, sii.PDOFixedContent, statusword, e(objPositionActual, 0, akdNamePosition, typeInt32, 32),
+			e(objTorqueActual, 0, akdNameTorque, typeInt16, 16), e(objDigitalInputs, 0, akdNameDigitalInputs, typeUint32, 32),
+			e(0x3470, 4, akdNameAnalogIn, typeInt16, 16), e(objFollowingErrorValue, 0, akdNameFollowingError, typeInt32, 32)),
+	}
+}
+
+// akdEntry is one entry of an AKD PDO.
+func akdEntry(index uint16, sub, name, dataType, bits uint8) sii.PDOEntry {
+	return sii.PDOEntry{Index: index, SubIndex: sub, NameIndex: name, DataType: dataType, BitLength: bits}
 }

@@ -2,24 +2,13 @@ package sim
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/sii"
 	"github.com/ecagent/ecagent/master/wire"
 )
-
-// realImage reads one of the real SII images.
-func realImage(tb testing.TB, name string) []byte {
-	tb.Helper()
-	img, err := os.ReadFile(filepath.Join(realHW, "sii", name))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return img
-}
 
 // segOf builds a segment of devices made from SII images and gives them
 // station addresses 0x1001, 0x1002, ….
@@ -88,10 +77,10 @@ func TestProcessDataSizes(t *testing.T) {
 		image           func(testing.TB) []byte
 		outSize, inSize int
 	}{
-		{"EK1100", func(tb testing.TB) []byte { return realImage(tb, "ek1100.bin") }, 0, 0},
-		{"EL2004 (4 bits)", func(tb testing.TB) []byte { return realImage(tb, "el2004.bin") }, 1, 0},
-		{"EL2889 (two output SyncManagers of 8 bits)", func(tb testing.TB) []byte { return realImage(tb, "el2889.bin") }, 2, 0},
-		{"EL2262 (two output SyncManagers of 53 bits, packed)", func(tb testing.TB) []byte { return realImage(tb, "el2262.bin") }, 14, 4},
+		{"EK1100", func(tb testing.TB) []byte { return testsupport.RealImage(tb, "ek1100.bin") }, 0, 0},
+		{"EL2004 (4 bits)", func(tb testing.TB) []byte { return testsupport.RealImage(tb, "el2004.bin") }, 1, 0},
+		{"EL2889 (two output SyncManagers of 8 bits)", func(tb testing.TB) []byte { return testsupport.RealImage(tb, "el2889.bin") }, 2, 0},
+		{"EL2262 (two output SyncManagers of 53 bits, packed)", func(tb testing.TB) []byte { return testsupport.RealImage(tb, "el2262.bin") }, 14, 4},
 		{"two input SyncManagers of 4 and 8 bits", twoInputSMs, 0, 2},
 	}
 	for _, tt := range tests {
@@ -127,7 +116,7 @@ func TestMultiSMOutputBits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			seg := segOf(t, realImage(t, "el2889.bin"))
+			seg := segOf(t, testsupport.RealImage(t, "el2889.bin"))
 			el2889Outputs(t, seg, 0x1001, tt.fmmus)
 			d := seg.Devices()[0]
 			for b := range 16 {
@@ -190,7 +179,7 @@ func TestMultiSMThreeBuffer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			seg := segOf(t, realImage(t, tt.image))
+			seg := segOf(t, testsupport.RealImage(t, tt.image))
 			tt.setup(t, seg)
 			d := seg.Devices()[0]
 			for _, s := range tt.steps {
@@ -209,7 +198,7 @@ func TestMultiSMThreeBuffer(t *testing.T) {
 // 53 bits the way ecagent's master does (SyncManager 1 from logical bit 53
 // on) and checks that Outputs bit i is logical bit i.
 func TestMultiSMBitPacking(t *testing.T) {
-	seg := segOf(t, realImage(t, "el2262.bin"))
+	seg := segOf(t, testsupport.RealImage(t, "el2262.bin"))
 	configSM(t, seg, 0x1001, 0, 0x1000, 7, 0x64)
 	configSM(t, seg, 0x1001, 1, 0x1200, 7, 0x64)
 	configFMMU(t, seg, 0x1001, 0, esc.ForBits(0, 53, 0x1000, 0, esc.FMMUWrite))
@@ -260,7 +249,7 @@ func TestMultiSMSafeOpChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			seg := segOf(t, withApplicationController(realImage(t, "el2889.bin")))
+			seg := segOf(t, withApplicationController(testsupport.RealImage(t, "el2889.bin")))
 			if st, code := request(t, seg, 0x1001, 0x02); st != 0x02 {
 				t.Fatalf("PREOP: %#04x %v", st, code)
 			}

@@ -41,94 +41,13 @@ func (m *mailbox) sdo(req []byte) {
 	cmd := req[0]
 	index := binary.LittleEndian.Uint16(req[1:])
 	sub := req[3]
-	complete := cmd&0x10 != 0
 	switch cmd >> 5 {
 	case 2: // initiate upload
-		m.upload = nil
-		val, code := m.read(index, sub, complete)
-		if code != 0 {
-			m.abort(index, sub, code)
-			return
-		}
-		h := m.sdoReply()
-		binary.LittleEndian.PutUint16(h[1:], index)
-		h[3] = sub
-		if len(val) <= 4 && !complete {
-			h[0] = 0x43 | byte(4-len(val))<<2
-			copy(h[4:], val)
-			m.reply(mbxTypeCoE, coeHeaderLen+sdoHeaderLen)
-			return
-		}
-		h[0] = 0x41 | cmd&0x10
-		binary.LittleEndian.PutUint32(h[4:], uint32(len(val)))
-		room := m.replyCapacity() - coeHeaderLen - sdoHeaderLen
-		if room < 0 {
-			room = 0
-		}
-		n := copy(m.resp[mailboxHeaderLen+coeHeaderLen+sdoHeaderLen:], val[:min(len(val), room)])
-		if n < len(val) {
-			rest := copy(m.uploadBuf[:], val[n:])
-			m.upload, m.uploadToggle = m.uploadBuf[:rest], false
-		}
-		m.reply(mbxTypeCoE, coeHeaderLen+sdoHeaderLen+n)
+		m.initiateUpload(cmd, index, sub)
 	case 3: // upload segment
-		if m.upload == nil {
-			m.abort(index, sub, abortCommand)
-			return
-		}
-		toggle := cmd&0x10 != 0
-		if toggle != m.uploadToggle {
-			m.upload = nil
-			m.abort(index, sub, abortToggle)
-			return
-		}
-		m.uploadToggle = !m.uploadToggle
-		out := m.resp[mailboxHeaderLen:]
-		binary.LittleEndian.PutUint16(out, coeSDOResponse<<12)
-		room := m.replyCapacity() - coeHeaderLen - 1
-		n := min(len(m.upload), room)
-		c := cmd & 0x10
-		if n == len(m.upload) {
-			c |= 0x01
-		}
-		data := out[coeHeaderLen+1:]
-		copy(data, m.upload[:n])
-		size := n
-		if n < 7 {
-			c |= byte(7-n) << 1
-			clear(data[n:7])
-			size = 7
-		}
-		out[coeHeaderLen] = c
-		m.upload = m.upload[n:]
-		if len(m.upload) == 0 {
-			m.upload = nil
-		}
-		m.reply(mbxTypeCoE, coeHeaderLen+1+size)
+		m.uploadSegment(cmd, index, sub)
 	case 1: // initiate download
-		m.download.active = false
-		var data []byte
-		switch {
-		case cmd&0x02 != 0: // expedited
-			size := 4
-			if cmd&0x01 != 0 {
-				size = 4 - int(cmd>>2&3)
-			}
-			data = req[4 : 4+size]
-		default:
-			size := int(binary.LittleEndian.Uint32(req[4:]))
-			data = req[sdoHeaderLen:]
-			if size > len(data) {
-				m.startDownload(index, sub, complete, size, data, req)
-				return
-			}
-			data = data[:size]
-		}
-		if code := m.write(index, sub, data, complete); code != 0 {
-			m.abort(index, sub, code)
-			return
-		}
-		m.downloadReply(index, sub, req)
+		m.initiateDownload(cmd, index, sub, req)
 	case 0: // download segment
 		m.downloadSegment(cmd, req)
 	case 4: // abort from the master
@@ -136,6 +55,108 @@ func (m *mailbox) sdo(req []byte) {
 	default:
 		m.abort(index, sub, abortCommand)
 	}
+}
+
+// initiateUpload answers an initiate upload request: expedited when the
+// value fits, else the value's size and as much of it as the mailbox
+// takes, the rest left for upload segments.
+func (m *mailbox) initiateUpload(cmd byte, index uint16, sub uint8) {
+	complete := cmd&0x10 != 0
+	m.upload = nil
+	val, code := m.read(index, sub, complete)
+	if code != 0 {
+		m.abort(index, sub, code)
+		return
+	}
+	h := m.sdoReply()
+	binary.LittleEndian.PutUint16(h[1:], index)
+	h[3] = sub
+	if len(val) <= 4 && !complete {
+		h[0] = 0x43 | byte(4-len(val))<<2
+		copy(h[4:], val)
+		m.reply(mbxTypeCoE, coeHeaderLen+sdoHeaderLen)
+		return
+	}
+	h[0] = 0x41 | cmd&0x10
+	binary.LittleEndian.PutUint32(h[4:], uint32(len(val)))
+	room := m.replyCapacity() - coeHeaderLen - sdoHeaderLen
+	if room < 0 {
+		room = 0
+	}
+	n := copy(m.resp[mailboxHeaderLen+coeHeaderLen+sdoHeaderLen:], val[:min(len(val), room)])
+	if n < len(val) {
+		rest := copy(m.uploadBuf[:], val[n:])
+		m.upload, m.uploadToggle = m.uploadBuf[:rest], false
+	}
+	m.reply(mbxTypeCoE, coeHeaderLen+sdoHeaderLen+n)
+}
+
+// uploadSegment answers an upload segment request with the next part of
+// the value an initiate upload left.
+func (m *mailbox) uploadSegment(cmd byte, index uint16, sub uint8) {
+	if m.upload == nil {
+		m.abort(index, sub, abortCommand)
+		return
+	}
+	toggle := cmd&0x10 != 0
+	if toggle != m.uploadToggle {
+		m.upload = nil
+		m.abort(index, sub, abortToggle)
+		return
+	}
+	m.uploadToggle = !m.uploadToggle
+	out := m.resp[mailboxHeaderLen:]
+	binary.LittleEndian.PutUint16(out, coeSDOResponse<<12)
+	room := m.replyCapacity() - coeHeaderLen - 1
+	n := min(len(m.upload), room)
+	c := cmd & 0x10
+	if n == len(m.upload) {
+		c |= 0x01
+	}
+	data := out[coeHeaderLen+1:]
+	copy(data, m.upload[:n])
+	size := n
+	if n < 7 {
+		c |= byte(7-n) << 1
+		clear(data[n:7])
+		size = 7
+	}
+	out[coeHeaderLen] = c
+	m.upload = m.upload[n:]
+	if len(m.upload) == 0 {
+		m.upload = nil
+	}
+	m.reply(mbxTypeCoE, coeHeaderLen+1+size)
+}
+
+// initiateDownload serves an initiate download request: an expedited or
+// complete one is written at once, a longer one starts a segmented
+// download.
+func (m *mailbox) initiateDownload(cmd byte, index uint16, sub uint8, req []byte) {
+	complete := cmd&0x10 != 0
+	m.download.active = false
+	var data []byte
+	switch {
+	case cmd&0x02 != 0: // expedited
+		size := 4
+		if cmd&0x01 != 0 {
+			size = 4 - int(cmd>>2&3)
+		}
+		data = req[4 : 4+size]
+	default:
+		size := int(binary.LittleEndian.Uint32(req[4:]))
+		data = req[sdoHeaderLen:]
+		if size > len(data) {
+			m.startDownload(index, sub, complete, size, data, req)
+			return
+		}
+		data = data[:size]
+	}
+	if code := m.write(index, sub, data, complete); code != 0 {
+		m.abort(index, sub, code)
+		return
+	}
+	m.downloadReply(index, sub, req)
 }
 
 // downloadReply answers a successful initiate download request.

@@ -225,25 +225,8 @@ func (s *Segment) process(frame []byte, serving bool, at int64) (bool, time.Dura
 	defer s.mu.Unlock()
 	s.stats.Frames++
 	var f wire.Frame
-	if err := f.Decode(frame); err != nil || f.Header.Length == 0 {
-		s.stats.Dropped++
-		return false, 0
-	}
-	it := f.Datagrams()
-	var dg wire.Datagram
-	logical := false
-	s.datagrams = s.datagrams[:0]
-	for it.Next(&dg) {
-		if dg.Command.Addressing() == wire.AddressingLogical {
-			logical = true
-		}
-		s.datagrams = append(s.datagrams, dg)
-	}
-	if it.Err() != nil {
-		s.stats.Dropped++
-		return false, 0
-	}
-	if s.faults.drop(logical) {
+	logical, ok := s.decode(&f, frame)
+	if !ok || s.faults.drop(logical) {
 		s.stats.Dropped++
 		return false, 0
 	}
@@ -255,23 +238,71 @@ func (s *Segment) process(frame []byte, serving bool, at int64) (bool, time.Dura
 	now = max(now, s.lastFrame)
 	s.lastFrame = now
 	if logical {
-		for _, d := range s.devices {
-			if d.off {
-				continue
-			}
-			d.cycleInputs()
-			if d.app != nil {
-				d.app.processData(now)
-			}
-		}
+		s.cycleInputs(now)
 	}
 	visited, lost := s.route()
+	s.schedule(visited, now)
+	if s.pass(visited, lost) {
+		s.faults.counts.CRCErrors++
+		lost = true
+	}
+	if lost {
+		s.stats.Dropped++
+		return false, 0
+	}
+	if logical {
+		s.faults.corrupt(&f)
+	}
+	f.Source()[0] |= 0x02
+	s.stats.Answered++
+	var hold time.Duration
+	if serving {
+		hold = s.faults.hold()
+	}
+	return true, hold
+}
+
+// decode decodes frame into f and its datagrams into s.datagrams; ok is
+// false for a frame that is no well-formed EtherCAT frame. logical
+// reports a datagram with logical addressing (process data).
+func (s *Segment) decode(f *wire.Frame, frame []byte) (logical, ok bool) {
+	if err := f.Decode(frame); err != nil || f.Header.Length == 0 {
+		return false, false
+	}
+	it := f.Datagrams()
+	var dg wire.Datagram
+	s.datagrams = s.datagrams[:0]
+	for it.Next(&dg) {
+		if dg.Command.Addressing() == wire.AddressingLogical {
+			logical = true
+		}
+		s.datagrams = append(s.datagrams, dg)
+	}
+	return logical, it.Err() == nil
+}
+
+// cycleInputs lets every powered device's inputs and application take
+// the step of a process data frame at time now.
+func (s *Segment) cycleInputs(now int64) {
+	for _, d := range s.devices {
+		if d.off {
+			continue
+		}
+		d.cycleInputs()
+		if d.app != nil {
+			d.app.processData(now)
+		}
+	}
+}
+
+// schedule sets, for each of the first visited devices, when the frame
+// arrives at it and when it comes back into its downstream port, from the
+// last device towards the first.
+func (s *Segment) schedule(visited int, now int64) {
 	var back int64
 	if visited > 0 {
 		back = now + int64(visited-1)*s.hops.forward + s.hops.turn
 	}
-	// Times at which the frame comes back into each device's downstream
-	// port, from the last device towards the first.
 	for k := visited - 1; k >= 0; k-- {
 		d := s.devices[k]
 		fc := frameContext{number: s.frame, arrival: now + int64(k)*s.hops.forward}
@@ -281,6 +312,12 @@ func (s *Segment) process(frame []byte, serving bool, at int64) (bool, time.Dura
 		}
 		d.ctx = fc
 	}
+}
+
+// pass carries the datagrams through the first visited devices and ticks
+// every powered device. It reports whether a noisy cable damaged a frame
+// not lost already on its way back (it is then lost too).
+func (s *Segment) pass(visited int, lost bool) (damagedBack bool) {
 	noisy := len(s.faults.noise) > 0
 	cut := visited
 	if noisy {
@@ -301,24 +338,7 @@ func (s *Segment) process(frame []byte, serving bool, at int64) (bool, time.Dura
 			d.tick(s.frame)
 		}
 	}
-	if noisy && !lost && s.faults.noiseBack(visited, cut < visited) {
-		s.faults.counts.CRCErrors++
-		lost = true
-	}
-	if lost {
-		s.stats.Dropped++
-		return false, 0
-	}
-	if logical {
-		s.faults.corrupt(&f)
-	}
-	f.Source()[0] |= 0x02
-	s.stats.Answered++
-	var hold time.Duration
-	if serving {
-		hold = s.faults.hold()
-	}
-	return true, hold
+	return noisy && !lost && s.faults.noiseBack(visited, cut < visited)
 }
 
 // route returns how many devices a frame visits before it turns back, and

@@ -27,30 +27,11 @@ import (
 // link errors, and a closed link, end it with an error.
 func (s *Segment) Serve(ctx context.Context, l link.Link) error {
 	buf := make([]byte, link.MaxFrameSize)
-	log := s.opts.logger
-	if log != nil {
-		log.Info("simulated segment serving", "devices", len(s.devices))
+	sv := &server{s: s, l: l, ctx: ctx, log: s.opts.logger}
+	if sv.log != nil {
+		sv.log.Info("simulated segment serving", "devices", len(s.devices))
 	}
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	// wait sleeps for d or until ctx is done; it reports whether ctx is.
-	wait := func(d time.Duration) bool {
-		if timer == nil {
-			timer = time.NewTimer(d)
-		} else {
-			timer.Reset(d)
-		}
-		select {
-		case <-ctx.Done():
-			return true
-		case <-timer.C:
-			return false
-		}
-	}
+	defer sv.stopTimer()
 	keepP := false
 	if k, ok := l.(link.WaitKeeper); ok && s.opts.waitKeepsP {
 		k.SetWaitKeepsP(true)
@@ -58,35 +39,10 @@ func (s *Segment) Serve(ctx context.Context, l link.Link) error {
 		keepP = true
 	}
 	var lastYield time.Time
-	down := false // in an outage of the link
-	outage := func(op string, err error) bool {
-		s.mu.Lock()
-		s.stats.LinkErrs++
-		s.mu.Unlock()
-		if !down && log != nil {
-			log.Warn("simulated segment: link down, retrying", "op", op, "err", err)
-		}
-		down = true
-		return wait(linkRetry)
-	}
-	for {
-		if ctx.Err() != nil {
-			return nil
-		}
-		n, at, err := s.receive(l, buf)
-		switch {
-		case err == nil:
-		case errors.Is(err, link.ErrTimeout):
-			continue
-		case ctx.Err() != nil:
-			return nil
-		case transientLinkError(err):
-			if outage("recv", err) {
-				return nil
-			}
-			continue
-		default:
-			return fmt.Errorf("sim: serve: %w", err)
+	for ctx.Err() == nil {
+		n, at, done, err := sv.receive(buf)
+		if done || err != nil {
+			return err
 		}
 		if n == 0 {
 			continue
@@ -96,37 +52,110 @@ func (s *Segment) Serve(ctx context.Context, l link.Link) error {
 			continue
 		}
 		hold += s.opts.delay.next()
-		if hold > 0 && wait(hold) {
+		if hold > 0 && sv.wait(hold) {
 			return nil
 		}
-		if err := l.Send(buf[:n]); err != nil {
-			s.mu.Lock()
-			s.stats.SendErrs++
-			s.mu.Unlock()
-			switch {
-			case errors.Is(err, link.ErrClosed):
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("sim: serve: %w", err)
-			case transientLinkError(err):
-				if outage("send", err) {
-					return nil
-				}
-				continue
-			}
-		} else if down {
-			down = false
-			if log != nil {
-				log.Info("simulated segment: link up again")
-			}
+		if done, err := sv.send(buf[:n]); done || err != nil {
+			return err
 		}
-		if log != nil {
-			s.logStateChanges(log)
+		if sv.log != nil {
+			s.logStateChanges(sv.log)
 		}
 		if keepP {
 			lastYield = yieldIfDue(lastYield)
 		}
+	}
+	return nil
+}
+
+// server is the state of one Serve: the link, the wait timer and whether
+// the link is in an outage.
+type server struct {
+	s     *Segment
+	l     link.Link
+	ctx   context.Context
+	log   *slog.Logger // nil: quiet
+	timer *time.Timer
+	down  bool // in an outage of the link
+}
+
+// receive receives the next frame into buf. n is 0 when there is nothing
+// to answer; done reports that Serve is to end, with err or nil.
+func (sv *server) receive(buf []byte) (n int, at int64, done bool, err error) {
+	n, at, err = sv.s.receive(sv.l, buf)
+	switch {
+	case err == nil:
+		return n, at, false, nil
+	case errors.Is(err, link.ErrTimeout):
+		return 0, 0, false, nil
+	case sv.ctx.Err() != nil:
+		return 0, 0, true, nil
+	case transientLinkError(err):
+		return 0, 0, sv.outage("recv", err), nil
+	default:
+		return 0, 0, true, fmt.Errorf("sim: serve: %w", err)
+	}
+}
+
+// send sends an answer; done reports that Serve is to end, with err or
+// nil. A send that works again ends an outage.
+func (sv *server) send(frame []byte) (done bool, err error) {
+	err = sv.l.Send(frame)
+	if err == nil {
+		if sv.down {
+			sv.down = false
+			if sv.log != nil {
+				sv.log.Info("simulated segment: link up again")
+			}
+		}
+		return false, nil
+	}
+	sv.s.mu.Lock()
+	sv.s.stats.SendErrs++
+	sv.s.mu.Unlock()
+	switch {
+	case errors.Is(err, link.ErrClosed):
+		if sv.ctx.Err() != nil {
+			return true, nil
+		}
+		return true, fmt.Errorf("sim: serve: %w", err)
+	case transientLinkError(err):
+		return sv.outage("send", err), nil
+	}
+	return false, nil
+}
+
+// outage counts a link error of an outage, logs the first of each, and
+// waits before the next try; it reports whether ctx is done.
+func (sv *server) outage(op string, err error) bool {
+	sv.s.mu.Lock()
+	sv.s.stats.LinkErrs++
+	sv.s.mu.Unlock()
+	if !sv.down && sv.log != nil {
+		sv.log.Warn("simulated segment: link down, retrying", "op", op, "err", err)
+	}
+	sv.down = true
+	return sv.wait(linkRetry)
+}
+
+// wait sleeps for d or until ctx is done; it reports whether ctx is.
+func (sv *server) wait(d time.Duration) bool {
+	if sv.timer == nil {
+		sv.timer = time.NewTimer(d)
+	} else {
+		sv.timer.Reset(d)
+	}
+	select {
+	case <-sv.ctx.Done():
+		return true
+	case <-sv.timer.C:
+		return false
+	}
+}
+
+func (sv *server) stopTimer() {
+	if sv.timer != nil {
+		sv.timer.Stop()
 	}
 }
 

@@ -1,10 +1,11 @@
 package wire
 
-import "strconv"
-
 // Command is the datagram command byte (ETG.1000.4, table "EtherCAT command
-// types"). The zero value is NOP, which a slave ignores.
+// types"). The zero value is NOP, which a slave ignores. Its String is the
+// mnemonic, or "Command(N)" for unknown values.
 type Command uint8
+
+//go:generate go tool stringer -type=Command
 
 // The EtherCAT datagram commands.
 const (
@@ -24,17 +25,6 @@ const (
 	ARMW Command = 13 // auto-increment physical read, multiple write
 	FRMW Command = 14 // configured-address physical read, multiple write
 )
-
-var commandNames = [...]string{"NOP", "APRD", "APWR", "APRW", "FPRD", "FPWR", "FPRW",
-	"BRD", "BWR", "BRW", "LRD", "LWR", "LRW", "ARMW", "FRMW"}
-
-// String returns the command's mnemonic, or "Command(N)" for unknown values.
-func (c Command) String() string {
-	if int(c) < len(commandNames) {
-		return commandNames[c]
-	}
-	return "Command(" + strconv.Itoa(int(c)) + ")"
-}
 
 // Valid reports whether c is one of the defined commands.
 func (c Command) Valid() bool { return c <= FRMW }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"strings"
+
 	"github.com/ecagent/ecagent/internal/pcapng"
 )
 
@@ -256,5 +258,17 @@ func BenchmarkBuild(b *testing.B) {
 		_ = bl.Reset(buf, [6]byte{}, [6]byte{})
 		_, _ = bl.Append(LRW, 1, 0, 64)
 		_, _ = bl.Append(FRMW, 2, PhysicalAddress(0x1001, 0x0910), 8)
+	}
+}
+
+// TestCommandNames pins every mnemonic: String is generated (stringer).
+func TestCommandNames(t *testing.T) {
+	want := "NOP APRD APWR APRW FPRD FPWR FPRW BRD BWR BRW LRD LWR LRW ARMW FRMW Command(15) Command(255)"
+	var got []string
+	for _, c := range []Command{NOP, APRD, APWR, APRW, FPRD, FPWR, FPRW, BRD, BWR, BRW, LRD, LWR, LRW, ARMW, FRMW, 15, 255} {
+		got = append(got, c.String())
+	}
+	if g := strings.Join(got, " "); g != want {
+		t.Errorf("names %q, want %q", g, want)
 	}
 }

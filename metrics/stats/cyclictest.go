@@ -264,7 +264,28 @@ func CyclictestJSON(r *CyclictestReport) ([]byte, error) {
 		}
 	}
 
-	var b []byte
+	b := appendCyclictestHeader(nil, r, len(threads))
+	b = append(b, `,"thread":{`...)
+	for i, t := range threads {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendCyclictestThread(b, t, unit)
+	}
+	b = append(b, "}}"...)
+
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		// Unreachable unless the writer above is wrong (e.g. a NaN avg).
+		return nil, fmt.Errorf("cyclictest JSON: %w", err)
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
+// appendCyclictestHeader appends the opening brace and the keys before
+// "thread" of r's cyclictest JSON, for n threads.
+func appendCyclictestHeader(b []byte, r *CyclictestReport, n int) []byte {
 	b = append(b, `{"file_version":`...)
 	b = strconv.AppendInt(b, int64(r.FileVersion), 10)
 	b = append(b, `,"cmdline:":`...)
@@ -290,60 +311,49 @@ func CyclictestJSON(r *CyclictestReport) ([]byte, error) {
 	b = append(b, `,"realtime":`...)
 	b = strconv.AppendInt(b, int64(r.Sysinfo.Realtime), 10)
 	b = append(b, `},"num_threads":`...)
-	b = strconv.AppendInt(b, int64(len(threads)), 10)
+	b = strconv.AppendInt(b, int64(n), 10)
 	b = append(b, `,"resolution_in_ns":`...)
 	if r.Nanoseconds {
-		b = append(b, '1')
-	} else {
-		b = append(b, '0')
+		return append(b, '1')
 	}
-	b = append(b, `,"thread":{`...)
-	for i, t := range threads {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = strconv.AppendInt(b, int64(t.ID), 10)
-		b = append(b, `":{"histogram":{`...)
-		if t.Histogram != nil {
-			first := true
-			for k, c := range t.Histogram.Bins {
-				if c == 0 {
-					continue
-				}
-				if !first {
-					b = append(b, ',')
-				}
-				first = false
-				b = append(b, '"')
-				b = strconv.AppendInt(b, int64(k), 10)
-				b = append(b, `":`...)
-				b = strconv.AppendUint(b, c, 10)
-			}
-		}
-		b = append(b, `},"cycles":`...)
-		b = strconv.AppendInt(b, t.Cycles, 10)
-		b = append(b, `,"min":`...)
-		b = strconv.AppendInt(b, floorDiv(t.Min, unit), 10)
-		b = append(b, `,"max":`...)
-		b = strconv.AppendInt(b, floorDiv(t.Max, unit), 10)
-		b = append(b, `,"avg":`...)
-		b = strconv.AppendFloat(b, t.Avg/float64(unit), 'f', 2, 64)
-		b = append(b, `,"cpu":`...)
-		b = strconv.AppendInt(b, int64(t.CPU), 10)
-		b = append(b, `,"node":`...)
-		b = strconv.AppendInt(b, int64(t.Node), 10)
-		b = append(b, '}')
-	}
-	b = append(b, "}}"...)
+	return append(b, '0')
+}
 
-	var out bytes.Buffer
-	if err := json.Indent(&out, b, "", "  "); err != nil {
-		// Unreachable unless the writer above is wrong (e.g. a NaN avg).
-		return nil, fmt.Errorf("cyclictest JSON: %w", err)
+// appendCyclictestThread appends one thread's "ID":{…} of the cyclictest
+// JSON, its values in unit.
+func appendCyclictestThread(b []byte, t CyclictestThread, unit int64) []byte {
+	b = append(b, '"')
+	b = strconv.AppendInt(b, int64(t.ID), 10)
+	b = append(b, `":{"histogram":{`...)
+	if t.Histogram != nil {
+		first := true
+		for k, c := range t.Histogram.Bins {
+			if c == 0 {
+				continue
+			}
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = append(b, '"')
+			b = strconv.AppendInt(b, int64(k), 10)
+			b = append(b, `":`...)
+			b = strconv.AppendUint(b, c, 10)
+		}
 	}
-	out.WriteByte('\n')
-	return out.Bytes(), nil
+	b = append(b, `},"cycles":`...)
+	b = strconv.AppendInt(b, t.Cycles, 10)
+	b = append(b, `,"min":`...)
+	b = strconv.AppendInt(b, floorDiv(t.Min, unit), 10)
+	b = append(b, `,"max":`...)
+	b = strconv.AppendInt(b, floorDiv(t.Max, unit), 10)
+	b = append(b, `,"avg":`...)
+	b = strconv.AppendFloat(b, t.Avg/float64(unit), 'f', 2, 64)
+	b = append(b, `,"cpu":`...)
+	b = strconv.AppendInt(b, int64(t.CPU), 10)
+	b = append(b, `,"node":`...)
+	b = strconv.AppendInt(b, int64(t.Node), 10)
+	return append(b, '}')
 }
 
 // floorDiv returns ⌊a / b⌋ for b > 0.

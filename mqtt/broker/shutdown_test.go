@@ -7,40 +7,22 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/mqtt/mqttconn/packet"
 )
-
-// lockedBuffer is a bytes.Buffer the broker's goroutines may log into.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // A clean shutdown with clients still connected (the agent's own client
 // among them) logs nothing at warning level: mochi-mqtt's listener warns
 // with an empty message for every connection that ends, and the server
 // ending them is no problem.
 func TestBrokerCloseLogsNoWarning(t *testing.T) {
-	var logs lockedBuffer
+	var logs testsupport.SyncBuffer
 	b, err := Start("127.0.0.1:0", slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +146,7 @@ var connectPacket = []byte{0x10, 17, 0, 4, 'M', 'Q', 'T', 'T', 4, 0x02, 0, 0, 0,
 func TestBrokerCloseIsBounded(t *testing.T) {
 	limit := 3*closeGrace + 5*time.Second
 	t.Run("socket without CONNECT", func(t *testing.T) {
-		var logs lockedBuffer
+		var logs testsupport.SyncBuffer
 		b, err := Start("127.0.0.1:0", slog.New(slog.NewTextHandler(&logs, nil)))
 		if err != nil {
 			t.Fatal(err)

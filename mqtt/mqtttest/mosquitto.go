@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // MosquittoOptions configures a test broker.
@@ -52,7 +54,7 @@ func StartMosquitto(t testing.TB, o MosquittoOptions) *Mosquitto {
 			t.Skip("needs the mosquitto broker (apt-get install mosquitto mosquitto-clients)")
 		}
 	}
-	m := &Mosquitto{t: t, Port: FreePort(t), dir: t.TempDir(), tls: o.CAFile != ""}
+	m := &Mosquitto{t: t, Port: testsupport.FreePort(t), dir: t.TempDir(), tls: o.CAFile != ""}
 	var conf strings.Builder
 	fmt.Fprintf(&conf, "listener %d 127.0.0.1\n", m.Port)
 	fmt.Fprintf(&conf, "persistence true\npersistence_location %s/\nautosave_interval 0\n", m.dir)
@@ -162,15 +164,4 @@ func (m *Mosquitto) Stop() {
 func (m *Mosquitto) Log() string {
 	b, _ := os.ReadFile(filepath.Join(m.dir, "mosquitto.log"))
 	return string(b)
-}
-
-// FreePort returns a loopback TCP port nobody listens on right now.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -296,6 +296,7 @@ func (a *analyzer) read(r io.Reader) error {
 // history is kept this long per CPU.
 const history = 2 * int64(time.Second)
 
+// event takes one trace event into account.
 func (a *analyzer) event(e event) {
 	if t := a.threads[e.pid]; t != nil && !t.running && e.comm == a.comm {
 		// Seen running with no switch to it on record.
@@ -312,13 +313,7 @@ func (a *analyzer) event(e event) {
 			t.futexAt = e.at
 		}
 	case "sys_exit":
-		if t := a.threads[e.pid]; t != nil && e.comm == a.comm && t.futexAt != 0 {
-			a.futexWaits = append(a.futexWaits, e.at-t.futexAt)
-			if e.at-t.futexAt > a.late {
-				a.report("futex", e.pid, e.cpu, t.futexAt, e.at, "own")
-			}
-			t.futexAt = 0
-		}
+		a.sysExit(e)
 	case "hrtimer_start":
 		if t := a.threads[e.pid]; t != nil && e.args["function"] == "hrtimer_wakeup" {
 			if x, err := strconv.ParseInt(e.args["expires"], 10, 64); err == nil {
@@ -331,29 +326,48 @@ func (a *analyzer) event(e event) {
 			t.wokeAt = e.at
 		}
 	case "sched_switch":
-		prev, _ := strconv.Atoi(e.args["prev_pid"])
-		next, _ := strconv.Atoi(e.args["next_pid"])
-		if cur, ok := a.current[e.cpu]; ok && cur.pid != prev {
-			// The switch to prev is not on record (see above): it held
-			// the CPU since the last switch that is.
-			a.current[e.cpu] = segment{from: cur.from, pid: prev, comm: e.args["prev_comm"], inferred: true}
-		}
-		a.begin(e.cpu, e.at, next, e.args["next_comm"])
-		if e.args["prev_comm"] == a.comm && e.args["prev_prio"] == a.prio {
-			t := a.thread(prev)
-			if t.running {
-				if d := e.at - t.ranSince; d > a.late {
-					a.report("ran", prev, e.cpu, t.ranSince, e.at, "own")
-				}
+		a.schedSwitch(e)
+	}
+}
+
+// sysExit ends a futex wait of one of the traced threads.
+func (a *analyzer) sysExit(e event) {
+	t := a.threads[e.pid]
+	if t == nil || e.comm != a.comm || t.futexAt == 0 {
+		return
+	}
+	a.futexWaits = append(a.futexWaits, e.at-t.futexAt)
+	if e.at-t.futexAt > a.late {
+		a.report("futex", e.pid, e.cpu, t.futexAt, e.at, "own")
+	}
+	t.futexAt = 0
+}
+
+// schedSwitch takes a context switch: the CPU's task changes, a traced
+// thread stops or starts running.
+func (a *analyzer) schedSwitch(e event) {
+	prev, _ := strconv.Atoi(e.args["prev_pid"])
+	next, _ := strconv.Atoi(e.args["next_pid"])
+	if cur, ok := a.current[e.cpu]; ok && cur.pid != prev {
+		// The switch to prev is not on record (see event): it held the
+		// CPU since the last switch that is.
+		a.current[e.cpu] = segment{from: cur.from, pid: prev, comm: e.args["prev_comm"], inferred: true}
+	}
+	a.begin(e.cpu, e.at, next, e.args["next_comm"])
+	if e.args["prev_comm"] == a.comm && e.args["prev_prio"] == a.prio {
+		t := a.thread(prev)
+		if t.running {
+			if d := e.at - t.ranSince; d > a.late {
+				a.report("ran", prev, e.cpu, t.ranSince, e.at, "own")
 			}
-			t.running, t.seen, t.wokeAt = false, true, 0
-			if st := e.args["prev_state"]; st == "R" || st == "R+" {
-				t.wokeAt = e.at // preempted: runnable from now on
-			}
 		}
-		if e.args["next_comm"] == a.comm && e.args["next_prio"] == a.prio {
-			a.switchIn(a.thread(next), e.at, next, e.cpu)
+		t.running, t.seen, t.wokeAt = false, true, 0
+		if st := e.args["prev_state"]; st == "R" || st == "R+" {
+			t.wokeAt = e.at // preempted: runnable from now on
 		}
+	}
+	if e.args["next_comm"] == a.comm && e.args["next_prio"] == a.prio {
+		a.switchIn(a.thread(next), e.at, next, e.cpu)
 	}
 }
 

@@ -114,64 +114,47 @@ func Parse(line string) (Command, error) {
 			w[i] = strings.ToLower(w[i])
 		}
 	}
+	parse, ok := commands[w[0]]
+	if !ok {
+		return Command{}, fmt.Errorf("unknown command %q", w[0])
+	}
 	p := cmdParser{words: w}
 	var c Command
-	switch w[0] {
-	case "drop":
-		switch p.sub("percent", "every", "next", "off") {
-		case "percent":
-			c.Op = DropPercent
-			c.Percent = p.float(2, "percentage", 0, 100)
-		case "every":
-			c.Op, c.N = DropEvery, p.count(2, "frame count")
-		case "next":
-			c.Op, c.N = DropNext, p.count(2, "frame count")
-		case "off":
-			c.Op = DropOff
-			p.args(2)
-		}
-	case "delay":
-		switch {
-		case len(w) > 1 && w[1] == "off":
-			c.Op = DelayOff
-			p.args(2)
-		case len(w) > 1 && w[1] == "random":
-			c.Op = DelayRandom
-			c.Min, c.Max = p.duration(2, "minimum delay"), p.duration(3, "maximum delay")
-			c.N = p.every(4)
-			if p.err == nil && c.Max < c.Min {
-				p.fail("maximum delay %v below the minimum %v", c.Max, c.Min)
-			}
-		default:
-			c.Op = Delay
-			c.Min = p.duration(1, "delay")
-			c.Max = c.Min
-			c.N = p.every(2)
-		}
-	case "corrupt":
-		switch p.sub("wkc", "length") {
-		case "wkc":
-			c.Op, c.N = CorruptWKC, p.count(2, "answer count")
-		case "length":
-			c.Op, c.N = CorruptLength, p.count(2, "answer count")
-		}
-	case "disappear":
+	parse(&p, &c)
+	if p.err != nil {
+		return Command{}, p.err
+	}
+	return c, nil
+}
+
+// commands parse the words of a command into c, by its first word; the
+// parser records the first error.
+var commands = map[string]func(p *cmdParser, c *Command){
+	"drop":    parseDrop,
+	"delay":   parseDelay,
+	"corrupt": parseCorrupt,
+	"disappear": func(p *cmdParser, c *Command) {
 		c.Op, c.Pos = Disappear, p.position(1)
 		p.args(2)
-	case "return":
+	},
+	"return": func(p *cmdParser, c *Command) {
 		c.Op, c.Pos = Return, p.position(1)
 		p.args(2)
-	case "alerror":
+	},
+	"alerror": func(p *cmdParser, c *Command) {
 		c.Op, c.Pos = ALError, p.position(1)
 		c.Code = p.code(2)
 		p.args(3)
-	case "drift":
+	},
+	"drift": func(p *cmdParser, c *Command) {
 		c.Op, c.Pos = Drift, p.position(1)
 		c.PPM = p.float(2, "drift in ppm", -MaxDriftPPM, MaxDriftPPM)
-	case "offset":
+	},
+	"offset": func(p *cmdParser, c *Command) {
 		c.Op, c.Pos = Offset, p.position(1)
 		c.NS = p.int64(2, "offset in ns")
-	case "link":
+	},
+	"link": func(p *cmdParser, c *Command) {
 		switch p.sub("down", "up") {
 		case "down":
 			c.Op = LinkDown
@@ -179,26 +162,73 @@ func Parse(line string) (Command, error) {
 			c.Op = LinkUp
 		}
 		p.args(2)
-	case "counts":
+	},
+	"counts": func(p *cmdParser, c *Command) {
 		c.Op = ShowCounts
 		p.args(1)
-	case "seed":
+	},
+	"seed": func(p *cmdParser, c *Command) {
 		c.Op = Seed
 		c.Seed = p.uint64(1, "seed")
-	case "noisy":
+	},
+	"noisy": func(p *cmdParser, c *Command) {
 		c.Op, c.Pos = Noisy, p.position(1)
 		c.Port = p.port(2)
 		c.Rate = p.float(3, "rate in errors a second", 0, MaxNoiseRate)
-	case "power-cycle":
+	},
+	"power-cycle": func(p *cmdParser, c *Command) {
 		c.Op = PowerCycle
 		p.args(1)
+	},
+}
+
+// parseDrop parses drop percent P, drop every N, drop next N, drop off.
+func parseDrop(p *cmdParser, c *Command) {
+	switch p.sub("percent", "every", "next", "off") {
+	case "percent":
+		c.Op = DropPercent
+		c.Percent = p.float(2, "percentage", 0, 100)
+	case "every":
+		c.Op, c.N = DropEvery, p.count(2, "frame count")
+	case "next":
+		c.Op, c.N = DropNext, p.count(2, "frame count")
+	case "off":
+		c.Op = DropOff
+		p.args(2)
+	}
+}
+
+// parseDelay parses delay D [every N], delay random MIN MAX [every N],
+// delay off.
+func parseDelay(p *cmdParser, c *Command) {
+	w := p.words
+	switch {
+	case len(w) > 1 && w[1] == "off":
+		c.Op = DelayOff
+		p.args(2)
+	case len(w) > 1 && w[1] == "random":
+		c.Op = DelayRandom
+		c.Min, c.Max = p.duration(2, "minimum delay"), p.duration(3, "maximum delay")
+		c.N = p.every(4)
+		if p.err == nil && c.Max < c.Min {
+			p.fail("maximum delay %v below the minimum %v", c.Max, c.Min)
+		}
 	default:
-		return Command{}, fmt.Errorf("unknown command %q", w[0])
+		c.Op = Delay
+		c.Min = p.duration(1, "delay")
+		c.Max = c.Min
+		c.N = p.every(2)
 	}
-	if p.err != nil {
-		return Command{}, p.err
+}
+
+// parseCorrupt parses corrupt wkc N, corrupt length N.
+func parseCorrupt(p *cmdParser, c *Command) {
+	switch p.sub("wkc", "length") {
+	case "wkc":
+		c.Op, c.N = CorruptWKC, p.count(2, "answer count")
+	case "length":
+		c.Op, c.N = CorruptLength, p.count(2, "answer count")
 	}
-	return c, nil
 }
 
 // cmdParser takes a command's words apart; the first error sticks.

@@ -25,15 +25,7 @@ func Start(tb testing.TB, devices []string, cfg master.Config) (*master.Master, 
 // StartOn is Start with the master's end of the pipe seen through wrap.
 func StartOn(tb testing.TB, devices []string, cfg master.Config, wrap func(*link.PipeEnd) link.Link) (*master.Master, *sim.Segment) {
 	tb.Helper()
-	devs, err := sim.ParseDevices(devices)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	seg := sim.NewSegment(devs)
-	a, b := link.NewPipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = seg.Serve(ctx, b); close(done) }()
+	_, seg, end := Serve(tb, devices)
 	if cfg.Timeout == 0 {
 		cfg.Timeout = time.Second
 	}
@@ -43,14 +35,33 @@ func StartOn(tb testing.TB, devices []string, cfg master.Config, wrap func(*link
 	if cfg.SIITimeout == 0 {
 		cfg.SIITimeout = time.Second
 	}
-	m, err := master.New(wrap(a), &cfg)
+	m, err := master.New(wrap(end.(*link.PipeEnd)), &cfg)
 	if err != nil {
-		cancel()
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = m.Close(); cancel(); _ = b.Close(); <-done })
-	if err := m.BringUp(ctx); err != nil {
+	tb.Cleanup(func() { _ = m.Close() })
+	if err := m.BringUp(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	return m, seg
+}
+
+// Serve builds the simulated devices (model names or SII image paths)
+// with opts, serves them on one end of an in-process pipe until the test
+// ends, and returns the devices, their segment and the pipe's other end,
+// for a master. A master made on it must be closed first: a cleanup
+// registered after Serve's runs before it.
+func Serve(tb testing.TB, devices []string, opts ...sim.Option) ([]*sim.Device, *sim.Segment, link.Link) {
+	tb.Helper()
+	devs, err := sim.ParseDevices(devices)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	seg := sim.NewSegment(devs, opts...)
+	masterEnd, simEnd := link.NewPipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = seg.Serve(ctx, simEnd) }()
+	tb.Cleanup(func() { cancel(); _ = simEnd.Close(); <-done })
+	return devs, seg, masterEnd
 }
