@@ -302,28 +302,66 @@ func TestQueuedTransactionHonoursContext(t *testing.T) {
 }
 
 // TestQueuedTransactionWithdrawnWhenCycleStalls: a cycle that does not
-// come round within the queue's wait makes the transaction a lost try
-// (ErrNoResponse after its retries), not a hang.
+// come round at all fails the transaction with ErrNoResponse once the
+// queue's backstop (Config.StateTimeout) has passed — not a hang, and not
+// sooner: a cycle the host delays is waited for (see
+// TestQueuedTransactionWaitsForAStarvedCycle).
 func TestQueuedTransactionWithdrawnWhenCycleStalls(t *testing.T) {
 	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004"))
-	m, _ := linkedMaster(t, seg, master.Config{RecoveryTimeout: 5 * time.Millisecond, Retries: 1})
+	const backstop = 300 * time.Millisecond
+	m, _ := linkedMaster(t, seg, master.Config{RecoveryTimeout: 5 * time.Millisecond, Retries: 1, StateTimeout: backstop})
 	m.QueueAcyclic(true, time.Millisecond)
 	defer m.QueueAcyclic(false, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
 	_, err := m.CountSlaves(ctx)
-	if !errors.Is(err, master.ErrNoResponse) {
-		t.Fatalf("CountSlaves with a stalled cycle: %v, want ErrNoResponse", err)
+	if !errors.Is(err, master.ErrNoResponse) || !strings.Contains(err.Error(), "stopped or starved") {
+		t.Fatalf("CountSlaves with a stalled cycle: %v, want ErrNoResponse saying the cycle stalled", err)
 	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("gave up after %v", took)
+	if took := time.Since(start); took < backstop || took > 5*time.Second {
+		t.Errorf("gave up after %v, want after the backstop of %v and well within 5 s", took, backstop)
 	}
 	// The withdrawn datagrams are not sent by the next cycle.
 	before := m.Stats()
 	r := m.ExchangeUntil(time.Now().Add(time.Second))
 	if r.AcyclicFrames != 0 || m.Stats().AcyclicFrames != before.AcyclicFrames {
 		t.Errorf("the cycle after the stall sent an acyclic frame: %+v", r)
+	}
+}
+
+// TestQueuedTransactionWaitsForAStarvedCycle: a host that lets the cycle
+// run only every 30 ms, ten times its queue's wait, delays a transaction
+// but loses none of its tries: each datagram waits until the cycle comes
+// round and carries it.
+func TestQueuedTransactionWaitsForAStarvedCycle(t *testing.T) {
+	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004"))
+	m, _ := linkedMaster(t, seg, master.Config{RecoveryTimeout: 2 * time.Millisecond, Retries: 1})
+	m.QueueAcyclic(true, time.Millisecond) // the queue's wait: 5 ms
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(30 * time.Millisecond):
+			}
+			m.ExchangeUntil(time.Now().Add(time.Second))
+		}
+	}()
+	defer func() { close(stop); <-done; m.QueueAcyclic(false, 0) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	before := m.Stats()
+	for i := range 5 {
+		n, err := m.CountSlaves(ctx)
+		if err != nil || n != 2 {
+			t.Fatalf("CountSlaves %d beside a starved cycle: %d, %v; want 2", i, n, err)
+		}
+	}
+	if got := m.Stats().Retries - before.Retries; got != 0 {
+		t.Errorf("%d retries: a try the cycle did not come round to carry counted as lost", got)
 	}
 }
 
