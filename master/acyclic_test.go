@@ -365,6 +365,34 @@ func TestQueuedTransactionWaitsForAStarvedCycle(t *testing.T) {
 	}
 }
 
+// TestQueuedTransactionOutlastsABurstOfLosses: on a loaded host the
+// cycle's answers come late for tens of milliseconds in a row; a
+// transaction through the cycle outlasts 700 ms of every frame lost,
+// backing off between its tries, instead of failing after four lost
+// frames.
+func TestQueuedTransactionOutlastsABurstOfLosses(t *testing.T) {
+	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004"))
+	m, _ := linkedMaster(t, seg, master.Config{})
+	cy := startCycle(t, m, time.Millisecond)
+	cy.waitWKC(t, m.Cyclic().ExpectedWKC(), 5*time.Second)
+	before := m.Stats()
+	seg.Faults().DropPercent(100)
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		seg.Faults().DropOff()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	n, err := m.CountSlaves(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("CountSlaves through 700 ms of lost frames: %d, %v; want 2", n, err)
+	}
+	if took, retries := time.Since(start), m.Stats().Retries-before.Retries; took < 650*time.Millisecond || retries < 4 {
+		t.Errorf("answered after %v and %d retries: the frames were not lost", took, retries)
+	}
+}
+
 // TestConcurrentAcyclicUsers: with the cycle owning the link, several
 // goroutines transact at once (the race detector watches), and their
 // datagrams share the cycle's frames.

@@ -139,7 +139,7 @@ func (b *Bus) Transact(ctx context.Context, cmd wire.Command, address uint32, da
 // it within the queue's backstop (Config.StateTimeout) fails it. After a
 // lost frame the next try waits, twice as long after each, so that a
 // burst of losses (a host stall longer than a cycle) is not met by every
-// try at once.
+// try at once; it gives up after Config.Retries and lossPatience.
 func (b *Bus) transactQueued(ctx context.Context, cmd wire.Command, address uint32, data []byte) (uint16, error) {
 	q := b.queue
 	start := time.Now()
@@ -159,13 +159,13 @@ func (b *Bus) transactQueued(ctx context.Context, cmd wire.Command, address uint
 		default:
 			notCarried++
 		}
-		if try >= b.retries {
+		if try >= b.retries && (b.retries == 0 || time.Since(start) >= lossPatience) {
 			return 0, fmt.Errorf("master: %v %s: %w after %d tries in %v (%d frames lost, %d times not carried in %d cycles)",
 				cmd, formatAddress(cmd, address), ErrNoResponse, try+1, time.Since(start).Round(time.Millisecond), lost, notCarried, carryCycles)
 		}
 		b.counters.retries.Add(1)
 		if out == tryLost {
-			pause(ctx, min(q.wait<<(lost-1), maxTryTimeout))
+			pause(ctx, min(q.wait<<min(lost-1, 16), maxTryTimeout))
 		}
 	}
 }
@@ -182,6 +182,16 @@ func pause(ctx context.Context, d time.Duration) {
 		time.Sleep(min(left, 5*time.Millisecond))
 	}
 }
+
+// lossPatience is how long a transaction through the cycle goes on
+// trying when its frames are lost (with at least Config.Retries retries):
+// on a loaded host the cycle's answers come late for tens of
+// milliseconds in a row, longer than a few tries at once span (the
+// kernel's network processing starved, measured under stress-ng on two
+// CPUs: four frames of a maintenance read lost in 45 ms), and such
+// frames are the host's, not the bus's. A link that is down fails a
+// transaction after it.
+const lossPatience = time.Second
 
 // maxTryTimeout caps the wait of one try of a transaction on the master's
 // own link, however slow the measured round trip or how far the back-off
