@@ -282,7 +282,7 @@ func (b *Bus) Ready() (ok bool, why string) {
 		f := &b.BringUp
 		return false, fmt.Sprintf("cycle process down: bring-up failed %d time(s) in a row (%s): %s", f.Failures, f.Reason, f.Error)
 	case !b.CycleRunning && b.BringUp.Starting:
-		return false, "cycle process starting: bringing the bus up"
+		return false, "cycle process down: a new one is bringing the bus up"
 	case !b.CycleRunning:
 		return false, "cycle process down"
 	case b.CycleStalled:

@@ -241,7 +241,7 @@ func TestBringUpFailures(t *testing.T) {
 	}
 	v := m.Version()
 	m.BringingUp()
-	if ok, why := m.Ready(); ok || why != "cycle process starting: bringing the bus up" || m.Version() == v {
+	if ok, why := m.Ready(); ok || why != "cycle process down: a new one is bringing the bus up" || m.Version() == v {
 		t.Errorf("starting: ready %v %q, version moved %v", ok, why, m.Version() != v)
 	}
 	if b := m.Snapshot(); b.Summary() != "STARTING" {
