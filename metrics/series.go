@@ -212,7 +212,7 @@ func Documented() []Series {
 
 		{Name: nameBusEvents, Type: TypeCounter, Labels: []string{labelKind, labelPosition, labelName},
 			Help: "Events of the bus by kind (slave-lost, slave-found, slave-reconnected, slave-refused, al-error, " +
-				"al-acknowledged, recovery-failed, bus-alarm, bus-alarm-changed, bus-alarm-cleared, link-down, link-up, cycle-died, cycle-restarted, …) " +
+				"al-acknowledged, recovery-failed, bus-alarm, bus-alarm-changed, bus-alarm-cleared, link-down, link-up, cycle-died, cycle-restarted, bring-up-failed, …) " +
 				"and slave (position and name; position -1, name bus for the bus as a whole).",
 			Conditional: "once such an event happened"},
 		{Name: nameFramesDiscarded, Type: TypeCounter, Labels: []string{labelReason},
