@@ -71,9 +71,10 @@ func (s *serviceNotifier) cycleRunning(cp *CycleProcess) {
 	s.feed(cp.seg, time.Now())
 }
 
-// bringingUp reports a cycle process started and bringing the bus up.
+// bringingUp reports a cycle process started and bringing the bus up,
+// once the unit is ready (a restart): before, READY=1 comes first.
 func (s *serviceNotifier) bringingUp() {
-	if s.n != nil {
+	if s.n != nil && s.ready {
 		s.send("STATUS=bringing the bus up")
 	}
 }
@@ -103,7 +104,10 @@ func (s *serviceNotifier) bringUpFailed(status string) {
 // what there is to watch then; a cycle process that runs and stops
 // beating is not fed for (feedWatchdog).
 func (s *serviceNotifier) feedWhileBringingUp() {
-	if s.every > 0 && time.Since(s.lastFeed) >= s.every {
+	// Before READY=1 the watchdog is not armed: systemd's start timeout
+	// bounds the first bring-up, which ends (4 bus.statetimeout and 10 s
+	// at most) in READY=1 either way.
+	if s.ready && s.every > 0 && time.Since(s.lastFeed) >= s.every {
 		s.send("WATCHDOG=1")
 		s.lastFeed = time.Now()
 	}

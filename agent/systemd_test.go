@@ -133,9 +133,11 @@ func TestServiceNotifierWhileBringUpFails(t *testing.T) {
 	sd := newServiceNotifierEnv(func(k string) string { return env[k] }, quiet)
 	defer sd.close()
 
+	// Before the unit is ready, READY=1 comes first.
 	sd.bringingUp()
-	if got := sock.next(time.Second); got != "STATUS=bringing the bus up" {
-		t.Errorf("bringingUp: %q", got)
+	sd.feedWhileBringingUp()
+	if got := sock.next(50 * time.Millisecond); got != "" {
+		t.Errorf("before READY=1: %q", got)
 	}
 	sd.bringUpFailed("bring-up failed 1 time(s) in a row (no-answer): no answer; trying again in 100ms")
 	if got := sock.next(time.Second); got != "READY=1\nSTATUS=bring-up failed 1 time(s) in a row (no-answer): no answer; trying again in 100ms" {
@@ -148,6 +150,10 @@ func TestServiceNotifierWhileBringUpFails(t *testing.T) {
 	sd.feedWhileBringingUp()
 	if got := sock.next(time.Second); got != "WATCHDOG=1" {
 		t.Errorf("waiting for the next attempt: %q, want WATCHDOG=1", got)
+	}
+	sd.bringingUp()
+	if got := sock.next(time.Second); got != "STATUS=bringing the bus up" {
+		t.Errorf("the next attempt: %q", got)
 	}
 	sd.bringUpFailed("bring-up failed 2 time(s) in a row")
 	if got := sock.next(time.Second); got != "STATUS=bring-up failed 2 time(s) in a row" {
