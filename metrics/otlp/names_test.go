@@ -41,6 +41,7 @@ func prometheusOnly() map[string]string {
 		"ecagent_dc_sync1_shift_seconds":                     dc,
 		"ecagent_cycle_process_up":                           process,
 		"ecagent_cycle_process_starts_total":                 process,
+		"ecagent_cycle_process_bringup_failures":             model,
 		"ecagent_cycle_process_cpu_seconds_total":            host,
 		"ecagent_host_cpu_busy_ratio":                        host,
 		"ecagent_cycle_core_busy_ratio":                      host,
