@@ -393,6 +393,33 @@ func TestQueuedTransactionOutlastsABurstOfLosses(t *testing.T) {
 	}
 }
 
+// TestQueuedSDOUploadOutlastsABurstOfLosses: recovery's mailbox
+// operations (a returning slave's PDO assignment read over SDO) ride in
+// the cycle's frames; 700 ms of every frame lost (a loaded host) delays an
+// SDO upload but does not fail it.
+func TestQueuedSDOUploadOutlastsABurstOfLosses(t *testing.T) {
+	seg := sim.NewSegment(newDevices(t, "EK1100", "EL4132"))
+	m, _ := linkedMaster(t, seg, master.Config{})
+	cy := startCycle(t, m, time.Millisecond)
+	cy.waitWKC(t, m.Cyclic().ExpectedWKC(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	analog := m.Slaves()[1]
+	want, err := m.SDOUpload(ctx, analog, 0x1018, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg.Faults().DropPercent(100)
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		seg.Faults().DropOff()
+	}()
+	got, err := m.SDOUpload(ctx, analog, 0x1018, 1)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("SDO upload 0x1018:01 through 700 ms of lost frames: % x, %v; want % x", got, err, want)
+	}
+}
+
 // TestConcurrentAcyclicUsers: with the cycle owning the link, several
 // goroutines transact at once (the race detector watches), and their
 // datagrams share the cycle's frames.
