@@ -149,24 +149,16 @@ type cycleSupervisor struct {
 	restarting bool
 }
 
-// begin makes the first attempt. An error of the agent's own (the
-// segment's place, the cycle program: nothing another attempt would
-// change) is returned; a failed bring-up is not, it is tried again.
-func (s *cycleSupervisor) begin() error {
-	err := s.launch()
-	var bu *BringUpError
-	if err != nil && !errors.As(err, &bu) {
-		return err
-	}
-	return nil
-}
+// begin makes the first attempt. An error starting the cycle process is
+// the agent's own (the segment's place, the cycle program: nothing
+// another attempt would change) and is returned; a failed bring-up comes
+// later (step) and is tried again.
+func (s *cycleSupervisor) begin() error { return s.launch() }
 
-// launch attaches to a running cycle process or starts one; an error is
-// reported as a failed attempt.
+// launch attaches to a running cycle process or starts one.
 func (s *cycleSupervisor) launch() error {
 	cp, attached, err := attachOrLaunch(s.cfg, s.log)
 	if err != nil {
-		s.failed(err)
 		return err
 	}
 	if attached {
@@ -201,7 +193,9 @@ func (s *cycleSupervisor) step() {
 	}
 	if s.c.cp == nil {
 		if !time.Now().Before(s.retryAt) {
-			_ = s.launch()
+			if err := s.launch(); err != nil {
+				s.failed(err)
+			}
 		} else {
 			s.sd.feedWhileBringingUp()
 		}
