@@ -105,6 +105,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 				c.writeStatus(status)
 			}
 		case <-window.C:
+			if c.cp == nil {
+				continue // no cycles, no window: the first starts with the cycle
+			}
 			report := c.tel.reg.Consumer().CloseWindow()
 			c.mqtt.window(report)
 			c.otlp.window(report)
@@ -119,6 +122,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 				sup.died()
 			}
 			sup.step()
+			if c.cp != nil {
+				// A cycle process runs from now: its first window is a
+				// whole one.
+				window.Reset(cfg.Metrics.Window)
+			}
 		}
 	}
 }
