@@ -78,10 +78,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	drain := time.NewTicker(10 * time.Millisecond)
 	defer drain.Stop()
 	var statusC <-chan time.Time
+	var statusTick *time.Ticker
 	if cfg.Status.Interval > 0 {
-		t := time.NewTicker(cfg.Status.Interval)
-		defer t.Stop()
-		statusC = t.C
+		statusTick = time.NewTicker(cfg.Status.Interval)
+		defer statusTick.Stop()
+		statusC = statusTick.C
 	}
 	for {
 		select {
@@ -124,8 +125,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 			sup.step()
 			if c.cp != nil {
 				// A cycle process runs from now: its first window is a
-				// whole one.
+				// whole one, and its first status line an interval on.
 				window.Reset(cfg.Metrics.Window)
+				if statusTick != nil {
+					statusTick.Reset(cfg.Status.Interval)
+				}
 			}
 		}
 	}
