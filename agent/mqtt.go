@@ -315,6 +315,24 @@ func (b *mqttBridge) detach(reason string) {
 	b.pub.Detach(reason)
 }
 
+// stateChanged makes the publisher render the bus model's state now,
+// also with no bus attached (a cycle process bringing the bus up).
+func (b *mqttBridge) stateChanged() {
+	if b == nil {
+		return
+	}
+	b.pub.BusStateChanged()
+}
+
+// bringUpFailed publishes a failed bring-up: an event, and the bus's
+// state from the model.
+func (b *mqttBridge) bringUpFailed(reason busstate.BringUpReason, text string, failures int, retryIn time.Duration) {
+	if b == nil {
+		return
+	}
+	b.pub.BringUpFailed(reason.String(), text, failures, retryIn, time.Now())
+}
+
 // event passes on an event of the cycle.
 func (b *mqttBridge) event(ev *shm.Event) {
 	if b == nil {

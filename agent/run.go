@@ -17,19 +17,27 @@ import (
 	"github.com/ecagent/ecagent/shm"
 )
 
-// Restart back-off of a cycle process that died.
+// Back-off of the attempts to have a cycle process running: after one
+// died or failed to bring the bus up, the next attempt starts restartMin
+// later, and each failure in a row doubles the wait up to restartMax. A
+// bus that appears (powered, plugged in) is so in cyclic operation within
+// restartMax and a bring-up.
 const (
 	restartMin = 100 * time.Millisecond
-	restartMax = 30 * time.Second
+	restartMax = 10 * time.Second
 )
 
 // Run is `ecagent run`: it starts the cycle process (or attaches to one
 // that survived an earlier agent), then consumes what the cycle writes to
-// shared memory — samples, events — and reports it, until ctx ends. A
-// cycle process that dies is restarted with back-off and the restart
-// reported. On the way out it stops the cycle process, which takes the bus
-// to INIT. An agent killed without that chance leaves the cycle running;
-// the next agent attaches to it.
+// shared memory — samples, events — and reports it, until ctx ends. It
+// never gives up on its bus: a cycle process that fails to bring the bus
+// up (the segment absent, not answering, not as configured) or dies is
+// started again, with back-off, without end, and every output says
+// meanwhile that the bus is not ready and why. Only an error of the
+// agent's own at the first attempt (the segment's place, the cycle
+// program) ends it. On the way out it stops the cycle process, which
+// takes the bus to INIT. An agent killed without that chance leaves the
+// cycle running; the next agent attaches to it.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Writer, build Build) error {
 	tel, err := newTelemetry(cfg, build)
 	if err != nil {
@@ -49,38 +57,40 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	if err != nil {
 		return err
 	}
-	cp, err := attachOrStart(ctx, cfg, log)
-	if err != nil {
+	c := newConsumer(cfg, log, tel)
+	c.mqtt, c.otlp = mq, ot
+	tel.setBusModel(c.model)      // every scrape shows the bus as the model does
+	mq.setBusModel(c.model)       // every message shows the bus as the model does
+	sd := newServiceNotifier(log) // systemd Type=notify (agent/systemd.go)
+	sup := &cycleSupervisor{cfg: cfg, log: log, c: c, sd: sd, status: status, backoff: restartMin}
+	if err := sup.begin(); err != nil {
 		mq.stop()
+		sd.close()
 		return err
 	}
-	c := newConsumer(cfg, cp, log, tel)
-	tel.setBusModel(c.model) // every scrape shows the bus as the model does
-	defer func() { c.cp.stop(log, cfg.Bus.StateTimeout+2*time.Second) }()
-	sd := newServiceNotifier(log) // systemd Type=notify (agent/systemd.go)
 	defer sd.close()
+	defer sup.stop(cfg.Bus.StateTimeout + 2*time.Second)
 	defer sd.stopping() // deferred calls run last first: before the cycle stops
-	sd.cycleRunning(cp)
-	defer mq.stop() // before the cycle stops: it reads the cycle's memory
-	c.mqtt = mq
-	mq.setBusModel(c.model) // every message shows the bus as the model does
-	c.otlp = ot
-	mq.attach(cp)
+	defer mq.stop()     // before the cycle stops: it reads the cycle's memory
 	window := time.NewTicker(cfg.Metrics.Window)
 	defer window.Stop()
 
 	drain := time.NewTicker(10 * time.Millisecond)
 	defer drain.Stop()
 	var statusC <-chan time.Time
+	var statusTick *time.Ticker
 	if cfg.Status.Interval > 0 {
-		t := time.NewTicker(cfg.Status.Interval)
-		defer t.Stop()
-		statusC = t.C
+		statusTick = time.NewTicker(cfg.Status.Interval)
+		defer statusTick.Stop()
+		statusC = statusTick.C
 	}
-	backoff := restartMin
 	for {
 		select {
 		case <-ctx.Done():
+			if c.cp == nil {
+				c.writeStatus(status)
+				return nil
+			}
 			// Stop the cycle first, then take everything it wrote: the
 			// accounting below is exact only over the whole run.
 			c.drain()
@@ -90,67 +100,194 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 			c.account()
 			return nil
 		case <-statusC:
-			c.writeStatus(status)
+			// While no cycle runs, a line per failed bring-up (failed):
+			// there are no cycles to report.
+			if c.cp != nil {
+				c.writeStatus(status)
+			}
 		case <-window.C:
+			if c.cp == nil {
+				continue // no cycles, no window: the first starts with the cycle
+			}
 			report := c.tel.reg.Consumer().CloseWindow()
 			c.mqtt.window(report)
 			c.otlp.window(report)
 		case <-drain.C:
-			c.drain()
-			if c.cp.alive() {
-				c.watchHeartbeat()
-				sd.feedWatchdog(c.cp)
-				continue
-			}
-			c.restarts++
-			tel.reg.CycleProcessExited()
-			tel.reg.CountEvent("cycle-died", -1, "")
-			c.model.CycleDown()
-			c.updateReady()
-			sd.cycleDown("the cycle process died; restarting it")
-			log.Error("the cycle process died; restarting it", "pid", c.cp.pid, "restarts", c.restarts, "after", backoff)
-			c.mqtt.detach("the cycle process died")
-			c.cp.stop(log, time.Second)
-			// Retry until a cycle runs again: until then nothing is drained,
-			// since the old segment is closed.
-			var cp *CycleProcess
-			for cp == nil {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(backoff):
+			if c.cp != nil {
+				c.drain()
+				if c.cp.alive() {
+					c.watchHeartbeat()
+					sd.feedWatchdog(c.cp)
+					continue
 				}
-				backoff = min(2*backoff, restartMax)
-				var err error
-				cp, err = attachOrStart(ctx, cfg, log)
-				if err != nil {
-					if ctx.Err() != nil {
-						return nil
-					}
-					var bm *BusMismatchError
-					if errors.As(err, &bm) {
-						return err
-					}
-					log.Error("restarting the cycle process failed", "err", err, "next_try_in", backoff)
+				sup.died()
+			}
+			sup.step()
+			if c.cp != nil {
+				// A cycle process runs from now: its first window is a
+				// whole one, and its first status line an interval on.
+				window.Reset(cfg.Metrics.Window)
+				if statusTick != nil {
+					statusTick.Reset(cfg.Status.Interval)
 				}
 			}
-			c.attach(cp)
-			c.mqtt.attach(cp)
-			sd.cycleRunning(cp)
-			tel.reg.CountEvent("cycle-restarted", -1, "")
-			log.Info("cycle process restarted", "pid", cp.pid, "restarts", c.restarts)
-			backoff = restartMin
 		}
+	}
+}
+
+// cycleSupervisor keeps a cycle process running for the agent: it starts
+// one (or attaches to one that survived the last agent), follows its
+// bring-up without holding up the agent's loop, and when bring-up fails
+// or the process dies, starts another after a back-off, without end.
+// Each step is told to every output through the bus model, the metrics,
+// MQTT, systemd and the log. It runs on the agent's loop.
+type cycleSupervisor struct {
+	cfg config.Config
+	log *slog.Logger
+	c   *consumer
+	sd  *serviceNotifier
+	// status receives the status line of each failed bring-up.
+	status io.Writer
+	// starting is a cycle process bringing the bus up.
+	starting *CycleProcess
+	// retryAt is when, with no cycle process, the next attempt starts;
+	// backoff is the wait after the next failure, failures the
+	// failures in a row.
+	retryAt  time.Time
+	backoff  time.Duration
+	failures int
+	// restarting is set once a cycle process died: the next to run is
+	// a restart.
+	restarting bool
+}
+
+// begin makes the first attempt. An error starting the cycle process is
+// the agent's own (the segment's place, the cycle program: nothing
+// another attempt would change) and is returned; a failed bring-up comes
+// later (step) and is tried again.
+func (s *cycleSupervisor) begin() error { return s.launch() }
+
+// launch attaches to a running cycle process or starts one.
+func (s *cycleSupervisor) launch() error {
+	cp, attached, err := attachOrLaunch(s.cfg, s.log)
+	if err != nil {
+		return err
+	}
+	if attached {
+		s.running(cp)
+		return nil
+	}
+	s.starting = cp
+	s.c.model.BringingUp()
+	s.c.updateReady()
+	s.c.mqtt.stateChanged()
+	s.sd.bringingUp()
+	return nil
+}
+
+// step follows a cycle process bringing the bus up, and starts the next
+// attempt when none runs and its time has come.
+func (s *cycleSupervisor) step() {
+	if cp := s.starting; cp != nil {
+		done, err := cp.poll()
+		switch {
+		case err != nil:
+			s.starting = nil
+			cp.stop(s.log, time.Second)
+			s.failed(err)
+		case done:
+			s.starting = nil
+			s.running(cp)
+		default:
+			s.sd.feedWhileBringingUp()
+		}
+		return
+	}
+	if s.c.cp == nil {
+		if !time.Now().Before(s.retryAt) {
+			if err := s.launch(); err != nil {
+				s.failed(err)
+			}
+		} else {
+			s.sd.feedWhileBringingUp()
+		}
+	}
+}
+
+// running takes up a cycle process in cyclic operation.
+func (s *cycleSupervisor) running(cp *CycleProcess) {
+	s.c.attach(cp)
+	s.c.mqtt.attach(cp)
+	s.sd.cycleRunning(cp)
+	if s.failures > 0 {
+		s.log.Info("the bus is up after failed bring-ups", "failures", s.failures, "pid", cp.pid)
+	}
+	if s.restarting {
+		s.c.tel.reg.CountEvent("cycle-restarted", -1, "")
+		s.log.Info("cycle process restarted", "pid", cp.pid, "restarts", s.c.restarts)
+	}
+	s.restarting, s.failures, s.backoff = false, 0, restartMin
+}
+
+// failed reports a failed attempt and schedules the next.
+func (s *cycleSupervisor) failed(err error) {
+	s.failures++
+	reason, text := busstate.BringUpFailed, err.Error()
+	var bu *BringUpError
+	if errors.As(err, &bu) {
+		reason, text = bu.Reason, bu.Detail
+	}
+	wait := s.backoff
+	s.retryAt = time.Now().Add(wait)
+	s.backoff = min(2*s.backoff, restartMax)
+	s.c.model.BringUpFailed(reason, text)
+	s.c.updateReady()
+	s.c.tel.reg.CountEvent("bring-up-failed", -1, "")
+	s.c.mqtt.bringUpFailed(reason, text, s.failures, wait)
+	s.c.writeStatus(s.status)
+	s.sd.bringUpFailed(fmt.Sprintf("bring-up failed %d time(s) in a row (%s): %s; trying again in %v", s.failures, reason, text, wait))
+	s.log.Error("the cycle process did not bring the bus up; trying again", "reason", reason.String(), "err", text,
+		"failures", s.failures, "next_try_in", wait)
+}
+
+// died reports that the running cycle process died and schedules its
+// restart.
+func (s *cycleSupervisor) died() {
+	c := s.c
+	c.restarts++
+	c.tel.reg.CycleProcessExited()
+	c.tel.reg.CountEvent("cycle-died", -1, "")
+	c.model.CycleDown()
+	c.updateReady()
+	s.sd.cycleDown("the cycle process died; restarting it")
+	s.log.Error("the cycle process died; restarting it", "pid", c.cp.pid, "restarts", c.restarts, "after", s.backoff)
+	c.mqtt.detach("the cycle process died")
+	c.cp.stop(s.log, time.Second)
+	c.cp = nil
+	s.restarting = true
+	s.retryAt = time.Now().Add(s.backoff)
+	s.backoff = min(2*s.backoff, restartMax)
+}
+
+// stop stops the cycle process, running or bringing the bus up.
+func (s *cycleSupervisor) stop(grace time.Duration) {
+	if s.starting != nil {
+		s.starting.stop(s.log, grace)
+		s.starting = nil
+	}
+	if s.c.cp != nil {
+		s.c.cp.stop(s.log, grace)
 	}
 }
 
 // consumer drains the segment in the agent process and keeps the figures
 // the status line (and the exporters) report.
 type consumer struct {
-	tel      *telemetry
-	mqtt     *mqttBridge
-	otlp     *otlpExport
-	cfg      config.Config
+	tel  *telemetry
+	mqtt *mqttBridge
+	otlp *otlpExport
+	cfg  config.Config
+	// cp is the cycle process in cyclic operation; nil while none is.
 	cp       *CycleProcess
 	log      *slog.Logger
 	buf      []shm.Sample
@@ -174,10 +311,9 @@ type consumer struct {
 	model *busstate.Model
 }
 
-func newConsumer(cfg config.Config, cp *CycleProcess, log *slog.Logger, tel *telemetry) *consumer {
-	c := &consumer{cfg: cfg, log: log, tel: tel, buf: make([]shm.Sample, 1024), model: busstate.New(nil)}
-	c.attach(cp)
-	return c
+// newConsumer returns a consumer with no cycle process yet (attach).
+func newConsumer(cfg config.Config, log *slog.Logger, tel *telemetry) *consumer {
+	return &consumer{cfg: cfg, log: log, tel: tel, buf: make([]shm.Sample, 1024), model: busstate.New(nil)}
 }
 
 // attach switches to a (new) cycle process. Samples written before this
@@ -383,11 +519,11 @@ func (c *consumer) updateReady() {
 func (c *consumer) writeStatus(w io.Writer) {
 	bus := c.model.Snapshot()
 	state := bus.Summary()
-	if !c.cp.alive() {
+	if c.cp != nil && !c.cp.alive() {
 		state = "CYCLE-DOWN"
 	}
 	fmt.Fprintf(w, "%s %s  slaves %d  cycles %d  period %v  wkc %d/%d  lost %d  wkc-errors %d  overruns %d (acyclic %d of %d)  wake-max %v  jitter-max %v  job-max %v  restarts %d\n",
-		time.Now().Format("15:04:05"), state, len(c.cp.info.Slaves), c.cycles, c.cfg.Cycle.Period,
+		time.Now().Format("15:04:05"), state, len(bus.Slaves), c.cycles, c.cfg.Cycle.Period,
 		c.lastWKC, c.expectedWKC, c.lost, c.wkcErrors, c.overruns, c.acyclicOverruns, c.acyclicCycles,
 		us(c.maxWake), us(c.maxJitter), us(c.maxJob), c.restarts)
 	c.maxWake, c.maxJob, c.maxJitter = 0, 0, 0

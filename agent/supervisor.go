@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"math/bits"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/cycle/program"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master/link"
@@ -34,6 +37,14 @@ type CycleProcess struct {
 	sim     *exec.Cmd
 	exited  chan struct{} // closed when a child cycle process has exited
 	waitErr error
+	// report is what a cycle process this agent started told of its
+	// bring-up (--report-fd: nothing once it runs, why when it failed);
+	// reported is closed once it is read to its end.
+	report   []byte
+	reported chan struct{}
+	// startBy is when a started cycle process must be in cyclic
+	// operation.
+	startBy time.Time
 }
 
 // Files next to the segment that earlier agents wrote: the cycle
@@ -51,6 +62,17 @@ const heartbeatFresh = 2 * time.Second
 // attachOrStart finds a running cycle process for cfg (after an agent
 // restart) or starts a new one, and waits until it is in cyclic operation.
 func attachOrStart(ctx context.Context, cfg config.Config, log *slog.Logger) (*CycleProcess, error) {
+	cp, attached, err := attachOrLaunch(cfg, log)
+	if err != nil || attached {
+		return cp, err
+	}
+	return cp.awaitCyclic(ctx, log)
+}
+
+// attachOrLaunch finds a running cycle process for cfg (after an agent
+// restart: attached) or starts a new one, which is then bringing the bus
+// up (see poll).
+func attachOrLaunch(cfg config.Config, log *slog.Logger) (cp *CycleProcess, attached bool, err error) {
 	path := cfg.Cycle.SHM
 	seg, err := attachOwn(path)
 	switch {
@@ -61,7 +83,7 @@ func attachOrStart(ctx context.Context, cfg config.Config, log *slog.Logger) (*C
 				w, werr := openPidWatch(p, path)
 				if werr == nil {
 					log.Info("attached to the running cycle process", "pid", p, "segment", path)
-					return &CycleProcess{path: path, seg: seg, info: info, pid: p, watch: w}, nil
+					return &CycleProcess{path: path, seg: seg, info: info, pid: p, watch: w}, true, nil
 				}
 				log.Warn("cannot watch the running cycle process; starting a new one", "pid", p, "segment", path, "err", werr)
 			}
@@ -88,9 +110,10 @@ func attachOrStart(ctx context.Context, cfg config.Config, log *slog.Logger) (*C
 	default:
 		// A foreign file, or one of another ecagent version whose cycle may
 		// still run: never delete what we do not understand.
-		return nil, fmt.Errorf("cycle.shm %s: %w (stop the process using it or remove the file, or choose another cycle.shm)", path, err)
+		return nil, false, fmt.Errorf("cycle.shm %s: %w (stop the process using it or remove the file, or choose another cycle.shm)", path, err)
 	}
-	return StartCycle(ctx, cfg, log, 0)
+	cp, err = launchCycle(cfg, log, 0)
+	return cp, false, err
 }
 
 // runningCycle reports the PID of the live cycle process using seg: one
@@ -168,8 +191,19 @@ func layoutFor(cfg config.Config) shm.Layout {
 // simulated segment, the simulator process (`ecagent sim`) on the other
 // end of a socket pair, then waits for cyclic operation. A non-zero cycles
 // makes the cycle process stop by itself after that many cycles
-// (benchmarks). The segment file must not exist.
+// (benchmarks). The segment file must not exist. A cycle process that
+// does not bring the bus up gives a *BringUpError.
 func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
+	cp, err := launchCycle(cfg, log, cycles)
+	if err != nil {
+		return nil, err
+	}
+	return cp.awaitCyclic(ctx, log)
+}
+
+// launchCycle is StartCycle up to the cycle process started: it is then
+// bringing the bus up (see poll).
+func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
 	path := cfg.Cycle.SHM
 	if err := checkSegmentPlace(path, log); err != nil {
 		return nil, err
@@ -178,7 +212,7 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 	if err != nil {
 		return nil, segmentCreateError(path, err)
 	}
-	cp := &CycleProcess{path: path, seg: seg, exited: make(chan struct{})}
+	cp := &CycleProcess{path: path, seg: seg, exited: make(chan struct{}), reported: make(chan struct{})}
 	fail := func(err error) (*CycleProcess, error) {
 		cp.stop(log, time.Second)
 		return nil, err
@@ -198,6 +232,20 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 		return fail(fmt.Errorf("cycle configuration: %w", err))
 	}
 	defer cfgRead.Close()
+	// What the cycle process tells of its bring-up comes back through
+	// another pipe (program.Options.BringUpReport).
+	reportRead, reportWrite, err := os.Pipe()
+	if err != nil {
+		_ = cfgWrite.Close()
+		return fail(fmt.Errorf("cycle bring-up report: %w", err))
+	}
+	defer reportWrite.Close()
+	reading := false
+	defer func() {
+		if !reading {
+			_ = reportRead.Close()
+		}
+	}()
 	writing := false
 	defer func() {
 		if !writing {
@@ -240,6 +288,8 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 	}
 	args = append(args, "--config-fd", fmt.Sprint(3+len(extra)))
 	extra = append(extra, cfgRead)
+	args = append(args, "--report-fd", fmt.Sprint(3+len(extra)))
+	extra = append(extra, reportWrite)
 	cp.cmd = exec.Command(cycleProgram, args...)
 	cp.cmd.ExtraFiles = extra
 	cp.cmd.Stdout, cp.cmd.Stderr = os.Stderr, os.Stderr
@@ -250,6 +300,13 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 		return fail(fmt.Errorf("starting the cycle process: %w", err))
 	}
 	_ = cfgRead.Close()
+	_ = reportWrite.Close() // the cycle's copy is the only one: its exit ends the report
+	reading = true
+	go func() {
+		defer close(cp.reported)
+		defer reportRead.Close()
+		cp.report, _ = io.ReadAll(io.LimitReader(reportRead, maxReport))
+	}()
 	// Written while the cycle reads, so a configuration larger than the
 	// pipe's buffer cannot block; a cycle that exits unread ends it (EPIPE).
 	writing = true
@@ -263,38 +320,98 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 		close(cp.exited)
 	}()
 	log.Info("cycle process started", "pid", cp.pid, "segment", path)
+	cp.startBy = time.Now().Add(4*cfg.Bus.StateTimeout + 10*time.Second)
+	return cp, nil
+}
 
-	deadline := time.After(4*cfg.Bus.StateTimeout + 10*time.Second)
+// maxReport bounds what the agent reads of a cycle process's bring-up
+// report.
+const maxReport = 64 << 10
+
+// awaitCyclic waits until the started cycle process is in cyclic
+// operation. When it is not (a *BringUpError, or ctx ended) it is stopped
+// and its segment removed.
+func (cp *CycleProcess) awaitCyclic(ctx context.Context, log *slog.Logger) (*CycleProcess, error) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		done, err := cp.poll()
+		if err != nil {
+			cp.stop(log, time.Second)
+			return nil, err
+		}
+		if done {
+			return cp, nil
+		}
 		select {
 		case <-ctx.Done():
-			return fail(ctx.Err())
+			cp.stop(log, time.Second)
+			return nil, ctx.Err()
 		case <-cp.exited:
-			err := fmt.Errorf("the cycle process exited during bring-up: %v", cp.waitErr)
-			if ee, ok := cp.waitErr.(*exec.ExitError); ok && ee.ExitCode() == program.ExitBusMismatch {
-				err = &BusMismatchError{Err: err}
-			}
-			return fail(err)
-		case <-deadline:
-			return fail(errors.New("the cycle process did not reach cyclic operation in time"))
 		case <-tick.C:
-			info, err := program.ReadBusInfo(program.BusInfoPath(path))
-			if err == nil && info.CyclePID == cp.pid {
-				cp.info = info
-				return cp, nil
-			}
 		}
 	}
 }
 
-// BusMismatchError says the cycle process found the segment not as
-// configured (it exited with program.ExitBusMismatch); its log said how.
-type BusMismatchError struct{ Err error }
+// poll looks, without waiting, at a started cycle process bringing the
+// bus up: done once it is in cyclic operation (it wrote the bus
+// description), a *BringUpError once it exited without getting there or
+// its time (4 bus.statetimeout and 10 s) ran out — the caller then stops
+// it.
+func (cp *CycleProcess) poll() (done bool, err error) {
+	info, ierr := program.ReadBusInfo(program.BusInfoPath(cp.path))
+	if ierr == nil && info.CyclePID == cp.pid {
+		cp.info = info
+		return true, nil
+	}
+	select {
+	case <-cp.exited:
+		return false, cp.bringUpFailure()
+	default:
+	}
+	if time.Now().After(cp.startBy) {
+		return false, &BringUpError{Reason: busstate.BringUpFailed, Detail: "the cycle process did not reach cyclic operation in time",
+			Err: errors.New("the cycle process did not reach cyclic operation in time")}
+	}
+	return false, nil
+}
 
-func (e *BusMismatchError) Error() string { return e.Err.Error() }
-func (e *BusMismatchError) Unwrap() error { return e.Err }
+// bringUpFailure says why a cycle process exited during bring-up: what it
+// reported (reason and error), else its exit code.
+func (cp *CycleProcess) bringUpFailure() error {
+	err := fmt.Errorf("the cycle process exited during bring-up: %v", cp.waitErr)
+	bu := &BringUpError{Reason: busstate.BringUpFailed, Detail: err.Error(), Err: err}
+	if ee, ok := cp.waitErr.(*exec.ExitError); ok && ee.ExitCode() == program.ExitBusMismatch {
+		bu.Reason = busstate.BringUpNotAsConfigured
+	}
+	select {
+	case <-cp.reported: // its exit closed the pipe: read at once
+	case <-time.After(time.Second):
+		return bu
+	}
+	var f program.BringUpFailure
+	if json.Unmarshal(bytes.TrimSpace(cp.report), &f) == nil && f.Error != "" {
+		bu.Reason, bu.Detail = busstate.ParseBringUpReason(f.Reason), f.Error
+		bu.Err = fmt.Errorf("the cycle process exited during bring-up (%v): %s", cp.waitErr, f.Error)
+	}
+	return bu
+}
+
+// BringUpError says the cycle process did not bring the bus up: it exited
+// during bring-up, or did not reach cyclic operation in time. Reason
+// classifies it (program.FailureReason, or the exit code
+// program.ExitBusMismatch for a segment not as configured), Detail says
+// it in the cycle process's words. The agent tries again; other errors
+// of starting a cycle process (its segment's place, its program) are the
+// agent's own.
+type BringUpError struct {
+	Reason busstate.BringUpReason
+	Detail string
+	Err    error
+}
+
+func (e *BringUpError) Error() string { return e.Err.Error() }
+func (e *BringUpError) Unwrap() error { return e.Err }
 
 // Segment returns the shared memory the cycle process writes.
 func (cp *CycleProcess) Segment() *shm.Segment { return cp.seg }

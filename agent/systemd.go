@@ -74,8 +74,50 @@ func (s *serviceNotifier) cycleRunning(cp *CycleProcess) {
 	s.feed(cp.seg, time.Now())
 }
 
+// bringingUp reports a cycle process started and bringing the bus up,
+// once the unit is ready (a restart): before, READY=1 comes first.
+func (s *serviceNotifier) bringingUp() {
+	if s.n != nil && s.ready {
+		s.send("STATUS=bringing the bus up")
+	}
+}
+
+// bringUpFailed reports a failed bring-up, which the agent tries again
+// without end. The first time, the unit becomes active (READY=1): the
+// service runs and supervises its bus — whether the bus is ready is
+// /readyz's to say, and STATUS= says why it is not — rather than staying
+// in "activating" until systemd's start timeout kills an agent that is
+// doing its job, and holding up every unit ordered after it.
+func (s *serviceNotifier) bringUpFailed(status string) {
+	if s.n == nil {
+		return
+	}
+	if s.ready {
+		s.send("STATUS=" + status)
+	} else {
+		s.send("READY=1", "STATUS="+status)
+		s.ready = true
+	}
+	s.feedWhileBringingUp()
+}
+
+// feedWhileBringingUp sends WATCHDOG=1 when a feed is due while no cycle
+// process runs cycles yet: one brings the bus up (within its time) or
+// the next attempt waits for its turn. The agent's loop feeding it is
+// what there is to watch then; a cycle process that runs and stops
+// beating is not fed for (feedWatchdog).
+func (s *serviceNotifier) feedWhileBringingUp() {
+	// Before READY=1 the watchdog is not armed: systemd's start timeout
+	// bounds the first bring-up, which ends (4 bus.statetimeout and 10 s
+	// at most) in READY=1 either way.
+	if s.ready && s.every > 0 && time.Since(s.lastFeed) >= s.every {
+		s.send("WATCHDOG=1")
+		s.lastFeed = time.Now()
+	}
+}
+
 // cycleDown reports that the cycle is not running (it is being
-// restarted). The watchdog goes unfed meanwhile.
+// restarted).
 func (s *serviceNotifier) cycleDown(why string) {
 	if s.n != nil {
 		s.send("STATUS=cycle down: " + why)

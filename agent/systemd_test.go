@@ -94,3 +94,51 @@ func TestServiceNotifierOutsideSystemdDoesNothing(t *testing.T) {
 		t.Errorf("a notifier without NOTIFY_SOCKET became active: %+v", sd)
 	}
 }
+
+// TestServiceNotifierWhileBringUpFails: an agent whose bus cannot be
+// brought up keeps trying, so its unit must not stay "activating" until
+// systemd's start timeout kills it: the first failure makes it ready with
+// a status that says why, and the agent's loop feeds the watchdog while
+// no cycle process runs; a cycle process in OP later is a status only.
+func TestServiceNotifierWhileBringUpFails(t *testing.T) {
+	sock := testsupport.NewNotifySocket(t)
+	env := map[string]string{sdnotify.SocketEnv: sock.Path, sdnotify.WatchdogUSecEnv: "200000"}
+	sd := newServiceNotifierEnv(func(k string) string { return env[k] }, quiet)
+	defer sd.close()
+
+	// Before the unit is ready, READY=1 comes first.
+	sd.bringingUp()
+	sd.feedWhileBringingUp()
+	if got := sock.Next(50 * time.Millisecond); got != "" {
+		t.Errorf("before READY=1: %q", got)
+	}
+	sd.bringUpFailed("bring-up failed 1 time(s) in a row (no-answer): no answer; trying again in 100ms")
+	if got := sock.Next(time.Second); got != "READY=1\nSTATUS=bring-up failed 1 time(s) in a row (no-answer): no answer; trying again in 100ms" {
+		t.Errorf("first failure: %q", got)
+	}
+	if got := sock.Next(time.Second); got != "WATCHDOG=1" {
+		t.Errorf("after the first failure: %q, want WATCHDOG=1", got)
+	}
+	time.Sleep(110 * time.Millisecond)
+	sd.feedWhileBringingUp()
+	if got := sock.Next(time.Second); got != "WATCHDOG=1" {
+		t.Errorf("waiting for the next attempt: %q, want WATCHDOG=1", got)
+	}
+	sd.bringingUp()
+	if got := sock.Next(time.Second); got != "STATUS=bringing the bus up" {
+		t.Errorf("the next attempt: %q", got)
+	}
+	sd.bringUpFailed("bring-up failed 2 time(s) in a row")
+	if got := sock.Next(time.Second); got != "STATUS=bring-up failed 2 time(s) in a row" {
+		t.Errorf("second failure: %q", got)
+	}
+	seg, err := shm.New(shm.DefaultLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg.Heartbeat().Beat(1, rt.Now())
+	sd.cycleRunning(&CycleProcess{seg: seg, pid: 4242, info: &program.BusInfo{Period: time.Millisecond, Slaves: make([]program.SlaveInfo, 7)}})
+	if got := sock.Next(time.Second); got != "STATUS=cycling: 7 slaves, period 1ms, cycle process 4242" {
+		t.Errorf("in OP after the failures: %q", got)
+	}
+}

@@ -101,6 +101,71 @@ func (q Quality) String() string {
 	return "Quality(" + strconv.Itoa(int(q)) + ")"
 }
 
+// BringUpReason says why a cycle process could not bring the bus up.
+type BringUpReason uint8
+
+// The reasons. The zero value is no failure.
+const (
+	BringUpOK BringUpReason = iota
+	// BringUpLink: the network interface could not be opened.
+	BringUpLink
+	// BringUpNoAnswer: nothing answered on the segment, no slave was
+	// found, or frames went unanswered.
+	BringUpNoAnswer
+	// BringUpNotAsConfigured: the segment is not as configured (the
+	// slave count, a slave refusing a state): a bus half powered, or a
+	// configuration that does not fit it.
+	BringUpNotAsConfigured
+	// BringUpFailed: any other failure (the cycle process's error says
+	// which).
+	BringUpFailed
+)
+
+// BringUpReasons lists the failure reasons, in order.
+var BringUpReasons = [...]BringUpReason{BringUpLink, BringUpNoAnswer, BringUpNotAsConfigured, BringUpFailed}
+
+// String returns the reason's name as every output writes it: link,
+// no-answer, not-as-configured, failed (ok for none).
+func (r BringUpReason) String() string {
+	switch r {
+	case BringUpOK:
+		return "ok"
+	case BringUpLink:
+		return "link"
+	case BringUpNoAnswer:
+		return "no-answer"
+	case BringUpNotAsConfigured:
+		return "not-as-configured"
+	case BringUpFailed:
+		return "failed"
+	}
+	return "BringUpReason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// ParseBringUpReason returns the reason String names; a name it does not
+// know is BringUpFailed.
+func ParseBringUpReason(name string) BringUpReason {
+	for _, r := range BringUpReasons {
+		if r.String() == name {
+			return r
+		}
+	}
+	return BringUpFailed
+}
+
+// BringUp is where the bus is in being brought up while no cycle process
+// exchanges its process data.
+type BringUp struct {
+	// Starting reports a cycle process started and bringing the bus up.
+	Starting bool
+	// Failures counts the bring-ups that failed in a row since a cycle
+	// process last ran (0: none); Reason and Error say why the last one
+	// did, Error in the cycle process's words.
+	Failures int
+	Reason   BringUpReason
+	Error    string
+}
+
 // Slave is what the agent knows of one slave.
 type Slave struct {
 	// Position is the slave's ring position (0 is the first) and Name the
@@ -172,6 +237,9 @@ type Bus struct {
 	// hung or starved of CPU): its heartbeat stopped. Nothing is exchanged
 	// while it is.
 	CycleStalled bool
+	// BringUp is, while no cycle process runs, whether one is being
+	// started and why the last attempts failed; zero once one runs.
+	BringUp BringUp
 	// LinkUp reports that the cyclic frames can be sent.
 	LinkUp bool
 	// Alarm reports a raised bus alarm (frames lost, or the working
@@ -210,6 +278,11 @@ func (b *Bus) ALState(i int) esc.ALState {
 // why, in the words of Condition.
 func (b *Bus) Ready() (ok bool, why string) {
 	switch {
+	case !b.CycleRunning && b.BringUp.Failures > 0:
+		f := &b.BringUp
+		return false, fmt.Sprintf("cycle process down: bring-up failed %d time(s) in a row (%s): %s", f.Failures, f.Reason, f.Error)
+	case !b.CycleRunning && b.BringUp.Starting:
+		return false, "cycle process down: a new one is bringing the bus up"
 	case !b.CycleRunning:
 		return false, "cycle process down"
 	case b.CycleStalled:
@@ -260,9 +333,14 @@ func (b *Bus) stateText() string {
 }
 
 // Summary is the bus's state in one word or a few, for the status line:
-// "OP", "CYCLE-DOWN", "LINK-DOWN", "OP (1 lost)", "SAFEOP+ERR (1 refused)".
+// "OP", "CYCLE-DOWN", "STARTING", "CYCLE-DOWN (bring-up: no-answer)",
+// "LINK-DOWN", "OP (1 lost)", "SAFEOP+ERR (1 refused)".
 func (b *Bus) Summary() string {
 	switch {
+	case !b.CycleRunning && b.BringUp.Failures > 0:
+		return "CYCLE-DOWN (bring-up: " + b.BringUp.Reason.String() + ")"
+	case !b.CycleRunning && b.BringUp.Starting:
+		return "STARTING"
 	case !b.CycleRunning:
 		return "CYCLE-DOWN"
 	case b.CycleStalled:

@@ -59,7 +59,39 @@ func (m *Model) Reset(slaves []SlaveInfo) {
 func (m *Model) CycleDown() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.bus.CycleRunning {
+		m.bus.CycleRunning = false
+		m.version++
+	}
+	m.settle(m.now())
+}
+
+// BringingUp records that a cycle process was started and is bringing the
+// bus up: no cycle runs yet; failures before it still say why the last
+// attempts failed.
+func (m *Model) BringingUp() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.bus.CycleRunning || !m.bus.BringUp.Starting {
+		m.bus.CycleRunning, m.bus.BringUp.Starting = false, true
+		m.version++
+	}
+	m.settle(m.now())
+}
+
+// BringUpFailed records that a cycle process failed to bring the bus up,
+// for reason, in the words of text: no cycle runs, and until the next
+// Reset every output says why. The slaves of an earlier cycle process
+// stay as they were last known, their data stale.
+func (m *Model) BringUpFailed(reason BringUpReason, text string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := &m.bus.BringUp
 	m.bus.CycleRunning = false
+	b.Starting = false
+	b.Failures++
+	b.Reason, b.Error = reason, text
+	m.version++
 	m.settle(m.now())
 }
 

@@ -228,3 +228,59 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+// TestBringUpFailures: a model whose cycle process cannot bring the bus up
+// says so, and why, on every output until a cycle process runs: starting,
+// then each failure counted with its reason, the slaves of an earlier
+// cycle process stale, and a Reset clears it all.
+func TestBringUpFailures(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	m := New(clk.now)
+	if ok, why := m.Ready(); ok || why != "cycle process down" {
+		t.Errorf("before anything: ready %v %q", ok, why)
+	}
+	v := m.Version()
+	m.BringingUp()
+	if ok, why := m.Ready(); ok || why != "cycle process down: a new one is bringing the bus up" || m.Version() == v {
+		t.Errorf("starting: ready %v %q, version moved %v", ok, why, m.Version() != v)
+	}
+	if b := m.Snapshot(); b.Summary() != "STARTING" {
+		t.Errorf("starting: summary %q", b.Summary())
+	}
+	m.BringUpFailed(BringUpNoAnswer, "no answer to frame")
+	m.BringingUp()
+	v = m.Version()
+	m.BringUpFailed(BringUpNotAsConfigured, "found 5 slaves on the segment, configuration expects 7")
+	if m.Version() == v {
+		t.Error("a failure did not change the version")
+	}
+	b := m.Snapshot()
+	ok, why := b.Ready()
+	if want := "cycle process down: bring-up failed 2 time(s) in a row (not-as-configured): found 5 slaves on the segment, configuration expects 7"; ok || why != want {
+		t.Errorf("after two failures: ready %v %q, want %q", ok, why, want)
+	}
+	if b.Summary() != "CYCLE-DOWN (bring-up: not-as-configured)" || b.CycleRunning || b.BringUp.Failures != 2 {
+		t.Errorf("after two failures: %q, %+v", b.Summary(), b.BringUp)
+	}
+	// A cycle process in OP clears the failures; one that dies and
+	// cannot be brought up again leaves its slaves stale.
+	m.Reset([]SlaveInfo{{0, "EK1100"}})
+	if ok, _ := m.Ready(); !ok || m.Snapshot().BringUp != (BringUp{}) {
+		t.Errorf("after Reset: ready %v, %+v", ok, m.Snapshot().BringUp)
+	}
+	m.CycleDown()
+	m.BringingUp()
+	m.BringUpFailed(BringUpLink, "no such interface")
+	b = m.Snapshot()
+	if b.Slaves[0].Quality != QualityStale || b.BringUp.Failures != 1 || b.Answering(0) {
+		t.Errorf("after a death and a failed bring-up: %+v", b)
+	}
+	for _, r := range BringUpReasons {
+		if ParseBringUpReason(r.String()) != r {
+			t.Errorf("%v does not parse back", r)
+		}
+	}
+	if ParseBringUpReason("something new") != BringUpFailed {
+		t.Error("an unknown reason is not BringUpFailed")
+	}
+}

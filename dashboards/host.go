@@ -75,11 +75,14 @@ func hostNowRow(b *dashboard.DashboardBuilder, sel string) *dashboard.DashboardB
 		WithPanel(hostStat("p99 jitter", "p99 of |period − target| in the last closed window (exact).", series(jitter.window, sel, `stat="p99"`), unitSeconds)).
 		WithPanel(hostStat("Max jitter", "Largest |period − target| in the last closed window (exact).", series(jitter.window, sel, `stat="max"`), unitSeconds)).
 		WithPanel(hostStat("Cycle process", "Whether the real-time cycle process runs.", series("ecagent_cycle_process_up", sel), "none").
-			Mappings(valueText([3]string{"1", "running", "green"}, [3]string{"0", "down", "red"}))).
+			Mappings(valueText([3]string{"1", "running", "green"}, [3]string{"0", "down", "red"})).Span(2)).
 		WithPanel(hostStat("Cycle process starts", "Times the agent started the cycle process in the dashboard's time range (restarts after a crash count here).",
-			fmt.Sprintf("round(increase(%s[%s]))", series("ecagent_cycle_process_starts_total", sel), dashRange), unitCount)).
+			fmt.Sprintf("round(increase(%s[%s]))", series("ecagent_cycle_process_starts_total", sel), dashRange), unitCount).Span(2)).
+		WithPanel(hostStat("Bring-up failures", "Bring-ups of the cycle process that failed in a row, while none runs (0 once one does); "+
+			"the agent tries again without end. The reason label of ecagent_cycle_process_bringup_failures, /readyz and the MQTT state topic say why.",
+			fmt.Sprintf("sum(%s)", series("ecagent_cycle_process_bringup_failures", sel)), unitCount).Span(2)).
 		WithPanel(hostStat("Maintenance socket", "Whether the cycle process serves its maintenance socket (ecagent slaves, reg, sii …); refused when another user holds its place.", series("ecagent_maintenance_socket_up", sel), "none").
-			Mappings(valueText([3]string{"1", "served", "green"}, [3]string{"0", "refused", "red"}))).
+			Mappings(valueText([3]string{"1", "served", "green"}, [3]string{"0", "refused", "red"})).Span(2)).
 		WithPanel(hostStat("Slaves", "Slaves found on the segment.", series("ecagent_bus_slaves", sel), unitCount)).
 		WithPanel(hostStat("Expected WKC", "Working counter the cyclic frame should come back with.", series("ecagent_expected_wkc", sel), unitCount)).
 		WithPanel(hostStat("Agent version", "ecagent version (ecagent_build_info).", series("ecagent_build_info", sel), "none").

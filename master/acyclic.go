@@ -84,46 +84,120 @@ type acyclicQueue struct {
 	// answered wakes requesters when the cycle resolved datagrams.
 	answered spsc.Signal
 	// wait is how long a requester waits for its answer before it gives
-	// up on a datagram the cycle has not taken yet.
+	// up on a datagram the cycle has not taken yet (a patient one: and
+	// the cycle ran carryCycles cycles meanwhile).
 	wait time.Duration
+	// backstop bounds a patient requester's wait for a cycle that runs
+	// too few cycles to carry its datagram (stopped, starved).
+	backstop time.Duration
+	// cycles counts the cycles the exchange ran (the master's counter);
+	// nil in a queue without a master, whose requesters are all
+	// impatient.
+	cycles *atomic.Uint64
 }
 
-// transact queues one datagram and waits for the cycle to resolve it. ok
-// is false when its frame was lost or the cycle did not take it in time;
-// the datagram is then withdrawn and the caller may send it again.
-func (q *acyclicQueue) transact(ctx context.Context, cmd wire.Command, address uint32, data []byte) (wkc uint16, ok bool, err error) {
+// tryOutcome is how one queued try of a transaction ended.
+type tryOutcome uint8
+
+const (
+	// tryAnswered: the cycle carried the datagram and its answer came.
+	tryAnswered tryOutcome = iota
+	// tryLost: the cycle carried it and the frame was lost.
+	tryLost
+	// tryNotCarried: the cycle ran carryCycles cycles or more (and the
+	// queue's wait passed) without finding room for it: withdrawn.
+	tryNotCarried
+	// tryStalled: the cycle ran fewer than carryCycles cycles within the
+	// queue's backstop: a cycle stopped or starved, withdrawn.
+	tryStalled
+)
+
+// carryCycles is how many cycles a patient requester lets run without
+// its datagram being carried before it withdraws it as not carried:
+// fewer than that is the host delaying the cycle, not the cycle having no
+// room for the datagram.
+const carryCycles = 3
+
+// transact queues one datagram and waits for the cycle to resolve it. out
+// says how the try ended; a datagram not answered is withdrawn (or was
+// resolved lost) and the caller may send it again.
+//
+// An impatient requester (a poller's single read) withdraws a datagram
+// the cycle has not taken after the queue's wait. A patient one (a Bus
+// transaction) withdraws it only once the wait has passed and the cycle
+// ran carryCycles cycles without taking it, or the backstop passed: a
+// host that delays the cycle delays the datagram with it, and that is no
+// lost try (the cycle carries every datagram it takes within that
+// exchange, so the time the host steals is all before it is taken).
+func (q *acyclicQueue) transact(ctx context.Context, cmd wire.Command, address uint32, data []byte, patient bool) (wkc uint16, out tryOutcome, err error) {
 	if len(data) > wire.MaxDataLen {
-		return 0, false, fmt.Errorf("build frame with %d bytes: %w", len(data), wire.ErrDataTooLong)
+		return 0, tryLost, fmt.Errorf("build frame with %d bytes: %w", len(data), wire.ErrDataTooLong)
 	}
+	c0 := q.cyclesRun()
 	s, err := q.enqueue(cmd, address, data)
 	if err != nil {
-		return 0, false, err
+		return 0, tryLost, err
 	}
 	var answer []byte // where a read's answer goes
 	if cmd.Reads() {
 		answer = data
 	}
 	deadline, ctxBound := q.deadline(ctx)
+	backstop := deadline
+	if patient && !ctxBound {
+		backstop = time.Now().Add(max(q.backstop, q.wait))
+		if dl, has := ctx.Deadline(); has && dl.Before(backstop) {
+			backstop, ctxBound = dl, true
+		}
+	}
 	for {
 		seq := q.answered.Seq()
 		if wkc, ok, resolved := collect(s, answer); resolved {
-			return wkc, ok, nil
-		}
-		if expired(ctx, deadline) {
-			if withdraw(s) {
-				if err := ctx.Err(); err != nil {
-					return 0, false, err
-				}
-				if ctxBound { // its timer may not have fired yet
-					return 0, false, context.DeadlineExceeded
-				}
-				return 0, false, nil
+			if !ok {
+				return 0, tryLost, nil
 			}
+			return wkc, tryAnswered, nil
+		}
+		giveUp, why := false, tryNotCarried
+		switch {
+		case ctx.Err() != nil:
+			giveUp, why = true, tryStalled
+		case patient && time.Now().After(backstop):
+			giveUp, why = true, tryStalled
+		case time.Now().After(deadline):
+			giveUp = !patient || q.cycles == nil || q.cyclesRun()-c0 >= carryCycles
+		}
+		if giveUp && withdraw(s) {
+			if err := ctx.Err(); err != nil {
+				return 0, why, err
+			}
+			if ctxBound && time.Now().After(backstop) { // its timer may not have fired yet
+				return 0, why, context.DeadlineExceeded
+			}
+			return 0, why, nil
 		}
 		// Queued with time left, or carried: the cycle resolves a
-		// carried datagram within the exchange that took it.
-		q.answered.Wait(seq, max(time.Until(deadline), 50*time.Microsecond))
+		// carried datagram within the exchange that took it. Past the
+		// wait, a patient requester looks at the cycles run again
+		// every wait.
+		until := deadline
+		if now := time.Now(); now.After(deadline) {
+			until = now.Add(q.wait)
+			if backstop.Before(until) {
+				until = backstop
+			}
+		}
+		q.answered.Wait(seq, max(time.Until(until), 50*time.Microsecond))
 	}
+}
+
+// cyclesRun is the number of cycles the cyclic exchange has run (0 in a
+// queue that does not know them).
+func (q *acyclicQueue) cyclesRun() uint64 {
+	if q.cycles == nil {
+		return 0
+	}
+	return q.cycles.Load()
 }
 
 // transactAll queues the reads of reads together and waits for the cycle
@@ -283,10 +357,14 @@ func resolve(s *acyclicSlot, d *wire.Datagram) {
 // (off). While on, every Bus transaction of the master — bring-up steps,
 // state changes, SII reads, mailbox transfers, Recover, Reconnect,
 // CheckSlaves — queues its datagram for the cycle and waits for the
-// answer, at most a few periods (period is the cycle time) plus
-// Config.RecoveryTimeout per try; state changes to SAFEOP or OP do not run
-// cyclic frames themselves, the cycle keeps the outputs valid. Transactions
-// may then run from several goroutines at once.
+// answer: for the cycle to take it (a host that delays the cycle delays
+// the datagram, up to Config.StateTimeout), then within the exchange
+// that carries it; a try is lost when its frame is, or when the cycle
+// ran three cycles and a few periods (period is the cycle time) plus
+// Config.RecoveryTimeout passed without room for it. State changes to
+// SAFEOP or OP do not run cyclic frames themselves, the cycle keeps the
+// outputs valid. Transactions may then run from several goroutines at
+// once.
 //
 // Call it while no Bus transaction runs: before the cycle starts, or after
 // it stopped and the acyclic users are done.
@@ -297,6 +375,8 @@ func (m *Master) QueueAcyclic(on bool, period time.Duration) {
 	}
 	q := m.acyclic
 	q.wait = 3*period + m.cfg.RecoveryTimeout
+	q.backstop = m.cfg.StateTimeout
+	q.cycles = &m.counters.cycles
 	// The requesters of steady operation (the error-counter reads, a
 	// maintenance command) park without allocating from the first
 	// cycle on; recovery's many at once may allocate, as it does.

@@ -302,22 +302,25 @@ func TestQueuedTransactionHonoursContext(t *testing.T) {
 }
 
 // TestQueuedTransactionWithdrawnWhenCycleStalls: a cycle that does not
-// come round within the queue's wait makes the transaction a lost try
-// (ErrNoResponse after its retries), not a hang.
+// come round at all fails the transaction with ErrNoResponse once the
+// queue's backstop (Config.StateTimeout) has passed — not a hang, and not
+// sooner: a cycle the host delays is waited for (see
+// TestQueuedTransactionWaitsForAStarvedCycle).
 func TestQueuedTransactionWithdrawnWhenCycleStalls(t *testing.T) {
 	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004"))
-	m, _ := linkedMaster(t, seg, master.Config{RecoveryTimeout: 5 * time.Millisecond, Retries: 1})
+	const backstop = 300 * time.Millisecond
+	m, _ := linkedMaster(t, seg, master.Config{RecoveryTimeout: 5 * time.Millisecond, Retries: 1, StateTimeout: backstop})
 	m.QueueAcyclic(true, time.Millisecond)
 	defer m.QueueAcyclic(false, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
 	_, err := m.CountSlaves(ctx)
-	if !errors.Is(err, master.ErrNoResponse) {
-		t.Fatalf("CountSlaves with a stalled cycle: %v, want ErrNoResponse", err)
+	if !errors.Is(err, master.ErrNoResponse) || !strings.Contains(err.Error(), "stopped or starved") {
+		t.Fatalf("CountSlaves with a stalled cycle: %v, want ErrNoResponse saying the cycle stalled", err)
 	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("gave up after %v", took)
+	if took := time.Since(start); took < backstop || took > 5*time.Second {
+		t.Errorf("gave up after %v, want after the backstop of %v and well within 5 s", took, backstop)
 	}
 	// The withdrawn datagrams are not sent by the next cycle.
 	before := m.Stats()

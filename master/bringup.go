@@ -63,7 +63,7 @@ func (m *Master) BringUp(ctx context.Context) error {
 	if err := m.RequestState(ctx, esc.StateOp); err != nil {
 		return fmt.Errorf("master: bring-up to OP: %w", err)
 	}
-	r = m.cyclic.exchange(time.Now().Add(m.cfg.CycleTimeout))
+	r = m.firstCycleInOP(ctx)
 	if r.Err != nil {
 		if r.Lost == 0 && r.WKC != r.ExpectedWKC {
 			return fmt.Errorf("master: bring-up: first cycle in OP: %w",
@@ -78,4 +78,24 @@ func (m *Master) BringUp(ctx context.Context) error {
 	m.log.Info("bring-up: OP", "slaves", len(slaves), "expected_wkc", r.ExpectedWKC,
 		"image_bytes", len(m.image.Bytes()), "took", time.Since(start).Round(time.Microsecond).String())
 	return nil
+}
+
+// firstCycleInOP runs the first cycle in OP, whose working counter
+// BringUp checks. Its frames may come back late on a loaded host (the
+// segment's answers, or the simulator serving them, delayed past
+// Config.CycleTimeout): a lost frame says nothing of the slaves, so the
+// cycle runs again, each time waiting as long as a bring-up frame's
+// first try (the longer of Config.Timeout and the measured round trip),
+// until its frames come back or Config.StateTimeout has passed.
+func (m *Master) firstCycleInOP(ctx context.Context) CycleResult {
+	until := time.Now().Add(m.cfg.StateTimeout)
+	wait := m.cfg.CycleTimeout
+	for {
+		r := m.cyclic.exchange(time.Now().Add(wait))
+		if r.Lost == 0 || ctx.Err() != nil || time.Now().After(until) {
+			return r
+		}
+		wait = max(m.cfg.CycleTimeout, m.bus.tryTimeout(0))
+		m.log.Debug("bring-up: the first cycle in OP lost its frames; again", "lost", r.Lost, "next_wait", wait)
+	}
 }

@@ -37,6 +37,9 @@ type Bus struct {
 	timeout  time.Duration
 	retries  int
 	counters *counters
+	// rtt is the round trip of the transactions on the master's own
+	// link (bring-up), from which their tries' waits follow.
+	rtt roundTrip
 
 	// queue, when set, is where transactions go instead of the link: the
 	// cycle thread owns the link (Master.QueueAcyclic).
@@ -69,30 +72,145 @@ func (b *Bus) nextIndex() uint8 {
 const AnyWKC = -1
 
 // Transact sends one datagram with len(data) bytes and waits for its answer,
-// sending it again (with a new index) up to the configured number of
-// retries when none comes back in time. For commands that write, data is
-// sent; for commands that read, the answer's data is copied into data. It
-// returns the working counter of the answer. An unanswered frame gives an
-// error matching ErrNoResponse. While the cycle owns the link
-// (Master.QueueAcyclic) each try is a datagram queued for the cycle; a
-// full queue gives an error matching ErrAcyclicQueueFull.
+// sending it again up to the configured number of retries when none comes
+// back in time. For commands that write, data is sent; for commands that
+// read, the answer's data is copied into data. It returns the working
+// counter of the answer. An unanswered frame gives an error matching
+// ErrNoResponse. While the cycle owns the link (Master.QueueAcyclic) each
+// try is a datagram queued for the cycle (see transactQueued); a full queue
+// gives an error matching ErrAcyclicQueueFull.
+//
+// On its own link (bring-up), every try of one transaction is the same
+// frame with the same datagram index, so the answer to any of them is the
+// answer: a loaded host that delays an answer past its try's wait (the
+// segment, or the simulator serving it, starved of CPU) loses no try to
+// it, and a write the slave took on an earlier try is not taken for one it
+// refused (a mailbox write answered with working counter 0 by the full
+// mailbox its first try filled). Each try waits twice as long as the one
+// before it (back-off), from the larger of the configured timeout and the
+// round trip measured on this link (roundTrip), so that a host whose
+// answers slow down gets longer waits without a configuration change.
 func (b *Bus) Transact(ctx context.Context, cmd wire.Command, address uint32, data []byte) (uint16, error) {
+	if b.queue != nil {
+		return b.transactQueued(ctx, cmd, address, data)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("master: %v %s: %w", cmd, formatAddress(cmd, address), err)
+	}
+	idx, err := b.build(cmd, address, data)
+	if err != nil {
+		return 0, fmt.Errorf("master: %v %s: %w", cmd, formatAddress(cmd, address), err)
+	}
+	start := time.Now()
 	for try := 0; ; try++ {
+		if err := b.link.Send(b.builder.Bytes()); err != nil {
+			return 0, fmt.Errorf("master: %v %s: send: %w", cmd, formatAddress(cmd, address), err)
+		}
+		deadline := time.Now().Add(b.tryTimeout(try))
+		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+			deadline = dl
+		}
+		wkc, ok, err := b.await(idx, cmd, data, deadline)
+		switch {
+		case err != nil:
+			return 0, fmt.Errorf("master: %v %s: receive: %w", cmd, formatAddress(cmd, address), err)
+		case ok:
+			// From the first try's sending: an answer to an earlier try
+			// is no quicker than that, and a host that makes answers
+			// come late raises the next transactions' waits.
+			b.rtt.observe(time.Since(start))
+			return wkc, nil
+		}
 		if err := ctx.Err(); err != nil {
 			return 0, fmt.Errorf("master: %v %s: %w", cmd, formatAddress(cmd, address), err)
 		}
-		wkc, ok, err := b.exchange(ctx, cmd, address, data)
-		switch {
-		case err != nil:
-			return 0, fmt.Errorf("master: %v %s: %w", cmd, formatAddress(cmd, address), err)
-		case ok:
-			return wkc, nil
-		case try >= b.retries:
-			return 0, fmt.Errorf("master: %v %s: %w after %d tries of %v", cmd, formatAddress(cmd, address),
-				ErrNoResponse, try+1, b.frameTimeout())
+		if try >= b.retries {
+			return 0, fmt.Errorf("master: %v %s: %w after %d tries in %v (each waiting twice the one before, from %v)",
+				cmd, formatAddress(cmd, address), ErrNoResponse, try+1, time.Since(start).Round(time.Millisecond), b.tryTimeout(0))
 		}
 		b.counters.retries.Add(1)
 	}
+}
+
+// transactQueued is Transact while the cycle owns the link: each try is
+// a datagram queued for the cycle. A try counts against the retries only
+// when the cycle had the chance to carry it: it carried it and the frame
+// was lost, or it ran carryCycles cycles without room for it. A host that
+// delays the cycle delays the datagram with it, and that is no try lost
+// (see acyclicQueue.transact); a cycle that runs too few cycles to carry
+// it within the queue's backstop (Config.StateTimeout) fails it. After a
+// lost frame the next try waits, twice as long after each, so that a
+// burst of losses (a host stall longer than a cycle) is not met by every
+// try at once; it gives up after Config.Retries and lossPatience.
+func (b *Bus) transactQueued(ctx context.Context, cmd wire.Command, address uint32, data []byte) (uint16, error) {
+	q := b.queue
+	start := time.Now()
+	var lost, notCarried int
+	for try := 0; ; try++ {
+		wkc, out, err := q.transact(ctx, cmd, address, data, true)
+		switch {
+		case err != nil:
+			return 0, fmt.Errorf("master: %v %s: queue for the cycle: %w", cmd, formatAddress(cmd, address), err)
+		case out == tryAnswered:
+			return wkc, nil
+		case out == tryStalled:
+			return 0, fmt.Errorf("master: %v %s: %w: the cycle did not carry it within %v (it ran fewer than %d cycles: stopped or starved)",
+				cmd, formatAddress(cmd, address), ErrNoResponse, time.Since(start).Round(time.Millisecond), carryCycles)
+		case out == tryLost:
+			lost++
+		default:
+			notCarried++
+		}
+		if try >= b.retries && (b.retries == 0 || time.Since(start) >= lossPatience) {
+			return 0, fmt.Errorf("master: %v %s: %w after %d tries in %v (%d frames lost, %d times not carried in %d cycles)",
+				cmd, formatAddress(cmd, address), ErrNoResponse, try+1, time.Since(start).Round(time.Millisecond), lost, notCarried, carryCycles)
+		}
+		b.counters.retries.Add(1)
+		if out == tryLost {
+			pause(ctx, min(q.wait<<min(lost-1, 16), maxTryTimeout))
+		}
+	}
+}
+
+// pause sleeps for d or until ctx ends, whichever is first, allocating
+// nothing (no timer): it looks at ctx every 5 ms.
+func pause(ctx context.Context, d time.Duration) {
+	end := time.Now().Add(d)
+	for ctx.Err() == nil {
+		left := time.Until(end)
+		if left <= 0 {
+			return
+		}
+		time.Sleep(min(left, 5*time.Millisecond))
+	}
+}
+
+// lossPatience is how long a transaction through the cycle goes on
+// trying when its frames are lost (with at least Config.Retries retries):
+// on a loaded host the cycle's answers come late for tens of
+// milliseconds in a row, longer than a few tries at once span (the
+// kernel's network processing starved, measured under stress-ng on two
+// CPUs: four frames of a maintenance read lost in 45 ms), and such
+// frames are the host's, not the bus's. A link that is down fails a
+// transaction after it.
+const lossPatience = time.Second
+
+// maxTryTimeout caps the wait of one try of a transaction on the master's
+// own link, however slow the measured round trip or how far the back-off
+// went; a configured Timeout above it is its own cap.
+const maxTryTimeout = 500 * time.Millisecond
+
+// tryTimeout is how long try number try (0 first) of a transaction on the
+// master's own link waits for an answer: the configured timeout or the
+// measured round trip's (whichever is longer), doubled for each try
+// before it, within maxTryTimeout.
+func (b *Bus) tryTimeout(try int) time.Duration {
+	limit := max(b.timeout, maxTryTimeout)
+	t := min(b.rtt.timeout(b.timeout), limit)
+	for range try {
+		t = min(2*t, limit)
+	}
+	return t
 }
 
 // frameTimeout is how long one frame waits for its answer: the
@@ -104,27 +222,38 @@ func (b *Bus) frameTimeout() time.Duration {
 	return b.timeout
 }
 
+// build writes a frame of one datagram with a fresh index into the
+// transmit buffer and returns the index.
+func (b *Bus) build(cmd wire.Command, address uint32, data []byte) (uint8, error) {
+	idx := b.nextIndex()
+	if err := b.builder.Reset(b.tx, broadcastMAC, b.src); err != nil {
+		return 0, fmt.Errorf("build frame: %w", err)
+	}
+	d, err := b.builder.Append(cmd, idx, address, len(data))
+	if err != nil {
+		return 0, fmt.Errorf("build frame with %d bytes: %w", len(data), err)
+	}
+	if cmd.Writes() {
+		copy(d, data)
+	}
+	return idx, nil
+}
+
 // exchange builds one frame with a fresh index, sends it and awaits its
 // answer (ok false when none came in time). While the cycle owns the link
 // the datagram is queued for it instead.
 func (b *Bus) exchange(ctx context.Context, cmd wire.Command, address uint32, data []byte) (wkc uint16, ok bool, err error) {
 	if q := b.queue; q != nil {
-		wkc, ok, err = q.transact(ctx, cmd, address, data)
+		var out tryOutcome
+		wkc, out, err = q.transact(ctx, cmd, address, data, false)
 		if err != nil {
 			return 0, false, fmt.Errorf("queue for the cycle: %w", err)
 		}
-		return wkc, ok, nil
+		return wkc, out == tryAnswered, nil
 	}
-	idx := b.nextIndex()
-	if err := b.builder.Reset(b.tx, broadcastMAC, b.src); err != nil {
-		return 0, false, fmt.Errorf("build frame: %w", err)
-	}
-	d, err := b.builder.Append(cmd, idx, address, len(data))
+	idx, err := b.build(cmd, address, data)
 	if err != nil {
-		return 0, false, fmt.Errorf("build frame with %d bytes: %w", len(data), err)
-	}
-	if cmd.Writes() {
-		copy(d, data)
+		return 0, false, err
 	}
 	if err := b.link.Send(b.builder.Bytes()); err != nil {
 		return 0, false, fmt.Errorf("send: %w", err)

@@ -126,14 +126,90 @@ func TestBusRetriesUnansweredFrames(t *testing.T) {
 			if got := c.retries.Load(); got != tc.retries {
 				t.Errorf("retries %d, want %d", got, tc.retries)
 			}
+			// Every try is the same frame: the answer to any of them is
+			// the answer.
 			mu.Lock()
 			defer mu.Unlock()
 			for i := 1; i < len(indexes); i++ {
-				if indexes[i] == indexes[i-1] {
-					t.Errorf("retry reused index %d", indexes[i])
+				if indexes[i] != indexes[0] {
+					t.Errorf("try %d has index %d, the first %d", i, indexes[i], indexes[0])
 				}
 			}
 		})
+	}
+}
+
+// TestBusTakesTheLateAnswerOfAnEarlierTry: on a host that delays answers
+// past a try's wait (the segment, or the simulator serving it, starved of
+// CPU), the answer to the first try arriving while the second waits is
+// the transaction's answer — a write the slave took once is not reported
+// by the working counter of a later try it refused (a full mailbox), and
+// nothing is counted stale.
+func TestBusTakesTheLateAnswerOfAnEarlierTry(t *testing.T) {
+	a, b := link.NewPipe()
+	t.Cleanup(func() { _ = a.Close() })
+	late := make(chan []byte, 1)
+	responder(t, b, func(n int, frame []byte) [][]byte {
+		switch n {
+		case 0: // the first try's answer comes late: after the second was sent
+			late <- answerWith(frame, 1, 0x11)
+			return nil
+		case 1: // the second try: the slave refuses it (working counter 0)
+			return [][]byte{<-late, answerWith(frame, 0, 0x22)}
+		}
+		return [][]byte{answerWith(frame, 0, 0x33)}
+	})
+	c := &counters{}
+	bus := newBus(a, 20*time.Millisecond, 3, c)
+	data := make([]byte, 2)
+	wkc, err := bus.Transact(context.Background(), wire.FPRD, wire.PhysicalAddress(0x1001, 0x0130), data)
+	if err != nil || wkc != 1 || data[0] != 0x11 {
+		t.Fatalf("Transact: wkc %d, data % x, err %v; want the first try's answer (1, 11 11)", wkc, data, err)
+	}
+	if got := c.retries.Load(); got != 1 {
+		t.Errorf("retries %d, want 1", got)
+	}
+	if got := c.stale.Load(); got != 0 {
+		t.Errorf("stale frames %d, want 0", got)
+	}
+}
+
+// TestBusTriesBackOffAndFollowTheRoundTrip: each try waits twice as long
+// as the one before, from the configured timeout or, once answers were
+// measured slower than that, from the measured round trip.
+func TestBusTriesBackOffAndFollowTheRoundTrip(t *testing.T) {
+	var bus Bus
+	bus.timeout = 10 * time.Millisecond
+	for try, want := range []time.Duration{10, 20, 40, 80, 160, 320, 500, 500} {
+		if got := bus.tryTimeout(try); got != want*time.Millisecond {
+			t.Errorf("try %d waits %v, want %v", try, got, want*time.Millisecond)
+		}
+	}
+	// Quick answers leave the configured timeout alone.
+	for range 20 {
+		bus.rtt.observe(200 * time.Microsecond)
+	}
+	if got := bus.tryTimeout(0); got != 10*time.Millisecond {
+		t.Errorf("after quick answers the first try waits %v, want the configured 10ms", got)
+	}
+	// A host that delays every answer by about 30 ms raises the wait
+	// above that, and a quiet host brings it back down.
+	for range 50 {
+		bus.rtt.observe(30 * time.Millisecond)
+	}
+	if got := bus.tryTimeout(0); got < 30*time.Millisecond || got > 60*time.Millisecond {
+		t.Errorf("after 30 ms answers the first try waits %v, want 30 to 60 ms", got)
+	}
+	for range 100 {
+		bus.rtt.observe(200 * time.Microsecond)
+	}
+	if got := bus.tryTimeout(0); got != 10*time.Millisecond {
+		t.Errorf("after the host calmed down the first try waits %v, want the configured 10ms", got)
+	}
+	// A configured timeout above the cap is its own cap.
+	bus = Bus{timeout: 2 * time.Second}
+	if got := bus.tryTimeout(3); got != 2*time.Second {
+		t.Errorf("with a 2 s timeout the fourth try waits %v, want 2s", got)
 	}
 }
 

@@ -10,7 +10,8 @@ import (
 
 // Defaults used for zero fields of a Config.
 const (
-	// DefaultTimeout is how long a bring-up frame waits for its answer.
+	// DefaultTimeout is how long a bring-up frame's first try waits for
+	// its answer.
 	DefaultTimeout = 20 * time.Millisecond
 	// DefaultRetries is how often a bring-up frame is sent again after
 	// going unanswered.
@@ -32,20 +33,28 @@ const (
 // Config configures a Master. A nil *Config passed to New means all
 // defaults; zero fields of a non-nil one take their defaults too.
 type Config struct {
-	// Timeout is how long a bring-up (acyclic) frame waits for its answer
-	// before it is sent again. Default DefaultTimeout.
+	// Timeout is how long the first try of a bring-up (acyclic) frame
+	// waits for its answer before it is sent again; each later try waits
+	// twice as long as the one before (up to 500 ms, or Timeout if that
+	// is longer). When the answers measured on the link take longer, the
+	// first try waits as long as they do (see Bus.Transact). Default
+	// DefaultTimeout.
 	Timeout time.Duration
 
-	// Retries is how often an unanswered bring-up frame is sent again,
-	// each time with a fresh datagram index. Zero means DefaultRetries; a
+	// Retries is how often an unanswered bring-up frame is sent again:
+	// the same frame with the same datagram index, so that the late
+	// answer to an earlier try is taken. Zero means DefaultRetries; a
 	// negative value means no retry.
 	Retries int
 
 	// RecoveryTimeout is how long, beyond three cycle periods, a datagram
-	// queued for the running cycle (QueueAcyclic) waits before it is
-	// withdrawn and sent again: the cycle resolves every datagram it
-	// carries within its exchange, so this covers a cycle that stalls.
-	// Retries apply as to Timeout. Default DefaultRecoveryTimeout.
+	// queued for the running cycle (QueueAcyclic) waits for the cycle to
+	// take it before it is withdrawn and sent again — and only once the
+	// cycle ran three cycles meanwhile without room for it: a cycle the
+	// host delays is waited for, up to StateTimeout (the cycle resolves
+	// every datagram it carries within its exchange). Retries apply to
+	// lost frames and datagrams withdrawn so. Default
+	// DefaultRecoveryTimeout.
 	RecoveryTimeout time.Duration
 
 	// StateTimeout bounds each AL state transition (write AL control,

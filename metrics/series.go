@@ -84,6 +84,7 @@ const (
 	nameSlaveESCErrors    = "ecagent_slave_esc_errors"
 	nameProcessUp         = "ecagent_cycle_process_up"
 	nameProcessStarts     = "ecagent_cycle_process_starts_total"
+	nameBringUpFailures   = "ecagent_cycle_process_bringup_failures"
 	nameBusEvents         = "ecagent_bus_events_total"
 	nameFramesDiscarded   = "ecagent_frames_discarded_total"
 	nameProcessCPU        = "ecagent_cycle_process_cpu_seconds_total"
@@ -234,7 +235,7 @@ func processSeries() []Series {
 	return []Series{
 		{Name: nameBusEvents, Type: TypeCounter, Labels: []string{labelKind, labelPosition, labelName},
 			Help: "Events of the bus by kind (slave-lost, slave-found, slave-reconnected, slave-refused, al-error, " +
-				"al-acknowledged, recovery-failed, bus-alarm, bus-alarm-changed, bus-alarm-cleared, link-down, link-up, cycle-died, cycle-restarted, …) " +
+				"al-acknowledged, recovery-failed, bus-alarm, bus-alarm-changed, bus-alarm-cleared, link-down, link-up, cycle-died, cycle-restarted, bring-up-failed, …) " +
 				"and slave (position and name; position -1, name bus for the bus as a whole).",
 			Conditional: "once such an event happened"},
 		{Name: nameFramesDiscarded, Type: TypeCounter, Labels: []string{labelReason},
@@ -244,6 +245,11 @@ func processSeries() []Series {
 				"Late answers to lost frames are ecagent_late_answers_total."},
 		{Name: nameProcessUp, Type: TypeGauge, Help: "1 while the cycle process runs cycles, 0 when it is not running or its heartbeat stopped."},
 		{Name: nameProcessStarts, Type: TypeCounter, Help: "Times the agent started the cycle process."},
+		{Name: nameBringUpFailures, Type: TypeGauge, Labels: []string{labelReason},
+			Help: "Bring-ups of the cycle process that failed in a row since one last ran, under the reason of the last " +
+				"(link, no-answer, not-as-configured, failed); 0 under the other reasons, and under all once a cycle process runs. " +
+				"The agent tries again without end, backing off from 0.1 s to 10 s.",
+			Conditional: "once the agent has its bus model"},
 		{Name: nameProcessCPU, Type: TypeCounter, Help: "CPU time (user and system) the running cycle process has used, from /proc/PID/stat.",
 			Conditional: "while the cycle process runs"},
 		{Name: nameHostBusy, Type: TypeGauge, Help: "Busy fraction of all CPUs of the host between the last two readings of /proc/stat (at most one reading per second).",

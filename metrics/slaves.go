@@ -35,12 +35,14 @@ import (
 // ecagent_cycle_process_up is rendered here too, from the same snapshot
 // (CycleRunning and not CycleStalled), so that no scrape shows the cycle
 // process down beside slaves that answer; before the agent has a model,
-// from what the agent last told the registry (processUp).
+// from what the agent last told the registry (processUp). So is
+// ecagent_cycle_process_bringup_failures, the model's BringUp: one series
+// per reason, the failures in a row under the last one's.
 type slaveStates struct {
 	model     atomic.Pointer[busstate.Model]
 	processUp atomic.Bool
 
-	up, alState, alError, alStatus, presence, quality, since, cycleUp *prometheus.Desc
+	up, alState, alError, alStatus, presence, quality, since, cycleUp, bringUp *prometheus.Desc
 }
 
 func newSlaveStates(catalog []Series) *slaveStates {
@@ -56,12 +58,13 @@ func newSlaveStates(catalog []Series) *slaveStates {
 		quality:  desc(nameSlaveQuality, labelQuality),
 		since:    desc(nameSlaveQualitySince),
 		cycleUp:  prometheus.NewDesc(nameProcessUp, helpOf(catalog, nameProcessUp), nil, nil),
+		bringUp:  prometheus.NewDesc(nameBringUpFailures, helpOf(catalog, nameBringUpFailures), []string{labelReason}, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *slaveStates) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.alState, c.alError, c.alStatus, c.presence, c.quality, c.since, c.cycleUp} {
+	for _, d := range []*prometheus.Desc{c.up, c.alState, c.alError, c.alStatus, c.presence, c.quality, c.since, c.cycleUp, c.bringUp} {
 		ch <- d
 	}
 }
@@ -76,6 +79,13 @@ func (c *slaveStates) Collect(ch chan<- prometheus.Metric) {
 	}
 	bus := m.Snapshot()
 	ch <- prometheus.MustNewConstMetric(c.cycleUp, prometheus.GaugeValue, oneIf(bus.CycleRunning && !bus.CycleStalled))
+	for _, r := range busstate.BringUpReasons {
+		n := 0.0
+		if f := bus.BringUp; !bus.CycleRunning && f.Failures > 0 && f.Reason == r {
+			n = float64(f.Failures)
+		}
+		ch <- prometheus.MustNewConstMetric(c.bringUp, prometheus.GaugeValue, n, r.String())
+	}
 	for i := range bus.Slaves {
 		s := &bus.Slaves[i]
 		pos, name := strconv.Itoa(s.Position), s.Name

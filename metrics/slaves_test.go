@@ -253,4 +253,17 @@ func TestCycleProcessUpFromTheSameSnapshot(t *testing.T) {
 	if up := gauge(nameProcessUp, nil); up != 0 {
 		t.Errorf("cycle process down in the model: up %v", up)
 	}
+	// Failed bring-ups: counted in a row under the last one's reason.
+	failures := func(reason string) float64 {
+		return gauge(nameBringUpFailures, map[string]string{labelReason: reason})
+	}
+	m.BringUpFailed(busstate.BringUpNoAnswer, "no answer to frame")
+	m.BringUpFailed(busstate.BringUpNotAsConfigured, "found 5 slaves on the segment, configuration expects 7")
+	if a, b := failures("not-as-configured"), failures("no-answer"); a != 2 || b != 0 {
+		t.Errorf("after two failed bring-ups: not-as-configured %v, no-answer %v; want 2 and 0", a, b)
+	}
+	m.Reset([]busstate.SlaveInfo{{Position: 0, Name: "EL2004"}})
+	if a := failures("not-as-configured"); a != 0 {
+		t.Errorf("once a cycle process runs: not-as-configured %v, want 0", a)
+	}
 }

@@ -42,9 +42,14 @@ func (p *Publisher) runSampler() {
 func (p *Publisher) sampleState(now time.Time) {
 	p.smu.Lock()
 	defer p.smu.Unlock()
-	if p.model != nil && p.state != nil && p.state.Version() != p.shown {
-		p.renderStateLocked(now, 0)
+	if p.state == nil || p.state.Version() == p.shown {
+		return
 	}
+	if p.model == nil {
+		p.renderDetachedStateLocked(now) // no bus attached: its state alone
+		return
+	}
+	p.renderStateLocked(now, 0)
 }
 
 // sample takes one snapshot, renders what changed in the bus's state, and

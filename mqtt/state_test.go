@@ -215,3 +215,57 @@ func TestBdSeqSurvivesRestart(t *testing.T) {
 		t.Error("a garbled bdSeq file was accepted")
 	}
 }
+
+// TestJSONBringUpFailed: while the cycle process cannot bring the bus up
+// there is no bus to publish, and still the retained state says the bus
+// is not ready and why, and each failed attempt is an event; once a bus
+// is attached and the model reset, the state is ready again.
+func TestJSONBringUpFailed(t *testing.T) {
+	broker := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
+	root := "ecagent/bringup/json"
+	sub := subscribe(t, broker.URL(), "sub", root+"/#", false)
+	p, err := New(Config{Broker: broker.URL(), ClientID: "bringupjson", Scheme: SchemeJSON, QoS: 1, Root: root,
+		Rules: Rules{Interval: 10 * time.Millisecond}, Buffer: 10000, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := busstate.New(nil)
+	p.SetBusModel(state)
+	p.Start()
+	t.Cleanup(func() { _ = p.Close(time.Second) })
+	sub.waitFor(t, "/status", 5*time.Second, nil)
+
+	const why = "bring-up: master: found 5 slaves on the segment, configuration expects 7"
+	state.BringUpFailed(busstate.BringUpNotAsConfigured, why)
+	p.BringUpFailed(busstate.BringUpNotAsConfigured.String(), why, 1, 200*time.Millisecond, time.Now())
+	ev := sub.waitFor(t, "/events", 5*time.Second, func(r received) bool { return strings.Contains(string(r.payload), "bring-up-failed") })
+	var e struct {
+		Kind, Reason, Error string
+		Failures            int
+		RetryInMS           int64 `json:"retry_in_ms"`
+	}
+	if err := json.Unmarshal(ev.payload, &e); err != nil || e.Reason != "not-as-configured" || e.Error != why || e.Failures != 1 || e.RetryInMS != 200 {
+		t.Errorf("event %s: %v", ev.payload, err)
+	}
+	type busState struct {
+		Ready   bool   `json:"ready"`
+		Why     string `json:"why"`
+		Summary string `json:"summary"`
+	}
+	var st busState
+	sub.waitFor(t, "/state", 5*time.Second, func(r received) bool {
+		return json.Unmarshal(r.payload, &st) == nil && strings.Contains(st.Why, why)
+	})
+	if st.Ready || st.Summary != "CYCLE-DOWN (bring-up: not-as-configured)" {
+		t.Errorf("state while bring-up fails: %+v", st)
+	}
+
+	// Brought up: the bus is attached and ready.
+	from := len(sub.all())
+	state.Reset([]busstate.SlaveInfo{{Position: 0, Name: "EK1100"}})
+	model, _ := NewModel(referenceBus(), p.cfg.Rules)
+	p.SetBus(model, &fakeImage{img: make([]byte, model.ImageBytes)}, &fakeRing{})
+	sub.waitFrom(t, from, "/state", 5*time.Second, func(r received) bool {
+		return json.Unmarshal(r.payload, &st) == nil && st.Ready
+	})
+}

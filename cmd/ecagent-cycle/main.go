@@ -6,7 +6,7 @@
 // that nothing of the agent — HTTP, TLS, exporters, MQTT, the YAML
 // configuration — is in its memory.
 //
-//	ecagent-cycle (--config FILE | --config-fd N) [--shm PATH] [--link-fd N] [--cycles N]
+//	ecagent-cycle (--config FILE | --config-fd N) [--shm PATH] [--link-fd N] [--report-fd N] [--cycles N]
 //
 // Exit codes: 0 success, 1 runtime failure (link, bus, I/O), 2 usage or
 // configuration error, 3 the segment is not as configured (slave count, a
@@ -40,7 +40,8 @@ const name = "ecagent-cycle"
 
 // helpText is the --help output; TestHelpFitsAScreen keeps it within 40
 // lines of 100 columns and naming every flag.
-const helpText = `Usage: ecagent-cycle (--config FILE | --config-fd N) [--shm PATH] [--link-fd N] [--cycles N]
+const helpText = `Usage: ecagent-cycle (--config FILE | --config-fd N) [--shm PATH] [--link-fd N]
+                     [--report-fd N] [--cycles N]
 
 The real-time cycle process of ecagent. 'ecagent run' and 'ecagent bench' start and
 supervise it; it can be run by hand against a segment an agent created. It attaches to the
@@ -57,6 +58,8 @@ Flags:
   --shm PATH     the segment, overriding cycle.shm ('ecagent run' names it here)
   --link-fd N    inherited descriptor of a socket-pair link to a simulated segment;
                  -1 (the default) opens bus.interface
+  --report-fd N  inherited descriptor (a pipe) told why bring-up failed, one line of
+                 JSON {"reason", "error"}; closed unwritten once the cycle runs
   --cycles N     stop after N cycles; 0 (the default) runs until SIGTERM or SIGINT
   --version      print the version and exit
   --help         print this help and exit
@@ -86,6 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	configFD := fs.Int("config-fd", -1, "inherited descriptor to read the configuration from")
 	shmPath := fs.String("shm", "", "the segment, overriding cycle.shm")
 	linkFD := fs.Int("link-fd", -1, "inherited descriptor of a socket-pair link; -1 opens bus.interface")
+	reportFD := fs.Int("report-fd", -1, "inherited descriptor told why bring-up failed")
 	cycles := fs.Uint64("cycles", 0, "stop after this many cycles; 0 runs until SIGTERM")
 	version := fs.Bool("version", false, "print the version and exit")
 	usage := func(err error) int {
@@ -109,6 +113,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return usage(errors.New("--config FILE or --config-fd N is required"))
 	case *configFile != "" && *configFD >= 0:
 		return usage(errors.New("--config and --config-fd exclude each other"))
+	case *reportFD >= 0 && *reportFD <= 2:
+		return usage(fmt.Errorf("--report-fd %d: want an inherited descriptor, 3 or more", *reportFD))
+	}
+	var report io.WriteCloser
+	if *reportFD >= 0 {
+		report = os.NewFile(uintptr(*reportFD), fmt.Sprintf("fd %d", *reportFD))
 	}
 	cfg, err := loadConfig(*configFile, *configFD)
 	if err != nil {
@@ -120,7 +130,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(stderr, cfg.Log.SlogLevel(), cfg.Log.Format).With("process", "cycle")
 	quietRuntime(log)
-	rep, err := program.Run(context.Background(), cfg, program.Options{LinkFD: *linkFD, Cycles: *cycles}, log)
+	rep, err := program.Run(context.Background(), cfg, program.Options{LinkFD: *linkFD, Cycles: *cycles, BringUpReport: report}, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		if program.IsBusMismatch(err) {

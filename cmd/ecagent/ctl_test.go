@@ -265,6 +265,15 @@ func TestCtlCommands(t *testing.T) {
 	}
 	for _, c := range ctlCases() {
 		code, out, errOut := runCLI(t, ctx, nil, append(c.args, "--cycle.shm", a.shm)...)
+		// A stall of the host over the process data watchdog's 100 ms
+		// leaves a slave in SAFEOP with an error until recovery takes it
+		// back to OP, within a second: a state the agent shows truly,
+		// not a difference of the command.
+		for end := time.Now().Add(5 * time.Second); code == exitOK && slaveRecovering(out) && time.Now().Before(end); {
+			t.Logf("%s: a slave out of OP (a host stall?); asking again:\n%s", c.name, out)
+			time.Sleep(200 * time.Millisecond)
+			code, out, errOut = runCLI(t, ctx, nil, append(c.args, "--cycle.shm", a.shm)...)
+		}
 		if code != exitOK {
 			t.Fatalf("%s with agent: exit %d: %s", c.name, code, errOut)
 		}
@@ -275,6 +284,18 @@ func TestCtlCommands(t *testing.T) {
 		checkOutput(t, c, true, name, out)
 	}
 	checkAcyclicOverruns(t, from, a.overruns(t))
+}
+
+// slaveRecovering reports whether the output of a command through the
+// agent shows a slave on its way back to OP after a host stall: in error,
+// or acknowledged and in SAFEOP.
+func slaveRecovering(out string) bool {
+	for _, sign := range []string{"Error: yes", " SAFEOP ", `"state": "SAFEOP"`, `"error": true`} {
+		if strings.Contains(out, sign) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestConfigFromBusIsValid reads the configuration snippet of a segment

@@ -20,7 +20,9 @@
 // Exit codes: 0 success, 1 runtime failure (link, bus, I/O), 2 usage or
 // configuration error, 3 the segment is not as configured (slave count,
 // a slave refusing a state), 130 interrupted before the work was done.
-// `ecagent run` has no end of its own: SIGINT (Ctrl-C) stops it with 130,
+// `ecagent run` does not exit for its bus: a segment absent, silent or
+// not as configured is tried again without end (docs/operations.md). It
+// has no end of its own: SIGINT (Ctrl-C) stops it with 130,
 // SIGTERM, how systemd and Kubernetes stop a service, with 0 (a clean
 // stop, not a failure of the unit).
 package main
@@ -39,6 +41,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/cycle/program"
 )
 
@@ -211,11 +214,11 @@ func exitCode(ctx context.Context, e *env, err error) int {
 	}
 	fmt.Fprintf(e.stderr, "ecagent: %v\n", err)
 	var ue usageError
-	var mismatch *agent.BusMismatchError
+	var bringUp *agent.BringUpError
 	switch {
 	case errors.As(err, &ue):
 		return exitUsage
-	case program.IsBusMismatch(err), errors.As(err, &mismatch):
+	case program.IsBusMismatch(err), errors.As(err, &bringUp) && bringUp.Reason == busstate.BringUpNotAsConfigured:
 		return exitBusMismatch
 	case ctx.Err() != nil:
 		return exitInterrupted

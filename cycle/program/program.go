@@ -2,8 +2,10 @@ package program
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -47,7 +49,56 @@ type Options struct {
 	// starts, with the recovery worker: a test tells from it when no
 	// recovery episode runs.
 	running func(*recoverer)
+	// BringUpReport, when not nil, is told why bring-up failed — one line
+	// of JSON, a BringUpFailure — and closed, unwritten, once the cycle
+	// runs (a pipe the agent reads: it then knows why without parsing
+	// the log).
+	BringUpReport io.WriteCloser
 }
+
+// The reasons of a BringUpFailure.
+const (
+	// ReasonLink: the network interface could not be opened.
+	ReasonLink = "link"
+	// ReasonNoAnswer: nothing answered on the segment, no slave was
+	// found, or frames went unanswered.
+	ReasonNoAnswer = "no-answer"
+	// ReasonNotAsConfigured: the segment is not as configured (slave
+	// count, a slave refusing a state): ExitBusMismatch.
+	ReasonNotAsConfigured = "not-as-configured"
+	// ReasonFailed: any other failure.
+	ReasonFailed = "failed"
+)
+
+// BringUpFailure is what a cycle process whose bring-up failed writes to
+// Options.BringUpReport.
+type BringUpFailure struct {
+	// Reason is one of ReasonLink, ReasonNoAnswer, ReasonNotAsConfigured
+	// and ReasonFailed.
+	Reason string `json:"reason"`
+	// Error is the error Run returned.
+	Error string `json:"error"`
+}
+
+// FailureReason classifies an error of Run for a BringUpFailure.
+func FailureReason(err error) string {
+	var le *linkError
+	switch {
+	case IsBusMismatch(err):
+		return ReasonNotAsConfigured
+	case errors.As(err, &le):
+		return ReasonLink
+	case errors.Is(err, master.ErrNoResponse), errors.Is(err, master.ErrNoSlaves):
+		return ReasonNoAnswer
+	}
+	return ReasonFailed
+}
+
+// linkError is an error opening the link to the segment.
+type linkError struct{ err error }
+
+func (e *linkError) Error() string { return e.err.Error() }
+func (e *linkError) Unwrap() error { return e.err }
 
 // Report is what a cycle process did, printed by it on exit.
 type Report struct {
@@ -75,9 +126,20 @@ type Report struct {
 // segment cfg.Cycle.SHM that the agent created, opens the link, brings
 // the bus to OP, writes the bus description, and runs the real-time cycle
 // until SIGTERM/SIGINT or o.Cycles, then takes the bus to INIT.
-// Everything that allocates happens before cyclic operation starts.
-func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, error) {
-	var rep Report
+// Everything that allocates happens before cyclic operation starts. An
+// error is a failed bring-up, told to o.BringUpReport too.
+func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Report, err error) {
+	report := o.BringUpReport // nil once the cycle runs
+	defer func() {
+		if report == nil {
+			return
+		}
+		if err != nil {
+			line, _ := json.Marshal(BringUpFailure{Reason: FailureReason(err), Error: err.Error()})
+			_, _ = report.Write(append(line, '\n'))
+		}
+		_ = report.Close()
+	}()
 	period := time.Duration(cfg.Cycle.Period)
 	// SIGPIPE from a closed stderr (the agent died) must not kill the cycle.
 	signal.Ignore(syscall.SIGPIPE)
@@ -152,6 +214,10 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (Report, 
 		}
 		log.Info("cyclic operation", "period", period, "slaves", len(m.Slaves()),
 			"expected_wkc", m.Cyclic().ExpectedWKC(), "pid", os.Getpid())
+		if report != nil {
+			_ = report.Close() // brought up: nothing to report
+			report = nil
+		}
 	}
 	// From here the cycle thread alone sends and receives: recovery's
 	// datagrams ride in the cycle's frames (master.QueueAcyclic).
@@ -253,7 +319,7 @@ func openCycleLink(cfg Config, o Options) (link.Link, error) {
 	}
 	l, err := link.Open(cfg.Bus.Interface, nil)
 	if err != nil {
-		return nil, fmt.Errorf("cycle: %w", err)
+		return nil, &linkError{fmt.Errorf("cycle: %w", err)}
 	}
 	return l, nil
 }

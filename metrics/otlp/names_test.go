@@ -42,6 +42,7 @@ func prometheusOnly() map[string]string {
 		"ecagent_cycle_process_up":                           process,
 		"ecagent_cycle_process_starts_total":                 process,
 		"ecagent_maintenance_socket_up":                      "reported once by the cycle process at start in its bus description, not a measurement of the cycle",
+		"ecagent_cycle_process_bringup_failures":             model,
 		"ecagent_cycle_process_cpu_seconds_total":            host,
 		"ecagent_host_cpu_busy_ratio":                        host,
 		"ecagent_cycle_core_busy_ratio":                      host,
