@@ -122,6 +122,10 @@ func (x *Errors) Add(err error) {
 	x.list = append(x.list, err)
 }
 
+// Full reports whether as many problems are recorded as a report needs:
+// a reader may stop there.
+func (x *Errors) Full() bool { return len(x.list) >= maxErrors }
+
 // Len is the number of problems recorded.
 func (x *Errors) Len() int { return len(x.list) + x.dropped }
 

@@ -175,7 +175,12 @@ func TestStreamingAndUnused(t *testing.T) {
 			break
 		}
 		if e.Name != "L" {
-			if err := r.Ignore(e, Suffix(map[string]string{"M": "M is not for us"})); err != nil {
+			if err := r.Ignore(e, func(p string) string {
+				if _, last := LastSteps(p); last == "M" {
+					return "M is not for us"
+				}
+				return ""
+			}); err != nil {
 				t.Fatal(err)
 			}
 			continue

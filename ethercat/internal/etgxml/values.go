@@ -139,6 +139,16 @@ func UintAttr[T Unsigned](x *Errors, e *Element, name string) (T, bool) {
 	return uintOf[T](x, e, name, s, false), true
 }
 
+// BitsAttr reads e's attribute name like UintAttr, and also takes a
+// negative number as its two's complement bit pattern.
+func BitsAttr[T Unsigned](x *Errors, e *Element, name string) (T, bool) {
+	s, ok := e.Attr(name)
+	if !ok {
+		return 0, false
+	}
+	return uintOf[T](x, e, name, s, true), true
+}
+
 func uintOf[T Unsigned](x *Errors, e *Element, attr, s string, bits bool) T {
 	max := unsignedMax[T]()
 	v, err := ParseUint(s, max, bits)

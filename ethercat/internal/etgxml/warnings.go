@@ -118,17 +118,15 @@ func reason(why Reasons, pattern string) string {
 	return NotRead
 }
 
-// Suffix returns a Reasons that looks the pattern's last steps up in
-// table: a key "Device/Slots" matches any pattern ending in /Device/Slots,
-// a key "Slots" any ending in /Slots; the longest key wins.
-func Suffix(table map[string]string) Reasons {
-	return func(pattern string) string {
-		best, bestLen := "", -1
-		for k, v := range table {
-			if (pattern == k || strings.HasSuffix(pattern, "/"+k)) && len(k) > bestLen {
-				best, bestLen = v, len(k)
-			}
-		}
-		return best
+// LastSteps returns the last two steps of a pattern ("Device/Slots") and
+// the last one ("Slots"), attributes included ("Sm@Virtual", "@Virtual"
+// being part of the last step), for a Reasons to switch on.
+func LastSteps(pattern string) (two, one string) {
+	i := strings.LastIndexByte(pattern, '/')
+	one = pattern[i+1:]
+	if i < 0 {
+		return one, one
 	}
+	j := strings.LastIndexByte(pattern[:i], '/')
+	return pattern[j+1:], one
 }
