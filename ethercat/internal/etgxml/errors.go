@@ -113,6 +113,17 @@ func (x *Errors) At(e *Element, attr, value string, kind error, format string, a
 	x.list = append(x.list, err)
 }
 
+// AtPath records a problem at a place kept from an element that is gone:
+// its line, column and path.
+func (x *Errors) AtPath(line, col int, path, value string, kind error, format string, args ...any) {
+	if len(x.list) >= maxErrors {
+		x.dropped++
+		return
+	}
+	x.list = append(x.list, &Error{File: x.file, Line: line, Col: col, Path: path, Value: value, Kind: kind,
+		Msg: fmt.Sprintf(format, args...)})
+}
+
 // Add records an error that already says where it is.
 func (x *Errors) Add(err error) {
 	if len(x.list) >= maxErrors {
