@@ -52,10 +52,11 @@ func TestLookup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, ok := c.Lookup(tt.vendor, tt.product, tt.asked)
-			if ok != tt.ok {
-				t.Fatalf("ok = %v", ok)
+			m, err := c.Lookup(tt.vendor, tt.product, tt.asked)
+			if ok := err == nil; ok != tt.ok || !ok && !errors.Is(err, ErrNotFound) {
+				t.Fatalf("err = %v", err)
 			}
+			ok := err == nil
 			if m.Asked != (Key{tt.vendor, tt.product, tt.asked}) {
 				t.Errorf("Asked %v", m.Asked)
 			}
@@ -82,8 +83,8 @@ func TestCatalogKeepsTheFirstOfTwoDescriptions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, _ := c.Lookup(2, 0x10, 2)
-	if c.Len() != 2 || m.File.Name != "a.xml" {
+	m, err := c.Lookup(2, 0x10, 2)
+	if err != nil || c.Len() != 2 || m.File.Name != "a.xml" {
 		t.Errorf("Len %d, match from %s", c.Len(), m.File.Name)
 	}
 	ws := c.Warnings()
@@ -134,7 +135,7 @@ func TestLoadDir(t *testing.T) {
 	if !notESI {
 		t.Errorf("no warning about line.xml: %v", c.Warnings())
 	}
-	if m, ok := c.Lookup(2, 0x044C2C52, 0x00120000); !ok || m.Group() == nil || m.Group().Name.String() != "System Couplers" {
+	if m, err := c.Lookup(2, 0x044C2C52, 0x00120000); err != nil || m.Group() == nil || m.Group().Name.String() != "System Couplers" {
 		t.Errorf("EK1100: %+v", m)
 	}
 }
@@ -171,4 +172,142 @@ func writeFile(t *testing.T, path, s string) {
 	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// encodings returns the file's text in the encodings a vendor's file may
+// come in, each with its XML declaration: the bytes as they are, UTF-8
+// with a byte-order mark, UTF-16 both ways.
+func encodings(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	if strings.Contains(text, `encoding="ISO-8859-1"`) {
+		var b strings.Builder
+		for _, c := range raw {
+			b.WriteRune(rune(c)) // Latin-1 to UTF-8
+		}
+		text = b.String()
+	}
+	utf8 := strings.Replace(text, `encoding="ISO-8859-1"`, `encoding="UTF-8"`, 1)
+	utf16 := strings.Replace(utf8, `encoding="UTF-8"`, `encoding="UTF-16"`, 1)
+	le, be := []byte{0xFF, 0xFE}, []byte{0xFE, 0xFF}
+	for _, u := range utf16Units(utf16) {
+		le = append(le, byte(u), byte(u>>8))
+		be = append(be, byte(u>>8), byte(u))
+	}
+	return map[string][]byte{"as is": raw, "utf-8 bom": append([]byte("\xEF\xBB\xBF"), utf8...), "utf-16le": le, "utf-16be": be}
+}
+
+func utf16Units(s string) []uint16 {
+	var out []uint16
+	for _, r := range s {
+		if r >= 0x10000 {
+			r -= 0x10000
+			out = append(out, uint16(0xD800+(r>>10)), uint16(0xDC00+(r&0x3FF)))
+			continue
+		}
+		out = append(out, uint16(r))
+	}
+	return out
+}
+
+// TestCatalogReadsDevicesAgain checks that a device the catalogue reads
+// again from its file on demand is the device read with the whole file,
+// in every encoding.
+func TestCatalogReadsDevicesAgain(t *testing.T) {
+	for _, path := range testFiles {
+		want := readTestFile(t, path)
+		for enc, b := range encodings(t, path) {
+			t.Run(filepath.Base(path)+"/"+enc, func(t *testing.T) {
+				p := filepath.Join(t.TempDir(), filepath.Base(path))
+				writeFile(t, p, string(b))
+				c := NewCatalog(Options{})
+				if err := c.AddFile(p); err != nil {
+					t.Fatal(err)
+				}
+				for _, list := range c.byProduct {
+					for _, e := range list {
+						if e.dev != nil {
+							t.Fatalf("%s kept whole, not located for reading again", e.typ)
+						}
+					}
+				}
+				for i := range want.Devices {
+					w := &want.Devices[i]
+					m, err := c.Lookup(want.Vendor.ID, w.ProductCode, w.RevisionNo)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got, wanted := deviceText(m.Device), deviceText(w); got != wanted {
+						t.Errorf("%s read again differs:\n%s", w.Type, firstDiff(got, wanted))
+					}
+				}
+			})
+		}
+	}
+}
+
+// deviceText renders a device for comparison.
+func deviceText(d *Device) string {
+	var b strings.Builder
+	deviceSummary(&b, d)
+	return b.String()
+}
+
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range min(len(al), len(bl)) {
+		if al[i] != bl[i] {
+			return fmt.Sprintf("line %d:\n got  %s\n want %s", i+1, al[i], bl[i])
+		}
+	}
+	return fmt.Sprintf("%d lines, want %d", len(al), len(bl))
+}
+
+// TestCatalogNoticesAChangedFile checks that a file changed after it was
+// indexed is not read as if it were the same.
+func TestCatalogNoticesAChangedFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.xml")
+	doc := esiOf(2, 0x10, "X", 1, 2, 3)
+	writeFile(t, p, doc)
+	c := NewCatalog(Options{})
+	if err := c.AddFile(p); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, p, strings.Replace(doc, `RevisionNo="#x00000001"`, `RevisionNo="#x00000009"`, 1)+"<!-- -->")
+	if _, err := c.Lookup(2, 0x10, 1); err == nil || !strings.Contains(err.Error(), "changed since it was indexed") {
+		t.Errorf("Lookup = %v", err)
+	}
+}
+
+// TestCatalogOfABigFileHoldsLittle indexes a 50 MB catalogue and checks
+// that the index holds a small fraction of it, and that its last device
+// reads again.
+func TestCatalogOfABigFileHoldsLittle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 50 MB file")
+	}
+	path, size, n := catalogueFile(t, 50<<20)
+	held := heldBy(func() any {
+		c := NewCatalog(Options{})
+		if err := c.AddFile(path); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	})
+	if held > int64(size)/50 {
+		t.Errorf("the index of %d devices holds %d KB for a %d MB file", n, held>>10, size>>20)
+	}
+	c := NewCatalog(Options{})
+	if err := c.AddFile(path); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.Lookup(2, uint32(n), 0x00140000)
+	if err != nil || m.Device.Dictionary().Object(0x8010) == nil || m.Device.Line < 1000000 {
+		t.Errorf("last device: %v, %+v", err, m.Device)
+	}
+	t.Logf("%d devices, %d MB: the index holds %d KB (%.1f bytes per device)", n, size>>20, held>>10, float64(held)/float64(n))
 }

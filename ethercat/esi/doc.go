@@ -9,8 +9,10 @@
 // megabytes is read with the memory of its largest device. A [Catalog]
 // reads files and directories ([LoadDir], the --esi DIR of the
 // configuration) once and indexes their devices by vendor, product code
-// and revision; [Catalog.Lookup] falls back to the nearest revision and
-// says so.
+// and revision, keeping where each device starts in its file rather than
+// the device (about 160 bytes per device); [Catalog.Lookup] reads the
+// device asked for again from there, falls back to the nearest revision
+// and says so.
 //
 // Files are read as the vendors' tools write them: with or without
 // namespaces, numbers as #x hex or decimal (0x also), booleans as

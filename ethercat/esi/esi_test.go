@@ -80,9 +80,9 @@ func TestSegmentDevices(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.typ, func(t *testing.T) {
-			m, ok := c.Lookup(2, tt.product, tt.revision)
-			if !ok || !m.Exact {
-				t.Fatalf("Lookup = %+v, %v", m, ok)
+			m, err := c.Lookup(2, tt.product, tt.revision)
+			if err != nil || !m.Exact {
+				t.Fatalf("Lookup = %+v, %v", m, err)
 			}
 			d := m.Device
 			if d.Type != tt.typ || d.Name.String() != tt.name || d.ProductCode != tt.product || d.RevisionNo != tt.revision {

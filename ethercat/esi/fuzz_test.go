@@ -76,8 +76,8 @@ func FuzzESI(f *testing.F) {
 			t.Fatalf("Read took it, Catalog.Add says %v", err)
 		}
 		for _, d := range file.Devices {
-			m, ok := c.Lookup(file.Vendor.ID, d.ProductCode, d.RevisionNo)
-			if !ok || !m.Exact {
+			m, err := c.Lookup(file.Vendor.ID, d.ProductCode, d.RevisionNo)
+			if err != nil || !m.Exact {
 				t.Fatalf("device %s %#x/%#x not found again: %+v", d.Type, d.ProductCode, d.RevisionNo, m)
 			}
 		}

@@ -90,6 +90,12 @@ var errStop = errors.New("esi: stop")
 // 20, read on to the end of the file or the 20th); an error each returns
 // ends the scan and is returned as is.
 func Scan(r io.Reader, name string, opt Options, each func(*File, *Device) error) (*File, error) {
+	return scanAt(r, name, opt, func(f *File, d *Device, _ etgxml.Location, _ bool) error { return each(f, d) })
+}
+
+// scanAt is Scan telling each also where the device starts in the file
+// and whether that could be told.
+func scanAt(r io.Reader, name string, opt Options, each func(*File, *Device, etgxml.Location, bool) error) (*File, error) {
 	l, devMax := opt.limits()
 	s := &scan{x: etgxml.NewErrors(name), file: &File{Name: name}, each: each}
 	s.rd = etgxml.NewReader(r, name, l, devMax, &s.warn)
@@ -113,7 +119,7 @@ type scan struct {
 	x          *etgxml.Errors
 	warn       etgxml.Warnings
 	file       *File
-	each       func(*File, *Device) error
+	each       func(*File, *Device, etgxml.Location, bool) error
 	eachErr    error
 	vendorSeen bool
 }
@@ -230,7 +236,8 @@ func (s *scan) device(e *etgxml.Element) error {
 	case s.x.Len() > 0:
 		return nil // the file has errors: nothing is passed on any more
 	}
-	if err := s.each(s.file, &d); err != nil {
+	loc, ok := s.rd.Location(e)
+	if err := s.each(s.file, &d, loc, ok); err != nil {
 		s.eachErr = err
 		return errStop
 	}

@@ -19,10 +19,12 @@ type Element struct {
 	// name), is shown after the element in paths, for the reader's sake.
 	Label string
 
-	text   string
-	parent *Element
-	index  int // ordinal among same-named siblings, 1-based; 0: count in parent.Kids
-	used   bool
+	text      string
+	parent    *Element
+	index     int   // ordinal among same-named siblings, 1-based; 0: count in parent.Kids
+	offset    int64 // of the start tag in the decoded input, for a streamed element
+	startLine int   // of the start tag's '<', for a streamed element
+	used      bool
 }
 
 // Attr is one attribute, by local name.

@@ -36,44 +36,42 @@ func (g *sizeGuard) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// transcoding names the conversion the input needed before the XML
-// decoder sees it.
-type transcoding int
-
-const (
-	asIs transcoding = iota + 1
-	fromUTF16
-)
-
 // prepare wraps r with the size guard and turns a byte-order-marked or
-// UTF-16 input into UTF-8 (without the mark), the form the decoder reads.
-func prepare(r io.Reader, max int64) (io.Reader, transcoding) {
+// UTF-16 input into UTF-8 (without the mark), the form the decoder reads;
+// the positions it returns track where the decoded bytes come from.
+func prepare(r io.Reader, max int64) (io.Reader, *positions) {
 	br := bufio.NewReaderSize(&sizeGuard{r: r, left: max, max: max}, 64<<10)
 	head, _ := br.Peek(4)
+	p := &positions{enc: UTF8}
 	switch {
 	case bytes.HasPrefix(head, []byte{0xEF, 0xBB, 0xBF}):
 		_, _ = br.Discard(3)
-		return br, asIs
+		p.bom = 3
+		return br, p
 	case bytes.HasPrefix(head, []byte{0xFF, 0xFE}):
 		_, _ = br.Discard(2)
-		return &utf16Reader{r: br, little: true}, fromUTF16
+		p.enc, p.bom = UTF16LE, 2
 	case bytes.HasPrefix(head, []byte{0xFE, 0xFF}):
 		_, _ = br.Discard(2)
-		return &utf16Reader{r: br}, fromUTF16
+		p.enc, p.bom = UTF16BE, 2
 	case bytes.Equal(head, []byte{'<', 0, '?', 0}):
-		return &utf16Reader{r: br, little: true}, fromUTF16
+		p.enc = UTF16LE
 	case bytes.Equal(head, []byte{0, '<', 0, '?'}):
-		return &utf16Reader{r: br}, fromUTF16
+		p.enc = UTF16BE
+	default:
+		return br, p
 	}
-	return br, asIs
+	return &utf16Reader{r: br, little: p.enc == UTF16LE, pos: p, raw: p.bom}, p
 }
 
 // utf16Reader converts UTF-16 to UTF-8.
 type utf16Reader struct {
-	r      *bufio.Reader
-	little bool
-	out    []byte // converted bytes not yet returned
-	err    error
+	r        *bufio.Reader
+	little   bool
+	out      []byte // converted bytes not yet returned
+	err      error
+	pos      *positions // nil: not tracked
+	dec, raw int64      // bytes produced and input consumed so far
 }
 
 func (u *utf16Reader) Read(p []byte) (int, error) {
@@ -91,6 +89,8 @@ func (u *utf16Reader) Read(p []byte) (int, error) {
 // fill converts up to 2 KiB of code units.
 func (u *utf16Reader) fill() {
 	u.out = u.out[:0]
+	u.pos.mark(u.dec, u.raw)
+	defer func() { u.dec += int64(len(u.out)) }()
 	for range 1024 {
 		c, err := u.unit()
 		if err != nil {
@@ -98,12 +98,14 @@ func (u *utf16Reader) fill() {
 			return
 		}
 		r := rune(c)
+		u.raw += 2
 		if utf16.IsSurrogate(r) {
 			c2, err := u.unit()
 			if err != nil {
 				u.err = err
 				return
 			}
+			u.raw += 2
 			r = utf16.DecodeRune(r, rune(c2))
 		}
 		u.out = utf8.AppendRune(u.out, r)
@@ -126,20 +128,23 @@ func (u *utf16Reader) unit() (uint16, error) {
 }
 
 // charsetReader returns the decoder's CharsetReader for an input prepared
-// as t: declared single-byte encodings are converted, a UTF-16
-// declaration is taken as is when the bytes were UTF-16.
-func charsetReader(t transcoding) func(string, io.Reader) (io.Reader, error) {
+// with positions p: declared single-byte encodings are converted, a
+// UTF-16 declaration is taken as is when the bytes were UTF-16. at is the
+// decoder's offset when it switches, the end of the (ASCII) declaration.
+func charsetReader(p *positions, at func() int64) func(string, io.Reader) (io.Reader, error) {
 	return func(label string, in io.Reader) (io.Reader, error) {
 		switch l := strings.ToLower(strings.TrimSpace(label)); {
 		case l == "utf8":
 			return in, nil
 		case strings.HasPrefix(l, "utf-16") || l == "utf16" || l == "ucs-2" || l == "unicode":
-			if t == fromUTF16 {
+			if p.enc == UTF16LE || p.enc == UTF16BE {
 				return in, nil
 			}
 			return nil, fmt.Errorf("%w: the file declares %q but its bytes are not UTF-16 (no byte-order mark)", ErrEncoding, label)
-		case isLatin(l):
-			return &windows1252{r: in}, nil
+		case isLatin(l) && p.enc == UTF8:
+			p.enc = Windows1252
+			dec := at()
+			return &windows1252{r: in, pos: p, dec: dec, raw: dec + p.bom}, nil
 		}
 		return nil, fmt.Errorf("%w %q: ecagent reads UTF-8, UTF-16, ISO-8859-1 and Windows-1252", ErrEncoding, label)
 	}
@@ -166,18 +171,21 @@ var cp1252High = [32]rune{
 
 // windows1252 converts Windows-1252 (and so ISO-8859-1) to UTF-8.
 type windows1252 struct {
-	r   io.Reader
-	raw [1024]byte
-	out []byte
-	err error
+	r        io.Reader
+	buf      [1024]byte
+	out      []byte
+	err      error
+	pos      *positions // nil: not tracked
+	dec, raw int64      // bytes produced and input consumed so far, from the file's start
 }
 
 func (w *windows1252) Read(p []byte) (int, error) {
 	for len(w.out) == 0 && w.err == nil {
-		n, err := w.r.Read(w.raw[:])
+		w.pos.mark(w.dec, w.raw)
+		n, err := w.r.Read(w.buf[:])
 		w.err = err
 		w.out = w.out[:0]
-		for _, c := range w.raw[:n] {
+		for _, c := range w.buf[:n] {
 			switch {
 			case c < 0x80:
 				w.out = append(w.out, c)
@@ -187,6 +195,8 @@ func (w *windows1252) Read(p []byte) (int, error) {
 				w.out = utf8.AppendRune(w.out, rune(c))
 			}
 		}
+		w.raw += int64(n)
+		w.dec += int64(len(w.out))
 	}
 	if len(w.out) > 0 {
 		n := copy(p, w.out)

@@ -28,17 +28,26 @@ type Reader struct {
 	open     []*Element       // streamed elements still open, root first
 	kids     []map[string]int // per open element: same-named children seen
 	charsErr error            // the CharsetReader's refusal, which the decoder wraps as text
+	pos      *positions       // where the decoded bytes come from
+	lineBase int              // lines of the file before the input (a Location's)
+}
+
+// StartsAtLine tells the reader that its input starts at line n of the
+// file, as an input OpenAt returns does: lines in elements, errors and
+// warnings are then the file's.
+func (r *Reader) StartsAtLine(n int) {
+	r.lineBase = max(n-1, 0)
 }
 
 // NewReader returns a reader of the document in r, named file in errors
 // and warnings. maxSubtree bounds the elements of one Fill; warnings (a
 // bare DOCTYPE, text where none belongs) go to w.
 func NewReader(r io.Reader, file string, lim Limits, maxSubtree int, w *Warnings) *Reader {
-	in, t := prepare(r, lim.MaxBytes)
-	rd := &Reader{file: file, lim: lim, subtree: maxSubtree, warn: w}
+	in, pos := prepare(r, lim.MaxBytes)
+	rd := &Reader{file: file, lim: lim, subtree: maxSubtree, warn: w, pos: pos}
 	rd.dec = xml.NewDecoder(in)
 	rd.dec.Strict = true
-	cr := charsetReader(t)
+	cr := charsetReader(pos, rd.dec.InputOffset)
 	rd.dec.CharsetReader = func(label string, in io.Reader) (io.Reader, error) {
 		out, err := cr(label, in)
 		rd.charsErr = err
@@ -84,6 +93,8 @@ func (r *Reader) Next() (*Element, error) {
 	}
 	top := r.open[len(r.open)-1]
 	for {
+		at := r.dec.InputOffset() // the end of the last token: a start tag's '<'
+		atLine := r.line()
 		tok, err := r.token(top)
 		if err != nil {
 			return nil, r.eof(err, top)
@@ -94,6 +105,7 @@ func (r *Reader) Next() (*Element, error) {
 			m := r.kids[len(r.kids)-1]
 			m[e.Name]++
 			e.index = m[e.Name]
+			e.offset, e.startLine = at, atLine
 			r.push(e)
 			return e, nil
 		case xml.EndElement:
@@ -274,19 +286,21 @@ func (r *Reader) eof(err error, cur *Element) error {
 // errAt returns an error at the decoder's position inside cur.
 func (r *Reader) errAt(cur *Element, kind error, msg string) *Error {
 	line, col := r.dec.InputPos()
+	line += r.lineBase
 	return &Error{File: r.file, Line: line, Col: col, Path: cur.Path(), Kind: kind, Msg: msg}
 }
 
 // line is the decoder's current line.
 func (r *Reader) line() int {
 	l, _ := r.dec.InputPos()
-	return l
+	return l + r.lineBase
 }
 
 // element makes an element of a start tag, at the decoder's position.
 func (r *Reader) element(t xml.StartElement, parent *Element) *Element {
 	e := &Element{Name: t.Name.Local, parent: parent}
 	e.Line, e.Col = r.dec.InputPos()
+	e.Line += r.lineBase
 	if len(t.Attr) > 0 {
 		e.Attrs = make([]Attr, len(t.Attr))
 		for i, a := range t.Attr {
