@@ -59,11 +59,11 @@ func (r *resolver) resolve(o *Object) []string {
 	o.Kind = KindVar
 	e := r.entry(0, o.Name.String(), o.Type, o.BitSize, 0, Flags{}, o.Flags)
 	d, err := defaultOf(e, o.Info)
+	e.Default = d
+	o.Entries = []Entry{e}
 	if err != nil {
 		return []string{fmt.Sprintf("object %#04x: %v; it has no default", o.Index, err)}
 	}
-	e.Default = d
-	o.Entries = []Entry{e}
 	return nil
 }
 
@@ -88,7 +88,9 @@ func (r *resolver) record(o *Object, t *DataType) []string {
 			o.Kind = KindArray
 		}
 		probs = append(probs, r.elements(o, at, next, si.BitOffs, si.Flags)...)
-		next = int(o.Entries[len(o.Entries)-1].SubIndex) + 1
+		if n := len(o.Entries); n > 0 { // an array of no elements adds none
+			next = int(o.Entries[n-1].SubIndex) + 1
+		}
 	}
 	return append(probs, r.defaults(o)...)
 }
