@@ -66,7 +66,7 @@ func ReadFile(path string, opt Options) (*Config, error) {
 // place.
 func Read(r io.Reader, name string, opt Options) (*Config, error) {
 	l, part := opt.limits()
-	rd := &reader{x: etgxml.NewErrors(name), cfg: &Config{Name: name}}
+	rd := &reader{x: etgxml.NewErrors(name), cfg: &Config{Name: name}, once: map[string]bool{}}
 	rd.rd = etgxml.NewReader(r, name, l, part, &rd.warn)
 	if err := rd.run(); err != nil && !errors.Is(err, errStop) {
 		rd.x.Add(err)
@@ -90,7 +90,8 @@ type reader struct {
 	x      *etgxml.Errors
 	warn   etgxml.Warnings
 	cfg    *Config
-	places []place // where each slave is, for the checks made once all are read
+	places []place         // where each slave is, for the checks made once all are read
+	once   map[string]bool // the parts a configuration has one of, once read
 }
 
 // run reads the root's children.
@@ -130,17 +131,13 @@ func (r *reader) run() error {
 // config streams the Config element, one part at a time.
 func (r *reader) config(e *etgxml.Element) error {
 	r.warn.UnusedAttrs(r.cfg.Name, e, why)
-	master := false
 	for {
 		k, err := r.rd.Next()
 		if err != nil || k == nil {
-			if err == nil && !master {
+			if err == nil && !r.once["Master"] {
 				r.x.At(e, "", "", ErrMissing, "required <Master> missing")
 			}
 			return err
-		}
-		if k.Name == "Master" {
-			master = true
 		}
 		if err := r.part(k); err != nil {
 			return err
@@ -161,6 +158,11 @@ func (r *reader) part(e *etgxml.Element) error {
 	if err := r.rd.Fill(e); err != nil {
 		return err
 	}
+	if (e.Name == "Master" || e.Name == "ProcessImage") && r.once[e.Name] {
+		r.x.At(e, "", "", ErrValue, "a second <%s>: a configuration has one", e.Name)
+		return nil
+	}
+	r.once[e.Name] = true
 	switch e.Name {
 	case "Master":
 		r.cfg.Master = readMaster(r.x, e)

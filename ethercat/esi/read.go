@@ -159,6 +159,10 @@ func (s *scan) vendor(e *etgxml.Element) error {
 	if err := s.rd.Fill(e); err != nil {
 		return err
 	}
+	if s.vendorSeen {
+		s.x.At(e, "", "", ErrValue, "a second <Vendor>: an ESI file has one")
+		return nil
+	}
 	s.file.Vendor = readVendor(s.x, e)
 	s.vendorSeen = true
 	s.warn.Unused(s.file.Name, e, why)

@@ -263,6 +263,8 @@ func (r *Reader) convert(err error, cur *Element) error {
 		return &Error{File: r.file, Kind: ErrTooLarge, Path: cur.Path(), Msg: "refused: " + err.Error()}
 	case r.charsErr != nil:
 		return &Error{File: r.file, Kind: ErrEncoding, Msg: r.charsErr.Error(), Cause: r.charsErr}
+	case errors.Is(err, ErrEncoding):
+		return &Error{File: r.file, Kind: ErrEncoding, Path: cur.Path(), Msg: err.Error(), Cause: err}
 	case errors.As(err, &se) && se.Msg == "unexpected EOF" && cur != nil:
 		return r.errAt(cur, ErrSyntax, fmt.Sprintf("the file ends inside <%s>", cur.Name))
 	case errors.As(err, &se):
