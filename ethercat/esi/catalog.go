@@ -232,15 +232,32 @@ func (c *Catalog) reread(vendor uint32, e *catalogEntry) (*Device, error) {
 		return nil, fmt.Errorf("the file changed since it was indexed (%d bytes of %v, now %d of %v): load the catalogue again",
 			f.size, f.modTime, st.Size(), st.ModTime())
 	}
-	r, err := etgxml.OpenAt(f.path, e.loc)
+	r, err := os.Open(f.path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	l, devMax := c.opt.limits()
-	var w etgxml.Warnings // told when the file was indexed
-	rd := etgxml.NewReader(r, f.path, l, devMax, &w)
-	rd.StartsAtLine(e.loc.Line)
+	d, err := readDeviceAt(r, f.path, e.loc, c.opt)
+	if err != nil {
+		return nil, err
+	}
+	if d.ProductCode != e.product || d.RevisionNo != e.rev {
+		return nil, fmt.Errorf("found %s, not %s: the file changed since it was indexed", Key{vendor, d.ProductCode, d.RevisionNo}, Key{vendor, e.product, e.rev})
+	}
+	return d, nil
+}
+
+// readDeviceAt reads the Device element at loc of the ESI in rs, named
+// name, alone.
+func readDeviceAt(rs io.ReadSeeker, name string, loc etgxml.Location, opt Options) (*Device, error) {
+	r, err := etgxml.ReadAt(rs, loc)
+	if err != nil {
+		return nil, err
+	}
+	l, devMax := opt.limits()
+	var w etgxml.Warnings // told when the file was read whole
+	rd := etgxml.NewReader(r, name, l, devMax, &w)
+	rd.StartsAtLine(loc.Line)
 	el, err := rd.Root("Device")
 	if err == nil {
 		err = rd.Fill(el)
@@ -248,13 +265,10 @@ func (c *Catalog) reread(vendor uint32, e *catalogEntry) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := etgxml.NewErrors(f.path)
-	d := readDevice(x, el, &w, f.path)
+	x := etgxml.NewErrors(name)
+	d := readDevice(x, el, &w, name)
 	if err := x.Err(); err != nil {
 		return nil, err
-	}
-	if d.ProductCode != e.product || d.RevisionNo != e.rev {
-		return nil, fmt.Errorf("found %s, not %s: the file changed since it was indexed", Key{vendor, d.ProductCode, d.RevisionNo}, Key{vendor, e.product, e.rev})
 	}
 	return &d, nil
 }

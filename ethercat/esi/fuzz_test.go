@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"testing"
+
+	"github.com/ecagent/ecagent/ethercat/internal/etgxml"
 )
 
 // fuzzSeeds are small files in every shape the reader takes, so that the
@@ -48,8 +50,10 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 }
 
 // FuzzESI checks that Read never panics, that an error always comes with
-// no File and says where it is (an *Error), and that whatever Read takes
-// a Catalog takes too and finds again by its keys.
+// no File and says where it is (an *Error), that whatever Read takes a
+// Catalog takes too and finds again by its keys, and that every device
+// read again alone from where the scan located it is the device read
+// with the whole file.
 func FuzzESI(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
@@ -81,5 +85,27 @@ func FuzzESI(f *testing.F) {
 				t.Fatalf("device %s %#x/%#x not found again: %+v", d.Type, d.ProductCode, d.RevisionNo, m)
 			}
 		}
+		checkReadAgain(t, b, opt)
 	})
+}
+
+// checkReadAgain scans b and reads every device located again alone,
+// which must give the device the scan gave.
+func checkReadAgain(t *testing.T, b []byte, opt Options) {
+	_, err := scanAt(bytes.NewReader(b), "fuzz.xml", opt, func(_ *File, d *Device, loc etgxml.Location, ok bool) error {
+		if !ok {
+			return nil
+		}
+		again, err := readDeviceAt(bytes.NewReader(b), "fuzz.xml", loc, opt)
+		if err != nil {
+			t.Fatalf("device %s at %+v: %v", d.Type, loc, err)
+		}
+		if got, want := deviceText(again), deviceText(d); got != want {
+			t.Fatalf("device %s at %+v read again differs:\n%s", d.Type, loc, firstDiff(got, want))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Read took it, the scan says %v", err)
+	}
 }

@@ -91,11 +91,25 @@ func OpenAt(path string, loc Location) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := f.Seek(loc.Raw, io.SeekStart); err != nil {
+	r, err := ReadAt(f, loc)
+	if err != nil {
 		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{r, f}, nil
+}
+
+// ReadAt positions rs, the input a Reader read, at the element at loc and
+// returns a reader that yields UTF-8 from the element's start tag on (see
+// OpenAt).
+func ReadAt(rs io.ReadSeeker, loc Location) (io.Reader, error) {
+	if _, err := rs.Seek(loc.Raw, io.SeekStart); err != nil {
 		return nil, err
 	}
-	br := bufio.NewReaderSize(f, 16<<10)
+	br := bufio.NewReaderSize(rs, 16<<10)
 	var r io.Reader = br
 	switch loc.Encoding {
 	case UTF16LE, UTF16BE:
@@ -104,11 +118,7 @@ func OpenAt(path string, loc Location) (io.ReadCloser, error) {
 		r = &windows1252{r: br}
 	}
 	if _, err := io.CopyN(io.Discard, r, loc.Skip); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: the element is no longer at offset %d: %w", path, loc.Raw, err)
+		return nil, fmt.Errorf("the element is no longer at offset %d: %w", loc.Raw, err)
 	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{r, f}, nil
+	return r, nil
 }
