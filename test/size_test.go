@@ -39,7 +39,6 @@ var oversized = map[string]funcSize{
 	"metrics/otlp/exporter.go:Exporter.instruments": {81, 8},
 	"mqtt/model.go:NewModel":                        {88, 26},
 	"mqtt/mqttconn/conn.go:Dial":                    {130, 36},
-	"shm/event.go:EventKind.String":                 {57, 27},
 }
 
 // funcSize is the size of one function.
