@@ -33,7 +33,6 @@ var oversized = map[string]funcSize{
 	"agent/supervisor.go:launchCycle":               {120, 16},
 	"cycle/program/program.go:Run":                  {177, 27},
 	"cycle/rt/lock_linux.go:lockResident":           {57, 26},
-	"master/coe/abort.go:AbortCode.Meaning":         {75, 36},
 	"master/reconnect.go:Master.Reconnect":          {95, 23},
 	"metrics/otlp/exporter.go:Exporter.instruments": {81, 8},
 	"mqtt/model.go:NewModel":                        {88, 26},
