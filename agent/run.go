@@ -449,7 +449,7 @@ func (c *consumer) event(ev *shm.Event) {
 	case shm.EventMaintenance:
 		c.log.Warn("maintenance write through the control socket", "slave", who, "what", ev.TextString(), "uid", ev.Value, "cycle", ev.Cycle)
 	case shm.EventFramesDiscarded:
-		c.tel.reg.CountDiscarded(ev.TextString(), ev.Value)
+		c.tel.reg.AddEventValue(ev.Kind, ev.TextString(), ev.Value)
 		c.log.Warn("received frames discarded", "reason", ev.TextString(), "frames", ev.Value, "cycle", ev.Cycle)
 	case shm.EventLinkDown:
 		c.log.Error("link down: cyclic frames cannot be sent", "cycle", ev.Cycle)
