@@ -11,9 +11,9 @@ import (
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/master/coe"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/mqtt"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -465,14 +465,14 @@ func (c *consumer) event(ev *shm.Event) {
 		c.tel.slaveEvent(c.cp, ev, c.otlp)
 		code, register, data := ev.Emergency()
 		c.log.Warn("CoE emergency", "slave", who, "error_code", fmt.Sprintf("%#04x", code),
-			"error_register", fmt.Sprintf("%#02x", register), "data", fmt.Sprintf("% x", data[:]), "meaning", mqtt.EmergencyMeaning(code))
+			"error_register", fmt.Sprintf("%#02x", register), "data", fmt.Sprintf("% x", data[:]), "meaning", coe.EmergencyMeaning(code))
 	case shm.EventDriveState:
 		c.tel.slaveEvent(c.cp, ev, c.otlp)
 		c.log.Info("drive state", "slave", who, "state", ev.TextString())
 	case shm.EventDriveFault:
 		c.tel.slaveEvent(c.cp, ev, c.otlp)
 		c.log.Error("drive fault", "slave", who, "error_code", fmt.Sprintf("%#04x", ev.Value),
-			"meaning", mqtt.EmergencyMeaning(uint16(ev.Value)), "state", ev.TextString())
+			"meaning", coe.EmergencyMeaning(uint16(ev.Value)), "state", ev.TextString())
 	case shm.EventDriveFaultCleared:
 		c.tel.slaveEvent(c.cp, ev, c.otlp)
 		c.log.Info("drive fault cleared", "slave", who, "state", ev.TextString())

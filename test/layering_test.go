@@ -49,7 +49,7 @@ var layers = []layer{
 		why: "what the two processes agree on (the event catalogue …) is the leaf both build on, and every output renders"},
 	{pattern: "shm", allowed: []string{"contract"},
 		why: "the shared-memory layout builds on the contract only: both processes build on it"},
-	{pattern: "busstate", allowed: []string{"shm", "contract", "master/esc"},
+	{pattern: "busstate", allowed: []string{"shm", "contract", "master/esc", "master/coe", "master/cia402/state"},
 		why: "the one state model of the bus folds shared-memory events; every output renders it"},
 	// The cycle program is the whole cycle process: its closure must stay
 	// free of the agent's libraries (test/cycle_closure_test.go), so it
