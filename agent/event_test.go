@@ -18,8 +18,8 @@ import (
 // process, about slave 1, to the telemetry and checks
 // ecagent_bus_events_total against the catalogue: a counted event under
 // its name, at the slave's position and name when it is about a slave,
-// at -1 "bus" when not; one not counted nowhere; an event's own counter
-// family by its Text.
+// at -1 "bus" when not; one not counted nowhere; the Value in an event's
+// own counter family, under its Text.
 func TestEventsCountedAsCatalogued(t *testing.T) {
 	reg, err := metrics.NewRegistry(metrics.Options{Site: "s", Line: "l", Host: "h", Target: time.Millisecond, CycleCore: -1})
 	if err != nil {
@@ -36,7 +36,7 @@ func TestEventsCountedAsCatalogued(t *testing.T) {
 		tel.event(cp, &ev, e, nil)
 	}
 	counted := map[string]string{} // kind → position/name
-	extra := map[string]float64{}
+	own := map[string]float64{}    // family/label=value → value
 	families, err := reg.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -47,11 +47,11 @@ func TestEventsCountedAsCatalogued(t *testing.T) {
 			for _, p := range m.GetLabel() {
 				l[p.GetName()] = p.GetValue()
 			}
-			switch f.GetName() {
-			case "ecagent_bus_events_total":
+			if f.GetName() == "ecagent_bus_events_total" {
 				counted[l["kind"]] = l["position"] + "/" + l["name"]
-			case "ecagent_frames_discarded_total":
-				extra[l["reason"]] = m.GetCounter().GetValue()
+			}
+			for k, v := range l {
+				own[f.GetName()+"/"+k+"="+v] = m.GetCounter().GetValue()
 			}
 		}
 	}
@@ -69,9 +69,11 @@ func TestEventsCountedAsCatalogued(t *testing.T) {
 		if got := counted[e.Name]; got != want {
 			t.Errorf("%s counted at %q, want %q", e.Name, got, want)
 		}
-	}
-	if extra["invalid"] != 5 {
-		t.Errorf("frames-discarded counted %v under its reason, want 5", extra["invalid"])
+		if c := e.Counter; c.Stem != "" {
+			if got := own[metrics.EventCounterName(c)+"/"+c.Label+"=invalid"]; got != 5 {
+				t.Errorf("%s: its own counter has %v under its Text, want the Value 5", e.Name, got)
+			}
+		}
 	}
 }
 
