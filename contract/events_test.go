@@ -133,8 +133,15 @@ func rowProblems(e EventInfo) []string {
 // them, so that TestEventCatalogue can fail.
 func TestRowProblemsBite(t *testing.T) {
 	lost, _ := EventSlaveLost.Info()
-	discarded, _ := EventFramesDiscarded.Info()
 	died, _ := EventCycleDied.Info()
+	// discarded is a bus event with a counter family of its own, as
+	// frames-discarded is.
+	discarded, _ := EventBusAlarm.Info()
+	discarded.Effect, discarded.Text.Name = EffectNone, "reason"
+	discarded.Counter = EventCounter{Stem: "things_discarded", Label: "reason", Values: "a b", Help: "Things discarded."}
+	if p := rowProblems(discarded); len(p) != 0 {
+		t.Fatalf("the sound row the cases break has problems: %v", p)
+	}
 	for name, e := range map[string]EventInfo{
 		"bus effect on a slave event": func() EventInfo { e := lost; e.Effect = EffectLinkDown; return e }(),
 		"slave effect on a bus event": func() EventInfo { e := discarded; e.Effect = EffectLost; return e }(),
