@@ -107,6 +107,10 @@ const (
 	// new kind in a row; the alarm stays raised, and one
 	// EventBusAlarmCleared still ends it.
 	EventBusAlarmChanged
+
+	// numCycleKinds counts the kinds of the cycle process: a new one
+	// goes above it.
+	numCycleKinds
 )
 
 // The event kinds of the agent itself (OriginAgent). They never cross
@@ -421,7 +425,7 @@ var catalogue = [...]EventInfo{
 
 // catalogueCycle is the number of the cycle process's kinds: the rows
 // catalogue[0:catalogueCycle], row k of kind k.
-const catalogueCycle = int(EventBusAlarmChanged) + 1
+const catalogueCycle = int(numCycleKinds)
 
 // Events returns every row of the catalogue, those of the cycle process
 // first in the order of their kinds, then the agent's, in a fresh slice.
