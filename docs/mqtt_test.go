@@ -12,6 +12,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt"
 	"github.com/ecagent/ecagent/mqtt/broker"
@@ -166,18 +167,23 @@ func (r *recorder) waitForKinds(t *testing.T, topic string, kinds ...string) {
 	}
 }
 
-// docEvents returns one event of every kind the cycle reports (those
-// shm.EventKind names), about slave 2, except the answers to writes,
-// which the publisher matches to a write of its own.
+// docEvents returns one event of every kind of the cycle process that
+// the event catalogue routes to …/events, about slave 2 (a note has its
+// text, an event with a counter of its own the label value); the answers to
+// writes (the publisher matches them to a write of its own) come from the
+// writes, and a device metric's event is not published.
 func docEvents() []shm.Event {
 	var out []shm.Event
-	for k := shm.EventKind(1); !strings.HasPrefix(k.String(), "EventKind("); k++ {
-		if k == shm.EventCommandDone || k == shm.EventCommandRejected {
+	for _, e := range contract.Events() {
+		if e.Origin != contract.OriginCycle || e.Route != contract.RouteEvents {
 			continue
 		}
-		ev := shm.Event{Kind: k, Cycle: 1, Slave: 2, ALState: 0x14, ALStatusCode: 0x001B, Value: 8}
-		if k == shm.EventNote {
+		ev := shm.Event{Kind: e.Kind, Cycle: 1, Slave: 2, ALState: 0x14, ALStatusCode: 0x001B, Value: 8}
+		switch {
+		case e.Kind == contract.EventNote:
 			ev.SetText("a note")
+		case e.Counter.Stem != "":
+			ev.SetText(e.Counter.LabelValues()[0]) // the label value it counts under: always there
 		}
 		out = append(out, ev)
 	}
@@ -573,13 +579,38 @@ func inbound(t *testing.T, msgs []message, n normalizer) string {
 		n.topic(sparkplug.NodeTopic(mqttGroup, sparkplug.NCMD, mqttNode)))
 }
 
+// checkEventKinds fails for an event on …/events whose kind is no row of
+// the event catalogue, or a row that says it is not published, and for a
+// row the cycle process publishes that the run did not show.
+func checkEventKinds(t *testing.T, ps []*pattern) {
+	t.Helper()
+	var seen map[string][]string
+	for _, p := range ps {
+		if strings.HasSuffix(p.topic, "/events") {
+			seen = p.kinds
+		}
+	}
+	for kind := range seen {
+		if e, ok := contract.EventNamed(kind); !ok || e.Route == contract.RouteNone {
+			t.Errorf("event kind %q on …/events: no row of the event catalogue (package contract) publishes it", kind)
+		}
+	}
+	for _, e := range contract.Events() {
+		if _, ok := seen[e.Name]; !ok && e.Origin == contract.OriginCycle && e.Route != contract.RouteNone {
+			t.Errorf("the catalogue publishes %s on …/events, the run did not", e.Name)
+		}
+	}
+}
+
 func TestMQTTReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a broker and two publishers (about 2 s)")
 	}
 	jsonMsgs, jsonRetained, model := capture(t, mqtt.SchemeJSON)
 	n := newNormalizer(model)
-	checkGenerated(t, "mqtt.md", "json-topics", renderTopics(patterns(jsonMsgs, jsonRetained, n), true))
+	jsonPatterns := patterns(jsonMsgs, jsonRetained, n)
+	checkEventKinds(t, jsonPatterns)
+	checkGenerated(t, "mqtt.md", "json-topics", renderTopics(jsonPatterns, true))
 	spMsgs, spRetained, _ := capture(t, mqtt.SchemeSparkplug)
 	checkGenerated(t, "mqtt.md", "sparkplug-topics", renderTopics(patterns(spMsgs, spRetained, n), false))
 	checkGenerated(t, "mqtt.md", "inbound-topics", inbound(t, jsonMsgs, n))

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/busstate"
-	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt/sparkplug"
 )
@@ -508,11 +507,3 @@ func (s *sparkplugScheme) refused(re *RejectError, slave, signal, topic string, 
 	s.nmu.Unlock()
 	s.queueNodeData(ms, at)
 }
-
-// alStatus decodes an AL status register value as events carry it.
-func alStatus(v uint16) esc.ALStatus {
-	return esc.DecodeALStatus([]byte{byte(v), byte(v >> 8)})
-}
-
-// alStatusCode names an AL status code.
-func alStatusCode(c uint16) string { return esc.ALStatusCode(c).String() }
