@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/busstate"
+	"github.com/ecagent/ecagent/agent/busstate"
+	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/contract"
-	"github.com/ecagent/ecagent/cycle/program"
-	"github.com/ecagent/ecagent/metrics"
+	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -26,7 +26,7 @@ func TestEventsCountedAsCatalogued(t *testing.T) {
 		t.Fatal(err)
 	}
 	tel := &telemetry{reg: reg}
-	cp := &CycleProcess{info: &program.BusInfo{Slaves: []program.SlaveInfo{{Position: 1, Name: "EL2004 8 Ch. Dig. Output", OrderCode: "EL2004"}}}}
+	cp := &CycleProcess{info: &process.BusInfo{Slaves: []process.SlaveInfo{{Position: 1, Name: "EL2004 8 Ch. Dig. Output", OrderCode: "EL2004"}}}}
 	for _, e := range contract.Events() {
 		if e.Origin != contract.OriginCycle {
 			continue

@@ -8,11 +8,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/busstate"
+	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle/rt"
-	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/shm"
 )
 
