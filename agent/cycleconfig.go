@@ -51,6 +51,7 @@ func CycleConfig(cfg config.Config) process.Config {
 		},
 		Log: process.Log{Level: cfg.Log.Level, Format: cfg.Log.Format},
 	}
+	c.Bus.Slaves = cycleSlaves(b.Slaves)
 	for _, p := range b.PDO {
 		c.Bus.PDO = append(c.Bus.PDO, process.SlavePDOs{Slave: p.Slave, RxPDOs: cyclePDOs(p.RxPDOs), TxPDOs: cyclePDOs(p.TxPDOs)})
 	}

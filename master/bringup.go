@@ -35,6 +35,11 @@ func (m *Master) BringUp(ctx context.Context) error {
 		return fmt.Errorf("master: bring-up to PREOP: %w", err)
 	}
 	m.log.Info("bring-up: PREOP")
+	for _, s := range slaves {
+		if err := m.runPreOpStartup(ctx, s); err != nil {
+			return fmt.Errorf("master: bring-up: %w", err)
+		}
+	}
 
 	if err := m.readPDOConfiguration(ctx); err != nil {
 		return fmt.Errorf("master: bring-up: %w", err)

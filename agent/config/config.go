@@ -62,6 +62,14 @@ type Bus struct {
 	// PDO remaps and reassigns PDOs of chosen slaves before SAFEOP (see
 	// drives.go). A list of mappings: only the YAML file can set it.
 	PDO []SlavePDOs `koanf:"pdo" help:"PDO assignment and mapping per slave, written in PREOP (YAML file only): slave, rxpdos, txpdos"`
+	// Slaves is the segment as configured, slave by slave, and the startup
+	// commands of each (see slaves.go). A list of mappings: only the YAML
+	// file (or bus.eni) can set it.
+	Slaves []Slave `koanf:"slaves" help:"the segment as configured, every slave in ring order, checked at bring-up and reconnect (it gives the slave count: bus.expectedslaves is then not used), with its startup commands (YAML file only): slave, name, identity, revisionpolicy, alias, previousport, sdos, initcmds"`
+	// ENI is an ETG.2100 EtherCAT network information file (TwinCAT,
+	// EC-Engineer) the agent reads bus.slaves, bus.pdo, bus.dc,
+	// cycle.period and MQTT names from (see docs/eni-esi.md).
+	ENI string `koanf:"eni" help:"EtherCAT network information file (ENI, ETG.2100) exported by TwinCAT or EC-Engineer: the segment runs from it (expected slaves, PDOs, startup commands, DC, names); ecagent config from-eni shows what it gives"`
 }
 
 // Cycle configures the real-time cycle and the host resources it asks for.

@@ -92,8 +92,11 @@ func decodeList(t reflect.Type, key string, raw any) (any, []itemProblem) {
 // itemDefault returns the value an item of type t starts from.
 func itemDefault(t reflect.Type) reflect.Value {
 	v := reflect.New(t).Elem()
-	if t == reflect.TypeFor[Drive]() {
+	switch t {
+	case reflect.TypeFor[Drive]():
 		v.Set(reflect.ValueOf(defaultDrive()))
+	case reflect.TypeFor[Slave]():
+		v.Set(reflect.ValueOf(Slave{RevisionPolicy: "exact"}))
 	}
 	return v
 }

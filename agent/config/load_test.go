@@ -319,9 +319,21 @@ func TestLoadMissingFileIsNotExist(t *testing.T) {
 
 func TestGoldenExample(t *testing.T) {
 	t.Parallel()
-	got, err := Load(Sources{File: "testdata/example.yaml", Models: testModels})
+	// bus.eni is applied by the hook the agent passes (agent/eniconfig):
+	// here one that checks it is called with the file's value.
+	eniCalls := 0
+	got, err := Load(Sources{File: "testdata/example.yaml", Models: testModels, ENI: func(c *Config) error {
+		eniCalls++
+		if c.Bus.ENI != "line.xml" {
+			t.Errorf("ENI hook called with bus.eni %q", c.Bus.ENI)
+		}
+		return nil
+	}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if eniCalls != 1 {
+		t.Errorf("ENI hook called %d times, want once", eniCalls)
 	}
 	want := Config{
 		Site: "plant-hh", Line: "press-3", Host: "edge-07",
@@ -337,6 +349,15 @@ func TestGoldenExample(t *testing.T) {
 				RxPDOs: []PDO{{Index: 0x1601, Entries: []PDOEntry{{0x6040, 0, 16}, {0x60FF, 0, 32}}}},
 				TxPDOs: []PDO{{Index: 0x1A01, Entries: []PDOEntry{{0x6041, 0, 16}, {0x606C, 0, 32}}}, {Index: 0x1A02}},
 			}},
+			Slaves: []Slave{
+				{Slave: 0, Name: "Term 1 (EK1100)", Identity: "0x00000002:0x044c2c52:0x00120000", RevisionPolicy: "minimum", Alias: 7},
+				{Slave: 1, Name: "Drive", Identity: "2:0x07d43052:0x00100000", RevisionPolicy: "any", PreviousPort: "0:B",
+					SDOs: []StartupSDO{{Transition: "PS", Object: "0x1c12:00", Data: "01000016", Complete: true,
+						Timeout: 500 * time.Millisecond, Comment: "RxPDO assign"}},
+					InitCmds: []InitCmd{{Transition: "IP", Cmd: "FPWR", Ado: 0x0420, Data: "e803", WKC: 1, Retries: 3,
+						Timeout: 100 * time.Millisecond, Validate: "e803", ValidateMask: "ffff", Comment: "watchdog"}}},
+			},
+			ENI: "line.xml",
 		},
 		Cycle: Cycle{
 			Period: 250 * time.Microsecond, Core: 0, Priority: 90,

@@ -119,6 +119,7 @@ func (c Config) problems(models []string, cpus func() cpuSet) []*FieldError {
 	out = append(out, c.MQTT.problems()...)
 	out = append(out, c.OTLP.problems()...)
 	out = append(out, c.motionProblems()...)
+	out = append(out, c.slavesProblems()...)
 	return out
 }
 

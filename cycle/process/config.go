@@ -44,6 +44,9 @@ type Bus struct {
 	DC DC `json:"dc"`
 	// PDO remaps and reassigns PDOs of chosen slaves before SAFEOP.
 	PDO []SlavePDOs `json:"pdo,omitempty"`
+	// Slaves is the segment as configured, with startup commands (see
+	// slaves.go); nil checks only ExpectedSlaves.
+	Slaves []Slave `json:"slaves,omitempty"`
 }
 
 // DC configures distributed clocks (bus.dc); see agent/config.DC.

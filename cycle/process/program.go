@@ -23,7 +23,8 @@ import (
 )
 
 // ExitBusMismatch is the exit code of a cycle process (and of ecagent)
-// whose segment is not as configured: slave count, a refused state.
+// whose segment is not as configured: slave count, a slave other than
+// configured, a refused state or startup command.
 const ExitBusMismatch = 3
 
 // IsBusMismatch reports whether err says the segment is not as
@@ -31,7 +32,9 @@ const ExitBusMismatch = 3
 func IsBusMismatch(err error) bool {
 	var count *master.SlaveCountError
 	var state *master.ALStateError
-	return errors.As(err, &count) || errors.As(err, &state)
+	var topology *master.TopologyError
+	var startup *master.StartupError
+	return errors.As(err, &count) || errors.As(err, &state) || errors.As(err, &topology) || errors.As(err, &startup)
 }
 
 // Options are what the agent tells a cycle process beyond the

@@ -56,6 +56,7 @@ func (c Config) Validate() error {
 		v.add("log.format", c.Log.Format, "must be text or json")
 	}
 	c.driveProblems(&v)
+	c.slavesProblems(&v)
 	return errors.Join(v.errs...)
 }
 
