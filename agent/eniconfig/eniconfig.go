@@ -354,7 +354,8 @@ func convertNames(c *eni.Config, r *Result, note func(string, ...any)) {
 		return
 	}
 	type entry struct {
-		signal string
+		signal string // the default name, which Variable keeps
+		object string // 0xINDEX:SUB, which the rule names
 		output bool
 	}
 	for i, s := range c.Slaves {
@@ -363,12 +364,12 @@ func convertNames(c *eni.Config, r *Result, note func(string, ...any)) {
 		if pd := s.ProcessData; pd != nil {
 			for _, p := range pd.RxPDOs {
 				for _, e := range p.Entries {
-					entries[p.Name+"."+e.Name] = entry{mqtt.DefaultSignalName(p.Name, e.Name), true}
+					entries[p.Name+"."+e.Name] = entry{mqtt.DefaultSignalName(p.Name, e.Name), objectRef(e), true}
 				}
 			}
 			for _, p := range pd.TxPDOs {
 				for _, e := range p.Entries {
-					entries[p.Name+"."+e.Name] = entry{mqtt.DefaultSignalName(p.Name, e.Name), false}
+					entries[p.Name+"."+e.Name] = entry{mqtt.DefaultSignalName(p.Name, e.Name), objectRef(e), false}
 				}
 			}
 		}
@@ -384,12 +385,14 @@ func convertNames(c *eni.Config, r *Result, note func(string, ...any)) {
 					continue
 				}
 				e, found := entries[rest]
-				if !found || e.output != im.output || seen[e.signal] {
+				if !found || e.output != im.output || seen[e.object] || e.object == "" {
 					continue
 				}
-				seen[e.signal] = true
+				seen[e.object] = true
 				named = true
-				rule := fmt.Sprintf("%d/%s name=%s", i, e.signal, topicSafe(rest))
+				// The signal is named by its object: the ENI's PDO and
+				// entry names (from the ESI) need not be the SII's.
+				rule := fmt.Sprintf("%d/%s name=%s", i, e.object, topicSafe(rest))
 				if t := valueType(v.DataType); t != "" {
 					rule += " type=" + t
 				}
@@ -406,6 +409,14 @@ func convertNames(c *eni.Config, r *Result, note func(string, ...any)) {
 	if unmatched := total - len(r.Variables); unmatched > 0 {
 		note("process image variables (%d of %d): named after no PDO entry of a slave of the file (<slave name>.<PDO name>.<entry name>): published under ecagent's default names", unmatched, total)
 	}
+}
+
+// objectRef names a PDO entry by its object, "0x7000:11"; "" for a gap.
+func objectRef(e eni.PDOEntry) string {
+	if e.Padding() {
+		return ""
+	}
+	return fmt.Sprintf("0x%04x:%02x", e.Index, e.SubIndex)
 }
 
 // topicSafe makes a name an MQTT topic level: white space, '/', '+' and
