@@ -88,7 +88,12 @@ func (r Result) ApplyTo(cfg *config.Config) error {
 		// bus.eni: that file loads again.
 		return errors.New("bus.slaves is set too, and differs: the ENI gives the slaves; remove one of them")
 	}
-	cfg.Bus.Slaves = r.Slaves
+	// A copy: the configuration is the caller's to change, r stays as read.
+	cfg.Bus.Slaves = make([]config.Slave, len(r.Slaves))
+	for i, s := range r.Slaves {
+		s.SDOs, s.InitCmds = slices.Clone(s.SDOs), slices.Clone(s.InitCmds)
+		cfg.Bus.Slaves[i] = s
+	}
 	if r.DCEnabled {
 		cfg.Bus.DC.Enabled = true
 		cfg.Bus.DC.Sync0Shift, cfg.Bus.DC.Sync1 = r.DC.Sync0Shift, r.DC.Sync1
