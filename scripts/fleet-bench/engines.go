@@ -116,7 +116,7 @@ func (e *engines) start(name, bin string, env []string, args ...string) error {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), os.Getenv("FLEET_BENCH_ENGINE_ENV")), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -248,15 +248,15 @@ func agentConfig(shipped []byte, targets []string, scrape time.Duration, writeUR
 // the fleet's addresses are known.
 func startEngines(ctx context.Context, dir string, bin binaries, rulesFile string, eval time.Duration, otlpInterval time.Duration) (*engines, error) {
 	e := &engines{dir: dir}
-	ports, err := freePorts(16)
+	ports, err := freePorts(18)
 	if err != nil {
 		return nil, err
 	}
 	next := func() string { p := ports[0]; ports = ports[1:]; return p }
 	// Two receivers on one hashring: each series lives on one of them
 	// (replication factor 1), the other forwards to it.
-	type recv struct{ http, grpc, write string }
-	rs := []recv{{next(), next(), next()}, {next(), next(), next()}}
+	type recv struct{ http, grpc, write, capnp string }
+	rs := []recv{{next(), next(), next(), next()}, {next(), next(), next(), next()}}
 	ring := []map[string]any{{"hashring": "default", "endpoints": []string{rs[0].grpc, rs[1].grpc}}}
 	ringJSON, _ := json.Marshal(ring)
 	ringFile := filepath.Join(dir, "hashring.json")
@@ -269,6 +269,7 @@ func startEngines(ctx context.Context, dir string, bin binaries, rulesFile strin
 			"--tsdb.path", filepath.Join(dir, name),
 			"--http-address", r.http, "--grpc-address", r.grpc,
 			"--remote-write.address", r.write,
+			"--receive.capnproto-address", r.capnp,
 			"--receive.hashrings-file", ringFile,
 			"--receive.local-endpoint", r.grpc,
 			"--receive.replication-factor", "1",
