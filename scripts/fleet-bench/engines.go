@@ -273,7 +273,12 @@ func startEngines(ctx context.Context, dir string, bin binaries, rulesFile strin
 			"--receive.hashrings-file", ringFile,
 			"--receive.local-endpoint", r.grpc,
 			"--receive.replication-factor", "1",
-			"--label", fmt.Sprintf(`receive_replica="%d"`, i),
+			// One external label for the hashring, the same on both:
+			// with replication factor 1 a series is on one receiver, and
+			// a label that told the receivers apart would keep a ruler's
+			// recording (hashed to one) from matching its input (hashed
+			// to the other) when the ruler's query does not deduplicate.
+			"--label", `receive="fleet-bench"`,
 			"--tsdb.retention", "1d",
 			"--tsdb.enable-native-histograms",
 			"--log.level", "warn"); err != nil {
@@ -295,9 +300,9 @@ func startEngines(ctx context.Context, dir string, bin binaries, rulesFile strin
 	if err := e.start("query", bin.thanos, nil, "query",
 		"--http-address", e.queryHTTP, "--grpc-address", queryGRPC,
 		"--endpoint", rs[0].grpc, "--endpoint", rs[1].grpc,
-		// The receivers' own label, and the Prometheus replica's: one
-		// series whichever receiver or replica holds it.
-		"--query.replica-label", "receive_replica", "--query.replica-label", "replica",
+		// The Prometheus replica's label: one series whichever
+		// replica shipped it.
+		"--query.replica-label", "replica",
 		"--log.level", "warn"); err != nil {
 		e.stop()
 		return nil, err

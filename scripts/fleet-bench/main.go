@@ -201,6 +201,7 @@ func run(ctx context.Context, o options, log *slog.Logger) (*report, error) {
 		return nil, err
 	}
 	defer eng.stop()
+	log.Info("engines up", "query", "http://"+eng.queryHTTP, "rule", "http://"+eng.ruleHTTP, "otlp", eng.otlpHTTP, "remote_write", eng.receiveWrite)
 
 	var before runtime.MemStats
 	runtime.GC()
