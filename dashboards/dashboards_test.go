@@ -12,9 +12,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/master/cia402/state"
-	"github.com/ecagent/ecagent/metrics"
 )
 
 // committedDir is where the generated JSON is committed.
@@ -67,7 +67,7 @@ func exported(t *testing.T) map[string]bool {
 			}
 		}
 	}
-	files, _ := filepath.Glob(filepath.Join("..", "mqtt", "*.go"))
+	files, _ := filepath.Glob(filepath.Join("..", "agent", "mqtt", "*.go"))
 	var src strings.Builder
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {

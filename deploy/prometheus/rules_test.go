@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ecagent/ecagent/metrics"
+	"github.com/ecagent/ecagent/agent/metrics"
 )
 
 // The files under test.
@@ -289,7 +289,7 @@ func TestRulesReadExportedSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mqttSource := readGoSources(t, filepath.Join("..", "..", "mqtt"))
+	mqttSource := readGoSources(t, filepath.Join("..", "..", "agent", "mqtt"))
 	for _, name := range mqttSeries {
 		if strings.Contains(mqttSource, `"`+name+`"`) {
 			known[name] = true
