@@ -11,10 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/busstate"
+	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/agent/metrics/otlp"
 	"github.com/ecagent/ecagent/agent/rtcheck"
-	"github.com/ecagent/ecagent/busstate"
-	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/metrics/otlp"
 	"github.com/ecagent/ecagent/shm"
 )
 

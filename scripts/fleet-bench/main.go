@@ -11,7 +11,7 @@
 // real metrics endpoint and scraped by Prometheus in agent mode
 // (deploy/prometheus/agent.yml) that remote-writes them to the store;
 // every --push-every-th one pushes through the real OTLP exporter
-// (metrics/otlp) to the OpenTelemetry Collector (deploy/otelcol), which
+// (agent/metrics/otlp) to the OpenTelemetry Collector (deploy/otelcol), which
 // remote-writes them as native histograms. The store is two Thanos
 // receivers on one hashring, read through Thanos query; Thanos rule
 // evaluates deploy/prometheus/ecagent.rules.yml through query and writes
