@@ -1,10 +1,13 @@
 package test
 
 import (
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,6 +108,33 @@ func TestENIDefaultSegment(t *testing.T) {
 		if _, ok := vals[name]; !ok {
 			t.Errorf("Term_6_(EL4132) lacks %s: %v", name, vals)
 		}
+	}
+	// The toolbox lays the image out as the ENI does: its offsets hold.
+	out, err := exec.Command(ecagentBinary(t), "data", "--eni", eniPath, "--iface", w.MasterEnd, "--cycle.shm", path, "--json").Output()
+	if err != nil {
+		t.Fatalf("ecagent data --eni: %v", err)
+	}
+	var data struct {
+		Inputs    string `json:"inputs"`
+		Variables []struct {
+			Name  string `json:"name"`
+			Value uint64 `json:"value"`
+			ENI   uint32 `json:"eni_bit_offset"`
+		} `json:"variables"`
+	}
+	if err := json.Unmarshal(out, &data); err != nil {
+		t.Fatalf("ecagent data --eni --json: %v\n%s", err, out)
+	}
+	values := map[string]uint64{}
+	for _, v := range data.Variables {
+		values[v.Name] = v.Value
+	}
+	if values["Term 4 (EL1014).Channel 1.Input"] != 1 || values["Term 4 (EL1014).Channel 2.Input"] != 0 || len(values) != 18 {
+		t.Errorf("ecagent data --eni variables: %s", out)
+	}
+	// Term 4's inputs are bits 344..347 of the ENI's Inputs image: byte 43.
+	if in, err := hex.DecodeString(data.Inputs); err != nil || len(in) != 58 || in[43]&0x0f != 0b0101 {
+		t.Errorf("the ENI's Inputs image %q (%v): 58 bytes, byte 43's low bits Term 4's 0101", data.Inputs, err)
 	}
 	meta := sub.WaitFrom(t, 0, "/meta/Term_2_(EL2004)", 10*time.Second, nil)
 	if !strings.Contains(string(meta.Payload), `"Channel_1.Output"`) || !strings.Contains(string(meta.Payload), `"bool"`) {

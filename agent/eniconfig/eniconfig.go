@@ -49,9 +49,12 @@ type Result struct {
 // Variable is one process-image variable of the ENI and the signal it
 // names.
 type Variable struct {
-	Name     string // the ENI's, e.g. "Term 4 (EL1014).Channel 1.Input"
-	Slave    int    // ring position
-	Signal   string // the signal's default name, e.g. channel_1.input
+	Name   string // the ENI's, e.g. "Term 4 (EL1014).Channel 1.Input"
+	Slave  int    // ring position
+	Signal string // the signal's default name, e.g. channel_1.input
+	// Index and SubIndex are the PDO entry's object.
+	Index    uint16
+	SubIndex uint8
 	Output   bool
 	DataType string
 	BitSize  uint32
@@ -362,6 +365,7 @@ func convertNames(c *eni.Config, r *Result, note func(string, ...any)) {
 		signal string // the default name, which Variable keeps
 		object string // 0xINDEX:SUB, which the rule names
 		output bool
+		e      eni.PDOEntry
 	}
 	for i, s := range c.Slaves {
 		prefix := s.Info.Name + "."
@@ -369,12 +373,12 @@ func convertNames(c *eni.Config, r *Result, note func(string, ...any)) {
 		if pd := s.ProcessData; pd != nil {
 			for _, p := range pd.RxPDOs {
 				for _, e := range p.Entries {
-					entries[p.Name+"."+e.Name] = entry{mqtt.DefaultSignalName(p.Name, e.Name), objectRef(e), true}
+					entries[p.Name+"."+e.Name] = entry{mqtt.DefaultSignalName(p.Name, e.Name), objectRef(e), true, e}
 				}
 			}
 			for _, p := range pd.TxPDOs {
 				for _, e := range p.Entries {
-					entries[p.Name+"."+e.Name] = entry{mqtt.DefaultSignalName(p.Name, e.Name), objectRef(e), false}
+					entries[p.Name+"."+e.Name] = entry{mqtt.DefaultSignalName(p.Name, e.Name), objectRef(e), false, e}
 				}
 			}
 		}
@@ -402,7 +406,7 @@ func convertNames(c *eni.Config, r *Result, note func(string, ...any)) {
 					rule += " type=" + t
 				}
 				r.MQTTSignals = append(r.MQTTSignals, rule)
-				r.Variables = append(r.Variables, Variable{Name: v.Name, Slave: i, Signal: e.signal, Output: im.output,
+				r.Variables = append(r.Variables, Variable{Name: v.Name, Slave: i, Signal: e.signal, Index: e.e.Index, SubIndex: e.e.SubIndex, Output: im.output,
 					DataType: v.DataType, BitSize: v.BitSize, BitOffs: v.BitOffs})
 			}
 		}
