@@ -64,8 +64,8 @@ const (
 	// small: a state set shows its current value only (one series, 1),
 	// an error counter (ESC port and processing-unit counters, AL status
 	// code, a bring-up failure reason) appears once it is non-zero, a
-	// data quality's since-time while the quality is not good, and a
-	// host check its current status only. Every query that selects the
+	// data quality's since-time while the quality is not good, a host check its
+	// current status only, and the Go runtime without go_memstats_*. Every query that selects the
 	// value it asks about (`{presence="lost"} == 1`, `> 0`, `!= 0`)
 	// answers the same as with DetailFull.
 	DetailStandard Detail = "standard"
@@ -168,7 +168,14 @@ func NewRegistry(opts Options) (*Registry, error) {
 		extra["revision"] = opts.Revision
 	}
 	b.register(version.NewCollector("ecagent", version.WithExtraConstLabels(extra)))
-	b.register(collectors.NewGoCollector())
+	if opts.Detail.full() {
+		b.register(collectors.NewGoCollector())
+	} else {
+		// The Go runtime without its 25 go_memstats_* series: the
+		// agent's memory is process_resident_memory_bytes, and the
+		// series budget of a fleet has better uses.
+		b.register(collectors.NewGoCollector(collectors.WithGoCollectorMemStatsMetricsDisabled()))
+	}
 	b.register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if b.err != nil {
 		return nil, b.err
