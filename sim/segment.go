@@ -2,6 +2,7 @@ package sim
 
 import (
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -60,6 +61,7 @@ type options struct {
 	drift         []float64 // ppm per device, repeating
 	clock         func() int64
 	waitKeepsP    bool
+	seed          *uint64
 }
 
 type preset struct {
@@ -134,6 +136,14 @@ func WithHopDelay(ns int) Option { return func(o *options) { o.hopDelay = max(ns
 // now must never go backwards and is called with the segment locked.
 func WithClock(now func() int64) Option { return func(o *options) { o.clock = now } }
 
+// WithSeed makes every time a device takes (a state change, a mailbox
+// answer, an EEPROM read) a draw from the spread the real device of its
+// profile showed, from a generator seeded with seed and the device's
+// position: the same seed gives the same times, run after run, so that a
+// replay is reproducible and several seeds show the spread. Without it
+// each time is the typical value.
+func WithSeed(seed uint64) Option { return func(o *options) { o.seed = &seed } }
+
 // NewSegment connects devices in a line, in order, and returns the segment.
 // The devices become part of it (a device must not be in two segments).
 func NewSegment(devices []*Device, opts ...Option) *Segment {
@@ -153,6 +163,12 @@ func NewSegment(devices []*Device, opts ...Option) *Segment {
 		d.seg = s
 		if len(o.drift) > 0 {
 			d.clock.setDrift(ppbOf(o.drift[i%len(o.drift)]), 0)
+		}
+		if o.seed != nil {
+			// One generator per device: its draws do not depend on
+			// what the other devices do.
+			d.rng = rand.New(rand.NewPCG(*o.seed, uint64(i)+1))
+			d.eeprom.rng = d.rng
 		}
 		s.adopt(d)
 	}
