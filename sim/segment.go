@@ -78,7 +78,7 @@ func WithPreset(firstStation uint16, state esc.ALState) Option {
 
 // WithSIIBusyFrames makes an SII EEPROM command stay busy for n frames
 // after the frame that issued it (0: done within it), instead of the time
-// the device's controller takes (the default: 0.71 ms for a read on the
+// the device's controller takes (the default: about 0.69 ms for a read on the
 // ET1100 and ET1200, whatever the master's polling rate). Frame counts
 // make a master that polls faster or slower see a different device; they
 // remain for tests written against them.
@@ -86,8 +86,8 @@ func WithSIIBusyFrames(n int) Option { return func(o *options) { o.siiBusyFrames
 
 // WithStateChangeDelay makes devices with an application controller take
 // frames, counted, to carry out a state change request, instead of their
-// controller's time (the default: each model's own, 0.45 ms for most
-// terminals, 1.6 ms for the EK1914). Devices without one (device
+// controller's time (the default: each model's own, 0.3 ms for most
+// terminals, 1.48 ms for the EK1914). Devices without one (device
 // emulation) follow at once, as the real ones do.
 func WithStateChangeDelay(frames int) Option { return func(o *options) { o.esmDelay = max(frames, 0) } }
 
