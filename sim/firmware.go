@@ -12,9 +12,6 @@ import (
 // (lo, typ, hi), reproducibly for one seed.
 type span struct{ lo, typ, hi int64 }
 
-// fixed is a span that is always d.
-func fixed(d int64) span { return span{d, d, d} }
-
 // draw returns one time from s: typ without a generator, else a draw.
 func (s span) draw(r *rand.Rand) int64 {
 	if r == nil || s.lo >= s.hi {
@@ -76,7 +73,8 @@ var (
 	// units of issue 37; SDO answers 0.44–0.85 ms after the request
 	// (issue 37; not there 0.59 ms after, there 0.83 ms after in the
 	// shipped capture).
-	fwBeckhoffTerminal = firmware{esm: span{291_000, 296_000, 300_000}, mailbox: span{440_000, 700_000, 850_000}}
+	fwBeckhoffTerminal = firmware{esm: span{291_000, 296_000, 300_000}, mailbox: span{440_000, 700_000, 850_000},
+		afterRead: keepReadEvent}
 	// fwEL3004 is the EL3004's: the terminal timings, and the send mailbox
 	// status 0x80 after the master's read.
 	fwEL3004 = firmware{esm: fwBeckhoffTerminal.esm, mailbox: fwBeckhoffTerminal.mailbox, afterRead: reopenMailbox}
