@@ -71,7 +71,7 @@ func DeviceFromSII(img []byte, fallback string) (*Device, error) {
 	if err != nil && !errors.As(err, &crc) {
 		return nil, fmt.Errorf("sim: SII image %q: %w", fallback, err)
 	}
-	spec, note := specForImage(desc)
+	spec := specForImage(desc)
 	spec.name = desc.OrderCode()
 	if spec.name == "" {
 		spec.name = fallback
@@ -80,23 +80,35 @@ func DeviceFromSII(img []byte, fallback string) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.note = note
+	d.note = profileNoteFor(desc)
 	return d, nil
 }
 
 // specForImage picks the simulator's settings for a device known only by
-// its SII: the profile of its identity (the nearest known revision's, with
-// a note saying so), else a generic controller.
-func specForImage(desc *sii.Device) (deviceSpec, string) {
-	id := desc.Header.Identity
-	if p, note := lookupProfile(profileKey{id.VendorID, id.ProductCode, id.RevisionNumber}); p.spec.name != "" {
-		return p.spec, note
+// its SII: the profile of its identity (the nearest known revision's; see
+// profileNoteFor), else a generic controller.
+func specForImage(desc *sii.Device) deviceSpec {
+	if p, _ := lookupProfile(keyOf(desc)); p.spec.name != "" {
+		return p.spec
 	}
 	spec := deviceSpec{chip: chipET1200, esmDelay: defaultESMDelay, mailboxDelay: defaultMailboxDelay, fw: fwGeneric}
 	if desc.Header.HasMailbox() || (desc.InputBits()+7)/8 > 4 || (desc.OutputBits()+7)/8 > 4 {
 		spec.chip = chipET1100
 	}
-	return spec, ""
+	return spec
+}
+
+// keyOf returns the profile key of a device's SII identity.
+func keyOf(desc *sii.Device) profileKey {
+	id := desc.Header.Identity
+	return profileKey{id.VendorID, id.ProductCode, id.RevisionNumber}
+}
+
+// profileNoteFor says which profile specForImage gave desc when it is not
+// the one of its exact revision, else "".
+func profileNoteFor(desc *sii.Device) string {
+	_, note := lookupProfile(keyOf(desc))
+	return note
 }
 
 // ParseDevices returns one new device per spec (see NewDevice).
