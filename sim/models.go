@@ -74,10 +74,14 @@ func Models() []string {
 }
 
 // NewDevice returns a new device for spec: a built-in model name (any
-// case, e.g. "EK1100" or "el2004") or the path of an SII EEPROM image file
+// case, e.g. "EK1100" or "el2004"), the path of an SII EEPROM image file
 // (a 2 KiB dump such as ek1100.bin), from which identity, SyncManagers,
-// process data sizes and mailbox are taken.
+// process data sizes and mailbox are taken, or a device of an ESI file,
+// FILE.xml[:DEVICE[:REVISION]] (see NewESIDevice).
 func NewDevice(spec string) (*Device, error) {
+	if IsESISpec(spec) { // FILE.xml[:DEVICE[:REVISION]], see esi.go
+		return NewESIDevice(spec)
+	}
 	for _, m := range builtinModels() {
 		if strings.EqualFold(spec, m.spec.name) {
 			img, err := sii.Encode(m.image())

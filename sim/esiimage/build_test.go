@@ -41,6 +41,9 @@ func device(t *testing.T, path string, rev uint32) (*esi.File, *esi.Device) {
 // names, and DC modes.
 func TestRoundTrip(t *testing.T) {
 	f, dev := device(t, exampleESI, 0x00110000)
+	if len(f.Warnings) != 0 {
+		t.Errorf("the hand-written ESI has what the reader does not take: %v", f.Warnings)
+	}
 	img, err := Build(f, dev)
 	if err != nil {
 		t.Fatal(err)
