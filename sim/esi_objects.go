@@ -7,7 +7,6 @@ import (
 
 	"github.com/ecagent/ecagent/ethercat/coe"
 	"github.com/ecagent/ecagent/ethercat/esi"
-	"github.com/ecagent/ecagent/sim/esiimage"
 )
 
 // esiDictionary puts an ESI's object dictionary into a simulated device's:
@@ -111,8 +110,8 @@ func (x esiDictionary) object(o *esi.Object, have *object) object {
 // 0 when it has none (a structure the SDO information shows as such).
 func entryType(e *esi.Entry) uint16 {
 	for _, n := range []string{e.DataType, e.BaseType} {
-		if t, ok := esiimage.CoEType(n); ok {
-			return t
+		if t, ok := coe.TypeByName(n); ok {
+			return uint16(t)
 		}
 	}
 	return 0

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ecagent/ecagent/ethercat/coe"
 	"github.com/ecagent/ecagent/ethercat/esi"
 	"github.com/ecagent/ecagent/ethercat/sii"
 )
@@ -371,11 +372,11 @@ func (b *builder) entryType(kind string, pdo uint16, e esi.PDOEntry) uint8 {
 	}
 	name := e.DataType
 	if t := b.dev.Dictionary().DataType(name); t != nil && t.BaseType != "" && len(t.Arrays) == 0 {
-		if _, ok := CoEType(name); !ok {
+		if _, ok := coe.TypeByName(name); !ok {
 			name = t.BaseType
 		}
 	}
-	t, ok := CoEType(name)
+	t, ok := coe.TypeByName(name)
 	if !ok || t > 0xFF {
 		b.note("%s %#04x entry %#04x:%d: data type %q has no SII code: written as 0", kind, pdo, e.Index, e.SubIndex, e.DataType)
 		return 0
