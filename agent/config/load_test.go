@@ -327,6 +327,7 @@ func TestGoldenExample(t *testing.T) {
 		Site: "plant-hh", Line: "press-3", Host: "edge-07",
 		Bus: Bus{
 			Devices:        []string{"EK1100", "EL2004", "EL1014", "EK1110"},
+			ESI:            []string{"testdata"},
 			ExpectedSlaves: 4,
 			Timeout:        20 * time.Millisecond,
 			StateTimeout:   10 * time.Second,
