@@ -208,3 +208,46 @@ func unitOf(o *esi.Object, e *esi.Entry) uint32 {
 	}
 	return o.Info.Unit
 }
+
+// Entry is what an ESI says of one mapped PDO entry.
+type Entry struct {
+	PDOName  string // the PDO's name, "" when the ESI does not describe the PDO
+	Name     string // the entry's name
+	DataType string // as the ESI writes it: INT, BOOL, BIT2 …
+	Unit     string // see UnitText; "" for none
+}
+
+// Entry describes entry index:sub of PDO pdo (an RxPDO when output) of a
+// device, from the ESI of its identity (the nearest revision when the
+// exact one is not described); false when no ESI describes the device or
+// the entry.
+func (c *Catalog) Entry(vendor, product, revision uint32, output bool, pdo, index uint16, sub uint8) (Entry, bool) {
+	if c == nil {
+		return Entry{}, false
+	}
+	m, err := c.cat.Lookup(vendor, product, revision)
+	if err != nil {
+		return Entry{}, false
+	}
+	sig := process.SignalInfo{Output: output, PDO: pdo, Index: index, SubIndex: sub}
+	p, e := findEntry(m.Device, &sig)
+	var out Entry
+	if p != nil {
+		out.PDOName = p.Name.String()
+	}
+	if e != nil {
+		out.Name, out.DataType = e.Name.String(), e.DataType
+	}
+	if o := m.Device.Dictionary().Object(index); o != nil {
+		if de := o.Entry(sub); de != nil {
+			if out.Name == "" {
+				out.Name = de.Name
+			}
+			if out.DataType == "" {
+				out.DataType = de.DataType
+			}
+			out.Unit = UnitText(unitOf(o, de))
+		}
+	}
+	return out, out != Entry{}
+}
