@@ -89,6 +89,7 @@ func DeviceFromESI(file *esi.File, dev *esi.Device) (*Device, error) {
 		spec.name = fmt.Sprintf("%#08x", dev.ProductCode)
 	}
 	spec.notes = img.Notes
+	spec.notes = append(spec.notes, fileWarnings(file.Warnings)...)
 	if dict := dev.Dictionary(); dict != nil {
 		model := spec.objects
 		from := esiDictionary{dict: dict}
@@ -101,6 +102,24 @@ func DeviceFromESI(file *esi.File, dev *esi.Device) (*Device, error) {
 		spec.notes = append(spec.notes, from.check()...)
 	}
 	return newDevice(img.Bytes, spec)
+}
+
+// maxWarningNotes bounds the reader's warnings a device's notes repeat:
+// a vendor's catalogue file may hold many kinds of content the reader
+// does not take.
+const maxWarningNotes = 10
+
+// fileWarnings returns the reader's warnings about the file as notes.
+func fileWarnings(ws []esi.Warning) []string {
+	var out []string
+	for i, w := range ws {
+		if i == maxWarningNotes {
+			out = append(out, fmt.Sprintf("and %d more things the ESI reader did not take", len(ws)-i))
+			break
+		}
+		out = append(out, "ESI file: "+w.String())
+	}
+	return out
 }
 
 // Notes lists what the description a device was built from holds that

@@ -58,6 +58,14 @@ func TestESISpec(t *testing.T) {
 	if _, err := NewDevice(exampleESI + ":EL3102"); !errors.Is(err, ErrESIDevice) {
 		t.Errorf("a device the file does not describe: %v, want ErrESIDevice", err)
 	}
+	// What the reader did not take is said, not dropped.
+	drive, err := NewDevice(driveESI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Join(drive.Notes(), "\n"); !strings.Contains(n, "Device/Slots: ignored: slots and modules") {
+		t.Errorf("the drive's notes do not say its slots were left out:\n%s", n)
+	}
 	if IsESISpec("EL3004") || IsESISpec("el2004.bin") || IsESISpec("dir.xml.d/x.bin") || !IsESISpec("A.XML:EL1:2") {
 		t.Error("IsESISpec tells ESI entries wrong")
 	}
