@@ -53,7 +53,7 @@ func TestESIDevicesOverVeth(t *testing.T) {
 		{`0x8000:06`, `BOOLEAN`, `rwrwrw`, `"Enable filter"`, `= 0x01 (1)`},
 		{`VAR "Target velocity"`}, // the drive's dictionary
 	} {
-		if !hasLine(lines, want...) {
+		if !esiHasLine(lines, want...) {
 			t.Errorf("scan --sdo output has no line with %q", want)
 		}
 	}
@@ -85,10 +85,28 @@ func TestESIDevicesOverVeth(t *testing.T) {
 	if d := slaves[2]; d.InputBits != 128 || d.OutputBits != 112 {
 		t.Errorf("the drive: %d input bits, %d output bits; want the ESI's 128 and 112", d.InputBits, d.OutputBits)
 	}
+	// The terminal's channel 1 value (0x6000:11, 16 bits at bit 16 of its
+	// inputs) follows the simulator's counter pattern through the PDOs.
+	at := (slaves[1].Inputs.Offset + 16) / 8
+	value := func() uint16 {
+		in := m.Image().Inputs()
+		return uint16(in[at]) | uint16(in[at+1])<<8
+	}
+	m.Exchange()
+	first, changed := value(), false
+	deadline := time.Now().Add(10 * time.Second)
+	for !changed && time.Now().Before(deadline) {
+		if r := m.Exchange(); r.Lost == 0 && r.WKC == r.ExpectedWKC {
+			changed = value() != first
+		}
+	}
+	if !changed {
+		t.Errorf("the analog input's value stayed %#04x for 10 s of cycles: its PDO carries nothing", first)
+	}
 }
 
-// hasLine reports whether one of lines holds every part.
-func hasLine(lines []string, parts ...string) bool {
+// esiHasLine reports whether one of lines holds every part.
+func esiHasLine(lines []string, parts ...string) bool {
 	for _, l := range lines {
 		all := true
 		for _, p := range parts {
