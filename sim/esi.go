@@ -12,7 +12,7 @@ import (
 	"github.com/ecagent/ecagent/sim/esiimage"
 )
 
-// Devices from ESI files: a --devices entry FILE.xml[:DEVICE[:REVISION]]
+// Devices from ESI files: a --devices entry FILE.xml[:DEVICE][@REVISION]
 // names a device of its vendor's description, which the simulator serves
 // without a model of its own: the SII image generated from the description
 // (sim/esiimage), and for a device with CoE the object dictionary the
@@ -26,13 +26,18 @@ var ErrESIDevice = errors.New("sim: no such device in the ESI file")
 
 // IsESISpec reports whether a --devices entry names a device of an ESI
 // file: a path ending in .xml (any case), optionally followed by
-// :DEVICE and :REVISION.
+// :DEVICE and @REVISION (the revision spelt as for the built-in models,
+// EL3004@0x00150000).
 func IsESISpec(spec string) bool {
-	_, _, _, ok := splitESISpec(spec)
-	return ok
+	i := strings.LastIndex(strings.ToLower(spec), ".xml")
+	if i < 0 {
+		return false
+	}
+	rest := spec[i+4:]
+	return rest == "" || rest[0] == ':' || rest[0] == '@' // a malformed rest is NewESIDevice's error to tell
 }
 
-// splitESISpec splits FILE.xml[:DEVICE[:REVISION]].
+// splitESISpec splits FILE.xml[:DEVICE][@REVISION].
 func splitESISpec(spec string) (path, device, revision string, ok bool) {
 	lower := strings.ToLower(spec)
 	i := strings.LastIndex(lower, ".xml")
@@ -40,18 +45,20 @@ func splitESISpec(spec string) (path, device, revision string, ok bool) {
 		return "", "", "", false
 	}
 	path, rest := spec[:i+4], spec[i+4:]
-	if rest == "" {
-		return path, "", "", true
-	}
-	if rest[0] != ':' {
+	rest, revision, hasRev := strings.Cut(rest, "@")
+	switch {
+	case hasRev && revision == "":
+		return "", "", "", false
+	case rest == "":
+		return path, "", revision, true
+	case rest[0] != ':' || strings.Contains(rest[1:], ":"):
 		return "", "", "", false
 	}
-	device, revision, _ = strings.Cut(rest[1:], ":")
-	return path, device, revision, true
+	return path, rest[1:], revision, true
 }
 
 // NewESIDevice returns a device described in an ESI file. spec is
-// FILE.xml[:DEVICE[:REVISION]]: DEVICE is the device's order code as the
+// FILE.xml[:DEVICE][@REVISION]: DEVICE is the device's order code as the
 // file's Type element writes it (EL3102, any case) or its product code
 // (#x0C1E3052, 0x0C1E3052 or decimal); REVISION its revision number
 // (same forms). Without DEVICE the file must describe one product; without
@@ -63,7 +70,7 @@ func splitESISpec(spec string) (path, device, revision string, ok bool) {
 func NewESIDevice(spec string) (*Device, error) {
 	path, sel, rev, ok := splitESISpec(spec)
 	if !ok {
-		return nil, fmt.Errorf("%w: %q is not FILE.xml[:DEVICE[:REVISION]]", ErrESIDevice, spec)
+		return nil, fmt.Errorf("%w: %q is not FILE.xml[:DEVICE][@REVISION], e.g. acme.xml:AI2@#x00110000", ErrESIDevice, spec)
 	}
 	want, err := parseESISelector(sel, rev)
 	if err != nil {
@@ -101,7 +108,12 @@ func DeviceFromESI(file *esi.File, dev *esi.Device) (*Device, error) {
 		}
 		spec.notes = append(spec.notes, from.check()...)
 	}
-	return newDevice(img.Bytes, spec)
+	d, err := newDevice(img.Bytes, spec)
+	if err != nil {
+		return nil, err
+	}
+	d.note = profileNoteFor(img.Device)
+	return d, nil
 }
 
 // maxWarningNotes bounds the reader's warnings a device's notes repeat:
@@ -218,7 +230,7 @@ func findESIDevice(path string, s esiSelector) (*esi.File, *esi.Device, error) {
 			list = append(list, fmt.Sprintf("%s (%#08x)", t, p))
 		}
 		sort.Strings(list)
-		return nil, nil, fmt.Errorf("%w: %s describes %d products (%s): name one, FILE.xml:DEVICE[:REVISION]",
+		return nil, nil, fmt.Errorf("%w: %s describes %d products (%s): name one, FILE.xml:DEVICE[@REVISION]",
 			ErrESIDevice, path, len(products), strings.Join(list, ", "))
 	}
 	if best == nil {

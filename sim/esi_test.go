@@ -26,9 +26,10 @@ func TestESISpec(t *testing.T) {
 	}{
 		{exampleESI, 0x00110000, true},
 		{exampleESI + ":ea3102", 0x00110000, true},
-		{exampleESI + ":#x0C1E0EA1:#x00100000", 0x00100000, false},
-		{exampleESI + ":0x0c1e0ea1:1048576", 0x00100000, false},
-		{exampleESI + ":EA3102:#x00110000", 0x00110000, true},
+		{exampleESI + ":#x0C1E0EA1@#x00100000", 0x00100000, false},
+		{exampleESI + ":0x0c1e0ea1@1048576", 0x00100000, false},
+		{exampleESI + ":EA3102@#x00110000", 0x00110000, true},
+		{exampleESI + "@0x00100000", 0x00100000, false},
 	} {
 		d, err := NewDevice(c.spec)
 		if err != nil {
@@ -46,8 +47,10 @@ func TestESISpec(t *testing.T) {
 	}
 	for _, c := range []struct{ spec, want string }{
 		{exampleESI + ":EL3102", "describes no EL3102; it describes EA3102 (product 0x0c1e0ea1 revision 0x00100000), EA3102 (product 0x0c1e0ea1 revision 0x00110000)"},
-		{exampleESI + ":EA3102:#x00120000", "describes no EA3102 revision 0x00120000"},
-		{exampleESI + ":EA3102:next", `revision "next": write it as #x hex`},
+		{exampleESI + ":EA3102@#x00120000", "describes no EA3102 revision 0x00120000"},
+		{exampleESI + ":EA3102@next", `revision "next": write it as #x hex`},
+		{exampleESI + ":EA3102:#x00110000", `is not FILE.xml[:DEVICE][@REVISION]`},
+		{exampleESI + "@", `is not FILE.xml[:DEVICE][@REVISION]`},
 		{"missing.xml", "ESI file: open missing.xml: no such file"},
 	} {
 		_, err := NewDevice(c.spec)
@@ -66,7 +69,7 @@ func TestESISpec(t *testing.T) {
 	if n := strings.Join(drive.Notes(), "\n"); !strings.Contains(n, "Device/Slots: ignored: slots and modules") {
 		t.Errorf("the drive's notes do not say its slots were left out:\n%s", n)
 	}
-	if IsESISpec("EL3004") || IsESISpec("el2004.bin") || IsESISpec("dir.xml.d/x.bin") || !IsESISpec("A.XML:EL1:2") {
+	if IsESISpec("EL3004") || IsESISpec("el2004.bin") || IsESISpec("dir.xml.d/x.bin") || !IsESISpec("A.XML:EL1@2") || !IsESISpec("a.xml@2") {
 		t.Error("IsESISpec tells ESI entries wrong")
 	}
 }

@@ -23,7 +23,7 @@ func esiDevices(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Join([]string{"EK1100", ai + ":EA3102", drive + ":ED402:#x00020000", "EL2004"}, ",")
+	return strings.Join([]string{"EK1100", ai + ":EA3102", drive + ":ED402@#x00020000", "EL2004"}, ",")
 }
 
 // TestESIDevicesOverVeth: `ecagent sim` serves devices from their ESI

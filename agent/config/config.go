@@ -41,9 +41,9 @@ type Bus struct {
 	Interface string `koanf:"interface" help:"network interface of the EtherCAT segment, e.g. eth1; empty runs the built-in simulated segment (in a process of its own)"`
 	// Devices lists the simulated segment's devices in bus order: model names,
 	// paths of SII EEPROM images ending in .bin (see [IsSIIImage]) or
-	// devices of ESI files, FILE.xml[:DEVICE[:REVISION]] (see
+	// devices of ESI files, FILE.xml[:DEVICE][@REVISION] (see
 	// [IsESIDevice]). Only used, and only checked, when Interface is "".
-	Devices []string `koanf:"devices" help:"devices of the simulated segment in bus order: model names, paths of SII EEPROM images (*.bin) or devices of ESI files (FILE.xml[:DEVICE[:REVISION]]); used only when bus.interface is empty"`
+	Devices []string `koanf:"devices" help:"devices of the simulated segment in bus order: model names, paths of SII EEPROM images (*.bin) or devices of ESI files (FILE.xml[:DEVICE][@REVISION]); used only when bus.interface is empty"`
 	// ESI lists directories (or files) of ESI device descriptions whose
 	// PDO entry names, units and data types the agent gives the process
 	// data of the devices found on the bus.

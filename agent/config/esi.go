@@ -7,7 +7,7 @@ import (
 )
 
 // IsESIDevice reports whether a bus.devices entry names a device of an ESI
-// file (ETG.2000 device description): FILE.xml[:DEVICE[:REVISION]], the
+// file (ETG.2000 device description): FILE.xml[:DEVICE][@REVISION], the
 // file's name ending in .xml in any case (see the simulator's
 // NewESIDevice).
 func IsESIDevice(device string) bool {
@@ -20,7 +20,7 @@ func esiFile(device string) string {
 	if i < 0 {
 		return ""
 	}
-	if rest := device[i+4:]; rest != "" && rest[0] != ':' {
+	if rest := device[i+4:]; rest != "" && rest[0] != ':' && rest[0] != '@' {
 		return ""
 	}
 	return device[:i+4]

@@ -137,10 +137,10 @@ func deviceProblems(devices, models []string) []*FieldError {
 		case IsSIIImage(d), IsESIDevice(d):
 			// A path; Load checks that the file exists.
 		case d == "" || strings.IndexFunc(d, unicode.IsSpace) >= 0:
-			out = append(out, &FieldError{Key: key, Value: d, Problem: "must be a model name without spaces, a path to an SII image ending in .bin or an ESI device, FILE.xml[:DEVICE[:REVISION]]"})
+			out = append(out, &FieldError{Key: key, Value: d, Problem: "must be a model name without spaces, a path to an SII image ending in .bin or an ESI device, FILE.xml[:DEVICE][@REVISION]"})
 		case models == nil || slices.Contains(models, d):
 		default:
-			problem := "unknown model; must be one of " + strings.Join(models, ", ") + ", a path to an SII image ending in .bin or an ESI device, FILE.xml[:DEVICE[:REVISION]]"
+			problem := "unknown model; must be one of " + strings.Join(models, ", ") + ", a path to an SII image ending in .bin or an ESI device, FILE.xml[:DEVICE][@REVISION]"
 			if i := slices.IndexFunc(models, func(m string) bool { return strings.EqualFold(m, d) }); i >= 0 {
 				problem = fmt.Sprintf("unknown model; did you mean %q? (%s)", models[i], strings.TrimPrefix(problem, "unknown model; "))
 			}
