@@ -386,8 +386,10 @@ func (b *builder) entryType(kind string, pdo uint16, e esi.PDOEntry) uint8 {
 
 // dcSync converts one DC operation mode.
 func (b *builder) dcSync(m esi.OpMode) sii.DCSync {
+	// A negative time (a shift before the SYNC event) is written as its
+	// 32-bit two's complement, as a master reads it back as a signed value.
 	u32 := func(what string, v int64) uint32 {
-		if v < 0 || v > 0xFFFFFFFF {
+		if v < -0x80000000 || v > 0xFFFFFFFF {
 			b.note("Dc/OpMode %s: %s %d ns does not fit the SII's 32 bits: written as 0", m.Name, what, v)
 			return 0
 		}

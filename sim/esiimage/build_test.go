@@ -147,6 +147,9 @@ func TestLikeTheRealEL2004(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(img.Notes) != 0 {
+		t.Errorf("notes: %q", img.Notes) // a 16-byte ConfigData is words 0-7, as the tools write it
+	}
 	raw, err := os.ReadFile(filepath.Join(realSII, "el2004.bin"))
 	if err != nil {
 		t.Fatal(err)
@@ -208,6 +211,31 @@ func TestLikeTheRealEL2004(t *testing.T) {
 		if a != b {
 			t.Errorf("string %d %q, real string %d %q", idx[0], a, idx[1], b)
 		}
+	}
+}
+
+// TestNegativeShift: a DC mode's negative SYNC0 shift (the EL3102's
+// input-based mode) is written as its two's complement, not dropped.
+func TestNegativeShift(t *testing.T) {
+	f, dev := device(t, "../../ethercat/esi/testdata/beckhoff/Beckhoff EL3xxx.xml", 0x00140000)
+	img, err := Build(f, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(img.Notes) != 0 {
+		t.Errorf("notes: %q", img.Notes)
+	}
+	found := false
+	for i, m := range dev.DC.OpModes {
+		if m.ShiftTimeSync0.Value < 0 {
+			found = true
+			if got := int32(img.Device.DC[i].ShiftTime0); int64(got) != m.ShiftTimeSync0.Value {
+				t.Errorf("mode %s: shift %d, want %d", m.Name, got, m.ShiftTimeSync0.Value)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("the EL3102 has no mode with a negative shift: the test tests nothing")
 	}
 }
 

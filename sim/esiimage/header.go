@@ -30,9 +30,9 @@ func (b *builder) header(vendor uint32) sii.Header {
 	var raw [sii.HeaderSize]byte
 	ee := dev.EEPROM
 	if ee != nil && len(ee.ConfigData) > 0 {
-		n := copy(raw[:0x0E], ee.ConfigData) // word 7 is the checksum, computed
-		if len(ee.ConfigData) > n {
-			b.note("Eeprom/ConfigData: %d bytes, the header takes words 0-6 (14 bytes): the rest is not written", len(ee.ConfigData))
+		// Words 0-7; the low byte of word 7 is the checksum, computed.
+		if n := copy(raw[:0x10], ee.ConfigData); len(ee.ConfigData) > n {
+			b.note("Eeprom/ConfigData: %d bytes, the header's configuration area is words 0-7 (16 bytes): the rest is not written", len(ee.ConfigData))
 		}
 	} else {
 		b.note("no Eeprom/ConfigData: PDI and ESC configuration chosen from the description")
@@ -57,6 +57,7 @@ func (b *builder) header(vendor uint32) sii.Header {
 		Version:           1,
 	}
 	copy(h.Reserved05[:], raw[0x0A:0x0E])
+	h.Reserved07 = raw[0x0F]
 	if ee != nil && len(ee.BootStrap) >= 8 {
 		h.BootstrapMailbox = sii.Mailbox{
 			ReceiveOffset: le.Uint16(ee.BootStrap[0:]), ReceiveSize: le.Uint16(ee.BootStrap[2:]),
