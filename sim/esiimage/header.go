@@ -20,7 +20,8 @@ const (
 	pdiSPI       = 0x08 // a device with a microcontroller behind the ESC
 )
 
-// header builds the SII header: words 0x00–0x06 from Eeprom/ConfigData
+// header builds the SII header: words 0x00–0x07 from Eeprom/ConfigData
+// (the checksum in word 7 computed by sii.Encode)
 // (else a PDI and ESC configuration that fits the description), the
 // identity, the bootstrap mailbox from Eeprom/BootStrap, the standard
 // mailbox from the mailbox sync managers, the protocols and the EEPROM
