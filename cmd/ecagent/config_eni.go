@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/eniconfig"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // configFromENICommand is `ecagent config from-eni FILE`: the configuration
@@ -173,6 +175,13 @@ func writeENIYAML(w io.Writer, file string, doc eniDoc, notes []string) error {
 // configuration being loaded (config.Sources.ENI).
 func applyENI(cfg *config.Config) error {
 	err := eniconfig.Apply(cfg)
+	if err == nil && cfg.Simulated() && slices.Equal(cfg.Bus.Devices, config.ReferenceDevices()) {
+		// No segment named and the simulated one at its default: the
+		// simulator runs the ENI's devices when it has a model of each.
+		if devices := simulatedDevices(cfg.Bus.Slaves); devices != nil {
+			cfg.Bus.Devices = devices
+		}
+	}
 	var parse interface{ Unwrap() []error }
 	if errors.As(err, &parse) {
 		// Every problem of the file on a line of its own.
@@ -196,7 +205,42 @@ func logENINotes(cfg config.Config, log *slog.Logger) {
 		return // the load has read it: it changed since
 	}
 	log.Info("running from an ENI", "file", cfg.Bus.ENI, "slaves", len(r.Slaves), "named_variables", len(r.Variables))
+	if cfg.Simulated() && slices.Equal(cfg.Bus.Devices, simulatedDevices(cfg.Bus.Slaves)) {
+		log.Info("ENI: the simulated segment is made of its devices (bus.interface empty, bus.devices at its default)",
+			"devices", strings.Join(cfg.Bus.Devices, ","))
+	}
 	for _, n := range r.Notes {
 		log.Info("ENI: not taken", "what", n)
 	}
+}
+
+// simulatedDevices returns the simulator's models of the configured
+// slaves, by identity (vendor, product code and revision); nil when the
+// simulator has no model of one of them.
+func simulatedDevices(slaves []config.Slave) []string {
+	if len(slaves) == 0 {
+		return nil
+	}
+	byIdentity := map[[3]uint32]string{}
+	for _, name := range sim.Models() {
+		devs, err := sim.ParseDevices([]string{name})
+		if err != nil || len(devs) != 1 {
+			continue
+		}
+		id := devs[0].Identity()
+		key := [3]uint32{id.VendorID, id.ProductCode, id.RevisionNumber}
+		if _, seen := byIdentity[key]; !seen {
+			byIdentity[key] = name
+		}
+	}
+	out := make([]string, 0, len(slaves))
+	for _, s := range slaves {
+		v, p, r, err := config.ParseIdentity(s.Identity)
+		name, ok := byIdentity[[3]uint32{v, p, r}]
+		if err != nil || !ok {
+			return nil
+		}
+		out = append(out, name)
+	}
+	return out
 }

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ecagent/ecagent/agent/config"
 )
 
 // TestConfigFromENI prints the configuration of the default segment's ENI
@@ -70,5 +73,32 @@ func TestConfigFromENI(t *testing.T) {
 	code, _, errOut = runCLI(t, context.Background(), nil, "config", "check", withENI)
 	if code != exitUsage || !strings.Contains(errOut, "bus.eni") || !strings.Contains(errOut, `broken.xml:2:`) || !strings.Contains(errOut, `VendorId: value "2x": not a number`) {
 		t.Errorf("config check with a broken ENI: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestENISimulatedDevices: with no segment named and bus.devices at its
+// default, bus.eni makes the simulated segment of the ENI's devices when
+// the simulator has a model of each identity, and leaves it otherwise.
+func TestENISimulatedDevices(t *testing.T) {
+	abs, err := filepath.Abs("../../ethercat/eni/testdata/servo-demo.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Bus.ENI = abs
+	if err := applyENI(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Bus.Devices, ","); got != "EK1100,AKD" {
+		t.Errorf("simulated devices %s, want EK1100,AKD", got)
+	}
+	cfg.Bus.Slaves[1].Identity = "0x0000006a:0x00414b44:0x00000099" // a revision the simulator has no model of
+	if d := simulatedDevices(cfg.Bus.Slaves); d != nil {
+		t.Errorf("simulatedDevices with an unknown revision: %v, want nil", d)
+	}
+	cfg = config.Default()
+	cfg.Bus.ENI, cfg.Bus.Interface = abs, "eth1"
+	if err := applyENI(&cfg); err != nil || !slices.Equal(cfg.Bus.Devices, config.ReferenceDevices()) {
+		t.Errorf("with bus.interface set the devices changed: %v (%v)", cfg.Bus.Devices, err)
 	}
 }
