@@ -19,6 +19,7 @@ import (
 	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/cycle/program"
 	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/cyclestats"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt"
 	"github.com/ecagent/ecagent/mqtt/broker"
@@ -344,7 +345,7 @@ func (b *mqttBridge) event(ev *shm.Event) {
 }
 
 // window passes on the statistics of a closed window.
-func (b *mqttBridge) window(r metrics.WindowReport) {
+func (b *mqttBridge) window(r cyclestats.Report) {
 	if b == nil {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cyclestats"
 	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
@@ -136,7 +137,7 @@ func TestStartMQTTDisabledOrPortBusy(t *testing.T) {
 	// A nil bridge ignores every call.
 	var b *mqttBridge
 	b.detach("x")
-	b.window(metrics.WindowReport{})
+	b.window(cyclestats.Report{})
 	b.stop()
 }
 

@@ -11,8 +11,8 @@ import (
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/cyclestats"
 	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -353,9 +353,7 @@ func (c *consumer) drain() {
 			break
 		}
 	}
-	totals := metrics.SegmentCounts{RingDrops: ring.Drops(), FramesLate: c.cp.seg.Heartbeat().Late()}
-	totals.FramesSent, totals.FramesLost = c.cp.seg.Heartbeat().Frames()
-	totals.LinkReceived, totals.LinkDrops = c.cp.seg.Heartbeat().Link()
+	totals := cyclestats.ReadSegment(ring, c.cp.seg.Heartbeat())
 	c.tel.reg.Consumer().SetSegment(totals)
 	c.otlp.segment(totals)
 	var ev shm.Event

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/metrics/stats"
+	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/cyclestats/stats"
 	"github.com/ecagent/ecagent/mqtt/sparkplug"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -153,13 +153,13 @@ func TestEmergencyMeaning(t *testing.T) {
 // TestNodeStats checks the Sparkplug statistics metrics of a window: one
 // per name, in order, the DC figures last.
 func TestNodeStats(t *testing.T) {
-	r := metrics.WindowReport{Target: 1_000_000,
-		JobDuration:       stats.Summary{Count: 1000, Mean: 100_000, Max: 400_000},
-		DCTimeDifference:  stats.Summary{Count: 250, P99: 95},
-		DCControllerError: stats.Summary{Count: 1000, P99: 3_200}}
-	for c, n := range map[metrics.Counter]int64{metrics.CounterCycles: 1000, metrics.CounterOverruns: 2,
-		metrics.CounterLateAnswers: 3, metrics.CounterAcyclicCycles: 40, metrics.CounterAcyclicOverruns: 1,
-		metrics.CounterYieldLate: 5, metrics.CounterRingDrops: 6} {
+	r := cyclestats.Report{Target: 1_000_000}
+	r.Windows[cyclestats.QuantityJobDuration] = stats.Summary{Count: 1000, Mean: 100_000, Max: 400_000}
+	r.Windows[cyclestats.QuantityDCTimeDifference] = stats.Summary{Count: 250, P99: 95}
+	r.Windows[cyclestats.QuantityDCControllerError] = stats.Summary{Count: 1000, P99: 3_200}
+	for c, n := range map[cyclestats.Counter]int64{cyclestats.CounterCycles: 1000, cyclestats.CounterOverruns: 2,
+		cyclestats.CounterLateAnswers: 3, cyclestats.CounterAcyclicCycles: 40, cyclestats.CounterAcyclicOverruns: 1,
+		cyclestats.CounterYieldLate: 5, cyclestats.CounterRingDrops: 6} {
 		r.Counts[c] = n
 	}
 	got := nodeStats(nil, &r)

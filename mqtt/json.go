@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/busstate"
+	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/cyclestats/stats"
 	"github.com/ecagent/ecagent/internal/jsonstr"
-	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/metrics/stats"
 )
 
 // jsonObject appends a JSON object to a byte slice field by field, without
@@ -125,25 +125,25 @@ func appendProcessData(b []byte, d *Device, vals []uint64, h pdHeader) []byte {
 // statsCount is a count of the stats message: its key and its counter.
 type statsCount struct {
 	key string
-	c   metrics.Counter
+	c   cyclestats.Counter
 }
 
 // statsCounts are the counts of the stats message, in its order.
 func statsCounts() []statsCount {
 	return []statsCount{
-		{"cycles", metrics.CounterCycles}, {"overruns", metrics.CounterOverruns},
-		{"skipped", metrics.CounterSkipped}, {"lost_frames", metrics.CounterLostFrames},
-		{"frames_sent", metrics.CounterFramesSent}, {"frames_lost", metrics.CounterFramesLost},
-		{"wkc_errors", metrics.CounterWKCErrors}, {"late_answers", metrics.CounterLateAnswers},
-		{"acyclic_cycles", metrics.CounterAcyclicCycles}, {"acyclic_overruns", metrics.CounterAcyclicOverruns},
-		{"yield_late", metrics.CounterYieldLate}, {"ring_drops", metrics.CounterRingDrops},
+		{"cycles", cyclestats.CounterCycles}, {"overruns", cyclestats.CounterOverruns},
+		{"skipped", cyclestats.CounterSkipped}, {"lost_frames", cyclestats.CounterLostFrames},
+		{"frames_sent", cyclestats.CounterFramesSent}, {"frames_lost", cyclestats.CounterFramesLost},
+		{"wkc_errors", cyclestats.CounterWKCErrors}, {"late_answers", cyclestats.CounterLateAnswers},
+		{"acyclic_cycles", cyclestats.CounterAcyclicCycles}, {"acyclic_overruns", cyclestats.CounterAcyclicOverruns},
+		{"yield_late", cyclestats.CounterYieldLate}, {"ring_drops", cyclestats.CounterRingDrops},
 	}
 }
 
 // appendStats appends the stats payload of one statistics window: counts,
 // and for each timing quantity its summary in nanoseconds; cpu_load is
 // job time over the target period. seq counts the stats messages.
-func appendStats(b []byte, r *metrics.WindowReport, tsMillis int64, seq uint64) []byte {
+func appendStats(b []byte, r *cyclestats.Report, tsMillis int64, seq uint64) []byte {
 	o := beginObject(b)
 	o.int("ts", tsMillis)
 	o.uint("seq", seq)
@@ -155,16 +155,16 @@ func appendStats(b []byte, r *metrics.WindowReport, tsMillis int64, seq uint64) 
 		key string
 		s   *stats.Summary
 	}{
-		{"period_ns", &r.Period}, {"jitter_ns", &r.Jitter}, {"wakeup_latency_ns", &r.WakeupLatency},
-		{"job_ns", &r.JobDuration}, {"frame_rtt_ns", &r.FrameRTT}, {"dc_difference_ns", &r.DCTimeDifference},
-		{"dc_controller_error_ns", &r.DCControllerError},
+		{"period_ns", &r.Windows[cyclestats.QuantityPeriod]}, {"jitter_ns", &r.Windows[cyclestats.QuantityJitter]}, {"wakeup_latency_ns", &r.Windows[cyclestats.QuantityWakeupLatency]},
+		{"job_ns", &r.Windows[cyclestats.QuantityJobDuration]}, {"frame_rtt_ns", &r.Windows[cyclestats.QuantityFrameRTT]}, {"dc_difference_ns", &r.Windows[cyclestats.QuantityDCTimeDifference]},
+		{"dc_controller_error_ns", &r.Windows[cyclestats.QuantityDCControllerError]},
 	} {
 		o.key(q.key)
 		o.b = appendSummary(o.b, q.s, 1)
 	}
 	if r.Target > 0 {
 		o.key("cpu_load")
-		o.b = appendSummary(o.b, &r.JobDuration, 1/float64(r.Target))
+		o.b = appendSummary(o.b, &r.Windows[cyclestats.QuantityJobDuration], 1/float64(r.Target))
 	}
 	return o.end()
 }

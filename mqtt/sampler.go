@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/busstate"
-	"github.com/ecagent/ecagent/metrics"
+	"github.com/ecagent/ecagent/cyclestats"
 )
 
 // The periodic publications: the sampler, which snapshots the process
@@ -162,6 +162,6 @@ func changed(d *Device, st *deviceState) bool {
 
 // Window publishes the statistics of one metrics window: on …/stats
 // (JSON) or as NDATA (Sparkplug).
-func (p *Publisher) Window(r *metrics.WindowReport, at time.Time) {
+func (p *Publisher) Window(r *cyclestats.Report, at time.Time) {
 	p.sch.window(r, at)
 }

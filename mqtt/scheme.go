@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/busstate"
+	"github.com/ecagent/ecagent/cyclestats"
 	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/metrics"
 )
 
 // scheme is one payload scheme: the topics, payloads, births and deaths,
@@ -59,7 +59,7 @@ type scheme interface {
 	busChanged(v *busView)
 
 	// window queues the statistics of one metrics window.
-	window(r *metrics.WindowReport, at time.Time)
+	window(r *cyclestats.Report, at time.Time)
 	// command takes a message on a subscribed topic; it must not block.
 	command(topic string, payload []byte)
 	// commandOf reports whether topic is one of the scheme's command

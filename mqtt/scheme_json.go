@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/busstate"
-	"github.com/ecagent/ecagent/metrics"
+	"github.com/ecagent/ecagent/cyclestats"
 )
 
 // jsonScheme renders the bus as JSON under <root>: status (the
@@ -126,7 +126,7 @@ func (j *jsonScheme) busChanged(v *busView) {
 	j.p.push(message{topic: j.stateTopic(), payload: appendBusState(j.p.out.buffer(), &v.state, v.now), qos: 1, retain: true}, v.now)
 }
 
-func (j *jsonScheme) window(r *metrics.WindowReport, at time.Time) {
+func (j *jsonScheme) window(r *cyclestats.Report, at time.Time) {
 	p := j.p
 	p.qmu.Lock()
 	defer p.qmu.Unlock()

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/busstate"
+	"github.com/ecagent/ecagent/cyclestats"
 	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt/sparkplug"
 )
 
@@ -64,22 +64,22 @@ func nodeStatNames() []string {
 
 // nodeStats appends the statistics metrics of a window to dst (names set,
 // no aliases), each with the datatype nodeStatMetrics declares.
-func nodeStats(dst []sparkplug.Metric, r *metrics.WindowReport) []sparkplug.Metric {
+func nodeStats(dst []sparkplug.Metric, r *cyclestats.Report) []sparkplug.Metric {
 	target := float64(max(r.Target, 1))
 	type value struct {
 		i int64
 		f float64
 	}
 	values := [...]value{
-		{i: r.Counts[metrics.CounterCycles]}, {i: r.Counts[metrics.CounterOverruns]}, {i: r.Counts[metrics.CounterLostFrames]}, {i: r.Counts[metrics.CounterWKCErrors]},
-		{i: r.Period.Min}, {i: r.Period.Max}, {i: r.Jitter.Max}, {i: r.Jitter.P99},
-		{i: r.WakeupLatency.P99}, {i: r.JobDuration.Max}, {i: r.FrameRTT.P99},
-		{f: r.JobDuration.Mean / target}, {f: float64(r.JobDuration.Max) / target},
-		{i: r.DCTimeDifference.P99}, {i: r.DCControllerError.P99},
-		{i: r.Counts[metrics.CounterFramesSent]}, {i: r.Counts[metrics.CounterFramesLost]},
-		{i: r.Counts[metrics.CounterLateAnswers]}, {i: r.Counts[metrics.CounterAcyclicCycles]},
-		{i: r.Counts[metrics.CounterAcyclicOverruns]}, {i: r.Counts[metrics.CounterYieldLate]},
-		{i: r.Counts[metrics.CounterRingDrops]},
+		{i: r.Counts[cyclestats.CounterCycles]}, {i: r.Counts[cyclestats.CounterOverruns]}, {i: r.Counts[cyclestats.CounterLostFrames]}, {i: r.Counts[cyclestats.CounterWKCErrors]},
+		{i: r.Windows[cyclestats.QuantityPeriod].Min}, {i: r.Windows[cyclestats.QuantityPeriod].Max}, {i: r.Windows[cyclestats.QuantityJitter].Max}, {i: r.Windows[cyclestats.QuantityJitter].P99},
+		{i: r.Windows[cyclestats.QuantityWakeupLatency].P99}, {i: r.Windows[cyclestats.QuantityJobDuration].Max}, {i: r.Windows[cyclestats.QuantityFrameRTT].P99},
+		{f: r.Windows[cyclestats.QuantityJobDuration].Mean / target}, {f: float64(r.Windows[cyclestats.QuantityJobDuration].Max) / target},
+		{i: r.Windows[cyclestats.QuantityDCTimeDifference].P99}, {i: r.Windows[cyclestats.QuantityDCControllerError].P99},
+		{i: r.Counts[cyclestats.CounterFramesSent]}, {i: r.Counts[cyclestats.CounterFramesLost]},
+		{i: r.Counts[cyclestats.CounterLateAnswers]}, {i: r.Counts[cyclestats.CounterAcyclicCycles]},
+		{i: r.Counts[cyclestats.CounterAcyclicOverruns]}, {i: r.Counts[cyclestats.CounterYieldLate]},
+		{i: r.Counts[cyclestats.CounterRingDrops]},
 	}
 	for k, nm := range nodeStatMetrics() {
 		m := sparkplug.Metric{Name: nm.name, DataType: nm.typ}
@@ -478,7 +478,7 @@ func (s *sparkplugScheme) nodeBirth(bdSeq uint64, now time.Time) []byte {
 }
 
 // window publishes the statistics of a window as NDATA, by alias.
-func (s *sparkplugScheme) window(r *metrics.WindowReport, at time.Time) {
+func (s *sparkplugScheme) window(r *cyclestats.Report, at time.Time) {
 	s.nmu.Lock()
 	s.nodeStat = nodeStats(s.nodeStat[:0], r)
 	ms := make([]sparkplug.Metric, len(s.nodeStat))

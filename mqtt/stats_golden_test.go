@@ -6,42 +6,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/cyclestats/stats"
 	"github.com/ecagent/ecagent/internal/testsupport"
-	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/metrics/stats"
 	"github.com/ecagent/ecagent/mqtt/sparkplug"
 )
 
 // fullReport is a window in which every counter and every statistic has a
 // value of its own, so that a figure rendered in the wrong place shows.
-func fullReport(target int64) metrics.WindowReport {
-	r := metrics.WindowReport{Target: target}
+func fullReport(target int64) cyclestats.Report {
+	r := cyclestats.Report{Target: target}
 	for c := range r.Counts {
 		r.Counts[c] = int64(1000 + 11*c)
 	}
-	for q := range metrics.QuantityCPULoad {
+	for q := range r.Windows {
 		base := int64(100 * (q + 1))
-		s := stats.Summary{Count: 900 + int64(q), Min: base + 1, Max: base + 90, Mean: float64(base) + 20.25, StdDev: float64(q) + 3.5,
+		r.Windows[q] = stats.Summary{Count: 900 + int64(q), Min: base + 1, Max: base + 90, Mean: float64(base) + 20.25, StdDev: float64(q) + 3.5,
 			P50: base + 10, P90: base + 30, P99: base + 50, P999: base + 70, P9999: base + 80}
-		switch q {
-		case metrics.QuantityPeriod:
-			r.Period = s
-		case metrics.QuantityJitter:
-			r.Jitter = s
-		case metrics.QuantityWakeupLatency:
-			r.WakeupLatency = s
-		case metrics.QuantityJobDuration:
-			r.JobDuration = s
-		case metrics.QuantityFrameRTT:
-			r.FrameRTT = s
-		case metrics.QuantityDCTimeDifference:
-			r.DCTimeDifference = s
-		case metrics.QuantityDCControllerError:
-			r.DCControllerError = s
-		}
 	}
-	r.FrameRTT.Approximate = true
-	r.DCTimeDifference = stats.Summary{} // a window without a DC value
+	r.Windows[cyclestats.QuantityFrameRTT].Approximate = true
+	r.Windows[cyclestats.QuantityDCTimeDifference] = stats.Summary{} // a window without a DC value
 	return r
 }
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/program"
-	"github.com/ecagent/ecagent/metrics/stats"
+	"github.com/ecagent/ecagent/cyclestats/stats"
 )
 
 // IntervalFraction is the share of cycles the reported symmetric interval

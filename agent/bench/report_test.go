@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cyclestats/stats"
 	"github.com/ecagent/ecagent/internal/testsupport"
-	"github.com/ecagent/ecagent/metrics/stats"
 )
 
 // goldenReport is a fixed report: 1000 cycles of a deterministic pattern

@@ -1,18 +1,17 @@
-package metrics
+package cyclestats
 
 import (
 	"math"
 	"sync/atomic"
 	"time"
 
-	"github.com/ecagent/ecagent/metrics/stats"
+	"github.com/ecagent/ecagent/cyclestats/stats"
 	"github.com/ecagent/ecagent/shm"
 )
 
 // Figures are what one cycle sample measured: a value for each quantity
 // the sample measured and what it adds to each counter. Deriver.Derive
-// makes them; the renderers (Consumer for Prometheus, package
-// metrics/otlp for OpenTelemetry) only record them.
+// makes them; the renderers (Prometheus, OpenTelemetry) only record them.
 type Figures struct {
 	target   int64                // ns, the divisor of QuantityCPULoad
 	measured uint32               // bit q set when quantity q was measured
@@ -44,7 +43,7 @@ func (f *Figures) Value(q Quantity) (v float64, ok bool) {
 }
 
 // Count returns what the sample adds to counter c (0 for the segment
-// counters, CounterRingDrops and after, which no sample carries).
+// counters, which no sample carries).
 func (f *Figures) Count(c Counter) int64 { return f.counts[c] }
 
 // set records the value of a quantity.
@@ -68,43 +67,11 @@ type Deriver struct {
 
 	expectedWKC atomic.Int32 // −1 before the first sample
 
-	// The segment counters, from CounterRingDrops on: the last running
+	// The segment counters, from firstSegment on: the last running
 	// totals seen, what earlier segments (before a reset) had counted,
 	// and their sum, the counter's value.
-	segLast, segBase [numSegmentCounters]uint64
-	segTotal         [numSegmentCounters]atomic.Uint64
-}
-
-// numSegmentCounters is the number of segment counters, CounterRingDrops
-// and after.
-const numSegmentCounters = NumCounters - numSampleCounters
-
-// SegmentCounts are the running totals the segment holds, read together
-// at one drain of the sample ring.
-type SegmentCounts struct {
-	// RingDrops is the sample ring's drop counter (shm.Ring.Drops).
-	RingDrops uint64
-	// FramesSent and FramesLost are the cycle's frame totals
-	// (shm.Heartbeat.Frames).
-	FramesSent, FramesLost uint64
-	// FramesLate are those of FramesLost that came late
-	// (shm.Heartbeat.Late; read before Frames).
-	FramesLate uint64
-	// LinkReceived and LinkDrops are the cycle link's receive counters
-	// (shm.Heartbeat.Link).
-	LinkReceived, LinkDrops uint64
-}
-
-// values lists s in Counter order, from CounterRingDrops.
-func (s SegmentCounts) values() [numSegmentCounters]uint64 {
-	return [numSegmentCounters]uint64{
-		CounterRingDrops - numSampleCounters:    s.RingDrops,
-		CounterFramesSent - numSampleCounters:   s.FramesSent,
-		CounterFramesLost - numSampleCounters:   s.FramesLost,
-		CounterFramesLate - numSampleCounters:   s.FramesLate,
-		CounterLinkReceived - numSampleCounters: s.LinkReceived,
-		CounterLinkDrops - numSampleCounters:    s.LinkDrops,
-	}
+	segLast, segBase [numSegment]uint64
+	segTotal         [numSegment]atomic.Uint64
 }
 
 // NewDeriver returns a deriver for the target cycle period (> 0).
@@ -205,7 +172,7 @@ func (d *Deriver) ExpectedWKC() (wkc int32, ok bool) {
 // drain. Each counter is what the segments before (Restart) counted plus
 // this one's total, so none goes backwards across a new segment.
 func (d *Deriver) SetSegment(s SegmentCounts) {
-	for i, n := range s.values() {
+	for i, n := range s[firstSegment:] {
 		d.segLast[i] = n
 		d.segTotal[i].Store(d.segBase[i] + n)
 	}
@@ -214,8 +181,8 @@ func (d *Deriver) SetSegment(s SegmentCounts) {
 // SegmentCount returns the value of segment counter c, 0 for a counter
 // the samples advance.
 func (d *Deriver) SegmentCount(c Counter) uint64 {
-	if c >= numSampleCounters && c < NumCounters {
-		return d.segTotal[c-numSampleCounters].Load()
+	if c.Segment() {
+		return d.segTotal[c-firstSegment].Load()
 	}
 	return 0
 }
