@@ -32,7 +32,7 @@ func TestTables(t *testing.T) {
 		stems[info.Stem] = true
 	}
 	for _, q := range []Quantity{-1, NumQuantities} {
-		if info := q.Info(); info.Stem != "" || info.Sparkplug != nil {
+		if info := q.Info(); info != (QuantityInfo{}) {
 			t.Errorf("Quantity(%d).Info() = %+v, want the zero value", q, info)
 		}
 	}
@@ -93,12 +93,13 @@ func TestMQTTPlaces(t *testing.T) {
 			t.Errorf("%s: key %q repeated", q, info.Key)
 		}
 		keys[info.Key] = true
-		for _, sp := range info.Sparkplug {
-			if sp.Place <= 0 || sp.Stat < 0 || sp.Stat >= NumStats {
-				t.Errorf("%s: Sparkplug %+v", q, sp)
-				continue
+		for st, n := range info.Sparkplug {
+			if n < 0 {
+				t.Errorf("%s %s: Sparkplug place %d", q, Stat(st), n)
 			}
-			place(&sparkplug, sp.Place, q.String()+" "+sp.Stat.String())
+			if n > 0 {
+				place(&sparkplug, n, q.String()+" "+Stat(st).String())
+			}
 		}
 	}
 	for what, list := range map[string][]string{"JSON": json, "Sparkplug": sparkplug} {

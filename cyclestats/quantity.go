@@ -70,16 +70,10 @@ type QuantityInfo struct {
 	Help, WindowHelp string
 	// Key names the quantity in the MQTT statistics, e.g. "jitter".
 	Key string
-	// Sparkplug lists the window statistics the Sparkplug edge node
-	// publishes of the quantity, each at its place (see CounterInfo).
-	Sparkplug []StatPlace
-}
-
-// StatPlace is one window statistic of a quantity at its place among the
-// Sparkplug edge node's statistics metrics.
-type StatPlace struct {
-	Stat  Stat
-	Place int
+	// Sparkplug is the place of each window statistic of the quantity
+	// among the Sparkplug edge node's statistics metrics (see
+	// CounterInfo), indexed by Stat; 0 for those not published.
+	Sparkplug [NumStats]int
 }
 
 // Help-text endings shared by the quantities.
@@ -94,35 +88,35 @@ func quantityTable() [NumQuantities]QuantityInfo {
 		QuantityPeriod: {Stem: "cycle_period", Unit: UnitSeconds, Key: "period",
 			Help:       "Time between the wake-ups of consecutive cycles." + histNote,
 			WindowHelp: "Statistic of the cycle period" + winNote,
-			Sparkplug:  []StatPlace{{StatMin, 5}, {StatMax, 6}}},
+			Sparkplug:  [NumStats]int{StatMin: 5, StatMax: 6}},
 		QuantityJitter: {Stem: "cycle_jitter", Unit: UnitSeconds, Key: "jitter",
 			Help:       "Absolute deviation of the cycle period from the target period, |period - target|." + histNote,
 			WindowHelp: "Statistic of the absolute cycle jitter |period - target|" + winNote,
-			Sparkplug:  []StatPlace{{StatMax, 7}, {StatP99, 8}}},
+			Sparkplug:  [NumStats]int{StatMax: 7, StatP99: 8}},
 		QuantityWakeupLatency: {Stem: "wakeup_latency", Unit: UnitSeconds, Key: "wakeup_latency",
 			Help:       "Time from a cycle's scheduled deadline to its wake-up." + histNote,
 			WindowHelp: "Statistic of the wake-up latency" + winNote,
-			Sparkplug:  []StatPlace{{StatP99, 9}}},
+			Sparkplug:  [NumStats]int{StatP99: 9}},
 		QuantityJobDuration: {Stem: "job_duration", Unit: UnitSeconds, Key: "job",
 			Help:       "Time from a cycle's wake-up to the end of its job." + histNote,
 			WindowHelp: "Statistic of the job duration" + winNote,
-			Sparkplug:  []StatPlace{{StatMax, 10}}},
+			Sparkplug:  [NumStats]int{StatMax: 10}},
 		QuantityFrameRTT: {Stem: "frame_rtt", Unit: UnitSeconds, Key: "frame_rtt",
 			Help:       "Round-trip time of the cyclic frame; lost frames are not observed." + histNote,
 			WindowHelp: "Statistic of the cyclic frame's round-trip time" + winNote,
-			Sparkplug:  []StatPlace{{StatP99, 11}}},
+			Sparkplug:  [NumStats]int{StatP99: 11}},
 		QuantityDCTimeDifference: {Stem: "dc_time_difference", Unit: UnitSeconds, Key: "dc_difference",
 			Help:       "Absolute distributed-clock system time difference, in cycles that measured it." + histNote,
 			WindowHelp: "Statistic of the absolute distributed-clock system time difference" + winNote,
-			Sparkplug:  []StatPlace{{StatP99, 14}}},
+			Sparkplug:  [NumStats]int{StatP99: 14}},
 		QuantityDCControllerError: {Stem: "dc_controller_error", Unit: UnitSeconds, Key: "dc_controller_error",
 			Help:       "Absolute error of the controller that keeps the master's cycle on the distributed-clock reference time, in cycles that measured it." + histNote,
 			WindowHelp: "Statistic of the absolute distributed-clock controller error" + winNote,
-			Sparkplug:  []StatPlace{{StatP99, 15}}},
+			Sparkplug:  [NumStats]int{StatP99: 15}},
 		QuantityCPULoad: {Stem: "cycle_cpu_load", Unit: UnitRatio, Key: "cpu_load",
 			Help:       "Job duration as a fraction of the target cycle period, per cycle." + histNote,
 			WindowHelp: "Statistic of the cycle CPU load (job duration / target period)" + winNote,
-			Sparkplug:  []StatPlace{{StatMean, 12}, {StatMax, 13}}},
+			Sparkplug:  [NumStats]int{StatMean: 12, StatMax: 13}},
 	}
 }
 

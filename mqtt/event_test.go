@@ -162,7 +162,7 @@ func TestNodeStats(t *testing.T) {
 		cyclestats.CounterYieldLate: 5, cyclestats.CounterRingDrops: 6} {
 		r.Counts[c] = n
 	}
-	got := nodeStats(nil, &r)
+	got := nodeStats(nil, nodeStatMetrics(), &r)
 	names := nodeStatNames()
 	if len(got) != len(names) {
 		t.Fatalf("%d metrics, %d names", len(got), len(names))

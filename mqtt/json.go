@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/busstate"
-	"github.com/ecagent/ecagent/cyclestats"
-	"github.com/ecagent/ecagent/cyclestats/stats"
 	"github.com/ecagent/ecagent/internal/jsonstr"
 )
 
@@ -118,82 +116,6 @@ func appendProcessData(b []byte, d *Device, vals []uint64, h pdHeader) []byte {
 			o.b = jsonstr.Append(o.b, s.Unit)
 		}
 		o.b = append(o.b, '}')
-	}
-	return o.end()
-}
-
-// statsCount is a count of the stats message: its key and its counter.
-type statsCount struct {
-	key string
-	c   cyclestats.Counter
-}
-
-// statsCounts are the counts of the stats message, in its order.
-func statsCounts() []statsCount {
-	return []statsCount{
-		{"cycles", cyclestats.CounterCycles}, {"overruns", cyclestats.CounterOverruns},
-		{"skipped", cyclestats.CounterSkipped}, {"lost_frames", cyclestats.CounterLostFrames},
-		{"frames_sent", cyclestats.CounterFramesSent}, {"frames_lost", cyclestats.CounterFramesLost},
-		{"wkc_errors", cyclestats.CounterWKCErrors}, {"late_answers", cyclestats.CounterLateAnswers},
-		{"acyclic_cycles", cyclestats.CounterAcyclicCycles}, {"acyclic_overruns", cyclestats.CounterAcyclicOverruns},
-		{"yield_late", cyclestats.CounterYieldLate}, {"ring_drops", cyclestats.CounterRingDrops},
-	}
-}
-
-// appendStats appends the stats payload of one statistics window: counts,
-// and for each timing quantity its summary in nanoseconds; cpu_load is
-// job time over the target period. seq counts the stats messages.
-func appendStats(b []byte, r *cyclestats.Report, tsMillis int64, seq uint64) []byte {
-	o := beginObject(b)
-	o.int("ts", tsMillis)
-	o.uint("seq", seq)
-	o.int("target_ns", r.Target)
-	for _, c := range statsCounts() {
-		o.int(c.key, r.Counts[c.c])
-	}
-	for _, q := range []struct {
-		key string
-		s   *stats.Summary
-	}{
-		{"period_ns", &r.Windows[cyclestats.QuantityPeriod]}, {"jitter_ns", &r.Windows[cyclestats.QuantityJitter]}, {"wakeup_latency_ns", &r.Windows[cyclestats.QuantityWakeupLatency]},
-		{"job_ns", &r.Windows[cyclestats.QuantityJobDuration]}, {"frame_rtt_ns", &r.Windows[cyclestats.QuantityFrameRTT]}, {"dc_difference_ns", &r.Windows[cyclestats.QuantityDCTimeDifference]},
-		{"dc_controller_error_ns", &r.Windows[cyclestats.QuantityDCControllerError]},
-	} {
-		o.key(q.key)
-		o.b = appendSummary(o.b, q.s, 1)
-	}
-	if r.Target > 0 {
-		o.key("cpu_load")
-		o.b = appendSummary(o.b, &r.Windows[cyclestats.QuantityJobDuration], 1/float64(r.Target))
-	}
-	return o.end()
-}
-
-// appendSummary appends a window summary, every figure multiplied by unit
-// (1 keeps integers).
-func appendSummary(b []byte, s *stats.Summary, unit float64) []byte {
-	o := beginObject(b)
-	o.int("count", s.Count)
-	if s.Count == 0 {
-		return o.end()
-	}
-	put := func(k string, v float64) {
-		if unit == 1 && v == float64(int64(v)) {
-			o.int(k, int64(v))
-			return
-		}
-		o.float(k, v*unit)
-	}
-	put("min", float64(s.Min))
-	put("max", float64(s.Max))
-	o.float("mean", s.Mean*unit)
-	o.float("stddev", s.StdDev*unit)
-	put("p50", float64(s.P50))
-	put("p90", float64(s.P90))
-	put("p99", float64(s.P99))
-	put("p999", float64(s.P999))
-	if s.Approximate {
-		o.bool("approximate", true)
 	}
 	return o.end()
 }

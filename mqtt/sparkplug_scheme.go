@@ -29,73 +29,6 @@ const (
 
 func nodeStatAlias(i int) uint64 { return nodeStatAliasBase + uint64(i) }
 
-// nodeMetric is one statistics metric of the node: its name and the
-// datatype it has in NBIRTH and in every NDATA.
-type nodeMetric struct {
-	name string
-	typ  sparkplug.DataType
-}
-
-// nodeStatMetrics are the node metrics carrying the window statistics, in
-// the order nodeStats fills them. New ones go at the end, so that the
-// aliases of the others stay.
-func nodeStatMetrics() []nodeMetric {
-	i, d := sparkplug.Int64, sparkplug.Double
-	return []nodeMetric{
-		{"Stats/cycles", i}, {"Stats/overruns", i}, {"Stats/lost_frames", i}, {"Stats/wkc_errors", i},
-		{"Stats/period_min_ns", i}, {"Stats/period_max_ns", i}, {"Stats/jitter_max_ns", i}, {"Stats/jitter_p99_ns", i},
-		{"Stats/wakeup_latency_p99_ns", i}, {"Stats/job_max_ns", i}, {"Stats/frame_rtt_p99_ns", i},
-		{"Stats/cpu_load_mean", d}, {"Stats/cpu_load_max", d},
-		{"Stats/dc_difference_p99_ns", i}, {"Stats/dc_controller_error_p99_ns", i},
-		{"Stats/frames_sent", i}, {"Stats/frames_lost", i},
-		{"Stats/late_answers", i}, {"Stats/acyclic_cycles", i}, {"Stats/acyclic_overruns", i}, {"Stats/yield_late", i},
-		{"Stats/ring_drops", i},
-	}
-}
-
-// nodeStatNames are the names of nodeStatMetrics, in order.
-func nodeStatNames() []string {
-	var names []string
-	for _, m := range nodeStatMetrics() {
-		names = append(names, m.name)
-	}
-	return names
-}
-
-// nodeStats appends the statistics metrics of a window to dst (names set,
-// no aliases), each with the datatype nodeStatMetrics declares.
-func nodeStats(dst []sparkplug.Metric, r *cyclestats.Report) []sparkplug.Metric {
-	target := float64(max(r.Target, 1))
-	type value struct {
-		i int64
-		f float64
-	}
-	values := [...]value{
-		{i: r.Counts[cyclestats.CounterCycles]}, {i: r.Counts[cyclestats.CounterOverruns]}, {i: r.Counts[cyclestats.CounterLostFrames]}, {i: r.Counts[cyclestats.CounterWKCErrors]},
-		{i: r.Windows[cyclestats.QuantityPeriod].Min}, {i: r.Windows[cyclestats.QuantityPeriod].Max}, {i: r.Windows[cyclestats.QuantityJitter].Max}, {i: r.Windows[cyclestats.QuantityJitter].P99},
-		{i: r.Windows[cyclestats.QuantityWakeupLatency].P99}, {i: r.Windows[cyclestats.QuantityJobDuration].Max}, {i: r.Windows[cyclestats.QuantityFrameRTT].P99},
-		{f: r.Windows[cyclestats.QuantityJobDuration].Mean / target}, {f: float64(r.Windows[cyclestats.QuantityJobDuration].Max) / target},
-		{i: r.Windows[cyclestats.QuantityDCTimeDifference].P99}, {i: r.Windows[cyclestats.QuantityDCControllerError].P99},
-		{i: r.Counts[cyclestats.CounterFramesSent]}, {i: r.Counts[cyclestats.CounterFramesLost]},
-		{i: r.Counts[cyclestats.CounterLateAnswers]}, {i: r.Counts[cyclestats.CounterAcyclicCycles]},
-		{i: r.Counts[cyclestats.CounterAcyclicOverruns]}, {i: r.Counts[cyclestats.CounterYieldLate]},
-		{i: r.Counts[cyclestats.CounterRingDrops]},
-	}
-	for k, nm := range nodeStatMetrics() {
-		m := sparkplug.Metric{Name: nm.name, DataType: nm.typ}
-		if nm.typ == sparkplug.Double {
-			m.Float = values[k].f
-			if values[k].f == 0 {
-				m.Float = float64(values[k].i)
-			}
-		} else {
-			m.Int = uint64(values[k].i)
-		}
-		dst = append(dst, m)
-	}
-	return dst
-}
-
 // nodeDeath returns the NDEATH payload: bdSeq.
 func nodeDeath(bdSeq uint64) []byte {
 	return sparkplug.AppendPayload(nil, &sparkplug.Payload{
@@ -216,6 +149,8 @@ func appendDeviceData(b []byte, v *deviceView, historical bool) []byte {
 type sparkplugScheme struct {
 	p           *Publisher
 	group, node string
+	// stats are the node's statistics metrics, by alias.
+	stats []statMetric
 
 	// born are the devices born on the current connection; the session
 	// goroutine alone uses it.
@@ -233,7 +168,7 @@ type sparkplugScheme struct {
 var _ scheme = (*sparkplugScheme)(nil)
 
 func newSparkplugScheme(p *Publisher) *sparkplugScheme {
-	return &sparkplugScheme{p: p, group: p.cfg.Group, node: p.cfg.Node, born: map[string]bool{}}
+	return &sparkplugScheme{p: p, group: p.cfg.Group, node: p.cfg.Node, born: map[string]bool{}, stats: nodeStatMetrics()}
 }
 
 func (s *sparkplugScheme) nodeTopic(t sparkplug.MessageType) string {
@@ -463,7 +398,7 @@ func (s *sparkplugScheme) nodeBirth(bdSeq uint64, now time.Time) []byte {
 		Timestamp: ts, DataType: sparkplug.Boolean})
 	s.nmu.Lock()
 	defer s.nmu.Unlock()
-	for i, nm := range nodeStatMetrics() {
+	for i, nm := range s.stats {
 		m := sparkplug.Metric{DataType: nm.typ, Null: true}
 		if i < len(s.nodeStat) {
 			m = s.nodeStat[i]
@@ -480,7 +415,7 @@ func (s *sparkplugScheme) nodeBirth(bdSeq uint64, now time.Time) []byte {
 // window publishes the statistics of a window as NDATA, by alias.
 func (s *sparkplugScheme) window(r *cyclestats.Report, at time.Time) {
 	s.nmu.Lock()
-	s.nodeStat = nodeStats(s.nodeStat[:0], r)
+	s.nodeStat = nodeStats(s.nodeStat[:0], s.stats, r)
 	ms := make([]sparkplug.Metric, len(s.nodeStat))
 	for i, m := range s.nodeStat {
 		m.Name, m.HasAlias, m.Alias = "", true, nodeStatAlias(i)
