@@ -36,8 +36,6 @@ var oversized = map[string]funcSize{
 	"cycle/rt/lock_linux.go:lockResident":      {57, 26},
 	"master/coe/abort.go:AbortCode.Meaning":    {75, 36},
 	"master/reconnect.go:Master.Reconnect":     {95, 23},
-	"mqtt/model.go:NewModel":                   {88, 26},
-	"mqtt/mqttconn/conn.go:Dial":               {130, 36},
 	"shm/event.go:EventKind.String":            {57, 27},
 }
 
