@@ -84,9 +84,9 @@ func BenchmarkPublishToMosquitto(b *testing.B) {
 	model, _ := NewModel(referenceBus(), p.cfg.Rules)
 	p.SetBus(model, &fakeImage{img: make([]byte, model.ImageBytes)}, &fakeRing{})
 	p.out.drain()
-	go p.runSession()
+	go p.session.run()
 	defer func() { close(p.closing); <-p.sessionDone }()
-	for deadline := time.Now().Add(10 * time.Second); !p.connected.Load(); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !p.session.connected.Load(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			b.Fatal("not connected to the broker within 10 s")
 		}

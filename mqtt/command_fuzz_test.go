@@ -97,7 +97,7 @@ func FuzzCommand(f *testing.F) {
 					}
 				case sparkplug.NCMD:
 					isCommand = true
-					if decoded && pl.Timestamp != 0 && staleCommand(sparkplugStamp(&pl).ms, time.Now()) != nil {
+					if decoded && pl.Timestamp != 0 && staleCommand(sparkplugSent(&pl), time.Now()) != nil {
 						want = 1
 					}
 				}

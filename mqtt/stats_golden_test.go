@@ -53,9 +53,9 @@ func TestStatsPayloadsGolden(t *testing.T) {
 			fmt.Fprintf(&b, "Sparkplug %s\n%x\n", m.topic, m.payload)
 			writeMetrics(t, &b, m.payload)
 		}
-		for _, m := range sp.sch.announce(nil, nil, 3) {
-			fmt.Fprintf(&b, "Sparkplug %s (statistics metrics)\n", m.topic)
-			writeMetrics(t, &b, m.payload, "Stats/")
+		for _, m := range sp.r.Announce(nil, nil, 3) {
+			fmt.Fprintf(&b, "Sparkplug %s (statistics metrics)\n", m.Topic)
+			writeMetrics(t, &b, m.Payload, "Stats/")
 		}
 	}
 	testsupport.Golden(t, "testdata/stats.golden", []byte(b.String()))

@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -102,16 +103,16 @@ func metricLevel(s string) string {
 // appendDeviceBirth appends a DBIRTH payload (without seq) for the device
 // of v: every signal by name and alias, with its engineering unit, its
 // value and, when the data is not good, its quality.
-func appendDeviceBirth(b []byte, v *deviceView) []byte {
-	ts := uint64(v.now.UnixMilli())
+func appendDeviceBirth(b []byte, v *DeviceView) []byte {
+	ts := uint64(v.Now.UnixMilli())
 	b = sparkplug.AppendPayload(b, &sparkplug.Payload{Timestamp: ts})
-	names := sparkplugNames(v.d)
-	quality := qualityProperties(v.slave.Quality)
-	for k := range v.d.Signals {
-		s := &v.d.Signals[k]
-		m := signalMetric(s, v.vals[k])
+	names := sparkplugNames(v.Device)
+	quality := qualityProperties(v.Slave.Quality)
+	for k := range v.Device.Signals {
+		s := &v.Device.Signals[k]
+		m := signalMetric(s, v.Values[k])
 		m.Name, m.HasAlias, m.Alias, m.Timestamp = names[k], true, s.Alias, ts
-		m.Null = v.slave.Quality == busstate.QualityInvalid
+		m.Null = v.Slave.Quality == busstate.QualityInvalid
 		if s.Unit != "" {
 			m.Properties = append(m.Properties, sparkplug.Property{Key: sparkplug.PropertyEngUnit, Type: sparkplug.String, Str: s.Unit})
 		}
@@ -122,18 +123,18 @@ func appendDeviceBirth(b []byte, v *deviceView) []byte {
 }
 
 // appendDeviceData appends a DDATA payload (without seq) for the device of
-// v: every signal by alias, with its quality when the data is not good.
-// historical marks values produced while disconnected. With good data it
+// v: every signal by alias, with its quality when the data is not good;
+// produced while offline, the values are historical. With good data it
 // allocates only when b lacks capacity.
-func appendDeviceData(b []byte, v *deviceView, historical bool) []byte {
-	ts := uint64(v.now.UnixMilli())
+func appendDeviceData(b []byte, v *DeviceView) []byte {
+	ts := uint64(v.Now.UnixMilli())
 	b = sparkplug.AppendPayload(b, &sparkplug.Payload{Timestamp: ts})
-	quality := qualityProperties(v.slave.Quality)
-	for k := range v.d.Signals {
-		s := &v.d.Signals[k]
-		m := signalMetric(s, v.vals[k])
-		m.HasAlias, m.Alias, m.Historical = true, s.Alias, historical
-		m.Null = v.slave.Quality == busstate.QualityInvalid
+	quality := qualityProperties(v.Slave.Quality)
+	for k := range v.Device.Signals {
+		s := &v.Device.Signals[k]
+		m := signalMetric(s, v.Values[k])
+		m.HasAlias, m.Alias, m.Historical = true, s.Alias, v.Offline
+		m.Null = v.Slave.Quality == busstate.QualityInvalid
 		m.Properties = quality
 		m.Timestamp = ts // Sparkplug 3.0: every metric of a DATA has its timestamp
 		b = sparkplug.AppendMetric(b, &m)
@@ -141,14 +142,27 @@ func appendDeviceData(b []byte, v *deviceView, historical bool) []byte {
 	return b
 }
 
-// sparkplugScheme renders the bus as Sparkplug B 3.0: the agent is the
+// SparkplugOptions configure the Sparkplug B scheme.
+type SparkplugOptions struct {
+	// Group and Node are the Sparkplug group and edge node ids.
+	Group, Node string
+	// Root is the JSON topic root the events go under (<root>/events, as
+	// in the JSON scheme).
+	Root string
+	// Logger receives the renderer's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// SparkplugRenderer renders the bus as Sparkplug B 3.0: the agent is the
 // edge node (NBIRTH, NDATA with the window statistics, the bus's state
 // and refused commands, NDEATH), each slave a device (DBIRTH, DDATA,
 // DDEATH). A device is born while its slave answers: a lost or refused
 // slave gets its DDEATH, and its return a fresh DBIRTH before any DDATA.
-type sparkplugScheme struct {
-	p           *Publisher
-	group, node string
+// It takes NCMD (rebirth) and DCMD (writes). Events go to the JSON events
+// topic.
+type SparkplugRenderer struct {
+	group, node, root string
+	log               *slog.Logger
 	// stats are the node's statistics metrics, by alias.
 	stats []statMetric
 
@@ -165,181 +179,157 @@ type sparkplugScheme struct {
 	refusedCount uint64
 }
 
-var _ scheme = (*sparkplugScheme)(nil)
+var _ Renderer = (*SparkplugRenderer)(nil)
 
-func newSparkplugScheme(p *Publisher) *sparkplugScheme {
-	return &sparkplugScheme{p: p, group: p.cfg.Group, node: p.cfg.Node, born: map[string]bool{}, stats: nodeStatMetrics()}
+// NewSparkplugRenderer returns the Sparkplug B scheme for o.
+func NewSparkplugRenderer(o SparkplugOptions) *SparkplugRenderer {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &SparkplugRenderer{group: o.Group, node: o.Node, root: o.Root, log: o.Logger, born: map[string]bool{},
+		stats: nodeStatMetrics()}
 }
 
-func (s *sparkplugScheme) nodeTopic(t sparkplug.MessageType) string {
+func (s *SparkplugRenderer) nodeTopic(t sparkplug.MessageType) string {
 	return sparkplug.NodeTopic(s.group, t, s.node)
 }
 
-func (s *sparkplugScheme) deviceTopic(t sparkplug.MessageType, d *Device) string {
+func (s *SparkplugRenderer) deviceTopic(t sparkplug.MessageType, d *Device) string {
 	return sparkplug.DeviceTopic(s.group, t, s.node, d.Name)
 }
 
-func (s *sparkplugScheme) dataTopic(d *Device) string    { return s.deviceTopic(sparkplug.DDATA, d) }
-func (s *sparkplugScheme) commandTopic(d *Device) string { return s.deviceTopic(sparkplug.DCMD, d) }
-func (s *sparkplugScheme) dataMessage() message          { return message{sparkplug: true, kind: kindData} }
-func (s *sparkplugScheme) eventsQoS() byte               { return 1 }
-
-func (s *sparkplugScheme) will(bdSeq uint64) message {
-	return message{topic: s.nodeTopic(sparkplug.NDEATH), payload: nodeDeath(bdSeq), qos: 1}
+// Will is NDEATH with bdSeq.
+func (s *SparkplugRenderer) Will(bdSeq uint64) Message {
+	return Message{Topic: s.nodeTopic(sparkplug.NDEATH), Payload: nodeDeath(bdSeq), QoS: 1}
 }
 
-func (s *sparkplugScheme) goodbye(bdSeq uint64) message { return s.will(bdSeq) }
+// Goodbye is the will.
+func (s *SparkplugRenderer) Goodbye(bdSeq uint64) Message { return s.Will(bdSeq) }
 
-func (s *sparkplugScheme) subscriptions() map[string]byte {
-	return map[string]byte{
-		s.nodeTopic(sparkplug.NCMD):                                 0,
-		sparkplug.DeviceTopic(s.group, sparkplug.DCMD, s.node, "+"): 0,
+// Subscriptions are the node's NCMD and its devices' DCMD.
+func (s *SparkplugRenderer) Subscriptions() []Subscription {
+	return []Subscription{
+		{Filter: s.nodeTopic(sparkplug.NCMD)},
+		{Filter: sparkplug.DeviceTopic(s.group, sparkplug.DCMD, s.node, "+")},
 	}
 }
 
-// announce: NBIRTH, then the DBIRTH of every device whose slave answers.
-func (s *sparkplugScheme) announce(ms []message, v *busView, bdSeq uint64) []message {
+// Announce: NBIRTH, then the DBIRTH of every device whose slave answers.
+func (s *SparkplugRenderer) Announce(ms []Message, v *BusView, bdSeq uint64) []Message {
 	clear(s.born)
-	ms = append(ms, message{topic: s.nodeTopic(sparkplug.NBIRTH), payload: s.nodeBirth(bdSeq, time.Now()), sparkplug: true})
+	ms = append(ms, Message{Topic: s.nodeTopic(sparkplug.NBIRTH), Payload: s.nodeBirth(bdSeq, time.Now()), Sparkplug: true})
 	if v == nil {
 		return ms
 	}
-	for i := range v.model.Devices {
-		dv := v.device(i)
-		if !dv.slave.Up() {
+	for i := range v.Model.Devices {
+		dv := v.Device(i)
+		if !dv.Slave.Up() {
 			continue
 		}
-		s.birthValues(dv, v.img)
-		ms = append(ms, message{topic: s.deviceTopic(sparkplug.DBIRTH, dv.d), payload: appendDeviceBirth(nil, dv), sparkplug: true})
-		s.born[dv.d.Name] = true
+		ms = append(ms, Message{Topic: s.deviceTopic(sparkplug.DBIRTH, dv.Device), Payload: appendDeviceBirth(nil, dv), Sparkplug: true})
+		s.born[dv.Device.Name] = true
 	}
 	return ms
 }
 
-// birthValues points a birth's values at the snapshot img when the data
-// is good, at the last good values otherwise.
-func (s *sparkplugScheme) birthValues(v *deviceView, img []byte) {
-	if v.slave.Quality != busstate.QualityGood {
-		return
-	}
-	for k := range v.d.Signals {
-		v.st.cur[k] = v.d.Signals[k].Raw(img)
-	}
-	v.vals = v.st.cur
-}
-
-// prepare renders a birth when it is sent, once per connection; drops a
+// Prepare renders a birth when it is sent, once per connection; drops a
 // death of a device not born and data of a device not born (which a host
 // could not read without the birth's aliases).
-func (s *sparkplugScheme) prepare(m *message) bool {
-	switch m.kind {
-	case kindBirth:
-		if s.born[m.device] {
+func (s *SparkplugRenderer) Prepare(m *Message, v *DeviceView) bool {
+	switch m.Kind {
+	case KindBirth:
+		if s.born[m.Device] || v == nil || !v.Slave.Up() {
 			return false
 		}
-		b, ok := s.renderBirth(m)
-		if !ok {
-			return false
-		}
-		m.payload = b
-		s.born[m.device] = true
-	case kindDeath:
-		if m.device != "" {
-			if !s.born[m.device] {
+		m.Payload = appendDeviceBirth(nil, v)
+		s.born[m.Device] = true
+	case KindDeath:
+		if m.Device != "" {
+			if !s.born[m.Device] {
 				return false
 			}
-			delete(s.born, m.device)
+			delete(s.born, m.Device)
 		}
-	case kindData:
-		if m.device != "" && !s.born[m.device] {
+	case KindData:
+		if m.Device != "" && !s.born[m.Device] {
 			return false
 		}
 	}
 	return true
 }
 
-// renderBirth renders the DBIRTH a birth message stands for, with the
-// values and state of now; false when the bus it was for is gone or its
-// slave does not answer any more.
-func (s *sparkplugScheme) renderBirth(m *message) ([]byte, bool) {
-	p := s.p
-	p.smu.Lock()
-	defer p.smu.Unlock()
-	if p.model == nil || m.gen != p.gen || m.dev >= len(p.states) {
-		return nil, false
-	}
-	v := busView{model: p.model, states: p.states, img: p.img, gen: p.gen, now: time.Now()}
-	dv := v.device(m.dev)
-	if !dv.slave.Up() {
-		return nil, false
-	}
-	s.birthValues(dv, p.img)
-	return appendDeviceBirth(p.out.buffer(), dv), true
+// DataMessage: DDATA.
+func (s *SparkplugRenderer) DataMessage(d *Device) Message {
+	return Message{Topic: s.deviceTopic(sparkplug.DDATA, d), Sparkplug: true, Kind: KindData}
 }
 
-func (s *sparkplugScheme) queueBirth(v *deviceView) {
-	s.p.push(message{topic: s.deviceTopic(sparkplug.DBIRTH, v.d), sparkplug: true, kind: kindBirth,
-		device: v.d.Name, dev: v.i, gen: v.gen}, v.now)
+// Data renders a DDATA payload.
+func (s *SparkplugRenderer) Data(b []byte, v *DeviceView) []byte { return appendDeviceData(b, v) }
+
+// birth is a device's DBIRTH, rendered when it is sent.
+func (s *SparkplugRenderer) birth(v *DeviceView) Message {
+	return Message{Topic: s.deviceTopic(sparkplug.DBIRTH, v.Device), Sparkplug: true, Kind: KindBirth,
+		Device: v.Device.Name, Index: v.Index, Gen: v.Gen}
 }
 
-func (s *sparkplugScheme) queueDeath(v *deviceView) {
-	var pl sparkplug.Payload
-	pl.Timestamp = uint64(v.now.UnixMilli())
-	s.p.push(message{topic: s.deviceTopic(sparkplug.DDEATH, v.d), payload: sparkplug.AppendPayload(s.p.out.buffer(), &pl),
-		sparkplug: true, kind: kindDeath, device: v.d.Name, dev: v.i, gen: v.gen}, v.now)
+// death is a device's DDEATH.
+func (s *SparkplugRenderer) death(v *DeviceView) Message {
+	pl := sparkplug.Payload{Timestamp: uint64(v.Now.UnixMilli())}
+	return Message{Topic: s.deviceTopic(sparkplug.DDEATH, v.Device), Payload: sparkplug.AppendPayload(nil, &pl),
+		Sparkplug: true, Kind: KindDeath, Device: v.Device.Name, Index: v.Index, Gen: v.Gen}
 }
 
-func (s *sparkplugScheme) attached(v *busView) {
-	s.busChanged(v)
-	for i := range v.model.Devices {
-		if dv := v.device(i); dv.slave.Up() {
-			s.queueBirth(dv)
+// Attached: the bus's state, then the DBIRTH of every device whose slave
+// answers.
+func (s *SparkplugRenderer) Attached(ms []Message, v *BusView) []Message {
+	ms = s.BusChanged(ms, v)
+	for i := range v.Model.Devices {
+		if dv := v.Device(i); dv.Slave.Up() {
+			ms = append(ms, s.birth(dv))
 		}
 	}
+	return ms
 }
 
-func (s *sparkplugScheme) detached(v *busView, _ string) {
-	for i := range v.model.Devices {
-		s.queueDeath(v.device(i))
+// Detached: every device's DDEATH, then the bus's state.
+func (s *SparkplugRenderer) Detached(ms []Message, v *BusView, _ string) []Message {
+	for i := range v.Model.Devices {
+		ms = append(ms, s.death(v.Device(i)))
 	}
-	s.busChanged(v)
+	return s.BusChanged(ms, v)
 }
 
-func (s *sparkplugScheme) data(b []byte, v *deviceView, historical bool) []byte {
-	return appendDeviceData(b, v, historical)
-}
-
-// changed: a slave that stops answering (lost, refused) gets its DDEATH,
+// Changed: a slave that stops answering (lost, refused) gets its DDEATH,
 // one that answers again a DBIRTH; a change of quality while it answers
 // is one DDATA with the last values and their quality.
-func (s *sparkplugScheme) changed(v *deviceView, was busstate.Slave) {
+func (s *SparkplugRenderer) Changed(ms []Message, v *DeviceView, was busstate.Slave) []Message {
 	switch {
-	case was.Up() && !v.slave.Up():
-		s.queueDeath(v)
-	case !was.Up() && v.slave.Up():
-		s.queueBirth(v)
-	case v.slave.Up() && was.Quality != v.slave.Quality && v.slave.Quality != busstate.QualityGood && len(v.d.Signals) > 0:
-		b := appendDeviceData(s.p.out.buffer(), v, !s.p.connected.Load())
-		s.p.push(message{topic: v.st.pdTopic, payload: b, sparkplug: true, kind: kindData, device: v.d.Name, dev: v.i, gen: v.gen}, v.now)
+	case was.Up() && !v.Slave.Up():
+		return append(ms, s.death(v))
+	case !was.Up() && v.Slave.Up():
+		return append(ms, s.birth(v))
+	case v.Slave.Up() && was.Quality != v.Slave.Quality && v.Slave.Quality != busstate.QualityGood && len(v.Device.Signals) > 0:
+		return append(ms, Message{Kind: KindData, Device: v.Device.Name, Index: v.Index, Gen: v.Gen})
 	}
+	return ms
 }
 
-// busChanged publishes the bus's state as NDATA: Bus/Ready, and why not
+// BusChanged publishes the bus's state as NDATA: Bus/Ready, and why not
 // in the words of busstate.Bus.Ready.
-func (s *sparkplugScheme) busChanged(v *busView) {
-	if !v.hasState {
-		return
+func (s *SparkplugRenderer) BusChanged(ms []Message, v *BusView) []Message {
+	if !v.HasState {
+		return ms
 	}
 	s.nmu.Lock()
-	s.bus, s.hasBus = v.state, true
-	ms := s.busMetrics(0)
+	s.bus, s.hasBus = v.State, true
+	metrics := s.busMetrics(0)
 	s.nmu.Unlock()
-	s.queueNodeData(ms, v.now)
+	return append(ms, s.nodeData(metrics, v.Now, v.Offline))
 }
 
 // busMetrics returns the bus's node metrics by alias (named when ts is
 // set, for NBIRTH). nmu is held.
-func (s *sparkplugScheme) busMetrics(ts uint64) []sparkplug.Metric {
+func (s *SparkplugRenderer) busMetrics(ts uint64) []sparkplug.Metric {
 	ready, why := s.bus.Ready()
 	if ready {
 		why = "ready"
@@ -360,7 +350,7 @@ func (s *sparkplugScheme) busMetrics(ts uint64) []sparkplug.Metric {
 }
 
 // refusedMetrics returns the metrics of the refused commands. nmu is held.
-func (s *sparkplugScheme) refusedMetrics(ts uint64) []sparkplug.Metric {
+func (s *SparkplugRenderer) refusedMetrics(ts uint64) []sparkplug.Metric {
 	ms := []sparkplug.Metric{
 		{Name: "Commands/Last Refused", Alias: aliasRefusedLast, DataType: sparkplug.String, Str: s.refusedLast, Null: s.refusedCount == 0},
 		{Name: "Commands/Refused", Alias: aliasRefusedCount, DataType: sparkplug.UInt64, Int: s.refusedCount},
@@ -374,22 +364,21 @@ func (s *sparkplugScheme) refusedMetrics(ts uint64) []sparkplug.Metric {
 	return ms
 }
 
-// queueNodeData queues an NDATA of ms.
-func (s *sparkplugScheme) queueNodeData(ms []sparkplug.Metric, at time.Time) {
-	historical := !s.p.connected.Load()
-	b := sparkplug.AppendPayload(s.p.out.buffer(), &sparkplug.Payload{Timestamp: uint64(at.UnixMilli())})
+// nodeData returns an NDATA of ms, made at at; historical while offline.
+func (s *SparkplugRenderer) nodeData(ms []sparkplug.Metric, at time.Time, offline bool) Message {
+	b := sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: uint64(at.UnixMilli())})
 	for i := range ms {
-		ms[i].Historical = historical
+		ms[i].Historical = offline
 		ms[i].Timestamp = uint64(at.UnixMilli())
 		b = sparkplug.AppendMetric(b, &ms[i])
 	}
-	s.p.push(message{topic: s.nodeTopic(sparkplug.NDATA), payload: b, sparkplug: true}, at)
+	return Message{Topic: s.nodeTopic(sparkplug.NDATA), Payload: b, Sparkplug: true}
 }
 
 // nodeBirth returns an NBIRTH payload (without seq): bdSeq, the rebirth
 // control, the statistics metrics (null until the first window closed),
 // the bus's state and the refused commands, each with its alias.
-func (s *sparkplugScheme) nodeBirth(bdSeq uint64, now time.Time) []byte {
+func (s *SparkplugRenderer) nodeBirth(bdSeq uint64, now time.Time) []byte {
 	ts := uint64(now.UnixMilli())
 	b := sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: ts})
 	b = sparkplug.AppendMetric(b, &sparkplug.Metric{Name: sparkplug.MetricBdSeq, HasAlias: true, Alias: aliasBdSeq,
@@ -412,36 +401,41 @@ func (s *sparkplugScheme) nodeBirth(bdSeq uint64, now time.Time) []byte {
 	return b
 }
 
-// window publishes the statistics of a window as NDATA, by alias.
-func (s *sparkplugScheme) window(r *cyclestats.Report, at time.Time) {
+// Window publishes the statistics of a window as NDATA, by alias.
+func (s *SparkplugRenderer) Window(ms []Message, r *cyclestats.Report, st Stamp) []Message {
 	s.nmu.Lock()
 	s.nodeStat = nodeStats(s.nodeStat[:0], s.stats, r)
-	ms := make([]sparkplug.Metric, len(s.nodeStat))
+	metrics := make([]sparkplug.Metric, len(s.nodeStat))
 	for i, m := range s.nodeStat {
 		m.Name, m.HasAlias, m.Alias = "", true, nodeStatAlias(i)
-		ms[i] = m
+		metrics[i] = m
 	}
 	s.nmu.Unlock()
-	s.queueNodeData(ms, at)
+	return append(ms, s.nodeData(metrics, st.At, st.Offline))
 }
 
-// refused answers a refused write as NDATA: Commands/Last Refused says
-// which (the last of the n it stands for) and why, Commands/Refused
+// Event publishes the event on the JSON events topic, at QoS 1.
+func (s *SparkplugRenderer) Event(ms []Message, e *Event) []Message {
+	return append(ms, Message{Topic: s.root + "/events", Payload: e.JSON, QoS: 1})
+}
+
+// Refused answers a refused write as NDATA: Commands/Last Refused says
+// which (the last of the refusals it answers) and why, Commands/Refused
 // counts them.
-func (s *sparkplugScheme) refused(re *RejectError, slave, signal, topic string, at time.Time, n uint64) {
+func (s *SparkplugRenderer) Refused(ms []Message, r *Refusal) []Message {
 	s.nmu.Lock()
-	s.refusedCount += n
-	target := slave
+	s.refusedCount += r.Count
+	target := r.Slave
 	switch {
-	case signal != "":
-		target += "/" + signal
-	case slave == "":
-		target = topic // a command refused as a whole: an NCMD
+	case r.Signal != "":
+		target += "/" + r.Signal
+	case r.Slave == "":
+		target = r.Topic // a command refused as a whole: an NCMD
 	}
-	s.refusedLast = target + ": " + string(re.Code) + ": " + re.Reason
-	ms := s.refusedMetrics(0)
+	s.refusedLast = target + ": " + string(r.Err.Code) + ": " + r.Err.Reason
+	metrics := s.refusedMetrics(0)
 	s.nmu.Unlock()
-	s.queueNodeData(ms, at)
+	return append(ms, s.nodeData(metrics, r.At, r.Offline))
 }
 
 // alStatus decodes an AL status register value as events carry it.
