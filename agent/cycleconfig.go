@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 )
 
 // simulatedFrameTimeout is the least bus.timeout for the built-in
@@ -24,42 +24,42 @@ const simulatedFrameTimeout = 100 * time.Millisecond
 // CycleConfig is the part of cfg the cycle process reads (bus.*, cycle.*,
 // log.*, drives), as the cycle program takes it. This is the one place
 // that maps the agent's configuration onto the cycle's.
-func CycleConfig(cfg config.Config) program.Config {
+func CycleConfig(cfg config.Config) process.Config {
 	b := cfg.Bus
 	if cfg.Simulated() && b.Timeout < simulatedFrameTimeout {
 		b.Timeout = simulatedFrameTimeout
 	}
-	c := program.Config{
-		Bus: program.Bus{
+	c := process.Config{
+		Bus: process.Bus{
 			Interface:      b.Interface,
 			ExpectedSlaves: b.ExpectedSlaves,
-			Timeout:        program.Duration(b.Timeout),
-			StateTimeout:   program.Duration(b.StateTimeout),
+			Timeout:        process.Duration(b.Timeout),
+			StateTimeout:   process.Duration(b.StateTimeout),
 			AlarmCycles:    b.AlarmCycles,
-			DC: program.DC{Enabled: b.DC.Enabled, Sync0Shift: program.Duration(b.DC.Sync0Shift),
-				Sync1: program.Duration(b.DC.Sync1), DriftFrames: b.DC.DriftFrames, StartDelay: program.Duration(b.DC.StartDelay)},
+			DC: process.DC{Enabled: b.DC.Enabled, Sync0Shift: process.Duration(b.DC.Sync0Shift),
+				Sync1: process.Duration(b.DC.Sync1), DriftFrames: b.DC.DriftFrames, StartDelay: process.Duration(b.DC.StartDelay)},
 		},
-		Cycle: program.Cycle{
-			Period:     program.Duration(cfg.Cycle.Period),
+		Cycle: process.Cycle{
+			Period:     process.Duration(cfg.Cycle.Period),
 			Core:       cfg.Cycle.Core,
 			Priority:   cfg.Cycle.Priority,
-			BusyWait:   program.Duration(cfg.Cycle.BusyWait),
-			RecvSpin:   program.Duration(cfg.Cycle.RecvSpin),
+			BusyWait:   process.Duration(cfg.Cycle.BusyWait),
+			RecvSpin:   process.Duration(cfg.Cycle.RecvSpin),
 			Exchange:   cfg.Cycle.Exchange,
 			LockMemory: cfg.Cycle.LockMemory,
 			SHM:        cfg.Cycle.SHM,
 		},
-		Log: program.Log{Level: cfg.Log.Level, Format: cfg.Log.Format},
+		Log: process.Log{Level: cfg.Log.Level, Format: cfg.Log.Format},
 	}
 	for _, p := range b.PDO {
-		c.Bus.PDO = append(c.Bus.PDO, program.SlavePDOs{Slave: p.Slave, RxPDOs: cyclePDOs(p.RxPDOs), TxPDOs: cyclePDOs(p.TxPDOs)})
+		c.Bus.PDO = append(c.Bus.PDO, process.SlavePDOs{Slave: p.Slave, RxPDOs: cyclePDOs(p.RxPDOs), TxPDOs: cyclePDOs(p.TxPDOs)})
 	}
 	for _, d := range cfg.Drives {
 		t := d.Target
-		c.Drives = append(c.Drives, program.Drive{
+		c.Drives = append(c.Drives, process.Drive{
 			Slave: d.Slave, Mode: d.Mode, FaultReset: d.FaultReset, SettleCycles: d.SettleCycles,
-			Target: program.Target{Kind: t.Kind, Value: t.Value, From: t.From, To: t.To, Duration: program.Duration(t.Duration),
-				Offset: t.Offset, Amplitude: t.Amplitude, Period: program.Duration(t.Period)},
+			Target: process.Target{Kind: t.Kind, Value: t.Value, From: t.From, To: t.To, Duration: process.Duration(t.Duration),
+				Offset: t.Offset, Amplitude: t.Amplitude, Period: process.Duration(t.Period)},
 		})
 	}
 	return c
@@ -67,15 +67,15 @@ func CycleConfig(cfg config.Config) program.Config {
 
 // cyclePDOs translates configured PDOs; nil stays nil (keep the slave's
 // assignment), empty stays empty (assign none).
-func cyclePDOs(pdos []config.PDO) []program.PDO {
+func cyclePDOs(pdos []config.PDO) []process.PDO {
 	if pdos == nil {
 		return nil
 	}
-	out := make([]program.PDO, len(pdos))
+	out := make([]process.PDO, len(pdos))
 	for i, p := range pdos {
 		out[i].Index = p.Index
 		for _, e := range p.Entries {
-			out[i].Entries = append(out[i].Entries, program.PDOEntry{Index: e.Index, SubIndex: e.SubIndex, Bits: e.Bits})
+			out[i].Entries = append(out[i].Entries, process.PDOEntry{Index: e.Index, SubIndex: e.SubIndex, Bits: e.Bits})
 		}
 	}
 	return out

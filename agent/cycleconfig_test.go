@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/cycle/program"
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/cycle/process"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // TestCycleConfigDefaults: a key the cycle's file leaves out takes the
@@ -19,14 +19,14 @@ import (
 // The default segment is the built-in simulated one, whose frames get
 // simulatedFrameTimeout at least; on an interface bus.timeout is kept.
 func TestCycleConfigDefaults(t *testing.T) {
-	want := program.Default()
-	want.Bus.Timeout = program.Duration(simulatedFrameTimeout)
+	want := process.Default()
+	want.Bus.Timeout = process.Duration(simulatedFrameTimeout)
 	if got := CycleConfig(config.Default()); !reflect.DeepEqual(got, want) {
 		t.Errorf("the agent's defaults as the cycle's:\n%+v\nthe cycle's own:\n%+v", got, want)
 	}
 	cfg := config.Default()
 	cfg.Bus.Interface = "eth1"
-	want = program.Default()
+	want = process.Default()
 	want.Bus.Interface = "eth1"
 	if got := CycleConfig(cfg); !reflect.DeepEqual(got, want) {
 		t.Errorf("on an interface:\n%+v\nthe cycle's own:\n%+v", got, want)
@@ -40,29 +40,29 @@ func TestCycleConfigBounds(t *testing.T) {
 		name        string
 		agent, prog any
 	}{
-		{"MinPeriod", config.MinPeriod, program.MinPeriod},
-		{"MaxPeriod", config.MaxPeriod, program.MaxPeriod},
-		{"MaxPriority", config.MaxPriority, program.MaxPriority},
-		{"MinBusTimeout", config.MinBusTimeout, program.MinBusTimeout},
-		{"MaxBusTimeout", config.MaxBusTimeout, program.MaxBusTimeout},
-		{"MinStateTimeout", config.MinStateTimeout, program.MinStateTimeout},
-		{"MaxStateTimeout", config.MaxStateTimeout, program.MaxStateTimeout},
-		{"MaxSlaves", config.MaxSlaves, program.MaxSlaves},
-		{"DefaultAlarmCycles", config.DefaultAlarmCycles, program.DefaultAlarmCycles},
-		{"MaxAlarmCycles", config.MaxAlarmCycles, program.MaxAlarmCycles},
-		{"DefaultDCDriftFrames", config.DefaultDCDriftFrames, program.DefaultDCDriftFrames},
-		{"DefaultDCStartDelay", config.DefaultDCStartDelay, program.DefaultDCStartDelay},
-		{"MaxDCDriftFrames", config.MaxDCDriftFrames, program.MaxDCDriftFrames},
-		{"MinDCStartDelay", config.MinDCStartDelay, program.MinDCStartDelay},
-		{"MaxDCStartDelay", config.MaxDCStartDelay, program.MaxDCStartDelay},
-		{"MaxSettleCycles", config.MaxSettleCycles, program.MaxSettleCycles},
-		{"MaxRingPosition", config.MaxRingPosition, program.MaxRingPosition},
-		{"MaxPDOEntries", config.MaxPDOEntries, program.MaxPDOEntries},
-		{"FirstRxPDO", config.FirstRxPDO, program.FirstRxPDO},
-		{"LastRxPDO", config.LastRxPDO, program.LastRxPDO},
-		{"FirstTxPDO", config.FirstTxPDO, program.FirstTxPDO},
-		{"LastTxPDO", config.LastTxPDO, program.LastTxPDO},
-		{"DefaultSHM", config.DefaultSHM, program.DefaultSHM},
+		{"MinPeriod", config.MinPeriod, process.MinPeriod},
+		{"MaxPeriod", config.MaxPeriod, process.MaxPeriod},
+		{"MaxPriority", config.MaxPriority, process.MaxPriority},
+		{"MinBusTimeout", config.MinBusTimeout, process.MinBusTimeout},
+		{"MaxBusTimeout", config.MaxBusTimeout, process.MaxBusTimeout},
+		{"MinStateTimeout", config.MinStateTimeout, process.MinStateTimeout},
+		{"MaxStateTimeout", config.MaxStateTimeout, process.MaxStateTimeout},
+		{"MaxSlaves", config.MaxSlaves, process.MaxSlaves},
+		{"DefaultAlarmCycles", config.DefaultAlarmCycles, process.DefaultAlarmCycles},
+		{"MaxAlarmCycles", config.MaxAlarmCycles, process.MaxAlarmCycles},
+		{"DefaultDCDriftFrames", config.DefaultDCDriftFrames, process.DefaultDCDriftFrames},
+		{"DefaultDCStartDelay", config.DefaultDCStartDelay, process.DefaultDCStartDelay},
+		{"MaxDCDriftFrames", config.MaxDCDriftFrames, process.MaxDCDriftFrames},
+		{"MinDCStartDelay", config.MinDCStartDelay, process.MinDCStartDelay},
+		{"MaxDCStartDelay", config.MaxDCStartDelay, process.MaxDCStartDelay},
+		{"MaxSettleCycles", config.MaxSettleCycles, process.MaxSettleCycles},
+		{"MaxRingPosition", config.MaxRingPosition, process.MaxRingPosition},
+		{"MaxPDOEntries", config.MaxPDOEntries, process.MaxPDOEntries},
+		{"FirstRxPDO", config.FirstRxPDO, process.FirstRxPDO},
+		{"LastRxPDO", config.LastRxPDO, process.LastRxPDO},
+		{"FirstTxPDO", config.FirstTxPDO, process.FirstTxPDO},
+		{"LastTxPDO", config.LastTxPDO, process.LastTxPDO},
+		{"DefaultSHM", config.DefaultSHM, process.DefaultSHM},
 	} {
 		if reflect.ValueOf(b.agent).Convert(reflect.TypeOf(b.prog)).Interface() != b.prog {
 			t.Errorf("%s: the agent's is %v, the cycle's %v", b.name, b.agent, b.prog)
@@ -87,7 +87,7 @@ func TestCycleConfigOfExamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := program.Parse(b)
+		got, err := process.Parse(b)
 		if err != nil {
 			t.Errorf("%s: the cycle refuses the agent's configuration: %v\n%s", path, err, b)
 			continue
@@ -116,19 +116,19 @@ func TestCycleConfigMapsEveryKey(t *testing.T) {
 	cfg.Log = config.Log{Level: "debug", Format: "json"}
 	cfg.Drives = []config.Drive{{Slave: 2, Mode: "csv", FaultReset: "auto", SettleCycles: 3,
 		Target: config.Target{Kind: "ramp", Value: 1, From: 2, To: 3, Duration: time.Second, Offset: 4, Amplitude: 5, Period: time.Minute}}}
-	want := program.Config{
-		Bus: program.Bus{Interface: "eth7", ExpectedSlaves: 4, Timeout: program.Duration(3 * time.Millisecond),
-			StateTimeout: program.Duration(2 * time.Second), AlarmCycles: 3,
-			DC: program.DC{Enabled: true, Sync0Shift: program.Duration(10 * time.Microsecond), Sync1: program.Duration(20 * time.Microsecond),
-				DriftFrames: 7, StartDelay: program.Duration(30 * time.Millisecond)},
-			PDO: []program.SlavePDOs{{Slave: 2, RxPDOs: []program.PDO{{Index: 0x1601, Entries: []program.PDOEntry{{Index: 0x6040, SubIndex: 1, Bits: 16}}}},
-				TxPDOs: []program.PDO{}}}},
-		Cycle: program.Cycle{Period: program.Duration(500 * time.Microsecond), Core: 2, Priority: 70,
-			BusyWait: program.Duration(5 * time.Microsecond), RecvSpin: program.Duration(7 * time.Microsecond), SHM: "/run/x.shm"},
-		Log: program.Log{Level: "debug", Format: "json"},
-		Drives: []program.Drive{{Slave: 2, Mode: "csv", FaultReset: "auto", SettleCycles: 3,
-			Target: program.Target{Kind: "ramp", Value: 1, From: 2, To: 3, Duration: program.Duration(time.Second), Offset: 4, Amplitude: 5,
-				Period: program.Duration(time.Minute)}}},
+	want := process.Config{
+		Bus: process.Bus{Interface: "eth7", ExpectedSlaves: 4, Timeout: process.Duration(3 * time.Millisecond),
+			StateTimeout: process.Duration(2 * time.Second), AlarmCycles: 3,
+			DC: process.DC{Enabled: true, Sync0Shift: process.Duration(10 * time.Microsecond), Sync1: process.Duration(20 * time.Microsecond),
+				DriftFrames: 7, StartDelay: process.Duration(30 * time.Millisecond)},
+			PDO: []process.SlavePDOs{{Slave: 2, RxPDOs: []process.PDO{{Index: 0x1601, Entries: []process.PDOEntry{{Index: 0x6040, SubIndex: 1, Bits: 16}}}},
+				TxPDOs: []process.PDO{}}}},
+		Cycle: process.Cycle{Period: process.Duration(500 * time.Microsecond), Core: 2, Priority: 70,
+			BusyWait: process.Duration(5 * time.Microsecond), RecvSpin: process.Duration(7 * time.Microsecond), SHM: "/run/x.shm"},
+		Log: process.Log{Level: "debug", Format: "json"},
+		Drives: []process.Drive{{Slave: 2, Mode: "csv", FaultReset: "auto", SettleCycles: 3,
+			Target: process.Target{Kind: "ramp", Value: 1, From: 2, To: 3, Duration: process.Duration(time.Second), Offset: 4, Amplitude: 5,
+				Period: process.Duration(time.Minute)}}},
 	}
 	if got := CycleConfig(cfg); !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", got, want)

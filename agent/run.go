@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/busstate"
+	"github.com/ecagent/ecagent/agent/mqtt"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/cyclestats"
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/mqtt"
+	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/shm"
 )
 

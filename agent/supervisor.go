@@ -17,9 +17,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/busstate"
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/shm"
@@ -30,7 +30,7 @@ import (
 type CycleProcess struct {
 	path    string // cycle.shm
 	seg     *shm.Segment
-	info    *program.BusInfo
+	info    *process.BusInfo
 	pid     int
 	watch   *pidWatch // a cycle process found running, not started here
 	cmd     *exec.Cmd
@@ -78,7 +78,7 @@ func attachOrLaunch(cfg config.Config, log *slog.Logger) (cp *CycleProcess, atta
 	switch {
 	case err == nil:
 		if p, ok := runningCycle(seg); ok {
-			info, ierr := program.ReadBusInfo(program.BusInfoPath(path))
+			info, ierr := process.ReadBusInfo(process.BusInfoPath(path))
 			if ierr == nil && info.CyclePID == p {
 				w, werr := openPidWatch(p, path)
 				if werr == nil {
@@ -167,8 +167,8 @@ func isCycleCommand(args []string, shmPath string) bool {
 // only if it is a regular file of this process's user: a name another
 // user planted (a symlink, a file of theirs) is left alone.
 func removeSegmentFiles(path string) {
-	for _, p := range []string{path, program.BusInfoPath(path), configPath(path), legacyConfigPath(path)} {
-		if program.CheckOwnFile(p) == nil {
+	for _, p := range []string{path, process.BusInfoPath(path), configPath(path), legacyConfigPath(path)} {
+		if process.CheckOwnFile(p) == nil {
 			_ = os.Remove(p)
 		}
 	}
@@ -233,7 +233,7 @@ func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProc
 	}
 	defer cfgRead.Close()
 	// What the cycle process tells of its bring-up comes back through
-	// another pipe (program.Options.BringUpReport).
+	// another pipe (process.Options.BringUpReport).
 	reportRead, reportWrite, err := os.Pipe()
 	if err != nil {
 		_ = cfgWrite.Close()
@@ -359,7 +359,7 @@ func (cp *CycleProcess) awaitCyclic(ctx context.Context, log *slog.Logger) (*Cyc
 // its time (4 bus.statetimeout and 10 s) ran out — the caller then stops
 // it.
 func (cp *CycleProcess) poll() (done bool, err error) {
-	info, ierr := program.ReadBusInfo(program.BusInfoPath(cp.path))
+	info, ierr := process.ReadBusInfo(process.BusInfoPath(cp.path))
 	if ierr == nil && info.CyclePID == cp.pid {
 		cp.info = info
 		return true, nil
@@ -381,7 +381,7 @@ func (cp *CycleProcess) poll() (done bool, err error) {
 func (cp *CycleProcess) bringUpFailure() error {
 	err := fmt.Errorf("the cycle process exited during bring-up: %v", cp.waitErr)
 	bu := &BringUpError{Reason: busstate.BringUpFailed, Detail: err.Error(), Err: err}
-	if ee, ok := cp.waitErr.(*exec.ExitError); ok && ee.ExitCode() == program.ExitBusMismatch {
+	if ee, ok := cp.waitErr.(*exec.ExitError); ok && ee.ExitCode() == process.ExitBusMismatch {
 		bu.Reason = busstate.BringUpNotAsConfigured
 	}
 	select {
@@ -389,7 +389,7 @@ func (cp *CycleProcess) bringUpFailure() error {
 	case <-time.After(time.Second):
 		return bu
 	}
-	var f program.BringUpFailure
+	var f process.BringUpFailure
 	if json.Unmarshal(bytes.TrimSpace(cp.report), &f) == nil && f.Error != "" {
 		bu.Reason, bu.Detail = busstate.ParseBringUpReason(f.Reason), f.Error
 		bu.Err = fmt.Errorf("the cycle process exited during bring-up (%v): %s", cp.waitErr, f.Error)
@@ -399,8 +399,8 @@ func (cp *CycleProcess) bringUpFailure() error {
 
 // BringUpError says the cycle process did not bring the bus up: it exited
 // during bring-up, or did not reach cyclic operation in time. Reason
-// classifies it (program.FailureReason, or the exit code
-// program.ExitBusMismatch for a segment not as configured), Detail says
+// classifies it (process.FailureReason, or the exit code
+// process.ExitBusMismatch for a segment not as configured), Detail says
 // it in the cycle process's words. The agent tries again; other errors
 // of starting a cycle process (its segment's place, its program) are the
 // agent's own.
@@ -417,7 +417,7 @@ func (e *BringUpError) Unwrap() error { return e.Err }
 func (cp *CycleProcess) Segment() *shm.Segment { return cp.seg }
 
 // Info returns the bus description the cycle process wrote at start.
-func (cp *CycleProcess) Info() *program.BusInfo { return cp.info }
+func (cp *CycleProcess) Info() *process.BusInfo { return cp.info }
 
 // PID returns the cycle process's process ID.
 func (cp *CycleProcess) PID() int { return cp.pid }
@@ -490,7 +490,7 @@ func attachOwn(path string) (*shm.Segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shm: attach: %w", err)
 	}
-	if err := program.CheckOwnFileInfo(path, fi); err != nil {
+	if err := process.CheckOwnFileInfo(path, fi); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
@@ -530,12 +530,12 @@ func checkSegmentPlace(path string, log *slog.Logger) error {
 			"without the sticky bit; prefer a directory only the agent's user can write", "segment", path, "mode", fi.Mode().String())
 	}
 	if fi, err := os.Lstat(path); err == nil {
-		if err := program.CheckOwnFileInfo(path, fi); err != nil {
+		if err := process.CheckOwnFileInfo(path, fi); err != nil {
 			return fmt.Errorf("cycle.shm: %w (remove it or choose another cycle.shm)", err)
 		}
 	}
-	info := program.BusInfoPath(path)
-	switch err := program.CheckOwnFile(info); {
+	info := process.BusInfoPath(path)
+	switch err := process.CheckOwnFile(info); {
 	case err == nil:
 		_ = os.Remove(info)
 	case errors.Is(err, fs.ErrNotExist):

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -108,7 +108,7 @@ func TestStartCycleWritesNoSideFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the cycle program got no configuration: %v", err)
 	}
-	c, err := program.Parse(b)
+	c, err := process.Parse(b)
 	if err != nil || c.Cycle.SHM != cfg.Cycle.SHM {
 		t.Errorf("the configuration through the pipe: %v, shm %q", err, c.Cycle.SHM)
 	}
@@ -175,33 +175,33 @@ func TestStartCycleRefusesPlantedBusInfo(t *testing.T) {
 	cfg.Bus.Interface = "lo"
 	cfg.Cycle.SHM = filepath.Join(dir, "x.shm")
 	cfg.Cycle.Program = stubCycle(t, filepath.Join(t.TempDir(), "got.json"))
-	forged, _ := json.Marshal(program.BusInfo{CyclePID: os.Getpid()})
-	plant(t, program.BusInfoPath(cfg.Cycle.SHM), string(forged))
+	forged, _ := json.Marshal(process.BusInfo{CyclePID: os.Getpid()})
+	plant(t, process.BusInfoPath(cfg.Cycle.SHM), string(forged))
 
 	_, err := StartCycle(context.Background(), cfg, quiet, 0)
 	if err == nil || !strings.Contains(err.Error(), "belongs to user 65534") {
 		t.Errorf("another user's bus.json: %v", err)
 	}
-	if b, _ := os.ReadFile(program.BusInfoPath(cfg.Cycle.SHM)); string(b) != string(forged) {
+	if b, _ := os.ReadFile(process.BusInfoPath(cfg.Cycle.SHM)); string(b) != string(forged) {
 		t.Error("another user's file was replaced or removed")
 	}
-	if _, err := program.ReadBusInfo(program.BusInfoPath(cfg.Cycle.SHM)); err == nil {
+	if _, err := process.ReadBusInfo(process.BusInfoPath(cfg.Cycle.SHM)); err == nil {
 		t.Error("ReadBusInfo read another user's file")
 	}
 
-	_ = os.Remove(program.BusInfoPath(cfg.Cycle.SHM))
+	_ = os.Remove(process.BusInfoPath(cfg.Cycle.SHM))
 	theirs := filepath.Join(t.TempDir(), "theirs.json")
 	plant(t, theirs, string(forged))
 	if err := os.Chown(theirs, 0, 0); err != nil { // even a file of ours, reached through their link
 		t.Fatal(err)
 	}
-	if err := os.Symlink(theirs, program.BusInfoPath(cfg.Cycle.SHM)); err != nil {
+	if err := os.Symlink(theirs, process.BusInfoPath(cfg.Cycle.SHM)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := StartCycle(context.Background(), cfg, quiet, 0); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("bus.json a symlink: %v", err)
 	}
-	if _, err := program.ReadBusInfo(program.BusInfoPath(cfg.Cycle.SHM)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := process.ReadBusInfo(process.BusInfoPath(cfg.Cycle.SHM)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("ReadBusInfo through a symlink: %v", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/sdnotify"
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/shm"
@@ -24,7 +24,7 @@ func TestServiceNotifierFeedsTheWatchdogOnlyWhileTheCycleBeats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := &CycleProcess{seg: seg, pid: 4242, info: &program.BusInfo{Period: time.Millisecond, Slaves: make([]program.SlaveInfo, 7)}}
+	cp := &CycleProcess{seg: seg, pid: 4242, info: &process.BusInfo{Period: time.Millisecond, Slaves: make([]process.SlaveInfo, 7)}}
 	seg.Heartbeat().Beat(1, rt.Now())
 
 	sd.cycleRunning(cp)
@@ -65,7 +65,7 @@ func TestServiceNotifierFeedsTheWatchdogOnlyWhileTheCycleBeats(t *testing.T) {
 	}
 	// This one refused to serve its maintenance socket: the status says so.
 	cp.pid = 4343
-	cp.info.Maintenance = program.MaintenanceInfo{Socket: "/dev/shm/x.shm.d/ctl", Error: "belongs to user 65534"}
+	cp.info.Maintenance = process.MaintenanceInfo{Socket: "/dev/shm/x.shm.d/ctl", Error: "belongs to user 65534"}
 	sd.cycleRunning(cp)
 	if got := sock.Next(time.Second); !strings.HasPrefix(got, "STATUS=cycling") || strings.Contains(got, "READY") ||
 		!strings.HasSuffix(got, "; maintenance socket refused (see the log)") {
@@ -84,7 +84,7 @@ func TestServiceNotifierOutsideSystemdDoesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := &CycleProcess{seg: seg, info: &program.BusInfo{}}
+	cp := &CycleProcess{seg: seg, info: &process.BusInfo{}}
 	sd.cycleRunning(cp)
 	sd.feedWatchdog(cp)
 	sd.cycleDown("x")
@@ -137,7 +137,7 @@ func TestServiceNotifierWhileBringUpFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	seg.Heartbeat().Beat(1, rt.Now())
-	sd.cycleRunning(&CycleProcess{seg: seg, pid: 4242, info: &program.BusInfo{Period: time.Millisecond, Slaves: make([]program.SlaveInfo, 7)}})
+	sd.cycleRunning(&CycleProcess{seg: seg, pid: 4242, info: &process.BusInfo{Period: time.Millisecond, Slaves: make([]process.SlaveInfo, 7)}})
 	if got := sock.Next(time.Second); got != "STATUS=cycling: 7 slaves, period 1ms, cycle process 4242" {
 		t.Errorf("in OP after the failures: %q", got)
 	}

@@ -8,11 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/rtcheck"
-	"github.com/ecagent/ecagent/busstate"
-	"github.com/ecagent/ecagent/cycle/program"
-	"github.com/ecagent/ecagent/metrics"
+	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -183,7 +183,7 @@ func (t *telemetry) slaveEvent(cp *CycleProcess, ev *shm.Event, ot *otlpExport) 
 
 // slaveLabel is the slave's name label: its order code (EL2004) when the
 // SII has one, which stays short and stable for dashboards.
-func slaveLabel(s program.SlaveInfo) string {
+func slaveLabel(s process.SlaveInfo) string {
 	if s.OrderCode != "" {
 		return s.OrderCode
 	}

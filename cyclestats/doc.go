@@ -3,7 +3,7 @@
 // (package shm), and computes it: the figures of each sample and the exact
 // statistics of each window. Every output renders these figures and none
 // computes one of its own: package metrics as Prometheus series, package
-// metrics/otlp as OpenTelemetry instruments, package mqtt as the JSON
+// agent/metrics/otlp as OpenTelemetry instruments, package mqtt as the JSON
 // stats message and the Sparkplug edge node's statistics metrics, and the
 // bench report. It runs in the agent, never in the cycle process, and
 // knows nothing of its renderers: it imports shm only.

@@ -12,9 +12,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/master/cia402/state"
-	"github.com/ecagent/ecagent/metrics"
 )
 
 // committedDir is where the generated JSON is committed.

@@ -15,11 +15,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
+	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/agent/metrics/otlp"
+	"github.com/ecagent/ecagent/agent/metrics/otlp/otlptest"
+	"github.com/ecagent/ecagent/agent/mqtt"
 	"github.com/ecagent/ecagent/cyclestats"
-	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/metrics/otlp"
-	"github.com/ecagent/ecagent/metrics/otlp/otlptest"
-	"github.com/ecagent/ecagent/mqtt"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -12,11 +12,11 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/ecagent/ecagent/agent/mqtt"
+	"github.com/ecagent/ecagent/agent/mqtt/broker"
+	"github.com/ecagent/ecagent/agent/mqtt/ruleparse"
+	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
 	"github.com/ecagent/ecagent/cyclestats"
-	"github.com/ecagent/ecagent/mqtt"
-	"github.com/ecagent/ecagent/mqtt/broker"
-	"github.com/ecagent/ecagent/mqtt/sparkplug"
-	"github.com/ecagent/ecagent/mqtt/spec"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -210,12 +210,12 @@ func capture(t *testing.T, scheme mqtt.Scheme) (msgs []message, retained map[str
 	defer func() { _ = b.Close() }()
 	rec := record(t, b.URL(), "doc-subscriber")
 
-	w1, err1 := spec.ParseWriteRule("EL2004-1/*")
-	w2, err2 := spec.ParseWriteRule("EL4132-3/ao_output_channel_1.analog_output -5..5")
+	w1, err1 := ruleparse.ParseWriteRule("EL2004-1/*")
+	w2, err2 := ruleparse.ParseWriteRule("EL4132-3/ao_output_channel_1.analog_output -5..5")
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
-	rules := mqtt.Rules{Interval: 50 * time.Millisecond, Writes: []spec.WriteRule{w1, w2}}
+	rules := mqtt.Rules{Interval: 50 * time.Millisecond, Writes: []ruleparse.WriteRule{w1, w2}}
 	model, problems := mqtt.NewModel(docBus(), rules)
 	if len(problems) > 0 {
 		t.Fatalf("NewModel: %v", problems)

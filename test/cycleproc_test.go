@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -37,12 +37,12 @@ func TestCycleProcessAllocatesNothing(t *testing.T) {
 			_ = seg.Close()
 		}
 		_ = os.Remove(path)
-		_ = os.Remove(program.BusInfoPath(path))
+		_ = os.Remove(process.BusInfoPath(path))
 	})
 
-	cfg := program.Default()
+	cfg := process.Default()
 	cfg.Bus.Interface, cfg.Bus.ExpectedSlaves = w.MasterEnd, 7
-	cfg.Cycle.Period, cfg.Cycle.SHM = program.Duration(200*time.Microsecond), path
+	cfg.Cycle.Period, cfg.Cycle.SHM = process.Duration(200*time.Microsecond), path
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)

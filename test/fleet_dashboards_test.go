@@ -14,9 +14,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/dashboards"
 	"github.com/ecagent/ecagent/internal/testsupport"
-	"github.com/ecagent/ecagent/metrics"
 )
 
 // startFleetAgent runs `ecagent sim` on one end of a veth pair and

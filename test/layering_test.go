@@ -38,43 +38,43 @@ var layers = []layer{
 	// bug cannot hide behind a simulator that shares it.
 	// The fault command language is a leaf, so that its fuzz binary links
 	// only the parser.
-	{pattern: "master/sim/faultcmd", allowed: nil,
+	{pattern: "sim/faultcmd", allowed: nil,
 		why: "the simulator's fault command language depends on the standard library only"},
-	{pattern: "master/sim", allowed: []string{"master/wire", "master/esc", "master/link", "master/sii", "master/coe", "master/cia402/state",
+	{pattern: "sim", allowed: []string{"ethercat/wire", "ethercat/esc", "master/link", "ethercat/sii", "ethercat/coe", "master/cia402/state",
 		"internal/pcapng"}, // the replay reads captures
 		why: "the simulator models devices with the protocol encoders only, never the master"},
-	{pattern: "master/...", allowed: []string{"master/...", "internal/spsc", "internal/monotime"},
+	{pattern: "master/...", allowed: []string{"master/...", "internal/realtime/spsc", "internal/realtime/monotime"},
 		why: "the master knows nothing of the cycle process, shared memory, the agent, metrics or MQTT"},
 	{pattern: "shm", allowed: nil,
 		why: "the shared-memory contract is the leaf both processes build on"},
-	{pattern: "busstate", allowed: []string{"shm", "master/esc"},
+	{pattern: "busstate", allowed: []string{"shm", "ethercat/esc"},
 		why: "the one state model of the bus folds shared-memory events; every output renders it"},
 	// The cycle program is the whole cycle process: its closure must stay
 	// free of the agent's libraries (test/cycle_closure_test.go), so it
 	// reads its own configuration, not agent/config.
-	{pattern: "cycle/program", allowed: []string{"cycle/...", "master/...", "shm", "internal/spsc", "internal/monotime"}, forbidden: []string{"master/sim"},
+	{pattern: "cycle/process", allowed: []string{"cycle/...", "master/...", "shm", "internal/realtime/spsc", "internal/realtime/monotime"}, forbidden: []string{"sim"},
 		why: "the cycle process's body runs the engine and the master on shared memory; it knows nothing of the agent"},
-	{pattern: "cycle/...", allowed: []string{"master/...", "shm", "internal/spsc", "internal/monotime"}, forbidden: []string{"master/sim", "cycle/program"},
+	{pattern: "cycle/...", allowed: []string{"master/...", "shm", "internal/realtime/spsc", "internal/realtime/monotime"}, forbidden: []string{"sim", "cycle/process"},
 		why: "the cycle process runs the master and writes shared memory, nothing else"},
 	{pattern: "cyclestats/...", allowed: []string{"shm", "internal/jsonstr"},
 		why: "what a cycle sample measures is defined once, from shared-memory samples; every output renders it, it renders none"},
-	{pattern: "metrics/...", allowed: []string{"shm", "busstate", "cyclestats/...", "master/esc", "master/cia402/state", "internal/jsonstr"},
+	{pattern: "agent/metrics/...", allowed: []string{"shm", "busstate", "cyclestats/...", "ethercat/esc", "master/cia402/state", "internal/jsonstr"},
 		why: "exporters render shared-memory samples and register values; they never reach the master or the agent"},
-	{pattern: "mqtt/...", allowed: []string{"shm", "busstate", "cyclestats/...", "master/esc", "master/cia402/state", "internal/jsonstr"},
-		forbidden: []string{"metrics/..."},
+	{pattern: "agent/mqtt/...", allowed: []string{"shm", "busstate", "cyclestats/...", "ethercat/esc", "master/cia402/state", "internal/jsonstr"},
+		forbidden: []string{"agent/metrics/..."},
 		why:       "the MQTT publisher renders the samples' window statistics from cyclestats, as metrics does, and nothing of metrics"},
-	{pattern: "agent/config", allowed: []string{"mqtt/spec", "master/link"},
+	{pattern: "agent/config", allowed: []string{"agent/mqtt/ruleparse", "master/link"},
 		why: "the configuration validates the MQTT rule syntax and interface names and nothing else"},
 	{pattern: "agent/rtcheck", allowed: nil, why: "the host doctor reads the host only"},
 	{pattern: "agent/sdnotify", allowed: nil, why: "the systemd protocol needs nothing of ours"},
-	{pattern: "agent/...", allowed: []string{"master/...", "cycle/...", "shm", "busstate", "cyclestats/...", "metrics/...", "mqtt/...", "agent/..."},
+	{pattern: "agent/...", allowed: []string{"master/...", "cycle/...", "shm", "busstate", "cyclestats/...", "agent/metrics/...", "agent/mqtt/...", "agent/..."},
 		why: "the agent wires everything below it together; nothing but commands import it"},
 	{pattern: "internal/testsupport", allowed: nil,
 		why: "the tests' shared helpers need the standard library only, so that any package's tests may use them"},
-	{pattern: "internal/testsupport/...", allowed: []string{"master", "master/link", "master/sim", "master/wire", "internal/pcapng"},
+	{pattern: "internal/testsupport/...", allowed: []string{"master", "master/link", "sim", "ethercat/wire", "internal/pcapng"},
 		why: "test helpers that bring up a simulated bus or read real captures"},
 	{pattern: "internal/...", allowed: nil, why: "small helpers with no project dependencies"},
-	{pattern: "cmd/ecagent-cycle", allowed: []string{"cycle/...", "master/...", "shm", "internal/spsc", "internal/monotime", "internal/buildinfo"}, forbidden: []string{"master/sim"},
+	{pattern: "cmd/ecagent-cycle", allowed: []string{"cycle/...", "master/...", "shm", "internal/realtime/spsc", "internal/realtime/monotime", "internal/buildinfo"}, forbidden: []string{"sim"},
 		why: "the cycle program is the cycle process and nothing of the agent"},
 	{pattern: "cmd/...", allowed: []string{"..."}, why: "commands sit on top of everything"},
 	{pattern: "dashboards", allowed: nil, why: "dashboards are built from their own definitions"},
@@ -128,33 +128,33 @@ func TestLayerRules(t *testing.T) {
 		pkg, imp string
 		ok       bool
 	}{
-		{"master", "master/wire", true},
+		{"master", "ethercat/wire", true},
 		{"master", "shm", false},
-		{"master/wire", "metrics", false},
-		{"master/sim", "master", false},
-		{"master/sim", "master/esc", true},
-		{"master/sim", "master/sim/faultcmd", true},
-		{"master/sim/faultcmd", "master/wire", false},
-		{"master/sim/faultcmd", "master/sim", false},
-		{"shm", "master/esc", false},
+		{"ethercat/wire", "metrics", false},
+		{"sim", "master", false},
+		{"sim", "ethercat/esc", true},
+		{"sim", "sim/faultcmd", true},
+		{"sim/faultcmd", "ethercat/wire", false},
+		{"sim/faultcmd", "sim", false},
+		{"shm", "ethercat/esc", false},
 		{"cycle", "shm", true},
-		{"cycle", "master/sim", false},
+		{"cycle", "sim", false},
 		{"cycle", "agent", false},
 		{"cycle", "metrics", false},
-		{"cycle", "cycle/program", false},
-		{"cycle/program", "cycle", true},
-		{"cycle/program", "cycle/rt", true},
-		{"cycle/program", "master/cia402", true},
-		{"cycle/program", "shm", true},
-		{"cycle/program", "agent", false},
-		{"cycle/program", "agent/config", false},
-		{"cycle/program", "master/sim", false},
-		{"cycle/program", "metrics", false},
-		{"agent", "cycle/program", true},
-		{"cmd/ecagent-cycle", "cycle/program", true},
+		{"cycle", "cycle/process", false},
+		{"cycle/process", "cycle", true},
+		{"cycle/process", "cycle/rt", true},
+		{"cycle/process", "master/cia402", true},
+		{"cycle/process", "shm", true},
+		{"cycle/process", "agent", false},
+		{"cycle/process", "agent/config", false},
+		{"cycle/process", "sim", false},
+		{"cycle/process", "metrics", false},
+		{"agent", "cycle/process", true},
+		{"cmd/ecagent-cycle", "cycle/process", true},
 		{"cmd/ecagent-cycle", "agent", false},
 		{"cmd/ecagent-cycle", "agent/config", false},
-		{"cmd/ecagent-cycle", "master/sim", false},
+		{"cmd/ecagent-cycle", "sim", false},
 		{"metrics", "shm", true},
 		{"metrics", "busstate", true},
 		{"busstate", "metrics", false},
@@ -162,9 +162,9 @@ func TestLayerRules(t *testing.T) {
 		{"metrics", "agent", false},
 		{"metrics", "cycle", false},
 		{"metrics", "mqtt", false},
-		{"metrics/otlp", "metrics", true},
+		{"agent/metrics/otlp", "metrics", true},
 		{"metrics", "cyclestats", true},
-		{"metrics/otlp", "cyclestats", true},
+		{"agent/metrics/otlp", "cyclestats", true},
 		{"cyclestats", "shm", true},
 		{"cyclestats", "cyclestats/stats", true},
 		{"cyclestats", "metrics", false},
@@ -174,16 +174,16 @@ func TestLayerRules(t *testing.T) {
 		{"mqtt", "cyclestats", true},
 		{"mqtt", "cyclestats/stats", true},
 		{"mqtt", "metrics", false},
-		{"mqtt/sparkplug", "metrics", false},
-		{"mqtt", "metrics/otlp", false},
+		{"agent/mqtt/sparkplug", "metrics", false},
+		{"mqtt", "agent/metrics/otlp", false},
 		{"mqtt", "master", false},
 		{"agent", "mqtt", true},
 		{"agent", "cmd/ecagent", false},
 		{"cmd/ecagent", "agent", true},
 		{"internal/testsupport", "master", false},
-		{"internal/testsupport/capture", "master/wire", true},
+		{"internal/testsupport/capture", "ethercat/wire", true},
 		{"internal/testsupport/capture", "internal/testsupport", true},
-		{"mqtt/mqtttest", "internal/testsupport", true},
+		{"agent/mqtt/mqtttest", "internal/testsupport", true},
 		{"master", "internal/testsupport", false},
 		{"agent", "internal/testsupport", false},
 		{"cmd/ecagent", "internal/testsupport", false},
@@ -211,7 +211,7 @@ func ruleFor(p string) (layer, bool) {
 }
 
 // testOnly is the tree of test helpers: only tests and the test helper
-// packages of other trees (named …test, e.g. mqtt/mqtttest) may import it.
+// packages of other trees (named …test, e.g. agent/mqtt/mqtttest) may import it.
 const testOnly = "internal/testsupport/..."
 
 func allowedImport(rule layer, p, imp string) bool {
@@ -227,7 +227,7 @@ func allowedImport(rule layer, p, imp string) bool {
 		return true // its own subtree
 	}
 	if strings.HasSuffix(rule.pattern, "/...") && match(rule.pattern, imp) {
-		return true // the group's own tree, e.g. metrics/otlp → metrics
+		return true // the group's own tree, e.g. agent/metrics/otlp → metrics
 	}
 	for _, a := range rule.allowed {
 		if match(a, imp) {

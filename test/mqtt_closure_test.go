@@ -15,7 +15,7 @@ var metricsTree = regexp.MustCompile(`^` + regexp.QuoteMeta(module) + `/metrics(
 // mqtt/ takes in a package under metrics/, directly or through another
 // package, naming the import chain that brought it.
 func TestMQTTClosure(t *testing.T) {
-	graph, order := depGraph(t, "./mqtt/...")
+	graph, order := depGraph(t, "./agent/mqtt/...")
 	roots := 0
 	for _, p := range order {
 		if !strings.HasPrefix(p, module+"/mqtt") {

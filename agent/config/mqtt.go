@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/ecagent/ecagent/mqtt/spec"
+	"github.com/ecagent/ecagent/agent/mqtt/ruleparse"
 )
 
 // MQTT configures the process-data publisher (package mqtt) and, when no
@@ -185,17 +185,17 @@ func (m MQTT) problems() []*FieldError {
 			formatDuration(m.ReconnectMin), formatDuration(MaxMQTTReconnect)))
 	}
 	for i, s := range m.Slaves {
-		if _, err := spec.ParseSlaveRule(s); err != nil {
+		if _, err := ruleparse.ParseSlaveRule(s); err != nil {
 			add(fmt.Sprintf("mqtt.slaves[%d]", i), s, err.Error())
 		}
 	}
 	for i, s := range m.Signals {
-		if _, err := spec.ParseSignalRule(s); err != nil {
+		if _, err := ruleparse.ParseSignalRule(s); err != nil {
 			add(fmt.Sprintf("mqtt.signals[%d]", i), s, err.Error())
 		}
 	}
 	for i, s := range m.Writes.Allow {
-		if _, err := spec.ParseWriteRule(s); err != nil {
+		if _, err := ruleparse.ParseWriteRule(s); err != nil {
 			add(fmt.Sprintf("mqtt.writes.allow[%d]", i), s, err.Error())
 		}
 	}

@@ -2,7 +2,7 @@
 // small program that `ecagent run` and `ecagent bench` start and supervise.
 // It attaches to the shared-memory segment the agent created, brings the
 // bus to OP and runs the cycle until SIGTERM or SIGINT, allocating nothing
-// after bring-up (package cycle/program). It is a program of its own so
+// after bring-up (package cycle/process). It is a program of its own so
 // that nothing of the agent — HTTP, TLS, exporters, MQTT, the YAML
 // configuration — is in its memory.
 //
@@ -24,7 +24,7 @@ import (
 
 	"github.com/ecagent/ecagent/internal/buildinfo"
 
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 )
 
 // Exit codes; documented in the package comment and the help.
@@ -32,7 +32,7 @@ const (
 	exitOK          = 0
 	exitFailure     = 1
 	exitUsage       = 2
-	exitBusMismatch = program.ExitBusMismatch
+	exitBusMismatch = process.ExitBusMismatch
 )
 
 // name is the program's name in messages.
@@ -130,10 +130,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(stderr, cfg.Log.SlogLevel(), cfg.Log.Format).With("process", "cycle")
 	quietRuntime(log)
-	rep, err := program.Run(context.Background(), cfg, program.Options{LinkFD: *linkFD, Cycles: *cycles, BringUpReport: report}, log)
+	rep, err := process.Run(context.Background(), cfg, process.Options{LinkFD: *linkFD, Cycles: *cycles, BringUpReport: report}, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		if program.IsBusMismatch(err) {
+		if process.IsBusMismatch(err) {
 			return exitBusMismatch
 		}
 		return exitFailure
@@ -154,14 +154,14 @@ func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
 
 // loadConfig reads the configuration from the file path or, when fd is
 // not negative, from that inherited descriptor, which it closes.
-func loadConfig(path string, fd int) (program.Config, error) {
+func loadConfig(path string, fd int) (process.Config, error) {
 	if fd < 0 {
-		return program.Load(path)
+		return process.Load(path)
 	}
 	if fd <= 2 {
-		return program.Config{}, fmt.Errorf("--config-fd %d: want an inherited descriptor, 3 or more", fd)
+		return process.Config{}, fmt.Errorf("--config-fd %d: want an inherited descriptor, 3 or more", fd)
 	}
 	f := os.NewFile(uintptr(fd), fmt.Sprintf("fd %d", fd))
 	defer f.Close()
-	return program.Read(f, f.Name())
+	return process.Read(f, f.Name())
 }

@@ -40,9 +40,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ecagent/ecagent/agent"
+	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/busstate"
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 )
 
 // Exit codes; documented in the package comment and the README.
@@ -50,7 +50,7 @@ const (
 	exitOK          = 0
 	exitFailure     = 1
 	exitUsage       = 2
-	exitBusMismatch = program.ExitBusMismatch
+	exitBusMismatch = process.ExitBusMismatch
 	exitInterrupted = 130
 )
 
@@ -218,7 +218,7 @@ func exitCode(ctx context.Context, e *env, err error) int {
 	switch {
 	case errors.As(err, &ue):
 		return exitUsage
-	case program.IsBusMismatch(err), errors.As(err, &bringUp) && bringUp.Reason == busstate.BringUpNotAsConfigured:
+	case process.IsBusMismatch(err), errors.As(err, &bringUp) && bringUp.Reason == busstate.BringUpNotAsConfigured:
 		return exitBusMismatch
 	case ctx.Err() != nil:
 		return exitInterrupted

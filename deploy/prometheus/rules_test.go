@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ecagent/ecagent/metrics"
+	"github.com/ecagent/ecagent/agent/metrics"
 )
 
 // The files under test.
