@@ -23,7 +23,7 @@ import (
 	"github.com/ecagent/ecagent/agent/mqtt/ruleparse"
 	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/cycle/rt"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/shm"
 )
 

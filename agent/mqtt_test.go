@@ -16,7 +16,7 @@ import (
 	"github.com/ecagent/ecagent/agent/mqtt"
 	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/cycle/process"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"

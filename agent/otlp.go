@@ -10,7 +10,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/metrics/otlp"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/mqtt"
 	"github.com/ecagent/ecagent/cycle/rt"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/shm"
 )

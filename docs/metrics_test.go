@@ -19,7 +19,7 @@ import (
 	"github.com/ecagent/ecagent/agent/metrics/otlp"
 	"github.com/ecagent/ecagent/agent/metrics/otlp/otlptest"
 	"github.com/ecagent/ecagent/agent/mqtt"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/shm"
 )
 

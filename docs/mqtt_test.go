@@ -16,7 +16,7 @@ import (
 	"github.com/ecagent/ecagent/agent/mqtt/broker"
 	"github.com/ecagent/ecagent/agent/mqtt/ruleparse"
 	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ecagent/ecagent/cyclestats"
-	"github.com/ecagent/ecagent/cyclestats/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 	"github.com/ecagent/ecagent/shm"
 )
 

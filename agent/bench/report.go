@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/process"
-	"github.com/ecagent/ecagent/cyclestats/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 )
 
 // IntervalFraction is the share of cycles the reported symmetric interval

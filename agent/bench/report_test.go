@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/process"
-	"github.com/ecagent/ecagent/cyclestats/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 	"github.com/ecagent/ecagent/internal/testsupport"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/metrics"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -6,8 +6,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/ecagent/ecagent/cyclestats"
-	"github.com/ecagent/ecagent/cyclestats/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -3,7 +3,7 @@ package metrics
 import (
 	"testing"
 
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 )
 
 // The Prometheus names of the cycle's quantities and counters that the

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/ecagent/ecagent/agent/busstate"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/master/cia402/state"

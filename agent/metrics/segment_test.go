@@ -3,7 +3,7 @@ package metrics
 import (
 	"testing"
 
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 )
 
 // TestSegmentCounters checks that the counters the segment holds as

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 )
 
 // SeriesType is the Prometheus type of a documented series, spelled as in
@@ -128,7 +128,7 @@ func FleetLabels() []string { return []string{labelSite, labelLine, labelHost} }
 // WindowStats returns the values of the stat label of the window gauges
 // (ecagent_*_window_*), in cyclestats.Stat order, the order the README
 // lists them. Percentiles use the nearest-rank definition of package
-// cyclestats/stats, so every figure is a value that was actually
+// agent/cyclestats/stats, so every figure is a value that was actually
 // measured.
 func WindowStats() []string {
 	out := make([]string, cyclestats.NumStats)

@@ -28,7 +28,7 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/internal/testsupport/leakcheck"
 )
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
-	"github.com/ecagent/ecagent/cyclestats"
-	"github.com/ecagent/ecagent/cyclestats/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -3,7 +3,7 @@ package mqtt
 import (
 	"sync"
 
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/busstate"
-	"github.com/ecagent/ecagent/cyclestats"
-	"github.com/ecagent/ecagent/cyclestats/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 )
 
 func TestAppendProcessData(t *testing.T) {

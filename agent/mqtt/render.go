@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/busstate"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/ethercat/esc"
 )
 

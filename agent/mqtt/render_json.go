@@ -8,7 +8,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/mqtt/cmdparse"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 )
 
 // JSONOptions configure the JSON scheme.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/ethercat/esc"
 )
 

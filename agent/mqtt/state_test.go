@@ -11,7 +11,7 @@ import (
 	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -2,8 +2,8 @@ package mqtt
 
 import (
 	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
-	"github.com/ecagent/ecagent/cyclestats"
-	"github.com/ecagent/ecagent/cyclestats/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 )
 
 // The window statistics in MQTT, rendered from the rows of package

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
-	"github.com/ecagent/ecagent/cyclestats"
-	"github.com/ecagent/ecagent/cyclestats/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 	"github.com/ecagent/ecagent/internal/testsupport"
 )
 

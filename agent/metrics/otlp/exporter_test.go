@@ -11,7 +11,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/metrics/otlp/otlptest"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/shm"
 )
 

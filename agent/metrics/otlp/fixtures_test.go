@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/metrics/otlp/otlptest"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/ecagent/ecagent/agent/metrics"
-	"github.com/ecagent/ecagent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 )
 
 // Units, as UCUM codes.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ecagent/ecagent/cyclestats/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -1,6 +1,6 @@
 package cyclestats
 
-import "github.com/ecagent/ecagent/cyclestats/stats"
+import "github.com/ecagent/ecagent/agent/cyclestats/stats"
 
 // Report is what one closed window measured (Windows.Close): what every
 // counter grew by and the exact statistics of every quantity. Durations

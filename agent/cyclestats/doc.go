@@ -29,7 +29,7 @@
 // Deriver.SetSegment takes the segment counters' running totals
 // (ReadSegment), which continue across a new cycle process. Windows adds
 // each sample's figures to the open window and Close returns its Report:
-// the exact statistics of each quantity (package cyclestats/stats: the
+// the exact statistics of each quantity (package agent/cyclestats/stats: the
 // max is exact, the percentiles nearest-rank, so each is a measured value)
 // and what each counter grew by. Observe and Derive do not allocate;
 // Close sorts the window's values and does not allocate either.

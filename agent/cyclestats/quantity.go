@@ -137,7 +137,7 @@ func (q Quantity) String() string { return q.Info().Stem }
 type Stat int
 
 // The window statistics, in the order every listing of them follows.
-// Percentiles are nearest-rank (package cyclestats/stats), so each is a
+// Percentiles are nearest-rank (package agent/cyclestats/stats), so each is a
 // value that was measured.
 const (
 	StatMin Stat = iota

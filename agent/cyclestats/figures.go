@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ecagent/ecagent/cyclestats/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 	"github.com/ecagent/ecagent/shm"
 )
 
