@@ -17,13 +17,13 @@ import (
 
 	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/mqtt"
 	"github.com/ecagent/ecagent/agent/mqtt/broker"
 	"github.com/ecagent/ecagent/agent/mqtt/ruleparse"
 	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/cycle/rt"
-	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -12,11 +12,11 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/mqtt"
 	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/cycle/process"
-	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"

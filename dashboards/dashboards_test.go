@@ -67,7 +67,7 @@ func exported(t *testing.T) map[string]bool {
 			}
 		}
 	}
-	files, _ := filepath.Glob(filepath.Join("..", "mqtt", "*.go"))
+	files, _ := filepath.Glob(filepath.Join("..", "agent", "mqtt", "*.go"))
 	var src strings.Builder
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {

@@ -11,7 +11,7 @@ import (
 
 // realHW holds the real-hardware captures and SII images; the replays of
 // every capture on a virtual clock are in the replay subpackage.
-const realHW = "../../testdata/real-hw"
+const realHW = "../testdata/real-hw"
 
 // capturePair is a request a real master sent and the answer real devices
 // gave, as replay_fidelity.py pairs them: a frame with bit 1 of the first

@@ -9,16 +9,16 @@ import (
 // metricsTree matches the packages of the Prometheus and OpenTelemetry
 // exporters, which the MQTT publisher must not hold: it renders the
 // window statistics from package cyclestats, as they do.
-var metricsTree = regexp.MustCompile(`^` + regexp.QuoteMeta(module) + `/metrics(/|$)`)
+var metricsTree = regexp.MustCompile(`^` + regexp.QuoteMeta(module) + `/agent/metrics(/|$)`)
 
 // TestMQTTClosure fails when the dependency closure of any package under
-// mqtt/ takes in a package under metrics/, directly or through another
+// agent/mqtt/ takes in a package under agent/metrics/, directly or through another
 // package, naming the import chain that brought it.
 func TestMQTTClosure(t *testing.T) {
 	graph, order := depGraph(t, "./agent/mqtt/...")
 	roots := 0
 	for _, p := range order {
-		if !strings.HasPrefix(p, module+"/mqtt") {
+		if !strings.HasPrefix(p, module+"/agent/mqtt") {
 			continue
 		}
 		roots++
@@ -27,7 +27,7 @@ func TestMQTTClosure(t *testing.T) {
 		}
 	}
 	if roots < 5 {
-		t.Fatalf("found %d packages under mqtt/; there are more", roots)
+		t.Fatalf("found %d packages under agent/mqtt/; there are more", roots)
 	}
 }
 

@@ -31,12 +31,9 @@ var oversized = map[string]funcSize{
 	"agent/mqtt.go:startMQTT":                  {86, 17},
 	"agent/run.go:Run":                         {113, 19},
 	"agent/supervisor.go:launchCycle":          {120, 16},
-	"agent/busstate/model.go:Model.Apply":      {78, 32},
 	"cycle/process/program.go:Run":             {177, 27},
 	"cycle/rt/lock_linux.go:lockResident":      {57, 26},
-	"ethercat/coe/abort.go:AbortCode.Meaning":  {75, 36},
 	"master/reconnect.go:Master.Reconnect":     {95, 23},
-	"shm/event.go:EventKind.String":            {57, 27},
 }
 
 // funcSize is the size of one function.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/agent/cyclestats/stats"
+	"github.com/ecagent/ecagent/cycle/process"
 )
 
 // IntervalFraction is the share of cycles the reported symmetric interval

@@ -12,8 +12,8 @@ import (
 
 	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -3,8 +3,10 @@
 // last read with its AL status code, and the quality of its process data —
 // and what the bus as a whole is (cycle running, link up, bus alarm).
 //
-// The agent folds the cycle process's events (package shm) into a Model;
-// every output renders the same Model: the Prometheus gauges (package
+// The agent folds the cycle process's events (package shm) into a Model,
+// each as its row of the event catalogue (package contract) says (its
+// Effect), and AppendEventFields gives every output an event's fields in
+// the same words; every output renders the same Model: the Prometheus gauges (package
 // metrics), the JSON and Sparkplug B messages (package mqtt), /readyz, the
 // status line and the log. None of them keeps a state of its own, so none
 // can show a slave as OP that the others show as lost.

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -109,85 +110,108 @@ func (m *Model) SetCycleStalled(stalled bool) bool {
 	return true
 }
 
-// Apply folds one event of the cycle process into the model and reports
-// whether it changed anything an output shows.
+// Apply folds one event of the cycle process into the model, as its
+// kind's Effect in the event catalogue (package contract) says, and
+// reports whether it changed anything an output shows.
 func (m *Model) Apply(ev *shm.Event) bool {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	before := m.version
-	s := m.slave(int(ev.Slave))
-	al := decodeAL(ev.ALState)
-	switch ev.Kind {
-	case shm.EventStateChange, shm.EventALError:
-		m.busState(al)
-	case shm.EventSlaveState:
-		if s != nil && s.Presence != PresenceRefused {
-			m.setAL(s, al, esc.ALStatusCode(ev.ALStatusCode))
-			if s.Presence == PresenceLost {
-				s.Presence = PresenceReconnecting
+	if e, ok := ev.Kind.Info(); ok && e.Origin == contract.OriginCycle {
+		if e.PerSlave {
+			if s := m.slave(int(ev.Slave)); s != nil {
+				m.applySlave(e.Effect, s, ev)
 			}
-			if s.Presence == PresenceReconnecting && s.AL.State == esc.StateOp && !s.AL.Error {
-				s.Presence = PresencePresent
-			}
-		}
-	case shm.EventSlaveLost:
-		if s != nil {
-			m.setPresence(s, PresenceLost)
-			m.setAL(s, esc.ALStatus{}, 0)
-			s.Found = ""
-		}
-	case shm.EventSlaveFound:
-		// Back at its address with its configuration kept; the next
-		// per-slave read says in which state.
-		if s != nil && !s.Operational() {
-			m.setPresence(s, PresenceReconnecting)
-			s.Found = ""
-		}
-	case shm.EventSlaveReconnected, shm.EventALAcknowledged:
-		if s != nil {
-			m.setPresence(s, PresencePresent)
-			m.setAL(s, esc.ALStatus{State: esc.StateOp}, 0)
-			s.Found = ""
-		}
-	case shm.EventSlaveRefused:
-		if s != nil {
-			m.setPresence(s, PresenceRefused)
-			m.setAL(s, esc.ALStatus{}, 0)
-			if s.Found != ev.TextString() {
-				s.Found = ev.TextString()
-				m.version++
-			}
-		}
-	case shm.EventRecoveryFailed:
-		if s != nil && s.Up() && ev.ALStatusCode != 0 {
-			al := s.AL
-			al.Error = true
-			m.setAL(s, al, esc.ALStatusCode(ev.ALStatusCode))
-		}
-	case shm.EventBusAlarm, shm.EventBusAlarmChanged:
-		if !m.bus.Alarm || m.bus.AlarmText != ev.TextString() {
-			m.bus.Alarm, m.bus.AlarmText = true, ev.TextString()
-			m.version++
-		}
-	case shm.EventBusAlarmCleared:
-		if m.bus.Alarm {
-			m.bus.Alarm, m.bus.AlarmText = false, ""
-			m.version++
-		}
-	case shm.EventLinkDown:
-		if m.bus.LinkUp {
-			m.bus.LinkUp = false
-			m.version++
-		}
-	case shm.EventLinkUp:
-		if !m.bus.LinkUp {
-			m.bus.LinkUp = true
-			m.version++
+		} else {
+			m.applyBus(e.Effect, ev)
 		}
 	}
 	m.settle(now)
 	return m.version != before
+}
+
+// applyBus folds an effect on the bus as a whole.
+func (m *Model) applyBus(e contract.Effect, ev *shm.Event) {
+	switch e {
+	case contract.EffectBusAL:
+		m.busState(decodeAL(ev.ALState))
+	case contract.EffectAlarmRaised:
+		m.setAlarm(true, ev.TextString())
+	case contract.EffectAlarmCleared:
+		m.setAlarm(false, "")
+	case contract.EffectLinkDown, contract.EffectLinkUp:
+		if up := e == contract.EffectLinkUp; m.bus.LinkUp != up {
+			m.bus.LinkUp = up
+			m.version++
+		}
+	}
+}
+
+// applySlave folds an effect on the configured slave s.
+func (m *Model) applySlave(e contract.Effect, s *Slave, ev *shm.Event) {
+	switch e {
+	case contract.EffectSlaveAL:
+		m.slaveState(s, decodeAL(ev.ALState), esc.ALStatusCode(ev.ALStatusCode))
+	case contract.EffectLost:
+		m.setPresence(s, PresenceLost)
+		m.setAL(s, esc.ALStatus{}, 0)
+		m.setFound(s, "")
+	case contract.EffectFound:
+		// Back at its address with its configuration kept; the next
+		// per-slave read says in which state.
+		if !s.Operational() {
+			m.setPresence(s, PresenceReconnecting)
+			m.setFound(s, "")
+		}
+	case contract.EffectBackInOP:
+		m.setPresence(s, PresencePresent)
+		m.setAL(s, esc.ALStatus{State: esc.StateOp}, 0)
+		m.setFound(s, "")
+	case contract.EffectRefused:
+		m.setPresence(s, PresenceRefused)
+		m.setAL(s, esc.ALStatus{}, 0)
+		m.setFound(s, ev.TextString())
+	case contract.EffectRecoveryFailed:
+		if s.Up() && ev.ALStatusCode != 0 {
+			al := s.AL
+			al.Error = true
+			m.setAL(s, al, esc.ALStatusCode(ev.ALStatusCode))
+		}
+	}
+}
+
+// slaveState takes a slave's AL status as a per-slave read found it: a
+// lost slave that answers is reconnecting, and present again in OP
+// without an error. A refused slave's is another device's: not ours.
+func (m *Model) slaveState(s *Slave, al esc.ALStatus, code esc.ALStatusCode) {
+	if s.Presence == PresenceRefused {
+		return
+	}
+	m.setAL(s, al, code)
+	if s.Presence == PresenceLost {
+		s.Presence = PresenceReconnecting
+	}
+	if s.Presence == PresenceReconnecting && s.AL.State == esc.StateOp && !s.AL.Error {
+		s.Presence = PresencePresent
+	}
+}
+
+// setAlarm raises the bus alarm for text, or clears it.
+func (m *Model) setAlarm(raised bool, text string) {
+	if m.bus.Alarm != raised || m.bus.AlarmText != text {
+		m.bus.Alarm, m.bus.AlarmText = raised, text
+		m.version++
+	}
+}
+
+// setFound records which other device is at a refused slave's position
+// ("" for none).
+func (m *Model) setFound(s *Slave, found string) {
+	if s.Found != found {
+		s.Found = found
+		m.version++
+	}
 }
 
 // busState takes the bus's AL status as the cycle read it (the OR of every

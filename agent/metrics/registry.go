@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors/version"
 
 	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/contract"
 )
 
 // DefaultWindow is the window CloseWindow is expected to be called at
@@ -57,7 +58,7 @@ type Registry struct {
 	slaveESCErrors  *prometheus.GaugeVec
 	processStarts   prometheus.Counter
 	busEvents       *prometheus.CounterVec
-	framesDiscarded *prometheus.CounterVec
+	eventCounters   map[contract.EventKind]*prometheus.CounterVec // by the kind that counts in it
 	rtSetting       *prometheus.GaugeVec
 	maintenanceUp   *prometheus.GaugeVec
 	rtCheck         *prometheus.GaugeVec
@@ -105,10 +106,7 @@ func NewRegistry(opts Options) (*Registry, error) {
 	r.slaveESCErrors = b.gaugeVec(nameSlaveESCErrors, labelPosition, labelName, labelCounter)
 	r.processStarts = b.counter(nameProcessStarts)
 	r.busEvents = b.counterVec(nameBusEvents, labelKind, labelPosition, labelName)
-	r.framesDiscarded = b.counterVec(nameFramesDiscarded, labelReason)
-	for _, reason := range []string{"invalid", "foreign", "mismatched"} {
-		r.framesDiscarded.WithLabelValues(reason) // exported at 0 from the start
-	}
+	r.eventCounters = b.eventCounters()
 	r.rtSetting = b.gaugeVec(nameRTSetting, labelSetting)
 	r.maintenanceUp = b.gaugeVec(nameMaintenanceUp, labelSocket)
 	r.rtCheck = b.gaugeVec(nameRTCheck, labelCheck, labelStatus)
@@ -135,7 +133,7 @@ func NewRegistry(opts Options) (*Registry, error) {
 }
 
 // CountEvent counts one event of the bus (ecagent_bus_events_total): kind
-// is the event's name (shm.EventKind.String), position and name the slave
+// is the event's name (contract.EventInfo.Name), position and name the slave
 // concerned; a negative position is the bus as a whole (labels position
 // "-1", name "bus"). It is safe for concurrent use.
 func (r *Registry) CountEvent(kind string, position int, name string) {
@@ -143,13 +141,6 @@ func (r *Registry) CountEvent(kind string, position int, name string) {
 		position, name = -1, "bus"
 	}
 	r.busEvents.WithLabelValues(kind, strconv.Itoa(position), name).Inc()
-}
-
-// CountDiscarded adds n frames the master discarded for reason
-// (ecagent_frames_discarded_total; shm.EventFramesDiscarded). It is safe
-// for concurrent use.
-func (r *Registry) CountDiscarded(reason string, n uint64) {
-	r.framesDiscarded.WithLabelValues(reason).Add(float64(n))
 }
 
 // Gatherer returns the registry to serve (see NewServer) or to test.

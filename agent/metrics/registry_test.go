@@ -15,6 +15,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/master/cia402/state"
@@ -71,9 +72,14 @@ func populate(t testing.TB, r *Registry) {
 	r.SetDC(DCSettings{Enabled: true, ReferencePosition: 0, Sync0Cycle: testTarget, Sync0Shift: 300 * time.Microsecond})
 	r.Emergency(2, "EL1014", 0x5000)
 	r.SetDriveState(1, "EL2004", int(state.OperationEnabled), "operation enabled")
-	r.CountEvent("slave-reconnected", 2, "EL1014")
-	r.CountEvent("bus-alarm", -1, "")
-	r.CountDiscarded("mismatched", 3)
+	r.CountEvent(contract.EventSlaveReconnected.String(), 2, "EL1014")
+	r.CountEvent(contract.EventBusAlarm.String(), -1, "")
+	for _, e := range contract.Events() { // every event's own counter family, under its last label value
+		if c := e.Counter; c.Stem != "" {
+			values := c.LabelValues()
+			r.AddEventValue(e.Kind, values[len(values)-1], 3)
+		}
+	}
 	r.DriveFault(1, "EL2004", 0x3220)
 	for check, status := range map[string]CheckStatus{"preempt_rt": CheckFail, "isolcpus": CheckWarn, "swap": CheckPass} {
 		if err := r.SetRTCheck(check, status); err != nil {

@@ -78,7 +78,6 @@ const (
 	nameProcessStarts     = "ecagent_cycle_process_starts_total"
 	nameBringUpFailures   = "ecagent_cycle_process_bringup_failures"
 	nameBusEvents         = "ecagent_bus_events_total"
-	nameFramesDiscarded   = "ecagent_frames_discarded_total"
 	nameProcessCPU        = "ecagent_cycle_process_cpu_seconds_total"
 	nameHostBusy          = "ecagent_host_cpu_busy_ratio"
 	nameCoreBusy          = "ecagent_cycle_core_busy_ratio"
@@ -154,7 +153,7 @@ func Documented() []Series {
 	for c := range cyclestats.NumCounters {
 		out = append(out, Series{Name: CounterName(c), Type: TypeCounter, Help: c.Info().Help})
 	}
-	for _, group := range [][]Series{busSeries(), devicesSeries(), processSeries(), setupSeries()} {
+	for _, group := range [][]Series{busSeries(), devicesSeries(), eventSeries(), processSeries(), setupSeries()} {
 		out = append(out, group...)
 	}
 	return out
@@ -224,19 +223,9 @@ func devicesSeries() []Series {
 	}
 }
 
-// processSeries documents the families of the bus events, the frames discarded, the cycle process and the host.
+// processSeries documents the families of the cycle process and the host.
 func processSeries() []Series {
 	return []Series{
-		{Name: nameBusEvents, Type: TypeCounter, Labels: []string{labelKind, labelPosition, labelName},
-			Help: "Events of the bus by kind (slave-lost, slave-found, slave-reconnected, slave-refused, al-error, " +
-				"al-acknowledged, recovery-failed, bus-alarm, bus-alarm-changed, bus-alarm-cleared, link-down, link-up, cycle-died, cycle-restarted, bring-up-failed, …) " +
-				"and slave (position and name; position -1, name bus for the bus as a whole).",
-			Conditional: "once such an event happened"},
-		{Name: nameFramesDiscarded, Type: TypeCounter, Labels: []string{labelReason},
-			Help: "Received frames the master discarded, by reason: invalid (not an EtherCAT datagram frame), " +
-				"foreign (from another source than the segment; none on a raw socket, whose filter refuses them), " +
-				"mismatched (from the segment's address, but answering no frame sent, nor late to a lost one: forged, corrupted, a second copy). " +
-				"Late answers to lost frames are ecagent_late_answers_total."},
 		{Name: nameProcessUp, Type: TypeGauge, Help: "1 while the cycle process runs cycles, 0 when it is not running or its heartbeat stopped."},
 		{Name: nameProcessStarts, Type: TypeCounter, Help: "Times the agent started the cycle process."},
 		{Name: nameBringUpFailures, Type: TypeGauge, Labels: []string{labelReason},

@@ -126,7 +126,7 @@ func FuzzCommand(f *testing.F) {
 				t.Fatalf("a retained command refused as %+v, not as retained", r)
 			}
 		}
-		if retained && isCommand && h.p.rebirth.Load() {
+		if retained && isCommand && h.p.session.rebirth.Load() {
 			t.Fatal("a retained NCMD asked for a rebirth")
 		}
 		cmds := h.ring.all()
@@ -154,5 +154,5 @@ func (h *commandHarness) reset() {
 	h.ring.cmds = h.ring.cmds[:0]
 	h.ring.mu.Unlock()
 	h.log.take()
-	h.p.rebirth.Store(false)
+	h.p.session.rebirth.Store(false)
 }

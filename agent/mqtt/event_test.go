@@ -2,12 +2,19 @@ package mqtt
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
 	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/cyclestats/stats"
+	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -21,6 +28,11 @@ func TestAppendShmEvent(t *testing.T) {
 	event := func(kind shm.EventKind, slave uint16, value uint64, text string) shm.Event {
 		ev := shm.Event{Kind: kind, Cycle: 42, Slave: slave, Value: value}
 		ev.SetText(text)
+		return ev
+	}
+	alEvent := func(kind shm.EventKind, slave, al, code uint16, text string) shm.Event {
+		ev := event(kind, slave, 0, text)
+		ev.ALState, ev.ALStatusCode = al, code
 		return ev
 	}
 	tests := []struct {
@@ -75,9 +87,45 @@ func TestAppendShmEvent(t *testing.T) {
 			want: `{"kind":"drive-fault-cleared","cycle":42,"slave":2,"slave_name":"EL2004-2"}`,
 		},
 		{
+			// A note is about the bus: slave 0 is not what it is about.
 			name: "a note keeps its text",
 			ev:   event(shm.EventNote, 0, 0, "hello"),
-			want: `{"kind":"note","cycle":42,"slave":0,"slave_name":"EK1100-0","text":"hello"}`,
+			want: `{"kind":"note","cycle":42,"text":"hello"}`,
+		},
+		{
+			name: "frames discarded",
+			ev:   event(shm.EventFramesDiscarded, 0, 17, "mismatched"),
+			want: `{"kind":"frames-discarded","cycle":42,"frames":17,"reason":"mismatched"}`,
+		},
+		{
+			name: "slave state: its AL status, not the text",
+			ev:   alEvent(shm.EventSlaveState, 3, 0x14, 0x001B, "ignored"),
+			want: `{"kind":"slave-state","cycle":42,"slave":3,"slave_name":"EL1014-3","state":"SAFEOP","error":true,"al_status_code":27,"al_status":"0x001b (sync manager watchdog)"}`,
+		},
+		{
+			name: "bus state without a code",
+			ev:   alEvent(shm.EventStateChange, 0, 0x08, 0, ""),
+			want: `{"kind":"state-change","cycle":42,"state":"OP","error":false,"al_status_code":0}`,
+		},
+		{
+			name: "recovery failed",
+			ev:   alEvent(shm.EventRecoveryFailed, 2, 0, 0x001D, "still refused"),
+			want: `{"kind":"recovery-failed","cycle":42,"slave":2,"slave_name":"EL2004-2","al_status_code":29,"al_status":"0x001d (invalid output configuration)","attempts":0,"text":"still refused"}`,
+		},
+		{
+			name: "slave reconnected",
+			ev:   event(shm.EventSlaveReconnected, 1, 1_234_567, ""),
+			want: `{"kind":"slave-reconnected","cycle":42,"slave":1,"slave_name":"EL2004-1","took_us":1234}`,
+		},
+		{
+			name: "bus alarm",
+			ev:   event(shm.EventBusAlarm, 0, 3, shm.AlarmFramesLost),
+			want: `{"kind":"bus-alarm","cycle":42,"cycles":3,"text":"frames lost"}`,
+		},
+		{
+			name: "maintenance",
+			ev:   event(shm.EventMaintenance, 1, 1000, "reg write 0x0120"),
+			want: `{"kind":"maintenance","cycle":42,"slave":1,"slave_name":"EL2004-1","uid":1000,"text":"reg write 0x0120"}`,
 		},
 	}
 	for _, tt := range tests {
@@ -87,7 +135,12 @@ func TestAppendShmEvent(t *testing.T) {
 				m = nil
 			}
 			o := beginObject(nil)
-			appendShmEvent(&o, &tt.ev, m)
+			e, ok := tt.ev.Kind.Info()
+			if !ok {
+				t.Fatalf("%v has no row", tt.ev.Kind)
+			}
+			o.string("kind", e.Name) // the sequencer writes it (with ts and seq) before the fields
+			appendShmEvent(&o, &tt.ev, e, m)
 			got := string(o.end())
 			if got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
@@ -99,55 +152,67 @@ func TestAppendShmEvent(t *testing.T) {
 	}
 }
 
-// TestEmergencyMeaning checks exact codes, narrow and wide classes, and
-// codes outside every class.
-func TestEmergencyMeaning(t *testing.T) {
-	tests := []struct {
-		code uint16
-		want string
-	}{
-		{0x0000, "error reset or no error"},
-		{0x0010, "error reset or no error"},
-		{0x1000, "generic error"},
-		{0x2310, "continuous over current (device output side)"},
-		{0x2311, "current, device output side"},
-		{0x2100, "current, device input side"},
-		{0x2400, "current"},
-		{0x3220, "DC link under-voltage"},
-		{0x3110, "mains voltage"},
-		{0x4310, "temperature"},
-		{0x5001, "device hardware"},
-		{0x6320, "parameter error"},
-		{0x6100, "internal software"},
-		{0x7305, "incremental sensor 1 fault"},
-		{0x7001, "additional modules"},
-		{0x8110, "CAN overrun (objects lost)"},
-		{0x8181, "communication"},
-		{0x8250, "protocol error"},
-		{0x8611, "following error"},
-		{0x8620, "monitoring"},
-		{0x8700, "sync controller error"},
-		{0x9000, "external error"},
-		{0xA000, "transition from PREOP to SAFEOP failed"},
-		{0xA001, "transition from SAFEOP to OP failed"},
-		{0xA002, "unknown class 0xA0"},
-		{0xF001, "additional functions"},
-		{0xFF01, "device specific"},
-		{0xB123, "unknown class 0xB1"},
+// TestEventKindsCatalogued reads the package's sources for the kinds the
+// publisher writes on its own (sequencer.event(at, "…", fill): bus-attached,
+// session-takeover …) and fails for one that is no row of the event
+// catalogue, so that every event of the product is in the one table.
+func TestEventKindsCatalogued(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		if got := EmergencyMeaning(tt.code); got != tt.want {
-			t.Errorf("EmergencyMeaning(%#04x) = %q, want %q", tt.code, got, tt.want)
+	found := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			val := handWrittenKind(call)
+			if val == nil {
+				return true
+			}
+			found++
+			name, _ := strconv.Unquote(val.Value)
+			if _, ok := contract.EventNamed(name); !ok {
+				t.Errorf("%s: the publisher writes events of kind %q, which the event catalogue (package contract) has no row for", f, name)
+			}
+			return true
+		})
+	}
+	if found < 5 {
+		t.Errorf("found %d kinds written by hand; the publisher writes more (bus-attached, bus-detached, bring-up-failed, …)", found)
+	}
+}
+
+// handWrittenKind returns the literal kind of an event the call writes by
+// hand — the sequencer's event(at, "kind", fill), or a JSON field
+// o.string("kind", "…") — and nil for any other call.
+func handWrittenKind(call *ast.CallExpr) *ast.BasicLit {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return nil
+	}
+	var lit *ast.BasicLit
+	switch {
+	case sel.Sel.Name == "event" && len(call.Args) == 3:
+		lit, _ = call.Args[1].(*ast.BasicLit)
+	case sel.Sel.Name == "string" && len(call.Args) == 2:
+		if key, ok := call.Args[0].(*ast.BasicLit); ok && key.Value == `"kind"` {
+			lit, _ = call.Args[1].(*ast.BasicLit)
 		}
 	}
-	// No exact code is listed twice.
-	seen := map[uint16]bool{}
-	for _, c := range emergencyCodes() {
-		if seen[c.code] {
-			t.Errorf("%#04x listed twice", c.code)
-		}
-		seen[c.code] = true
+	if lit == nil || lit.Kind != token.STRING {
+		return nil
 	}
+	return lit
 }
 
 // TestNodeStats checks the Sparkplug statistics metrics of a window: one

@@ -160,20 +160,16 @@ type Publisher struct {
 	out *outbox
 	r   Renderer
 
-	sampler
-	writes
-	refusals
-	sequencer
-	session
+	sampler   sampler
+	writes    writes
+	refusals  refusals
+	sequencer sequencer
+	session   session
 
 	droppedBefore, bufferCorrupt uint64 // from the write-ahead log's replay
 
 	startOnce, closeOnce sync.Once
 	closing              chan struct{}
-
-	// sch is what the event path of events.go uses of the renderer until
-	// it renders through the sequencer (events_compat.go).
-	sch compatScheme
 }
 
 // New returns a publisher for cfg. It loads cfg.BufferFile, if any, and
@@ -276,8 +272,6 @@ func (p *Publisher) assemble(bdSeq *bdSeqStore) {
 	ss.cfg, ss.log, ss.r, ss.out, ss.sampler, ss.seq, ss.bdSeq = &p.cfg, p.log, p.r, p.out, sm, q, bdSeq
 	ss.onMessage, ss.closing = p.message, p.closing
 	ss.wake, ss.sessionDone = make(chan struct{}, 1), make(chan struct{})
-
-	p.sch = newCompatScheme(p.r)
 }
 
 // Start starts connecting and publishing. It returns at once.
@@ -299,7 +293,7 @@ const goodbyeAck = time.Second
 func (p *Publisher) Close(grace time.Duration) error {
 	var err error
 	p.closeOnce.Do(func() {
-		p.startOnce.Do(func() { close(p.samplerDone); close(p.sessionDone) })
+		p.startOnce.Do(func() { close(p.sampler.samplerDone); close(p.session.sessionDone) })
 		p.session.grace = grace
 		close(p.closing)
 		<-p.sampler.samplerDone
@@ -373,9 +367,3 @@ func (p *Publisher) Detach(reason string) {
 // Window publishes the statistics of one metrics window: on …/stats
 // (JSON) or as NDATA (Sparkplug).
 func (p *Publisher) Window(r *cyclestats.Report, at time.Time) { p.sequencer.window(r, at) }
-
-// push queues m, made at made.
-func (p *Publisher) push(m message, made time.Time) {
-	m.made = made.UnixNano()
-	p.out.push(m)
-}

@@ -10,9 +10,9 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/cyclestats/stats"
+	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/internal/testsupport/leakcheck"
 	"github.com/ecagent/ecagent/shm"
 )

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/busstate"
-	"github.com/ecagent/ecagent/agent/mqtt/cmdparse"
 	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/mqtt/cmdparse"
 )
 
 // JSONOptions configure the JSON scheme.

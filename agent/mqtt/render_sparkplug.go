@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/busstate"
-	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
 	"github.com/ecagent/ecagent/agent/cyclestats"
-	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
 )
 
 // nodeStatAliasBase keeps the aliases of the node's metrics clear of the
@@ -437,11 +436,3 @@ func (s *SparkplugRenderer) Refused(ms []Message, r *Refusal) []Message {
 	s.nmu.Unlock()
 	return append(ms, s.nodeData(metrics, r.At, r.Offline))
 }
-
-// alStatus decodes an AL status register value as events carry it.
-func alStatus(v uint16) esc.ALStatus {
-	return esc.DecodeALStatus([]byte{byte(v), byte(v >> 8)})
-}
-
-// alStatusCode names an AL status code.
-func alStatusCode(c uint16) string { return esc.ALStatusCode(c).String() }

@@ -107,7 +107,7 @@ func TestRetainedJSONCommandNeverRuns(t *testing.T) {
 	// The broker delivers the retained command again at the next
 	// subscription (an agent restart, a reconnect): refused again.
 	from := len(events.all())
-	p.conn.Load().Close()
+	p.session.conn.Load().Close()
 	retainedRefusal(t, events, from, topic)
 	waitRejected(t, p, RejectRetained, 2)
 	waitServing(t, p, events)
@@ -213,7 +213,7 @@ func TestRetainedCommandOnTheEmbeddedBroker(t *testing.T) {
 				t.Fatalf("commands %+v, want the live false only", cmds)
 			}
 			// Nothing stored: the agent's next subscription gets nothing.
-			p.conn.Load().Close()
+			p.session.conn.Load().Close()
 			for deadline := time.Now().Add(10 * time.Second); p.Stats().Reconnects == 0; time.Sleep(5 * time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Fatal("the agent did not reconnect")

@@ -134,7 +134,7 @@ func TestPublisherSparkplug(t *testing.T) {
 	sub.waitFrom(t, from, "/DBIRTH/edge1/EL3204-7", 5*time.Second, nil)
 
 	// Writes as DCMD, by name and by alias; a refusal goes to the events.
-	model := p.model
+	model := p.sampler.model
 	alias := model.Device("EL4132-5").Signal("ao_output_channel_1.analog_output").Alias
 	dcmd := func(device string, m sparkplug.Metric) {
 		b := sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: uint64(time.Now().UnixMilli()), Metrics: []sparkplug.Metric{m}})

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/busstate"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
-	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -1,9 +1,9 @@
 package mqtt
 
 import (
-	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
 	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/cyclestats/stats"
+	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
 )
 
 // The window statistics in MQTT, rendered from the rows of package

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
 	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/cyclestats/stats"
+	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
 	"github.com/ecagent/ecagent/internal/testsupport"
 )
 

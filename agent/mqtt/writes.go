@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -145,6 +146,30 @@ func (w *writes) resetDriveLocked(now time.Time, d *Device, slave, topic string)
 		return
 	}
 	w.rememberLocked(pendingWrite{slave: slave, signal: DriveFaultReset, value: 1, topic: topic})
+}
+
+// answer matches the cycle's answer ev (of row e of the event catalogue)
+// to the write it answers, if it was one of this publisher's: a
+// command-done event, or the write's refusal.
+func (w *writes) answer(ev *shm.Event, e contract.EventInfo, at time.Time) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	pw, ok := w.pending[ev.Value]
+	if !ok {
+		return // not one of ours
+	}
+	delete(w.pending, ev.Value)
+	if ev.Kind == contract.EventCommandRejected {
+		w.ref.reject(at, reject(RejectCycleRefused, "the cycle refused it: %s", ev.TextString()), pw.slave, pw.signal, pw.topic)
+		return
+	}
+	w.seq.event(at, e.Name, func(o *jsonObject) {
+		o.uint("cycle", ev.Cycle)
+		o.string("slave", pw.slave)
+		o.string("signal", pw.signal)
+		o.float("value", pw.value)
+		o.string("topic", pw.topic)
+	})
 }
 
 // abandon refuses the writes still waiting for the cycle's answer, the

@@ -1,4 +1,4 @@
-// Package control is the local maintenance endpoint of a cycle process and
+// Package maintenance is the local maintenance endpoint of a cycle process and
 // the code behind the maintenance commands of ecagent (slaves, reg,
 // states, crc, sii, alias, master).
 //

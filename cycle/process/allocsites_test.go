@@ -70,7 +70,7 @@ func (a *allocSites) sites() []allocSite {
 			continue
 		}
 		s := allocSite{stack: frames(stk), n: d}
-		if !s.has("program.allocCounts", "program.startAllocSites") {
+		if !s.has("process.allocCounts", "process.startAllocSites") {
 			sites = append(sites, s)
 		}
 	}

@@ -260,7 +260,7 @@ func decodeError(err error) error {
 // jsonKind says what JSON a Go type of Config is written as.
 func jsonKind(goType string) string {
 	switch goType {
-	case "program.Duration":
+	case "process.Duration":
 		return `a duration string such as "1ms"`
 	case "string":
 		return "a string"

@@ -1,4 +1,4 @@
-// Package program is the body of the cycle process, the small program
+// Package process is the body of the cycle process, the small program
 // ecagent-cycle (cmd/ecagent-cycle) that `ecagent run` and `ecagent bench`
 // start beside the agent: it attaches to the shared-memory segment the
 // agent created, opens the link, brings the bus to OP, binds the CiA 402

@@ -287,7 +287,7 @@ func TestRulesReadExportedSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mqttSource := readGoSources(t, filepath.Join("..", "..", "mqtt"))
+	mqttSource := readGoSources(t, filepath.Join("..", "..", "agent", "mqtt"))
 	for _, name := range mqttSeries {
 		if strings.Contains(mqttSource, `"`+name+`"`) {
 			known[name] = true

@@ -48,79 +48,48 @@ const (
 // Meaning returns the standard meaning of the code, or "" for a code the
 // standard does not define.
 func (c AbortCode) Meaning() string {
-	switch c {
-	case AbortToggle:
-		return "toggle bit not changed"
-	case AbortTimeout:
-		return "SDO protocol timeout"
-	case AbortCommand:
-		return "client/server command specifier not valid or unknown"
-	case AbortBlockSize:
-		return "invalid block size"
-	case AbortSequence:
-		return "invalid sequence number"
-	case AbortCRC:
-		return "CRC error"
-	case AbortOutOfMemory:
-		return "out of memory"
-	case AbortUnsupportedAccess:
-		return "unsupported access to an object"
-	case AbortWriteOnly:
-		return "attempt to read a write-only object"
-	case AbortReadOnly:
-		return "attempt to write a read-only object"
-	case AbortSubIndexWriteOnly:
-		return "subindex cannot be written, subindex 0 must be 0 for write access"
-	case AbortCompleteAccess:
-		return "complete access not supported for variable length objects"
-	case AbortObjectTooLong:
-		return "object length exceeds mailbox size"
-	case AbortObjectMapped:
-		return "object mapped to RxPDO, SDO download blocked"
-	case AbortNoObject:
-		return "object does not exist in the object dictionary"
-	case AbortNotMappable:
-		return "object cannot be mapped into the PDO"
-	case AbortPDOLength:
-		return "number and length of the objects to be mapped would exceed the PDO length"
-	case AbortIncompatible:
-		return "general parameter incompatibility"
-	case AbortDeviceIncompatible:
-		return "general internal incompatibility in the device"
-	case AbortHardware:
-		return "access failed due to a hardware error"
-	case AbortLengthMismatch:
-		return "data type does not match, length of service parameter does not match"
-	case AbortLengthHigh:
-		return "data type does not match, length of service parameter too high"
-	case AbortLengthLow:
-		return "data type does not match, length of service parameter too low"
-	case AbortNoSubIndex:
-		return "subindex does not exist"
-	case AbortValueRange:
-		return "value range of parameter exceeded"
-	case AbortValueHigh:
-		return "value of parameter written too high"
-	case AbortValueLow:
-		return "value of parameter written too low"
-	case AbortModuleList:
-		return "detected module ident list does not match configured module ident list"
-	case AbortMaxBelowMin:
-		return "maximum value is less than minimum value"
-	case AbortGeneral:
-		return "general error"
-	case AbortTransfer:
-		return "data cannot be transferred or stored to the application"
-	case AbortLocalControl:
-		return "data cannot be transferred or stored to the application because of local control"
-	case AbortDeviceState:
-		return "data cannot be transferred or stored to the application because of the present device state"
-	case AbortNoDictionary:
-		return "object dictionary dynamic generation fails or no object dictionary is present"
-	case AbortNoData:
-		return "no data available"
-	}
-	return ""
+	m, _ := meaningOf(abortMeanings[:], c)
+	return m
+}
+
+// abortMeanings are the SDO abort codes' standard meanings. It is never
+// written.
+var abortMeanings = [...]codeMeaning[AbortCode]{
+	{AbortToggle, 0, "toggle bit not changed"},
+	{AbortTimeout, 0, "SDO protocol timeout"},
+	{AbortCommand, 0, "client/server command specifier not valid or unknown"},
+	{AbortBlockSize, 0, "invalid block size"},
+	{AbortSequence, 0, "invalid sequence number"},
+	{AbortCRC, 0, "CRC error"},
+	{AbortOutOfMemory, 0, "out of memory"},
+	{AbortUnsupportedAccess, 0, "unsupported access to an object"},
+	{AbortWriteOnly, 0, "attempt to read a write-only object"},
+	{AbortReadOnly, 0, "attempt to write a read-only object"},
+	{AbortSubIndexWriteOnly, 0, "subindex cannot be written, subindex 0 must be 0 for write access"},
+	{AbortCompleteAccess, 0, "complete access not supported for variable length objects"},
+	{AbortObjectTooLong, 0, "object length exceeds mailbox size"},
+	{AbortObjectMapped, 0, "object mapped to RxPDO, SDO download blocked"},
+	{AbortNoObject, 0, "object does not exist in the object dictionary"},
+	{AbortNotMappable, 0, "object cannot be mapped into the PDO"},
+	{AbortPDOLength, 0, "number and length of the objects to be mapped would exceed the PDO length"},
+	{AbortIncompatible, 0, "general parameter incompatibility"},
+	{AbortDeviceIncompatible, 0, "general internal incompatibility in the device"},
+	{AbortHardware, 0, "access failed due to a hardware error"},
+	{AbortLengthMismatch, 0, "data type does not match, length of service parameter does not match"},
+	{AbortLengthHigh, 0, "data type does not match, length of service parameter too high"},
+	{AbortLengthLow, 0, "data type does not match, length of service parameter too low"},
+	{AbortNoSubIndex, 0, "subindex does not exist"},
+	{AbortValueRange, 0, "value range of parameter exceeded"},
+	{AbortValueHigh, 0, "value of parameter written too high"},
+	{AbortValueLow, 0, "value of parameter written too low"},
+	{AbortModuleList, 0, "detected module ident list does not match configured module ident list"},
+	{AbortMaxBelowMin, 0, "maximum value is less than minimum value"},
+	{AbortGeneral, 0, "general error"},
+	{AbortTransfer, 0, "data cannot be transferred or stored to the application"},
+	{AbortLocalControl, 0, "data cannot be transferred or stored to the application because of local control"},
+	{AbortDeviceState, 0, "data cannot be transferred or stored to the application because of the present device state"},
+	{AbortNoDictionary, 0, "object dictionary dynamic generation fails or no object dictionary is present"},
+	{AbortNoData, 0, "no data available"},
 }
 
 // String formats the code with its meaning.

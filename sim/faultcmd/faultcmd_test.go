@@ -128,7 +128,7 @@ repeat 10s
 
 // TestExampleSchedule parses the schedule shipped in deploy/examples.
 func TestExampleSchedule(t *testing.T) {
-	f, err := os.Open("../../../deploy/examples/faults.txt")
+	f, err := os.Open("../../deploy/examples/faults.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

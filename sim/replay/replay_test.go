@@ -11,7 +11,7 @@ import (
 	"github.com/ecagent/ecagent/sim"
 )
 
-const captures = "../../../testdata/real-hw/captures"
+const captures = "../../testdata/real-hw/captures"
 
 // minScore is the share of datagrams every real capture must be answered
 // identically (WKC and data, time registers on WKC only).

@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 
-	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -9,9 +9,9 @@ import (
 
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/metrics/otlp/otlptest"
-	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/metrics/otlp/otlptest"
 	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/metrics/otlp/otlptest"
 	"github.com/ecagent/ecagent/shm"
 )
 

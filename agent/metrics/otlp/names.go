@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/metrics"
 )
 
 // Units, as UCUM codes.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/contract"
 )
 
 // prometheusOnly lists, with the reason, the documented Prometheus
@@ -21,7 +22,7 @@ func prometheusOnly() map[string]string {
 		host    = "read from the host's /proc at scrape time"
 		model   = "rendered from the agent's bus model (package busstate) at scrape time, not from the sample or event ring the Exporter is fed; OTLP users get each slave's presence, AL state and data quality in the MQTT state messages, which render the same model"
 	)
-	return map[string]string{
+	only := map[string]string{
 		"ecagent_bus_slaves":                                 scan,
 		"ecagent_slave_up":                                   model,
 		"ecagent_slave_al_state":                             model,
@@ -33,7 +34,6 @@ func prometheusOnly() map[string]string {
 		"ecagent_slave_port_errors":                          scan,
 		"ecagent_slave_esc_errors":                           scan,
 		"ecagent_bus_events_total":                           "the bus supervisor's events, counted by the agent; OTLP users get the same events over MQTT",
-		"ecagent_frames_discarded_total":                     "counted by the agent from the cycle's frames-discarded events, as ecagent_bus_events_total",
 		"ecagent_dc_enabled":                                 dc,
 		"ecagent_dc_reference_position":                      dc,
 		"ecagent_dc_sync0_cycle_seconds":                     dc,
@@ -51,6 +51,12 @@ func prometheusOnly() map[string]string {
 		"ecagent_rt_check":                                   "the host doctor's verdicts, not a measurement of the cycle",
 		"ecagent_build_info":                                 "build identity; OpenTelemetry carries it as the resource attribute service.version",
 	}
+	for _, e := range contract.Events() {
+		if c := e.Counter; c.Stem != "" {
+			only[metrics.EventCounterName(c)] = "counted by the agent from the cycle's " + e.Name + " events, as ecagent_bus_events_total"
+		}
+	}
+	return only
 }
 
 // TestNamesMirrorPrometheus checks the mirror both ways on what the
