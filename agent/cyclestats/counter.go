@@ -96,6 +96,11 @@ type CounterInfo struct {
 	// place once published never changes, so that subscribers' aliases
 	// and keys stay; a new counter takes the next free place.
 	JSON, Sparkplug int
+	// Flag, when set, is the sample flag that advances the counter: each
+	// sample carrying it adds one (Deriver.Derive). The counters without
+	// one are counted otherwise: every sample, the skipped deadlines, the
+	// overruns of acyclic cycles, or the segment's running totals.
+	Flag shm.SampleFlags
 }
 
 // counterTable lists the counters in Counter order.
@@ -103,24 +108,24 @@ func counterTable() [NumCounters]CounterInfo {
 	return [NumCounters]CounterInfo{
 		CounterCycles: {Stem: "cycles", Key: "cycles", JSON: 1, Sparkplug: 1,
 			Help: "Cycles whose sample the agent received; cycles run = this + ecagent_sample_ring_drops_total."},
-		CounterOverruns: {Stem: "cycle_overruns", Key: "overruns", JSON: 2, Sparkplug: 2,
+		CounterOverruns: {Stem: "cycle_overruns", Key: "overruns", JSON: 2, Sparkplug: 2, Flag: shm.SampleOverrun,
 			Help: "Cycles whose job ended after the next deadline."},
 		CounterSkipped: {Stem: "cycle_skipped", Key: "skipped", JSON: 3,
 			Help: "Cycle deadlines skipped because an overrunning cycle had already passed them."},
-		CounterLostFrames: {Stem: "lost_frames", Key: "lost_frames", JSON: 4, Sparkplug: 3,
+		CounterLostFrames: {Stem: "lost_frames", Key: "lost_frames", JSON: 4, Sparkplug: 3, Flag: shm.SampleLostFrame,
 			Help: "Cycles in which a cyclic frame did not come back in time (a cycle of several frames counts once)."},
-		CounterLateAnswers: {Stem: "late_answers", Key: "late_answers", JSON: 8, Sparkplug: 18,
+		CounterLateAnswers: {Stem: "late_answers", Key: "late_answers", JSON: 8, Sparkplug: 18, Flag: shm.SampleLateAnswer,
 			Help: "Cycles that discarded the first late answer of an earlier cycle that lost frames: the segment's answer to a frame counted lost, " +
 				"matched as strictly as one in time, come after its deadline (delayed by the host or the segment, not dropped). " +
 				"A cycle that lost frames makes one such cycle at most, so this never exceeds ecagent_lost_frames_total (late answers of several lost cycles " +
 				"taken in one cycle count once); frame by frame, ecagent_cyclic_frames_lost_total less ecagent_cyclic_frames_late_total counts the frames dropped."},
-		CounterWKCErrors: {Stem: "wkc_errors", Key: "wkc_errors", JSON: 7, Sparkplug: 4,
+		CounterWKCErrors: {Stem: "wkc_errors", Key: "wkc_errors", JSON: 7, Sparkplug: 4, Flag: shm.SampleWKCMismatch,
 			Help: "Cycles whose working counter differed from the expected one."},
-		CounterAcyclicCycles: {Stem: "acyclic_cycles", Key: "acyclic_cycles", JSON: 9, Sparkplug: 19,
+		CounterAcyclicCycles: {Stem: "acyclic_cycles", Key: "acyclic_cycles", JSON: 9, Sparkplug: 19, Flag: shm.SampleAcyclic,
 			Help: "Cycles that carried acyclic datagrams (mailbox transfers, register access, recovery) in their frames or in one extra frame."},
 		CounterAcyclicOverruns: {Stem: "acyclic_cycle_overruns", Key: "acyclic_overruns", JSON: 10, Sparkplug: 20,
 			Help: "Overruns among the cycles that carried acyclic datagrams: a rate well above that of ecagent_cycle_overruns_total is the acyclic work's doing, not the host's."},
-		CounterYieldLate: {Stem: "cycle_yield_late", Key: "yield_late", JSON: 11, Sparkplug: 21,
+		CounterYieldLate: {Stem: "cycle_yield_late", Key: "yield_late", JSON: 11, Sparkplug: 21, Flag: shm.SampleYieldLate,
 			Help: "Cycles woken after their deadline because the cycle's yield to the Go scheduler (every 5 ms, after a cycle with half a period to spare) returned late: the runtime hands the cycle thread's P back through another thread, on another CPU, and each of the two wake-ups is as slow as the woken CPU is to leave its idle state. The other late wake-ups are the host's timer and scheduler."},
 		CounterRingDrops: {Stem: "sample_ring_drops", Key: "ring_drops", JSON: 12, Sparkplug: 22,
 			Help: "Cycle samples dropped because the sample ring was full (the agent fell behind)."},

@@ -67,6 +67,9 @@ type Deriver struct {
 
 	expectedWKC atomic.Int32 // −1 before the first sample
 
+	// flags are the counters' sample flags (CounterInfo.Flag), by counter.
+	flags [NumCounters]shm.SampleFlags
+
 	// The segment counters, from firstSegment on: the last running
 	// totals seen, what earlier segments (before a reset) had counted,
 	// and their sum, the counter's value.
@@ -78,6 +81,9 @@ type Deriver struct {
 func NewDeriver(target time.Duration) *Deriver {
 	d := &Deriver{target: target.Nanoseconds(), tracker: stats.NewJitterTracker(target.Nanoseconds())}
 	d.expectedWKC.Store(-1)
+	for c := range NumCounters {
+		d.flags[c] = c.Info().Flag
+	}
 	return d
 }
 
@@ -90,27 +96,19 @@ func NewDeriver(target time.Duration) *Deriver {
 // budget, independent of how late the cycle woke) always; the frame round
 // trip unless the frame was lost; the absolute DC difference and the
 // absolute DC controller error when measured. The counters follow the
-// sample's flags, and the sample's expected working counter becomes
+// sample's flags (CounterInfo.Flag), and the sample's expected working counter becomes
 // ExpectedWKC.
 func (d *Deriver) Derive(s *shm.Sample) Figures {
 	f := Figures{target: d.target}
+	for c, flag := range d.flags {
+		if flag != 0 && s.Flags&flag != 0 {
+			f.counts[c] = 1
+		}
+	}
 	f.counts[CounterCycles] = 1
-	if s.Flags&shm.SampleOverrun != 0 {
-		f.counts[CounterOverruns] = 1
-	}
-	if s.Flags&shm.SampleAcyclic != 0 {
-		f.counts[CounterAcyclicCycles] = 1
-		f.counts[CounterAcyclicOverruns] = f.counts[CounterOverruns]
-	}
-	if s.Flags&shm.SampleYieldLate != 0 {
-		f.counts[CounterYieldLate] = 1
-	}
 	f.counts[CounterSkipped] = int64(s.Skipped)
-	if s.Flags&shm.SampleWKCMismatch != 0 {
-		f.counts[CounterWKCErrors] = 1
-	}
-	if s.Flags&shm.SampleLateAnswer != 0 {
-		f.counts[CounterLateAnswers] = 1
+	if s.Flags.Has(shm.SampleAcyclic | shm.SampleOverrun) {
+		f.counts[CounterAcyclicOverruns] = 1
 	}
 	if wkc := int32(s.ExpectedWKC); d.expectedWKC.Load() != wkc {
 		d.expectedWKC.Store(wkc)
@@ -124,9 +122,7 @@ func (d *Deriver) Derive(s *shm.Sample) Figures {
 	job := s.End - s.Wake
 	f.set(QuantityJobDuration, job)
 	f.set(QuantityCPULoad, job)
-	if s.Flags&shm.SampleLostFrame != 0 {
-		f.counts[CounterLostFrames] = 1
-	} else {
+	if s.Flags&shm.SampleLostFrame == 0 {
 		f.set(QuantityFrameRTT, s.Recv-s.Send)
 	}
 	if s.Flags&shm.SampleDCValid != 0 {

@@ -24,12 +24,22 @@ func TestTables(t *testing.T) {
 		}
 		stems[info.Stem] = true
 	}
+	flags := map[shm.SampleFlags]Counter{}
 	for c := range NumCounters {
 		info := c.Info()
 		if info.Stem == "" || stems[info.Stem] || info.Help == "" {
 			t.Errorf("%d: stem %q (repeated: %v), help %q", c, info.Stem, stems[info.Stem], info.Help)
 		}
 		stems[info.Stem] = true
+		if f := info.Flag; f != 0 {
+			if f&(f-1) != 0 || c.Segment() {
+				t.Errorf("%s: flag %v: want one flag, on a counter the samples advance", c, f)
+			}
+			if other, ok := flags[f]; ok {
+				t.Errorf("%s and %s both count the flag %v", other, c, f)
+			}
+			flags[f] = c
+		}
 	}
 	for _, q := range []Quantity{-1, NumQuantities} {
 		if info := q.Info(); info != (QuantityInfo{}) {
@@ -165,6 +175,28 @@ func TestDerive(t *testing.T) {
 				CounterCycles: 1, CounterLostFrames: 1, CounterLateAnswers: 1, CounterWKCErrors: 1,
 				CounterOverruns: 1, CounterSkipped: 2,
 			},
+		},
+		{
+			name: "acyclic cycle that overran, woken late by its yield",
+			change: func(s *shm.Sample) {
+				s.Flags |= shm.SampleAcyclic | shm.SampleAcyclicFrame | shm.SampleOverrun | shm.SampleYieldLate
+			},
+			want: map[Quantity]int64{
+				QuantityPeriod: target + 3000, QuantityJitter: 3000, QuantityWakeupLatency: 8000,
+				QuantityJobDuration: 100_000, QuantityCPULoad: 100_000, QuantityFrameRTT: 20_000,
+			},
+			counts: map[Counter]int64{
+				CounterCycles: 1, CounterOverruns: 1, CounterAcyclicCycles: 1, CounterAcyclicOverruns: 1, CounterYieldLate: 1,
+			},
+		},
+		{
+			name:   "acyclic cycle in time",
+			change: func(s *shm.Sample) { s.Flags |= shm.SampleAcyclic },
+			want: map[Quantity]int64{
+				QuantityPeriod: target + 3000, QuantityJitter: 3000, QuantityWakeupLatency: 8000,
+				QuantityJobDuration: 100_000, QuantityCPULoad: 100_000, QuantityFrameRTT: 20_000,
+			},
+			counts: map[Counter]int64{CounterCycles: 1, CounterAcyclicCycles: 1},
 		},
 		{
 			name: "DC difference and controller error, as absolute values",
