@@ -105,9 +105,10 @@ func TestPublisherSparkplug(t *testing.T) {
 		Root: "ecagent/sp/edge1", Rules: rules, WritesEnabled: true})
 
 	nbirth := sub.waitFor(t, "/NBIRTH/edge1", 5*time.Second, nil)
-	// 6 devices at 200 Hz: seq wraps about five times a second. The sleep
-	// does not synchronise: it lets seq wrap before the change below.
-	time.Sleep(500 * time.Millisecond)
+	// 6 devices at 200 Hz: seq wraps about five times a second. Twice
+	// before the change below (and the rebirth, which starts seq again):
+	// the message after the NBIRTH (seq 0) and 2×256 more.
+	sub.waitFrom(t, 2*256+1, "", 20*time.Second, nil)
 	img.set(5, 0b0000_0010)
 	sub.waitFor(t, "/DDATA/edge1/EL1014-3", 5*time.Second, func(r received) bool {
 		p, err := mqtttest.DecodeSparkplug(r.payload)
