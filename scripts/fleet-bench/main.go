@@ -225,8 +225,8 @@ func run(ctx context.Context, o options, log *slog.Logger) (*report, error) {
 		r.Injected = append(r.Injected, k)
 	}
 	sort.Strings(r.Injected)
-	w := watch{eng: eng, log: log, start: start, injectAt: start.Add(o.duration * 4 / 10), regress: regress,
-		injected: injected, seen: map[string]time.Time{}}
+	w := watch{eng: eng, log: log, start: start, injectAt: start.Add(o.duration * 4 / 10), grace: ts.window,
+		regress: regress, injected: injected, seen: map[string]time.Time{}}
 	if err := w.run(ctx, o, r); err != nil {
 		return nil, err
 	}
@@ -333,6 +333,7 @@ type watch struct {
 	log      *slog.Logger
 	start    time.Time
 	injectAt time.Time
+	grace    time.Duration // how long past the run an alert on its way may take
 	regress  []*host
 	injected map[string]bool
 	seen     map[string]time.Time // alerts seen firing, when first
@@ -353,7 +354,11 @@ func (w *watch) run(ctx context.Context, o options, r *report) error {
 	defer tick.Stop()
 	injectedDone := false
 	end := w.start.Add(o.duration)
-	for time.Now().Before(end) {
+	// On a loaded host the ruler and the store lag: an alert on its way
+	// at the end gets up to a window more (the regressions still on), and
+	// the run ends as soon as every injected one has fired.
+	grace := end.Add(w.grace)
+	for now := time.Now(); now.Before(end) || (now.Before(grace) && !w.allFired()); now = time.Now() {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -377,6 +382,16 @@ func (w *watch) run(ctx context.Context, o options, r *report) error {
 		}
 	}
 	return nil
+}
+
+// allFired reports whether every injected regression has alerted.
+func (w *watch) allFired() bool {
+	for k := range w.injected {
+		if _, ok := w.seen[k]; !ok {
+			return false
+		}
+	}
+	return len(w.injected) > 0
 }
 
 // inject makes the chosen hosts regress, at now, and starts the measured
