@@ -17,6 +17,12 @@ func cycleSlaves(slaves []config.Slave) []process.Slave {
 		vendor, product, revision, _ := config.ParseIdentity(s.Identity)
 		ps := process.Slave{Slave: s.Slave, Name: s.Name, Vendor: vendor, Product: product, Revision: revision,
 			RevisionPolicy: s.RevisionPolicy, Alias: s.Alias}
+		if s.OutputBits >= 0 {
+			ps.OutputBits = &s.OutputBits
+		}
+		if s.InputBits >= 0 {
+			ps.InputBits = &s.InputBits
+		}
 		if s.PreviousPort != "" {
 			ps.Previous, ps.PreviousPort, _ = config.ParsePreviousPort(s.PreviousPort)
 		}

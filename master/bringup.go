@@ -44,6 +44,9 @@ func (m *Master) BringUp(ctx context.Context) error {
 	if err := m.readPDOConfiguration(ctx); err != nil {
 		return fmt.Errorf("master: bring-up: %w", err)
 	}
+	if err := m.checkProcessData(slaves); err != nil {
+		return fmt.Errorf("master: bring-up: the process data is not as configured: %w", err)
+	}
 
 	if _, err := m.MapProcessImage(); err != nil {
 		return fmt.Errorf("master: bring-up: %w", err)

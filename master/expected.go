@@ -29,6 +29,10 @@ type ExpectedSlave struct {
 	// Startup are the commands run on the slave at its state transitions,
 	// in this order (see StartupCmd).
 	Startup []StartupCmd
+	// OutputBits and InputBits are the process data the slave's PDO
+	// assignment must give once its startup commands ran, checked before
+	// the image is mapped; -1 checks nothing.
+	OutputBits, InputBits int
 }
 
 // RevisionPolicy says how a slave's revision is compared with the
@@ -202,4 +206,28 @@ func (m *Master) expected(position int) (ExpectedSlave, bool) {
 		return ExpectedSlave{}, false
 	}
 	return m.cfg.Expected[position], true
+}
+
+// checkProcessData compares the slaves' process-data sizes, as their PDO
+// assignment gives them, with the configured ones.
+func (m *Master) checkProcessData(slaves []*Slave) error {
+	var errs []error
+	for _, s := range slaves {
+		e, ok := m.expected(s.Position)
+		if !ok {
+			continue
+		}
+		for _, c := range []struct {
+			field     string
+			want, got int
+			pdos      []PDO
+		}{{"output bits", e.OutputBits, s.OutputBits, s.RxPDOs}, {"input bits", e.InputBits, s.InputBits, s.TxPDOs}} {
+			if c.want >= 0 && c.want != c.got {
+				errs = append(errs, &TopologyError{Position: s.Position, Name: e.Name, Field: c.field,
+					Expected: fmt.Sprintf("%d (the configured PDO assignment)", c.want),
+					Found:    fmt.Sprintf("%d (PDOs %s, from %s)", c.got, pdoList(c.pdos), s.PDOSource)})
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -28,7 +28,7 @@ func referenceExpected() []master.ExpectedSlave {
 	out := make([]master.ExpectedSlave, len(ids))
 	for i, id := range ids {
 		out[i] = master.ExpectedSlave{Position: i, Name: id.name, VendorID: 2, ProductCode: id.product, Revision: id.revision,
-			Previous: i - 1}
+			Previous: i - 1, OutputBits: -1, InputBits: -1}
 		if i > 0 {
 			out[i].PreviousPort = "B"
 		}
@@ -76,7 +76,7 @@ func TestExpectedTopology(t *testing.T) {
 			return e
 		}, []string{"slave 4 (Term 5 (EL1014)): previous port: expected port D of slave 2, found port B of slave 3"}},
 		{"a slave missing", func(e []master.ExpectedSlave) []master.ExpectedSlave {
-			return append(e, master.ExpectedSlave{Position: 7, Name: "Term 8 (EL1014)", VendorID: 2, ProductCode: 0x03f63052})
+			return append(e, master.ExpectedSlave{Position: 7, Name: "Term 8 (EL1014)", VendorID: 2, ProductCode: 0x03f63052, OutputBits: -1, InputBits: -1})
 		}, []string{"slave 7 (Term 8 (EL1014)): presence: expected vendor 0x00000002 product 0x03f63052 revision 0x00000000, found no slave (the segment has 7 slaves, the configuration 8)"}},
 		{"an extra slave", func(e []master.ExpectedSlave) []master.ExpectedSlave { return e[:6] },
 			[]string{"slave 6 (not configured): presence: expected no slave (the configuration has 6 slaves), found EK1110, vendor 0x00000002 product 0x04562c52 revision 0x00110000"}},
@@ -121,6 +121,7 @@ func TestStartupCommands(t *testing.T) {
 		{Transition: "PS", SDO: true, Index: 0x1c12, SubIndex: 1, Data: []byte{0x00, 0x16}},
 		{Transition: "PS", SDO: true, Index: 0x1c12, SubIndex: 0, Data: []byte{1}},
 	}
+	exp[5].OutputBits, exp[5].InputBits = 16, 0
 	b := newBench(t, referenceSet, master.Config{Expected: exp})
 	bringUp(t, b)
 	var reg [2]byte
@@ -156,7 +157,7 @@ func TestStartupCommands(t *testing.T) {
 func TestReconnectChecksExpected(t *testing.T) {
 	exp := referenceExpected()[:2]
 	exp = append(exp, master.ExpectedSlave{Position: 2, Name: "Term 3 (EL1014)", VendorID: 2, ProductCode: 0x03f63052,
-		Revision: 0x00130000, PreviousPort: "B", Previous: 1})
+		Revision: 0x00130000, PreviousPort: "B", Previous: 1, OutputBits: -1, InputBits: 4})
 	exp[1].RevisionPolicy = master.RevisionMinimum
 	exp[1].Startup = []master.StartupCmd{{Transition: "IP", Comment: "watchdog", Cmd: wire.FPWR, Ado: 0x0420, Data: []byte{0xe8, 0x03}, WKC: 1}}
 	seg := sim.NewSegment(newDevices(t, "EK1100", "EL2004", "EL1014"))
@@ -191,6 +192,29 @@ func TestReconnectChecksExpected(t *testing.T) {
 		t.Fatalf("Reconnect of another model: %v, want an *IdentityMismatchError with the product code", err)
 	}
 	if want := "slave 1 (Term 2 (EL2004)): product code: expected 0x07d43052, found 0x03f63052"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q lacks %q", err, want)
+	}
+}
+
+// TestExpectedProcessData brings the reference segment up with the
+// EL4132 configured for both its RxPDOs (32 output bits) but startup SDOs
+// that assign one: refused before the image is mapped, with both sizes
+// and the PDOs the slave has.
+func TestExpectedProcessData(t *testing.T) {
+	exp := referenceExpected()
+	exp[5].OutputBits, exp[5].InputBits = 32, 0
+	exp[5].Startup = []master.StartupCmd{
+		{Transition: "PS", SDO: true, Index: 0x1c12, SubIndex: 0, Data: []byte{0}},
+		{Transition: "PS", SDO: true, Index: 0x1c12, SubIndex: 1, Data: []byte{0x00, 0x16}},
+		{Transition: "PS", SDO: true, Index: 0x1c12, SubIndex: 0, Data: []byte{1}},
+	}
+	b := newBench(t, referenceSet, master.Config{Expected: exp})
+	err := b.m.BringUp(context.Background())
+	var te *master.TopologyError
+	if !errors.As(err, &te) || te.Position != 5 || te.Field != "output bits" {
+		t.Fatalf("bring-up: %v, want a *TopologyError of slave 5's output bits", err)
+	}
+	if want := "slave 5 (Term 6 (EL4132)): output bits: expected 32 (the configured PDO assignment), found 16 (PDOs 0x1600, from coe)"; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q lacks %q", err, want)
 	}
 }

@@ -96,7 +96,7 @@ func itemDefault(t reflect.Type) reflect.Value {
 	case reflect.TypeFor[Drive]():
 		v.Set(reflect.ValueOf(defaultDrive()))
 	case reflect.TypeFor[Slave]():
-		v.Set(reflect.ValueOf(Slave{RevisionPolicy: "exact"}))
+		v.Set(reflect.ValueOf(Slave{RevisionPolicy: "exact", OutputBits: -1, InputBits: -1}))
 	}
 	return v
 }

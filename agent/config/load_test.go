@@ -355,8 +355,10 @@ func TestGoldenExample(t *testing.T) {
 				TxPDOs: []PDO{{Index: 0x1A01, Entries: []PDOEntry{{0x6041, 0, 16}, {0x606C, 0, 32}}}, {Index: 0x1A02}},
 			}},
 			Slaves: []Slave{
-				{Slave: 0, Name: "Term 1 (EK1100)", Identity: "0x00000002:0x044c2c52:0x00120000", RevisionPolicy: "minimum", Alias: 7},
+				{Slave: 0, Name: "Term 1 (EK1100)", Identity: "0x00000002:0x044c2c52:0x00120000", RevisionPolicy: "minimum", Alias: 7,
+					OutputBits: -1, InputBits: -1},
 				{Slave: 1, Name: "Drive", Identity: "2:0x07d43052:0x00100000", RevisionPolicy: "any", PreviousPort: "0:B",
+					OutputBits: 48, InputBits: 0,
 					SDOs: []StartupSDO{{Transition: "PS", Object: "0x1c12:00", Data: "01000016", Complete: true,
 						Timeout: 500 * time.Millisecond, Comment: "RxPDO assign"}},
 					InitCmds: []InitCmd{{Transition: "IP", Cmd: "FPWR", Ado: 0x0420, Data: "e803", WKC: 1, Retries: 3,

@@ -32,6 +32,10 @@ type Slave struct {
 	SDOs []StartupSDO `koanf:"sdos" help:"CoE SDO downloads at state transitions, in order: transition, object, data, complete, timeout, comment"`
 	// InitCmds are the startup register commands.
 	InitCmds []InitCmd `koanf:"initcmds" help:"register commands at state transitions, in order: transition, cmd, ado, data, wkc, retries, timeout, validate, validatemask, comment"`
+	// OutputBits and InputBits are the process data the slave's PDO
+	// assignment must give; -1 checks nothing.
+	OutputBits int `koanf:"outputbits" help:"output bits the slave's PDO assignment must give once its startup commands ran (checked before the image is mapped); -1 checks nothing"`
+	InputBits  int `koanf:"inputbits" help:"input bits the slave's PDO assignment must give once its startup commands ran; -1 checks nothing"`
 }
 
 // StartupSDO is one CoE SDO download at a state transition.
@@ -68,6 +72,10 @@ func Transitions() []string {
 
 // initCmdNames lists the register commands of bus.slaves[].initcmds.
 var initCmdNames = []string{"FPRD", "FPWR", "FPRW"}
+
+// MaxProcessDataBits bounds bus.slaves[].outputbits and inputbits: a
+// slave's process data fits its ESC's memory (64 KiB).
+const MaxProcessDataBits = 8 * 65536
 
 // MaxInitCmdRetries bounds bus.slaves[].initcmds[].retries.
 const MaxInitCmdRetries = 100
@@ -150,6 +158,14 @@ func (c Config) slavesProblems() []*FieldError {
 				add(key+".previousport", s.PreviousPort, err.Error())
 			} else if p >= i {
 				add(key+".previousport", s.PreviousPort, fmt.Sprintf("must name a slave before this one (ring position below %d)", i))
+			}
+		}
+		for _, b := range []struct {
+			key  string
+			bits int
+		}{{key + ".outputbits", s.OutputBits}, {key + ".inputbits", s.InputBits}} {
+			if b.bits < -1 || b.bits > MaxProcessDataBits {
+				add(b.key, b.bits, fmt.Sprintf("must be -1 (not checked) or between 0 and %d", MaxProcessDataBits))
 			}
 		}
 		for j, sdo := range s.SDOs {

@@ -134,6 +134,7 @@ func Convert(c *eni.Config) (Result, error) {
 	for i, s := range c.Slaves {
 		cs := config.Slave{Slave: i, Name: s.Info.Name, RevisionPolicy: "exact",
 			Identity: config.FormatIdentity(s.Info.VendorID, s.Info.ProductCode, s.Info.RevisionNo)}
+		cs.OutputBits, cs.InputBits = processDataBits(s.ProcessData)
 		if id := s.Info.Identification; id != nil {
 			if id.Ado == 0x0012 && id.Value != 0 {
 				cs.Alias = id.Value
@@ -179,6 +180,33 @@ func Convert(c *eni.Config) (Result, error) {
 		note("cyclic frames (%d): ecagent lays out its own frames and process image (outputs, then inputs, slave by slave); the ENI's variables are published under their names, and their offsets in ecagent's image are in ecagent's bus description (see docs/eni-esi.md)", countFrames(c.Cyclic))
 	}
 	return r, errors.Join(errs...)
+}
+
+// processDataBits sums the entries of the PDOs the slave's process data
+// assigns (listed under an SmN, or with an Sm attribute): the sizes its
+// PDO assignment must give, which the ENI's image offsets rest on.
+func processDataBits(pd *eni.ProcessData) (out, in int) {
+	if pd == nil {
+		return 0, 0
+	}
+	assigned := map[uint16]bool{}
+	for _, sm := range pd.SyncManagers {
+		for _, p := range sm.PDOs {
+			assigned[p] = true
+		}
+	}
+	sum := func(pdos []eni.PDO) int {
+		n := 0
+		for _, p := range pdos {
+			if assigned[p.Index] || p.SyncManager != eni.NoSyncManager {
+				for _, e := range p.Entries {
+					n += int(e.BitLen)
+				}
+			}
+		}
+		return n
+	}
+	return sum(pd.RxPDOs), sum(pd.TxPDOs)
 }
 
 // previousPort returns the connection in use: the selected one, else the

@@ -49,6 +49,9 @@ func TestConvertDefaultSegment(t *testing.T) {
 		if pp := map[bool]string{true: "", false: string(rune('0'+i-1)) + ":B"}[i == 0]; s.PreviousPort != pp {
 			t.Errorf("slave %d: previous port %q, want %q", i, s.PreviousPort, pp)
 		}
+		if bits := [][2]int{{0, 0}, {4, 0}, {4, 0}, {0, 4}, {0, 4}, {32, 0}, {0, 0}}[i]; s.OutputBits != bits[0] || s.InputBits != bits[1] {
+			t.Errorf("slave %d: %d output and %d input bits, want %v (the PDOs its SMs assign)", i, s.OutputBits, s.InputBits, bits)
+		}
 		if len(s.InitCmds) != 0 {
 			t.Errorf("slave %d: register commands %+v: the file's are all on registers ecagent sets up itself", i, s.InitCmds)
 		}

@@ -88,6 +88,8 @@ type (
 		RevisionPolicy string       `json:"revisionpolicy" yaml:"revisionpolicy"`
 		Alias          uint16       `json:"alias,omitempty" yaml:"alias,omitempty"`
 		PreviousPort   string       `json:"previousport,omitempty" yaml:"previousport,omitempty"`
+		OutputBits     int          `json:"outputbits" yaml:"outputbits"`
+		InputBits      int          `json:"inputbits" yaml:"inputbits"`
 		SDOs           []eniSDO     `json:"sdos,omitempty" yaml:"sdos,omitempty"`
 		InitCmds       []eniInitCmd `json:"initcmds,omitempty" yaml:"initcmds,omitempty"`
 	}
@@ -124,7 +126,7 @@ func eniDocument(r eniconfig.Result) eniDoc {
 	var doc eniDoc
 	for _, s := range r.Slaves {
 		es := eniSlave{Slave: s.Slave, Name: s.Name, Identity: s.Identity, RevisionPolicy: s.RevisionPolicy,
-			Alias: s.Alias, PreviousPort: s.PreviousPort}
+			Alias: s.Alias, PreviousPort: s.PreviousPort, OutputBits: s.OutputBits, InputBits: s.InputBits}
 		for _, c := range s.SDOs {
 			es.SDOs = append(es.SDOs, eniSDO{Transition: c.Transition, Object: c.Object, Data: c.Data, Complete: c.Complete,
 				Timeout: dur(c.Timeout), Comment: c.Comment})

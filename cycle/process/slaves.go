@@ -26,6 +26,10 @@ type Slave struct {
 	PreviousPort string       `json:"previousport,omitempty"`
 	Previous     int          `json:"previous,omitempty"`
 	Startup      []StartupCmd `json:"startup,omitempty"`
+	// OutputBits and InputBits are the process data the slave's PDO
+	// assignment must give; nil checks nothing.
+	OutputBits *int `json:"outputbits,omitempty"`
+	InputBits  *int `json:"inputbits,omitempty"`
 }
 
 // StartupCmd is one startup command of a slave: an SDO download (SDO) or
@@ -46,6 +50,10 @@ type StartupCmd struct {
 	Validate     []byte   `json:"validate,omitempty"`
 	ValidateMask []byte   `json:"validatemask,omitempty"`
 }
+
+// MaxProcessDataBits bounds bus.slaves[].outputbits and inputbits: a
+// slave's process data fits its ESC's memory (64 KiB).
+const MaxProcessDataBits = 8 * 65536
 
 // startupTransitions are the transition codes of startup commands.
 var startupTransitions = []string{"IP", "PS", "SO", "OP", "SP", "PI", "SI", "OI", "OS"}
@@ -69,6 +77,14 @@ func (c Config) slavesProblems(v *validator) {
 		}
 		if s.PreviousPort != "" && (len(s.PreviousPort) != 1 || s.PreviousPort[0] < 'A' || s.PreviousPort[0] > 'D' || s.Previous < 0 || s.Previous >= i) {
 			v.add(key+".previousport", s.PreviousPort, fmt.Sprintf("must be A to D of a slave before this one (previous %d)", s.Previous))
+		}
+		for _, b := range []struct {
+			key  string
+			bits *int
+		}{{key + ".outputbits", s.OutputBits}, {key + ".inputbits", s.InputBits}} {
+			if b.bits != nil {
+				v.count(b.key, *b.bits, 0, MaxProcessDataBits)
+			}
 		}
 		for j, c := range s.Startup {
 			k := fmt.Sprintf("%s.startup[%d]", key, j)
@@ -94,7 +110,14 @@ func expectedSlaves(slaves []Slave) []master.ExpectedSlave {
 	for _, s := range slaves {
 		e := master.ExpectedSlave{Position: s.Slave, Name: s.Name, VendorID: s.Vendor, ProductCode: s.Product,
 			Revision: s.Revision, RevisionPolicy: revisionPolicies[s.RevisionPolicy],
-			Alias: s.Alias, CheckAlias: s.Alias != 0, PreviousPort: s.PreviousPort, Previous: s.Previous}
+			Alias: s.Alias, CheckAlias: s.Alias != 0, PreviousPort: s.PreviousPort, Previous: s.Previous,
+			OutputBits: -1, InputBits: -1}
+		if s.OutputBits != nil {
+			e.OutputBits = *s.OutputBits
+		}
+		if s.InputBits != nil {
+			e.InputBits = *s.InputBits
+		}
 		for _, c := range s.Startup {
 			e.Startup = append(e.Startup, master.StartupCmd{Transition: c.Transition, Comment: c.Comment,
 				SDO: c.SDO, Index: c.Index, SubIndex: c.SubIndex, Complete: c.Complete,
