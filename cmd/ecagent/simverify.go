@@ -34,10 +34,12 @@ func simVerifyHelp() help {
 			"configured the devices is detected and the segment preset to match; --preset-address overrides. " +
 			"Device times are drawn from each device's measured spread with --seed (printed; the same seed " +
 			"gives the same result). Bytes no model can know (a mailbox read past the message, reserved " +
-			"registers) are counted apart, not scored. Exit status 1 when the score is below the --min bar.",
+			"registers) are counted apart, not scored. Exit status 1 when the score is below the --min bar. " +
+			"With --esi, timings, chip registers and (where the ESI agrees) the real EEPROM layout stay the profiles'.",
 		examples: []string{
 			"ecagent sim verify line3.pcapng --devices EK1100,EL2004,EL1014,AKD --min 99",
 			"ecagent sim verify run.pcapng --devices EK1100,sii/el3004.bin --json | jq .groups",
+			"ecagent sim verify run.pcapng --devices EK1914,EL3004 --esi testdata/esi/profiles",
 		},
 	}
 }
@@ -53,7 +55,7 @@ func simVerifyCommand(_ context.Context, e *env, args []string) error {
 	presetAddr := fs.Uint16("preset-address", 0, "start with station addresses from this one on (0: detect)")
 	presetState := fs.String("preset-state", "PREOP", "with --preset-address: INIT or PREOP")
 	seed := fs.Uint64("seed", 1, "seed of the devices' time draws (the same seed, the same result)")
-	esiDir := fs.String("esi", "", "take each built-in model of --devices from its ESI description in `DIR` where there is one")
+	esiDir := fs.String("esi", "", "take the built-in models of --devices from their ESI descriptions in `DIR` where it has them")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
