@@ -92,21 +92,7 @@ func startSquatter(t *testing.T, path string) (lines <-chan string, stop func())
 	cmd.Dir = "/"
 	cmd.Env = []string{squatterEnv + "=" + path}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyUID, Gid: nobodyUID, Groups: []uint32{}}}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ch := make(chan string, 64)
-	go func() {
-		defer close(ch)
-		in := bufio.NewScanner(out)
-		for in.Scan() {
-			ch <- in.Text()
-		}
-	}()
+	ch := testsupport.StartLines(t, cmd)
 	stop = func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // The tests here play another local user with a real second uid: the
@@ -180,22 +182,8 @@ func asNobody(t *testing.T, groups []uint32, extra []*os.File, mode string, args
 	cmd.Dir = "/"
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: groups}}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 64)
-	go func() {
-		defer close(lines)
-		in := bufio.NewScanner(out)
-		for in.Scan() {
-			lines <- in.Text()
-		}
-	}()
+	lines := testsupport.StartLines(t, cmd)
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return lines
 }
@@ -353,12 +341,16 @@ func TestSymlinkAtTheSocketsPlace(t *testing.T) {
 	if err := os.Lchown(SocketDir(shm), nobody, nobody); err != nil {
 		t.Fatal(err)
 	}
-	if srv, err := Listen(shm, s.h, slogDiscard()); err == nil {
-		srv.Close()
-		t.Error("the server served through a symbolic link")
-	} else if !strings.Contains(err.Error(), "is a symbolic link") {
-		t.Errorf("refusal %q does not say it is a link", err)
+	wantRefused := func(what, says string) {
+		t.Helper()
+		if srv, err := Listen(shm, s.h, slogDiscard()); err == nil {
+			srv.Close()
+			t.Errorf("the server %s", what)
+		} else if !strings.Contains(err.Error(), says) {
+			t.Errorf("refusal %q does not say %q", err, says)
+		}
 	}
+	wantRefused("served through a symbolic link", "is a symbolic link")
 	if _, err := Dial(context.Background(), shm); err == nil || errors.Is(err, ErrNotServed) || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("client through a symbolic link: %v, want a refusal", err)
 	}
@@ -374,12 +366,7 @@ func TestSymlinkAtTheSocketsPlace(t *testing.T) {
 	if err := os.Symlink(victimFile, SocketPath(shm)); err != nil {
 		t.Fatal(err)
 	}
-	if srv, err := Listen(shm, s.h, slogDiscard()); err == nil {
-		srv.Close()
-		t.Error("the server replaced a symbolic link at the socket's name")
-	} else if !strings.Contains(err.Error(), "not a socket") {
-		t.Errorf("refusal %q does not say what is there", err)
-	}
+	wantRefused("replaced a symbolic link at the socket's name", "not a socket")
 	untouched("link as the socket")
 }
 
