@@ -286,21 +286,30 @@ func TestSquattedSocketDirectory(t *testing.T) {
 					t.Errorf("the squatter's socket was changed: %v, %v", fi, err)
 				}
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			cl, err := Dial(ctx, shm)
-			if err == nil {
-				_, err = cl.Call(ctx, Request{Op: OpRegWrite, Slave: 1, Addr: 0x0120, Data: []byte{2, 0}, Write: true})
-				cl.Close()
-				t.Fatalf("the client talked to the squatter's socket (%v)", err)
-			}
-			t.Logf("client: %v", err)
+			err := dialRefused(t, shm, "the squatter's socket")
 			if errors.Is(err, ErrNotServed) || !strings.Contains(err.Error(), fmt.Sprintf("user %d", nobody)) {
 				t.Errorf("client: %v, want a refusal naming user %d", err, nobody)
 			}
 			noRequest(t, lines)
 		})
 	}
+}
+
+// dialRefused dials the socket of shm, served by what, and returns the
+// client's refusal; a client that talks (it connected: it writes a
+// register) fails t.
+func dialRefused(t *testing.T, shm, what string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := Dial(ctx, shm)
+	if err == nil {
+		_, err = cl.Call(ctx, Request{Op: OpRegWrite, Slave: 1, Addr: 0x0120, Data: []byte{2, 0}, Write: true})
+		cl.Close()
+		t.Fatalf("the client talked to %s (%v)", what, err)
+	}
+	t.Logf("client: %v", err)
+	return err
 }
 
 // TestSymlinkAtTheSocketsPlace: a symbolic link another user made at the
@@ -394,15 +403,7 @@ func TestClientChecksTheServersUser(t *testing.T) {
 	if l := next(t, lines); l != "ready" {
 		t.Fatalf("server: %s", l)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cl, err := Dial(ctx, shm)
-	if err == nil {
-		_, err = cl.Call(ctx, Request{Op: OpRegWrite, Slave: 1, Addr: 0x0120, Data: []byte{2, 0}, Write: true})
-		cl.Close()
-		t.Fatalf("the client talked to a server of user %d (%v)", nobody, err)
-	}
-	t.Logf("client: %v", err)
+	err = dialRefused(t, shm, fmt.Sprintf("a server of user %d", nobody))
 	if errors.Is(err, ErrNotServed) || !strings.Contains(err.Error(), fmt.Sprintf("process of user %d", nobody)) {
 		t.Errorf("client: %v, want a refusal naming the server's user", err)
 	}
