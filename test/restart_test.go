@@ -94,6 +94,19 @@ func (a *agentProc) waitLog(t *testing.T, s string, within time.Duration) {
 	}
 }
 
+// waitStatus waits until the agent's status lines (its standard output)
+// say s, at most within.
+func (a *agentProc) waitStatus(t *testing.T, s string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !strings.Contains(a.out(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("agent status lacks %q after %v:\n%s\nlog:\n%s", s, within, a.out(), a.log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestAgentRestartKeepsTheCycle kills the agent process with SIGKILL while
 // the cycle runs, starts a new agent, and checks that the cycle process
 // went on undisturbed (same process, heartbeat advancing, no deadline
@@ -260,13 +273,7 @@ func TestAgentReplacesAStuckCycle(t *testing.T) {
 	if alive(pid) {
 		t.Errorf("the stuck cycle process %d still runs", pid)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(second.out(), " OP  slaves 7 ") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the new agent does not report OP:\n%s\nlog:\n%s", second.out(), second.log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	second.waitStatus(t, " OP  slaves 7 ", 10*time.Second)
 }
 
 // alive reports whether process pid exists and is not a zombie (one that
