@@ -195,15 +195,6 @@ func checkSizingDoc(t *testing.T, ref, one scrapeSize, perSlave, mqttRate float6
 	}
 }
 
-func ready(addr string) bool {
-	resp, err := http.Get("http://" + addr + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
 // fetch returns the body of /metrics as sent on the wire: compressed when
 // gzip is asked for.
 func fetch(t *testing.T, addr, accept string, gzip bool) []byte {
