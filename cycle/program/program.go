@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master"
@@ -21,10 +22,6 @@ import (
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/shm"
 )
-
-// ExitBusMismatch is the exit code of a cycle process (and of ecagent)
-// whose segment is not as configured: slave count, a refused state.
-const ExitBusMismatch = 3
 
 // IsBusMismatch reports whether err says the segment is not as
 // configured (a cycle process exits with ExitBusMismatch for it).
@@ -50,48 +47,24 @@ type Options struct {
 	// recovery episode runs.
 	running func(*recoverer)
 	// BringUpReport, when not nil, is told why bring-up failed — one line
-	// of JSON, a BringUpFailure — and closed, unwritten, once the cycle
+	// of JSON, a contract.BringUpFailure — and closed, unwritten, once the cycle
 	// runs (a pipe the agent reads: it then knows why without parsing
 	// the log).
 	BringUpReport io.WriteCloser
 }
 
-// The reasons of a BringUpFailure.
-const (
-	// ReasonLink: the network interface could not be opened.
-	ReasonLink = "link"
-	// ReasonNoAnswer: nothing answered on the segment, no slave was
-	// found, or frames went unanswered.
-	ReasonNoAnswer = "no-answer"
-	// ReasonNotAsConfigured: the segment is not as configured (slave
-	// count, a slave refusing a state): ExitBusMismatch.
-	ReasonNotAsConfigured = "not-as-configured"
-	// ReasonFailed: any other failure.
-	ReasonFailed = "failed"
-)
-
-// BringUpFailure is what a cycle process whose bring-up failed writes to
-// Options.BringUpReport.
-type BringUpFailure struct {
-	// Reason is one of ReasonLink, ReasonNoAnswer, ReasonNotAsConfigured
-	// and ReasonFailed.
-	Reason string `json:"reason"`
-	// Error is the error Run returned.
-	Error string `json:"error"`
-}
-
-// FailureReason classifies an error of Run for a BringUpFailure.
+// FailureReason classifies an error of Run for a contract.BringUpFailure.
 func FailureReason(err error) string {
 	var le *linkError
 	switch {
 	case IsBusMismatch(err):
-		return ReasonNotAsConfigured
+		return contract.ReasonNotAsConfigured
 	case errors.As(err, &le):
-		return ReasonLink
+		return contract.ReasonLink
 	case errors.Is(err, master.ErrNoResponse), errors.Is(err, master.ErrNoSlaves):
-		return ReasonNoAnswer
+		return contract.ReasonNoAnswer
 	}
-	return ReasonFailed
+	return contract.ReasonFailed
 }
 
 // linkError is an error opening the link to the segment.
@@ -135,7 +108,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 			return
 		}
 		if err != nil {
-			line, _ := json.Marshal(BringUpFailure{Reason: FailureReason(err), Error: err.Error()})
+			line, _ := json.Marshal(contract.BringUpFailure{Reason: FailureReason(err), Error: err.Error()})
 			_, _ = report.Write(append(line, '\n'))
 		}
 		_ = report.Close()
@@ -205,8 +178,8 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 	e.OnStart = func(s *rt.Setup) {
 		// Runs on the cycle thread after its set-up, before the first
 		// cycle: the last moment allowed to allocate.
-		info.setRT(s)
-		if err := info.write(BusInfoPath(cfg.Cycle.SHM)); err != nil {
+		setRT(info, s)
+		if err := contract.WriteBusInfo(contract.BusInfoPath(cfg.Cycle.SHM), info); err != nil {
 			log.Error("writing the bus description", "err", err)
 		}
 		for _, r := range s.Refused() {
