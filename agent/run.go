@@ -69,7 +69,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 		return err
 	}
 	defer sd.close()
-	defer sup.stop(cfg.Bus.StateTimeout + 2*time.Second)
+	defer sup.stop(time.Duration(cfg.Bus.StateTimeout) + 2*time.Second)
 	defer sd.stopping() // deferred calls run last first: before the cycle stops
 	defer mq.stop()     // before the cycle stops: it reads the cycle's memory
 	window := time.NewTicker(cfg.Metrics.Window)
@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 			// accounting below is exact only over the whole run.
 			c.drain()
 			c.writeStatus(status) // the last line shows the bus as it ran
-			c.cp.halt(log, cfg.Bus.StateTimeout+2*time.Second)
+			c.cp.halt(log, time.Duration(cfg.Bus.StateTimeout)+2*time.Second)
 			c.drain()
 			c.account()
 			return nil
@@ -491,11 +491,11 @@ func stallAfter(period time.Duration) time.Duration { return max(50*period, 100*
 // the image as it was, and its data must not be shown as fresh.
 func (c *consumer) watchHeartbeat() {
 	_, mono, ok := c.cp.seg.Heartbeat().Read()
-	stalled := ok && rt.Now()-mono > int64(stallAfter(c.cfg.Cycle.Period))
+	stalled := ok && rt.Now()-mono > int64(stallAfter(time.Duration(c.cfg.Cycle.Period)))
 	if c.model.SetCycleStalled(stalled) {
 		c.tel.reg.CycleProcessResponding(!stalled)
 		if stalled {
-			c.log.Error("cycle process not responding: its heartbeat stopped", "pid", c.cp.pid, "after", stallAfter(c.cfg.Cycle.Period))
+			c.log.Error("cycle process not responding: its heartbeat stopped", "pid", c.cp.pid, "after", stallAfter(time.Duration(c.cfg.Cycle.Period)))
 		} else {
 			c.log.Info("cycle process responding again", "pid", c.cp.pid)
 		}
@@ -523,7 +523,7 @@ func (c *consumer) writeStatus(w io.Writer) {
 		state = "CYCLE-DOWN"
 	}
 	fmt.Fprintf(w, "%s %s  slaves %d  cycles %d  period %v  wkc %d/%d  lost %d  wkc-errors %d  overruns %d (acyclic %d of %d)  wake-max %v  jitter-max %v  job-max %v  restarts %d\n",
-		time.Now().Format("15:04:05"), state, len(bus.Slaves), c.cycles, c.cfg.Cycle.Period,
+		time.Now().Format("15:04:05"), state, len(bus.Slaves), c.cycles, time.Duration(c.cfg.Cycle.Period),
 		c.lastWKC, c.expectedWKC, c.lost, c.wkcErrors, c.overruns, c.acyclicOverruns, c.acyclicCycles,
 		us(c.maxWake), us(c.maxJitter), us(c.maxJob), c.restarts)
 	c.maxWake, c.maxJob, c.maxJitter = 0, 0, 0

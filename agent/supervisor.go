@@ -178,16 +178,16 @@ func removeSegmentFiles(path string) {
 // agent busy for a moment loses nothing), within the ring limits.
 func layoutFor(cfg config.Config) shm.Layout {
 	l := shm.DefaultLayout()
-	want := uint64(2*time.Second/cfg.Cycle.Period) + 1
+	want := uint64(2*time.Second/time.Duration(cfg.Cycle.Period)) + 1
 	slots := 1 << bits.Len64(want-1)
 	l.SampleSlots = min(max(slots, 1024), 1<<20)
-	l.Period = cfg.Cycle.Period
+	l.Period = time.Duration(cfg.Cycle.Period)
 	return l
 }
 
 // StartCycle creates the segment cfg.Cycle.SHM and starts the cycle
 // process — the cycle program (CycleProgram) with its configuration
-// (CycleConfig) through a pipe, no file — and, for the built-in
+// (config.Config.CycleConfig) through a pipe, no file — and, for the built-in
 // simulated segment, the simulator process (`ecagent sim`) on the other
 // end of a socket pair, then waits for cyclic operation. A non-zero cycles
 // makes the cycle process stop by itself after that many cycles
@@ -221,7 +221,7 @@ func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProc
 	if err != nil {
 		return fail(err)
 	}
-	cc, err := json.MarshalIndent(CycleConfig(cfg), "", "  ")
+	cc, err := json.MarshalIndent(cfg.CycleConfig(), "", "  ")
 	if err != nil {
 		return fail(fmt.Errorf("cycle configuration: %w", err))
 	}
@@ -320,7 +320,7 @@ func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProc
 		close(cp.exited)
 	}()
 	log.Info("cycle process started", "pid", cp.pid, "segment", path)
-	cp.startBy = time.Now().Add(4*cfg.Bus.StateTimeout + 10*time.Second)
+	cp.startBy = time.Now().Add(4*time.Duration(cfg.Bus.StateTimeout) + 10*time.Second)
 	return cp, nil
 }
 

@@ -69,7 +69,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, log *slog.Logger) (*
 	if o.Cycles < 2 {
 		return nil, fmt.Errorf("bench: %d cycles, want at least 2", o.Cycles)
 	}
-	rec, err := NewRecorder(cfg.Cycle.Period, o.Cycles, o.HistogramMicros)
+	rec, err := NewRecorder(time.Duration(cfg.Cycle.Period), o.Cycles, o.HistogramMicros)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func runBlock(ctx context.Context, cfg config.Config, o Options, log *slog.Logge
 	stopCycle := func() {
 		if !stopped {
 			stopped = true
-			cp.Stop(log, cfg.Bus.StateTimeout+2*time.Second)
+			cp.Stop(log, time.Duration(cfg.Bus.StateTimeout)+2*time.Second)
 		}
 	}
 	defer stopCycle()
@@ -118,11 +118,11 @@ func runBlock(ctx context.Context, cfg config.Config, o Options, log *slog.Logge
 	run := RunInfo{
 		Requested: o.Cycles, Start: time.Now(), Interface: cfg.Bus.Interface,
 		Slaves: len(info.Slaves), Priority: cfg.Cycle.Priority, Core: cfg.Cycle.Core,
-		BusyWait: cfg.Cycle.BusyWait, RT: info.RT, Cmdline: o.Cmdline, Version: o.Version,
+		BusyWait: time.Duration(cfg.Cycle.BusyWait), RT: info.RT, Cmdline: o.Cmdline, Version: o.Version,
 	}
 	var progress *Progress
 	if o.Progress != nil {
-		progress = NewProgress(o.Progress, o.Cycles, cfg.Cycle.Period, o.Terminal)
+		progress = NewProgress(o.Progress, o.Cycles, time.Duration(cfg.Cycle.Period), o.Terminal)
 	}
 	ring := cp.Segment().Samples()
 	d := drainer{ring: ring, heartbeat: cp.Segment().Heartbeat(), rec: rec, buf: make([]shm.Sample, drainBatch)}
@@ -237,7 +237,7 @@ func startTelemetry(ctx context.Context, cfg config.Config, every time.Duration,
 	}
 	reg, err := metrics.NewRegistry(metrics.Options{
 		Site: cfg.Site, Line: cfg.Line, Host: cfg.Host,
-		Target: cfg.Cycle.Period, Window: cfg.Metrics.Window, CycleCore: cfg.Cycle.Core,
+		Target: time.Duration(cfg.Cycle.Period), Window: cfg.Metrics.Window, CycleCore: cfg.Cycle.Core,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bench: telemetry: %w", err)

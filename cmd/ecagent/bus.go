@@ -9,6 +9,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle/program"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/sim"
@@ -28,7 +29,7 @@ func addBusFlags(fs *pflag.FlagSet) busFlags {
 	return busFlags{
 		iface:   fs.String("iface", "", "network `interface` of the segment (empty: built-in simulated segment)"),
 		devices: fs.StringSlice("devices", def.Bus.Devices, "simulated devices when --iface is empty: model names or SII image paths"),
-		timeout: fs.Duration("timeout", def.Bus.Timeout, "how long one frame waits for its answer"),
+		timeout: fs.Duration("timeout", time.Duration(def.Bus.Timeout), "how long one frame waits for its answer"),
 		level:   fs.String("log.level", "warn", "log level: debug, info, warn or error"),
 	}
 }
@@ -38,7 +39,7 @@ func addBusFlags(fs *pflag.FlagSet) busFlags {
 // slaves; close releases the segment.
 func (b busFlags) scanBus(ctx context.Context, e *env, expected int) (m *master.Master, slaves []*master.Slave, close func(), err error) {
 	cfg := config.Default()
-	cfg.Bus.Interface, cfg.Bus.Devices, cfg.Bus.ExpectedSlaves, cfg.Bus.Timeout = *b.iface, *b.devices, expected, *b.timeout
+	cfg.Bus.Interface, cfg.Bus.Devices, cfg.Bus.ExpectedSlaves, cfg.Bus.Timeout = *b.iface, *b.devices, expected, contract.Duration(*b.timeout)
 	cfg.Log.Level = *b.level
 	if err := cfg.ValidateWithModels(sim.Models()); err != nil {
 		return nil, nil, nil, usageError{err}
@@ -48,9 +49,9 @@ func (b busFlags) scanBus(ctx context.Context, e *env, expected int) (m *master.
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	mc := program.MasterConfig(agent.CycleConfig(cfg), log)
+	mc := program.MasterConfig(cfg.CycleConfig(), log)
 	// A slow segment (--timeout raised) is slow for the EEPROM polls too.
-	mc.SIITimeout = max(master.DefaultSIITimeout, 10*cfg.Bus.Timeout)
+	mc.SIITimeout = max(master.DefaultSIITimeout, 10*time.Duration(cfg.Bus.Timeout))
 	m, err = master.New(seg.Link, mc)
 	if err != nil {
 		seg.Close()
