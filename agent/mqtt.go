@@ -17,8 +17,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/busstate"
-	"github.com/ecagent/ecagent/cycle/program"
-	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt"
 	"github.com/ecagent/ecagent/mqtt/broker"
@@ -267,7 +266,7 @@ func mqttTLS(t config.MQTTTLS) (*tls.Config, error) {
 }
 
 // mqttBus describes the bus of a cycle process to the publisher.
-func mqttBus(info *program.BusInfo) mqtt.Bus {
+func mqttBus(info *contract.BusInfo) mqtt.Bus {
 	bus := mqtt.Bus{OutputBytes: info.OutputBytes, InputBytes: info.InputBytes}
 	for _, s := range info.Slaves {
 		ms := mqtt.Slave{
@@ -339,7 +338,7 @@ func (b *mqttBridge) event(ev *shm.Event) {
 		return
 	}
 	// The event's time is CLOCK_MONOTONIC; place it on the wall clock.
-	at := time.Now().Add(-time.Duration(rt.Now() - ev.Time))
+	at := time.Now().Add(-time.Duration(shm.Now() - ev.Time))
 	b.pub.Event(ev, at)
 }
 

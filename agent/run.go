@@ -10,7 +10,6 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/busstate"
-	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/mqtt"
@@ -491,7 +490,7 @@ func stallAfter(period time.Duration) time.Duration { return max(50*period, 100*
 // the image as it was, and its data must not be shown as fresh.
 func (c *consumer) watchHeartbeat() {
 	_, mono, ok := c.cp.seg.Heartbeat().Read()
-	stalled := ok && rt.Now()-mono > int64(stallAfter(time.Duration(c.cfg.Cycle.Period)))
+	stalled := ok && shm.Now()-mono > int64(stallAfter(time.Duration(c.cfg.Cycle.Period)))
 	if c.model.SetCycleStalled(stalled) {
 		c.tel.reg.CycleProcessResponding(!stalled)
 		if stalled {

@@ -19,9 +19,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/busstate"
-	"github.com/ecagent/ecagent/cycle/program"
-	"github.com/ecagent/ecagent/cycle/rt"
-	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -30,7 +28,7 @@ import (
 type CycleProcess struct {
 	path    string // cycle.shm
 	seg     *shm.Segment
-	info    *program.BusInfo
+	info    *contract.BusInfo
 	pid     int
 	watch   *pidWatch // a cycle process found running, not started here
 	cmd     *exec.Cmd
@@ -46,14 +44,6 @@ type CycleProcess struct {
 	// operation.
 	startBy time.Time
 }
-
-// Files next to the segment that earlier agents wrote: the cycle
-// program's configuration, and the agent's whole configuration as agents
-// before ecagent-cycle wrote it. This agent writes neither (the cycle
-// configuration goes through a pipe); it only recognises a cycle process
-// started with one and removes them when it owns them.
-func configPath(shmPath string) string       { return shmPath + ".cycle.json" }
-func legacyConfigPath(shmPath string) string { return shmPath + ".yaml" }
 
 // heartbeatFresh is how recent the heartbeat of a cycle process must be
 // for an agent to attach to it rather than start a new one.
@@ -78,7 +68,7 @@ func attachOrLaunch(cfg config.Config, log *slog.Logger) (cp *CycleProcess, atta
 	switch {
 	case err == nil:
 		if p, ok := runningCycle(seg); ok {
-			info, ierr := program.ReadBusInfo(program.BusInfoPath(path))
+			info, ierr := contract.ReadBusInfo(contract.BusInfoPath(path))
 			if ierr == nil && info.CyclePID == p {
 				w, werr := openPidWatch(p, path)
 				if werr == nil {
@@ -127,7 +117,7 @@ func runningCycle(seg *shm.Segment) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	now := rt.Now()
+	now := shm.Now()
 	return pid, now-mono < int64(heartbeatFresh)
 }
 
@@ -150,7 +140,7 @@ func isCycleProcess(pid int, shmPath string) bool {
 // must not be left to run beside a new one.
 func isCycleCommand(args []string, shmPath string) bool {
 	switch {
-	case len(args) >= 3 && args[1] == "--config" && args[2] == configPath(shmPath):
+	case len(args) >= 3 && args[1] == "--config" && args[2] == contract.LegacyCycleConfigPath(shmPath):
 		return true
 	case len(args) > 1 && args[1] == "cycle":
 		return true
@@ -163,12 +153,13 @@ func isCycleCommand(args []string, shmPath string) bool {
 	return false
 }
 
-// removeSegmentFiles removes the segment and the files beside it, each
-// only if it is a regular file of this process's user: a name another
-// user planted (a symlink, a file of theirs) is left alone.
+// removeSegmentFiles removes the segment and the files beside it
+// (contract.SideFiles), each only if it is a regular file of this
+// process's user: a name another user planted (a symlink, a file of
+// theirs) is left alone.
 func removeSegmentFiles(path string) {
-	for _, p := range []string{path, program.BusInfoPath(path), configPath(path), legacyConfigPath(path)} {
-		if program.CheckOwnFile(p) == nil {
+	for _, p := range append([]string{path}, contract.SideFiles(path)...) {
+		if contract.CheckOwnFile(p) == nil {
 			_ = os.Remove(p)
 		}
 	}
@@ -233,7 +224,7 @@ func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProc
 	}
 	defer cfgRead.Close()
 	// What the cycle process tells of its bring-up comes back through
-	// another pipe (program.Options.BringUpReport).
+	// another pipe (ecagent-cycle --report-fd, a contract.BringUpFailure).
 	reportRead, reportWrite, err := os.Pipe()
 	if err != nil {
 		_ = cfgWrite.Close()
@@ -258,15 +249,8 @@ func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProc
 	}
 	var extra []*os.File
 	if cfg.Simulated() {
-		masterEnd, simEnd, err := link.NewSocketPair()
+		mf, sf, err := contract.SocketPair()
 		if err != nil {
-			return fail(err)
-		}
-		mf, err1 := masterEnd.File()
-		sf, err2 := simEnd.File()
-		_ = masterEnd.Close()
-		_ = simEnd.Close()
-		if err := errors.Join(err1, err2); err != nil {
 			return fail(err)
 		}
 		defer mf.Close()
@@ -359,7 +343,7 @@ func (cp *CycleProcess) awaitCyclic(ctx context.Context, log *slog.Logger) (*Cyc
 // its time (4 bus.statetimeout and 10 s) ran out — the caller then stops
 // it.
 func (cp *CycleProcess) poll() (done bool, err error) {
-	info, ierr := program.ReadBusInfo(program.BusInfoPath(cp.path))
+	info, ierr := contract.ReadBusInfo(contract.BusInfoPath(cp.path))
 	if ierr == nil && info.CyclePID == cp.pid {
 		cp.info = info
 		return true, nil
@@ -381,7 +365,7 @@ func (cp *CycleProcess) poll() (done bool, err error) {
 func (cp *CycleProcess) bringUpFailure() error {
 	err := fmt.Errorf("the cycle process exited during bring-up: %v", cp.waitErr)
 	bu := &BringUpError{Reason: busstate.BringUpFailed, Detail: err.Error(), Err: err}
-	if ee, ok := cp.waitErr.(*exec.ExitError); ok && ee.ExitCode() == program.ExitBusMismatch {
+	if ee, ok := cp.waitErr.(*exec.ExitError); ok && ee.ExitCode() == contract.ExitBusMismatch {
 		bu.Reason = busstate.BringUpNotAsConfigured
 	}
 	select {
@@ -389,7 +373,7 @@ func (cp *CycleProcess) bringUpFailure() error {
 	case <-time.After(time.Second):
 		return bu
 	}
-	var f program.BringUpFailure
+	var f contract.BringUpFailure
 	if json.Unmarshal(bytes.TrimSpace(cp.report), &f) == nil && f.Error != "" {
 		bu.Reason, bu.Detail = busstate.ParseBringUpReason(f.Reason), f.Error
 		bu.Err = fmt.Errorf("the cycle process exited during bring-up (%v): %s", cp.waitErr, f.Error)
@@ -399,8 +383,8 @@ func (cp *CycleProcess) bringUpFailure() error {
 
 // BringUpError says the cycle process did not bring the bus up: it exited
 // during bring-up, or did not reach cyclic operation in time. Reason
-// classifies it (program.FailureReason, or the exit code
-// program.ExitBusMismatch for a segment not as configured), Detail says
+// classifies it (the report's contract.BringUpFailure.Reason, or the exit
+// code contract.ExitBusMismatch for a segment not as configured), Detail says
 // it in the cycle process's words. The agent tries again; other errors
 // of starting a cycle process (its segment's place, its program) are the
 // agent's own.
@@ -417,7 +401,7 @@ func (e *BringUpError) Unwrap() error { return e.Err }
 func (cp *CycleProcess) Segment() *shm.Segment { return cp.seg }
 
 // Info returns the bus description the cycle process wrote at start.
-func (cp *CycleProcess) Info() *program.BusInfo { return cp.info }
+func (cp *CycleProcess) Info() *contract.BusInfo { return cp.info }
 
 // PID returns the cycle process's process ID.
 func (cp *CycleProcess) PID() int { return cp.pid }
@@ -490,7 +474,7 @@ func attachOwn(path string) (*shm.Segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shm: attach: %w", err)
 	}
-	if err := program.CheckOwnFileInfo(path, fi); err != nil {
+	if err := contract.CheckOwnFileInfo(path, fi); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
@@ -530,12 +514,12 @@ func checkSegmentPlace(path string, log *slog.Logger) error {
 			"without the sticky bit; prefer a directory only the agent's user can write", "segment", path, "mode", fi.Mode().String())
 	}
 	if fi, err := os.Lstat(path); err == nil {
-		if err := program.CheckOwnFileInfo(path, fi); err != nil {
+		if err := contract.CheckOwnFileInfo(path, fi); err != nil {
 			return fmt.Errorf("cycle.shm: %w (remove it or choose another cycle.shm)", err)
 		}
 	}
-	info := program.BusInfoPath(path)
-	switch err := program.CheckOwnFile(info); {
+	info := contract.BusInfoPath(path)
+	switch err := contract.CheckOwnFile(info); {
 	case err == nil:
 		_ = os.Remove(info)
 	case errors.Is(err, fs.ErrNotExist):

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -86,10 +86,10 @@ func TestStartCycleWritesNoSideFile(t *testing.T) {
 	got := filepath.Join(t.TempDir(), "got.json")
 	cfg.Cycle.Program = stubCycle(t, got)
 	cfg.MQTT.Password = "s3cret"
-	if err := os.Symlink(victim, configPath(cfg.Cycle.SHM)); err != nil {
+	if err := os.Symlink(victim, contract.LegacyCycleConfigPath(cfg.Cycle.SHM)); err != nil {
 		t.Fatal(err)
 	}
-	plant(t, legacyConfigPath(cfg.Cycle.SHM), "their yaml")
+	plant(t, contract.LegacyAgentConfigPath(cfg.Cycle.SHM), "their yaml")
 
 	_, err := StartCycle(context.Background(), cfg, quiet, 0)
 	if err == nil || !strings.Contains(err.Error(), "exited during bring-up") {
@@ -98,17 +98,17 @@ func TestStartCycleWritesNoSideFile(t *testing.T) {
 	if b, _ := os.ReadFile(victim); string(b) != "theirs" {
 		t.Errorf("the file the planted symlink points to now holds %q", b)
 	}
-	if b, _ := os.ReadFile(legacyConfigPath(cfg.Cycle.SHM)); string(b) != "their yaml" {
+	if b, _ := os.ReadFile(contract.LegacyAgentConfigPath(cfg.Cycle.SHM)); string(b) != "their yaml" {
 		t.Errorf("another user's file beside the segment was replaced or removed: %q", b)
 	}
-	if fi, err := os.Lstat(configPath(cfg.Cycle.SHM)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+	if fi, err := os.Lstat(contract.LegacyCycleConfigPath(cfg.Cycle.SHM)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the planted symlink was replaced or removed: %v", err)
 	}
 	b, err := os.ReadFile(got)
 	if err != nil {
 		t.Fatalf("the cycle program got no configuration: %v", err)
 	}
-	c, err := program.Parse(b)
+	c, err := contract.Parse(b)
 	if err != nil || c.Cycle.SHM != cfg.Cycle.SHM {
 		t.Errorf("the configuration through the pipe: %v, shm %q", err, c.Cycle.SHM)
 	}
@@ -175,33 +175,33 @@ func TestStartCycleRefusesPlantedBusInfo(t *testing.T) {
 	cfg.Bus.Interface = "lo"
 	cfg.Cycle.SHM = filepath.Join(dir, "x.shm")
 	cfg.Cycle.Program = stubCycle(t, filepath.Join(t.TempDir(), "got.json"))
-	forged, _ := json.Marshal(program.BusInfo{CyclePID: os.Getpid()})
-	plant(t, program.BusInfoPath(cfg.Cycle.SHM), string(forged))
+	forged, _ := json.Marshal(contract.BusInfo{CyclePID: os.Getpid()})
+	plant(t, contract.BusInfoPath(cfg.Cycle.SHM), string(forged))
 
 	_, err := StartCycle(context.Background(), cfg, quiet, 0)
 	if err == nil || !strings.Contains(err.Error(), "belongs to user 65534") {
 		t.Errorf("another user's bus.json: %v", err)
 	}
-	if b, _ := os.ReadFile(program.BusInfoPath(cfg.Cycle.SHM)); string(b) != string(forged) {
+	if b, _ := os.ReadFile(contract.BusInfoPath(cfg.Cycle.SHM)); string(b) != string(forged) {
 		t.Error("another user's file was replaced or removed")
 	}
-	if _, err := program.ReadBusInfo(program.BusInfoPath(cfg.Cycle.SHM)); err == nil {
+	if _, err := contract.ReadBusInfo(contract.BusInfoPath(cfg.Cycle.SHM)); err == nil {
 		t.Error("ReadBusInfo read another user's file")
 	}
 
-	_ = os.Remove(program.BusInfoPath(cfg.Cycle.SHM))
+	_ = os.Remove(contract.BusInfoPath(cfg.Cycle.SHM))
 	theirs := filepath.Join(t.TempDir(), "theirs.json")
 	plant(t, theirs, string(forged))
 	if err := os.Chown(theirs, 0, 0); err != nil { // even a file of ours, reached through their link
 		t.Fatal(err)
 	}
-	if err := os.Symlink(theirs, program.BusInfoPath(cfg.Cycle.SHM)); err != nil {
+	if err := os.Symlink(theirs, contract.BusInfoPath(cfg.Cycle.SHM)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := StartCycle(context.Background(), cfg, quiet, 0); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("bus.json a symlink: %v", err)
 	}
-	if _, err := program.ReadBusInfo(program.BusInfoPath(cfg.Cycle.SHM)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := contract.ReadBusInfo(contract.BusInfoPath(cfg.Cycle.SHM)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("ReadBusInfo through a symlink: %v", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/rtcheck"
 	"github.com/ecagent/ecagent/busstate"
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -183,7 +183,7 @@ func (t *telemetry) slaveEvent(cp *CycleProcess, ev *shm.Event, ot *otlpExport) 
 
 // slaveLabel is the slave's name label: its order code (EL2004) when the
 // SII has one, which stays short and stable for dashboards.
-func slaveLabel(s program.SlaveInfo) string {
+func slaveLabel(s contract.SlaveInfo) string {
 	if s.OrderCode != "" {
 		return s.OrderCode
 	}

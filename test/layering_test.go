@@ -30,6 +30,11 @@ type layer struct {
 	why       string
 }
 
+// codecs are the stateless protocol codecs under master/ that every
+// process may use: frames, ESC registers, SII, CoE, FoE, the CiA 402
+// states. Nothing else of master/ belongs to the agent.
+var codecs = []string{"master/wire", "master/esc", "master/sii", "master/coe", "master/foe", "master/cia402/state"}
+
 // layers is the whole rule set. Changing it is changing the architecture:
 // say why in the commit.
 var layers = []layer{
@@ -50,8 +55,8 @@ var layers = []layer{
 	// files, the bring-up report.
 	{pattern: "contract", allowed: nil,
 		why: "the contract between the two processes is a leaf both build on"},
-	{pattern: "shm", allowed: []string{"contract"},
-		why: "the shared-memory layout sits on the contract only; both processes build on it"},
+	{pattern: "shm", allowed: []string{"contract", "internal/monotime"},
+		why: "the shared-memory layout sits on the contract and the monotonic clock only; both processes build on it"},
 	{pattern: "busstate", allowed: []string{"shm", "master/esc"},
 		why: "the one state model of the bus folds shared-memory events; every output renders it"},
 	// The cycle program is the whole cycle process: its closure must stay
@@ -70,8 +75,14 @@ var layers = []layer{
 		why: "the configuration is made of the contract's types, validates the MQTT rule syntax, and nothing else"},
 	{pattern: "agent/rtcheck", allowed: nil, why: "the host doctor reads the host only"},
 	{pattern: "agent/sdnotify", allowed: nil, why: "the systemd protocol needs nothing of ours"},
-	{pattern: "agent/...", allowed: []string{"master/...", "cycle/...", "shm", "contract", "busstate", "metrics/...", "mqtt/...", "agent/..."},
-		why: "the agent wires everything below it together; nothing but commands import it"},
+	// The agent holds nothing of the cycle process's body: no cycle/...,
+	// no master, link, DC or drive logic, no simulator. It shares shm and
+	// contract with the cycle process, and the protocol's stateless codecs
+	// (AL states, drive states) with everyone (test/agent_closure_test.go
+	// checks the whole closure too).
+	{pattern: "agent/...", allowed: append([]string{"shm", "contract", "busstate", "metrics/...", "mqtt/...", "agent/..."}, codecs...),
+		forbidden: []string{"cycle/...", "master", "master/link", "master/sim/..."},
+		why:       "the agent wires everything below it together and shares only shm, contract and the protocol codecs with the cycle process; nothing but commands import it"},
 	{pattern: "internal/testsupport", allowed: nil,
 		why: "the tests' shared helpers need the standard library only, so that any package's tests may use them"},
 	{pattern: "internal/testsupport/...", allowed: []string{"master", "master/link", "master/sim", "master/wire", "internal/pcapng"},
@@ -160,7 +171,18 @@ func TestLayerRules(t *testing.T) {
 		{"cycle/program", "agent/config", false},
 		{"cycle/program", "master/sim", false},
 		{"cycle/program", "metrics", false},
-		{"agent", "cycle/program", true},
+		{"agent", "cycle/program", false},
+		{"agent", "cycle/rt", false},
+		{"agent/bench", "cycle", false},
+		{"agent", "master", false},
+		{"agent", "master/link", false},
+		{"agent", "master/sim", false},
+		{"agent", "master/sim/faultcmd", false},
+		{"agent", "master/dc", false},
+		{"agent", "master/cia402", false},
+		{"agent", "master/esc", true},
+		{"agent", "master/cia402/state", true},
+		{"agent", "contract", true},
 		{"cmd/ecagent-cycle", "cycle/program", true},
 		{"cmd/ecagent-cycle", "agent", false},
 		{"cmd/ecagent-cycle", "agent/config", false},

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/metrics/stats"
 )
 
@@ -46,7 +46,7 @@ type RunInfo struct {
 	Core     int           `json:"core"`
 	BusyWait time.Duration `json:"busywait_ns"`
 	// RT is what the cycle thread asked the host for and got.
-	RT []program.RTSetting `json:"rt"`
+	RT []contract.RTSetting `json:"rt"`
 	// Telemetry says what ran in the bench process beside the cycle;
 	// nil when nothing did.
 	Telemetry *Telemetry `json:"telemetry,omitempty"`

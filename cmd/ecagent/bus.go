@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle/program"
@@ -45,7 +44,7 @@ func (b busFlags) scanBus(ctx context.Context, e *env, expected int) (m *master.
 		return nil, nil, nil, usageError{err}
 	}
 	log := newLogger(e.stderr, cfg.Log.SlogLevel(), "text")
-	seg, err := agent.OpenSegment(cfg, log)
+	seg, err := openSegment(cfg, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
