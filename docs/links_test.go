@@ -14,11 +14,10 @@ var (
 	codeSpan    = regexp.MustCompile("`[^`]*`")
 )
 
-// relativeLinks returns the link targets in a Markdown text that name a
-// file of the repository: no scheme, no mailto, not a bare #anchor; the
-// anchor of a file link is cut off. Links inside code spans and fenced
+// linkTargets returns the targets of the Markdown links and images in a
+// text, as written (anchor included). Links inside code spans and fenced
 // blocks are not links.
-func relativeLinks(text string) []string {
+func linkTargets(text string) []string {
 	var out []string
 	inFence := false
 	for _, line := range strings.Split(text, "\n") {
@@ -33,13 +32,28 @@ func relativeLinks(text string) []string {
 			return strings.Repeat("x", len(s))
 		})
 		for _, m := range linkPattern.FindAllStringSubmatch(line, -1) {
-			target := m[1]
-			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") || strings.HasPrefix(target, "#") {
-				continue
-			}
-			target, _, _ = strings.Cut(target, "#")
-			out = append(out, target)
+			out = append(out, m[1])
 		}
+	}
+	return out
+}
+
+// external reports whether a link target leaves the repository.
+func external(target string) bool {
+	return strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:")
+}
+
+// relativeLinks returns the link targets in a Markdown text that name a
+// file of the repository: no scheme, no mailto, not a bare #anchor; the
+// anchor of a file link is cut off.
+func relativeLinks(text string) []string {
+	var out []string
+	for _, target := range linkTargets(text) {
+		if external(target) || strings.HasPrefix(target, "#") {
+			continue
+		}
+		target, _, _ = strings.Cut(target, "#")
+		out = append(out, target)
 	}
 	return out
 }

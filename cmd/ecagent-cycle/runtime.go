@@ -15,9 +15,9 @@ import (
 // limit the goal stays at it, and should the heap ever reach it the
 // collector runs instead of the heap growing without end. The cycle
 // process's anonymous memory (heap, stacks, runtime metadata) is 3.5 MiB
-// after bring-up on the simulated segment (RssAnon; docs/performance.md,
-// "The cycle process's runtime settings"), so 64 MiB leaves room for large
-// segments without the collector ever running.
+// after bring-up on the simulated segment (RssAnon; docs/performance-log.md,
+// "2026-12-01: The cycle process's runtime settings"), so 64 MiB leaves
+// room for large segments without the collector ever running.
 const cycleMemoryLimit = 64 << 20
 
 // quietRuntime sets up the Go runtime of the cycle process before its

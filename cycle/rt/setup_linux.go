@@ -185,7 +185,7 @@ func (s *Setup) Refused() []Result {
 // (mlockall MCL_CURRENT): that faults in and pins the whole binary, Go
 // crypto's 32 MiB DRBG state in BSS, the 32 MiB heap index and the
 // runtime's reservations, none of which the cycle uses (VmRSS 98 MiB and
-// VmLck 1.25 GiB with it, 17.5 and 17.2 MiB without; docs/performance.md).
+// VmLck 1.25 GiB with it, 17.5 and 17.2 MiB without; docs/performance-log.md).
 //
 // Later mappings are locked only where no limit can refuse them: with
 // CAP_IPC_LOCK or an unlimited RLIMIT_MEMLOCK. Otherwise the kernel counts

@@ -41,7 +41,7 @@ type RecvSpinner interface {
 // ordinary blocking wait lets sysmon take the P away after 20 µs and the
 // waking thread must get one back; a process that waits for frame after
 // frame that way keeps sysmon waking every 20 µs (a quarter of the
-// simulator's CPU serving 128 slaves at 250 µs; docs/performance.md). It
+// simulator's CPU serving 128 slaves at 250 µs; docs/performance-log.md). It
 // is for a process that serves one link from one goroutine with nothing
 // else urgent to run: while the wait lasts, its P runs nothing else, and
 // the runtime preempts the waiting goroutine (interrupting the wait) only
