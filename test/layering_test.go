@@ -62,7 +62,7 @@ var layers = []layer{
 	// The cycle program is the whole cycle process: its closure must stay
 	// free of the agent's libraries (test/cycle_closure_test.go), so it
 	// reads its own configuration, not agent/config.
-	{pattern: "cycle/program", allowed: []string{"cycle/...", "master/...", "shm", "contract", "internal/spsc", "internal/monotime"}, forbidden: []string{"master/sim"},
+	{pattern: "cycle/program", allowed: []string{"cycle/...", "master/...", "shm", "contract", "internal/spsc", "internal/monotime", "internal/buildinfo"}, forbidden: []string{"master/sim"},
 		why: "the cycle process's body runs the engine and the master on shared memory; it knows nothing of the agent"},
 	{pattern: "cycle/...", allowed: []string{"master/...", "shm", "internal/spsc", "internal/monotime"}, forbidden: []string{"master/sim", "cycle/program"},
 		why: "the cycle process runs the master and writes shared memory, nothing else"},

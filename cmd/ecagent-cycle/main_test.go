@@ -14,16 +14,28 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle/program"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/master/sim"
 	"github.com/ecagent/ecagent/shm"
 )
 
+// name is the program's name in messages.
+const name = "ecagent-cycle"
+
+// The exit codes.
+const (
+	exitOK          = contract.ExitOK
+	exitFailure     = contract.ExitFailure
+	exitUsage       = contract.ExitUsage
+	exitBusMismatch = contract.ExitBusMismatch
+)
+
 // cli runs the command line in-process.
 func cli(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = run(args, &out, &errOut)
+	code = program.Main(name, args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
