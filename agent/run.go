@@ -38,6 +38,10 @@ const (
 // takes the bus to INIT. An agent killed without that chance leaves the
 // cycle running; the next agent attaches to it.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Writer, build Build) error {
+	prog, err := FindCycleProgram(cfg, log)
+	if err != nil {
+		return err
+	}
 	tel, err := newTelemetry(cfg, build)
 	if err != nil {
 		return err
@@ -61,7 +65,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	tel.setBusModel(c.model)      // every scrape shows the bus as the model does
 	mq.setBusModel(c.model)       // every message shows the bus as the model does
 	sd := newServiceNotifier(log) // systemd Type=notify (agent/systemd.go)
-	sup := &cycleSupervisor{cfg: cfg, log: log, c: c, sd: sd, status: status, backoff: restartMin}
+	sup := &cycleSupervisor{cfg: cfg, prog: prog, log: log, c: c, sd: sd, status: status, backoff: restartMin}
 	if err := sup.begin(); err != nil {
 		mq.stop()
 		sd.close()
@@ -142,9 +146,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 // MQTT, systemd and the log. It runs on the agent's loop.
 type cycleSupervisor struct {
 	cfg config.Config
-	log *slog.Logger
-	c   *consumer
-	sd  *serviceNotifier
+	// prog is the cycle program, found once (FindCycleProgram).
+	prog CycleProgram
+	log  *slog.Logger
+	c    *consumer
+	sd   *serviceNotifier
 	// status receives the status line of each failed bring-up.
 	status io.Writer
 	// starting is a cycle process bringing the bus up.
@@ -168,7 +174,7 @@ func (s *cycleSupervisor) begin() error { return s.launch() }
 
 // launch attaches to a running cycle process or starts one.
 func (s *cycleSupervisor) launch() error {
-	cp, attached, err := attachOrLaunch(s.cfg, s.log)
+	cp, attached, err := attachOrLaunch(s.cfg, s.prog, s.log)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -52,7 +53,11 @@ const heartbeatFresh = 2 * time.Second
 // attachOrStart finds a running cycle process for cfg (after an agent
 // restart) or starts a new one, and waits until it is in cyclic operation.
 func attachOrStart(ctx context.Context, cfg config.Config, log *slog.Logger) (*CycleProcess, error) {
-	cp, attached, err := attachOrLaunch(cfg, log)
+	prog, err := FindCycleProgram(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	cp, attached, err := attachOrLaunch(cfg, prog, log)
 	if err != nil || attached {
 		return cp, err
 	}
@@ -61,8 +66,8 @@ func attachOrStart(ctx context.Context, cfg config.Config, log *slog.Logger) (*C
 
 // attachOrLaunch finds a running cycle process for cfg (after an agent
 // restart: attached) or starts a new one, which is then bringing the bus
-// up (see poll).
-func attachOrLaunch(cfg config.Config, log *slog.Logger) (cp *CycleProcess, attached bool, err error) {
+// up (see poll), running prog.
+func attachOrLaunch(cfg config.Config, prog CycleProgram, log *slog.Logger) (cp *CycleProcess, attached bool, err error) {
 	path := cfg.Cycle.SHM
 	seg, err := attachOwn(path)
 	switch {
@@ -102,7 +107,7 @@ func attachOrLaunch(cfg config.Config, log *slog.Logger) (cp *CycleProcess, atta
 		// still run: never delete what we do not understand.
 		return nil, false, fmt.Errorf("cycle.shm %s: %w (stop the process using it or remove the file, or choose another cycle.shm)", path, err)
 	}
-	cp, err = launchCycle(cfg, log, 0)
+	cp, err = launchCycle(cfg, prog, log, 0)
 	return cp, false, err
 }
 
@@ -133,20 +138,20 @@ func isCycleProcess(pid int, shmPath string) bool {
 }
 
 // isCycleCommand reports whether args is the command line of a cycle
-// process on the segment at shmPath: a cycle program started by
-// StartCycle, whatever cycle.program names (`PROGRAM --config-fd N --shm
-// <shm> ...`, or `PROGRAM --config <shm>.cycle.json ...` by an earlier
-// agent), or `ecagent cycle` of an agent from before ecagent-cycle, which
-// must not be left to run beside a new one.
+// process on the segment at shmPath, whatever program runs it
+// (cycle.program, ecagent-cycle, or ecagent in its hidden mode `ecagent
+// cycle`): one started by this agent (`PROGRAM [cycle] --shm <shm> …`),
+// one an earlier agent started with a configuration file beside the
+// segment (`PROGRAM --config <shm>.cycle.json …`), or `ecagent cycle
+// --config <shm>.yaml` of an agent from before ecagent-cycle; each must
+// not be left to run beside a new one. A cycle process on another
+// segment is not one.
 func isCycleCommand(args []string, shmPath string) bool {
-	switch {
-	case len(args) >= 3 && args[1] == "--config" && args[2] == contract.LegacyCycleConfigPath(shmPath):
-		return true
-	case len(args) > 1 && args[1] == "cycle":
-		return true
-	}
 	for i := 1; i+1 < len(args); i++ {
-		if args[i] == "--shm" && args[i+1] == shmPath {
+		switch {
+		case args[i] == "--shm" && args[i+1] == shmPath:
+			return true
+		case args[i] == "--config" && (args[i+1] == contract.LegacyCycleConfigPath(shmPath) || args[i+1] == contract.LegacyAgentConfigPath(shmPath)):
 			return true
 		}
 	}
@@ -177,15 +182,15 @@ func layoutFor(cfg config.Config) shm.Layout {
 }
 
 // StartCycle creates the segment cfg.Cycle.SHM and starts the cycle
-// process — the cycle program (CycleProgram) with its configuration
+// process — the cycle program prog (FindCycleProgram) with its configuration
 // (config.Config.CycleConfig) through a pipe, no file — and, for the built-in
 // simulated segment, the simulator process (`ecagent sim`) on the other
 // end of a socket pair, then waits for cyclic operation. A non-zero cycles
 // makes the cycle process stop by itself after that many cycles
 // (benchmarks). The segment file must not exist. A cycle process that
 // does not bring the bus up gives a *BringUpError.
-func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
-	cp, err := launchCycle(cfg, log, cycles)
+func StartCycle(ctx context.Context, cfg config.Config, prog CycleProgram, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
+	cp, err := launchCycle(cfg, prog, log, cycles)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +199,7 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 
 // launchCycle is StartCycle up to the cycle process started: it is then
 // bringing the bus up (see poll).
-func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
+func launchCycle(cfg config.Config, prog CycleProgram, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
 	path := cfg.Cycle.SHM
 	if err := checkSegmentPlace(path, log); err != nil {
 		return nil, err
@@ -207,10 +212,6 @@ func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProc
 	fail := func(err error) (*CycleProcess, error) {
 		cp.stop(log, time.Second)
 		return nil, err
-	}
-	cycleProgram, err := CycleProgram(cfg)
-	if err != nil {
-		return fail(err)
 	}
 	cc, err := json.MarshalIndent(cfg.CycleConfig(), "", "  ")
 	if err != nil {
@@ -243,7 +244,7 @@ func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProc
 			_ = cfgWrite.Close()
 		}
 	}()
-	args := []string{"--shm", path}
+	args := append(slices.Clone(prog.Args), "--shm", path)
 	if cycles > 0 {
 		args = append(args, "--cycles", fmt.Sprint(cycles))
 	}
@@ -274,7 +275,7 @@ func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProc
 	extra = append(extra, cfgRead)
 	args = append(args, "--report-fd", fmt.Sprint(3+len(extra)))
 	extra = append(extra, reportWrite)
-	cp.cmd = exec.Command(cycleProgram, args...)
+	cp.cmd = exec.Command(prog.Path, args...)
 	cp.cmd.ExtraFiles = extra
 	cp.cmd.Stdout, cp.cmd.Stderr = os.Stderr, os.Stderr
 	// Its own session: a Ctrl-C meant for the agent does not stop the

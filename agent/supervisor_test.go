@@ -44,6 +44,16 @@ func stubCycle(t *testing.T, out string) string {
 	return prog
 }
 
+// findProgram is FindCycleProgram for cfg, which must name one.
+func findProgram(t *testing.T, cfg config.Config) CycleProgram {
+	t.Helper()
+	prog, err := FindCycleProgram(cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prog
+}
+
 // plant creates a file of user nobody, mode 0666, with content, as a
 // local user could in /dev/shm.
 func plant(t *testing.T, path, content string) {
@@ -91,7 +101,7 @@ func TestStartCycleWritesNoSideFile(t *testing.T) {
 	}
 	plant(t, contract.LegacyAgentConfigPath(cfg.Cycle.SHM), "their yaml")
 
-	_, err := StartCycle(context.Background(), cfg, quiet, 0)
+	_, err := StartCycle(context.Background(), cfg, findProgram(t, cfg), quiet, 0)
 	if err == nil || !strings.Contains(err.Error(), "exited during bring-up") {
 		t.Fatalf("StartCycle with a failing cycle program: %v", err)
 	}
@@ -136,7 +146,8 @@ func TestAttachOrStartRefusesPlantedSegment(t *testing.T) {
 
 	cfg := config.Default()
 	cfg.Cycle.SHM = filepath.Join(dir, "link.shm")
-	cfg.Cycle.Program = "/nonexistent/cycle" // must never get that far
+	ran := filepath.Join(t.TempDir(), "ran.json")
+	cfg.Cycle.Program = stubCycle(t, ran) // must never get that far
 	if err := os.Symlink(real, cfg.Cycle.SHM); err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +174,9 @@ func TestAttachOrStartRefusesPlantedSegment(t *testing.T) {
 	if _, err := os.Stat(foreign); err != nil {
 		t.Errorf("another user's segment was removed: %v", err)
 	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("a cycle process was started on a planted segment")
+	}
 }
 
 // TestStartCycleRefusesPlantedBusInfo plants the bus description as
@@ -178,7 +192,7 @@ func TestStartCycleRefusesPlantedBusInfo(t *testing.T) {
 	forged, _ := json.Marshal(contract.BusInfo{CyclePID: os.Getpid()})
 	plant(t, contract.BusInfoPath(cfg.Cycle.SHM), string(forged))
 
-	_, err := StartCycle(context.Background(), cfg, quiet, 0)
+	_, err := StartCycle(context.Background(), cfg, findProgram(t, cfg), quiet, 0)
 	if err == nil || !strings.Contains(err.Error(), "belongs to user 65534") {
 		t.Errorf("another user's bus.json: %v", err)
 	}
@@ -198,7 +212,7 @@ func TestStartCycleRefusesPlantedBusInfo(t *testing.T) {
 	if err := os.Symlink(theirs, contract.BusInfoPath(cfg.Cycle.SHM)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := StartCycle(context.Background(), cfg, quiet, 0); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := StartCycle(context.Background(), cfg, findProgram(t, cfg), quiet, 0); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("bus.json a symlink: %v", err)
 	}
 	if _, err := contract.ReadBusInfo(contract.BusInfoPath(cfg.Cycle.SHM)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
@@ -219,7 +233,7 @@ func TestStartCycleWarnsOfAnUnsafeDirectory(t *testing.T) {
 	cfg.Cycle.SHM = filepath.Join(dir, "x.shm")
 	cfg.Cycle.Program = stubCycle(t, filepath.Join(t.TempDir(), "got.json"))
 	var logged strings.Builder
-	_, _ = StartCycle(context.Background(), cfg, slog.New(slog.NewTextHandler(&logged, nil)), 0)
+	_, _ = StartCycle(context.Background(), cfg, findProgram(t, cfg), slog.New(slog.NewTextHandler(&logged, nil)), 0)
 	if !strings.Contains(logged.String(), "without the sticky bit") {
 		t.Errorf("no warning of a world-writable directory without the sticky bit:\n%s", logged.String())
 	}

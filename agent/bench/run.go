@@ -25,6 +25,9 @@ const drainBatch = 4096
 
 // Options configures Run.
 type Options struct {
+	// Program is the cycle program each block starts
+	// (agent.FindCycleProgram); the zero value finds it for each block.
+	Program agent.CycleProgram
 	// Cycles is the number of cycles to run; at least 2.
 	Cycles uint64
 	// HistogramMicros is the range of the 1 µs wake-up latency histogram.
@@ -98,7 +101,13 @@ func runBlock(ctx context.Context, cfg config.Config, o Options, log *slog.Logge
 		defer tel.stop()
 	}
 
-	cp, err := agent.StartCycle(ctx, cfg, log, o.Cycles)
+	prog := o.Program
+	if prog.Path == "" {
+		if prog, err = agent.FindCycleProgram(cfg, log); err != nil {
+			return nil, err
+		}
+	}
+	cp, err := agent.StartCycle(ctx, cfg, prog, log, o.Cycles)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/bench"
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/contract"
@@ -65,9 +66,13 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 	}
 
 	log := newLogger(e.stderr, cfg.Log.SlogLevel(), cfg.Log.Format)
+	prog, err := agent.FindCycleProgram(cfg, log)
+	if err != nil {
+		return err
+	}
 	version, _, _ := buildVersion()
 	opts := bench.Options{
-		Cycles: n, HistogramMicros: *f.histUS,
+		Program: prog, Cycles: n, HistogramMicros: *f.histUS,
 		Progress: e.stderr, Terminal: bench.IsTerminal(e.stderr),
 		Telemetry: *f.telemetry, ScrapeInterval: *f.scrapeEvery,
 		Cmdline: "ecagent bench " + strings.Join(args, " "), Version: "ecagent " + version,
