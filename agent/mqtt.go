@@ -15,13 +15,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/busstate"
+	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/agent/mqtt"
+	"github.com/ecagent/ecagent/agent/mqtt/broker"
+	"github.com/ecagent/ecagent/agent/mqtt/ruleparse"
 	"github.com/ecagent/ecagent/contract"
-	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/mqtt"
-	"github.com/ecagent/ecagent/mqtt/broker"
-	"github.com/ecagent/ecagent/mqtt/spec"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -217,17 +217,17 @@ func mqttRules(mc config.MQTT) (mqtt.Rules, error) {
 	r := mqtt.Rules{Interval: mc.Interval, OnChange: mc.OnChange}
 	var errs []error
 	for _, s := range mc.Slaves {
-		rule, err := spec.ParseSlaveRule(s)
+		rule, err := ruleparse.ParseSlaveRule(s)
 		errs = append(errs, err)
 		r.Slaves = append(r.Slaves, rule)
 	}
 	for _, s := range mc.Signals {
-		rule, err := spec.ParseSignalRule(s)
+		rule, err := ruleparse.ParseSignalRule(s)
 		errs = append(errs, err)
 		r.Signals = append(r.Signals, rule)
 	}
 	for _, s := range mc.Writes.Allow {
-		rule, err := spec.ParseWriteRule(s)
+		rule, err := ruleparse.ParseWriteRule(s)
 		errs = append(errs, err)
 		r.Writes = append(r.Writes, rule)
 	}

@@ -12,13 +12,13 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/agent/mqtt"
+	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
+	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/mqtt"
-	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
 
 // TestMQTTSignalsMatchTheImage brings a bus up over the simulator and
@@ -31,7 +31,7 @@ func TestMQTTSignalsMatchTheImage(t *testing.T) {
 		filepath.Join("..", "testdata", "real-hw", "sii", "el2889.bin"), "EL2004"}
 	m, seg := simbus.Start(t, specs, master.Config{Logger: quiet})
 	devs := seg.Devices()
-	info := program.NewBusInfo(m, time.Millisecond)
+	info := process.NewBusInfo(m, time.Millisecond)
 	model, problems := mqtt.NewModel(mqttBus(info), mqtt.Rules{Interval: time.Second})
 	if len(problems) != 0 {
 		t.Fatal(problems)

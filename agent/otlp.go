@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/metrics/otlp"
+	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/agent/metrics/otlp"
 	"github.com/ecagent/ecagent/shm"
 )
 

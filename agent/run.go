@@ -8,11 +8,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/busstate"
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/mqtt"
+	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -228,8 +227,7 @@ func (s *cycleSupervisor) running(cp *CycleProcess) {
 		s.log.Info("the bus is up after failed bring-ups", "failures", s.failures, "pid", cp.pid)
 	}
 	if s.restarting {
-		s.c.tel.reg.CountEvent("cycle-restarted", -1, "")
-		s.log.Info("cycle process restarted", "pid", cp.pid, "restarts", s.c.restarts)
+		s.c.tel.agentEvent(s.log, contract.EventCycleRestarted, "pid", cp.pid, "restarts", s.c.restarts)
 	}
 	s.restarting, s.failures, s.backoff = false, 0, restartMin
 }
@@ -247,11 +245,10 @@ func (s *cycleSupervisor) failed(err error) {
 	s.backoff = min(2*s.backoff, restartMax)
 	s.c.model.BringUpFailed(reason, text)
 	s.c.updateReady()
-	s.c.tel.reg.CountEvent("bring-up-failed", -1, "")
 	s.c.mqtt.bringUpFailed(reason, text, s.failures, wait)
 	s.c.writeStatus(s.status)
 	s.sd.bringUpFailed(fmt.Sprintf("bring-up failed %d time(s) in a row (%s): %s; trying again in %v", s.failures, reason, text, wait))
-	s.log.Error("the cycle process did not bring the bus up; trying again", "reason", reason.String(), "err", text,
+	s.c.tel.agentEvent(s.log, contract.EventBringUpFailed, "reason", reason.String(), "err", text,
 		"failures", s.failures, "next_try_in", wait)
 }
 
@@ -261,11 +258,10 @@ func (s *cycleSupervisor) died() {
 	c := s.c
 	c.restarts++
 	c.tel.reg.CycleProcessExited()
-	c.tel.reg.CountEvent("cycle-died", -1, "")
 	c.model.CycleDown()
 	c.updateReady()
 	s.sd.cycleDown("the cycle process died; restarting it")
-	s.log.Error("the cycle process died; restarting it", "pid", c.cp.pid, "restarts", c.restarts, "after", s.backoff)
+	c.tel.agentEvent(s.log, contract.EventCycleDied, "pid", c.cp.pid, "restarts", c.restarts, "after", s.backoff)
 	c.mqtt.detach("the cycle process died")
 	c.cp.stop(s.log, time.Second)
 	c.cp = nil
@@ -418,71 +414,50 @@ func (c *consumer) observe(s *shm.Sample) {
 	c.prevWake, c.prevCycle, c.havePrev = s.Wake, s.Cycle, true
 }
 
+// event takes one event of the cycle process to every output, each as
+// the kind's row of the event catalogue (package contract) says: the bus
+// model first (the others render the model after it), MQTT, the metrics,
+// the log. A kind without a row, or the agent's own, is not the cycle's
+// to report: it is logged and dropped.
 func (c *consumer) event(ev *shm.Event) {
-	c.model.Apply(ev) // first: the publisher and the log render the model after it
-	c.mqtt.event(ev)
-	c.tel.countEvent(c.cp, ev)
-	slave, _ := c.model.Slave(int(ev.Slave))
-	who := slave.Label()
-	switch ev.Kind {
-	case shm.EventStateChange, shm.EventALError:
-		bus := c.model.Snapshot()
-		c.log.Warn("bus state changed", "state", bus.Summary(), "cycle", ev.Cycle)
-	case shm.EventSlaveState:
-		c.log.Info("slave state", "slave", who, "state", slave.Condition(), "cycle", ev.Cycle)
-	case shm.EventSlaveLost:
-		c.log.Warn("slave lost", "slave", who, "state", slave.Condition(), "cycle", ev.Cycle, "note", ev.TextString())
-	case shm.EventSlaveFound, shm.EventSlaveReconnected:
-		c.log.Info("slave answers again", "slave", who, "state", slave.Condition(), "cycle", ev.Cycle, "how", ev.Kind.String(),
-			"took", time.Duration(ev.Value).String(), "note", ev.TextString())
-	case shm.EventSlaveRefused:
-		c.log.Error("another device at a slave's position: not configured", "slave", who, "state", slave.Condition())
-	case shm.EventALAcknowledged:
-		c.log.Info("slave AL error acknowledged, back in OP", "slave", who, "state", slave.Condition(),
-			"al_status_code", fmt.Sprintf("%#04x", ev.ALStatusCode))
-	case shm.EventRecoveryFailed:
-		c.log.Warn("slave refuses to return to OP", "slave", who, "state", slave.Condition(), "attempts", ev.Value,
-			"al_status", esc.ALStatusCode(ev.ALStatusCode).String())
-	case shm.EventBusAlarm:
-		c.log.Warn("bus alarm", "what", ev.TextString(), "cycles", ev.Value)
-	case shm.EventBusAlarmChanged:
-		c.log.Warn("bus alarm changed", "what", ev.TextString(), "cycles", ev.Value)
-	case shm.EventBusAlarmCleared:
-		c.log.Info("bus alarm cleared", "clean_cycles", ev.Value)
-	case shm.EventErrorCounters:
-		c.tel.errorCounters(c.cp, ev)
-	case shm.EventMaintenance:
-		c.log.Warn("maintenance write through the control socket", "slave", who, "what", ev.TextString(), "uid", ev.Value, "cycle", ev.Cycle)
-	case shm.EventFramesDiscarded:
-		c.tel.reg.CountDiscarded(ev.TextString(), ev.Value)
-		c.log.Warn("received frames discarded", "reason", ev.TextString(), "frames", ev.Value, "cycle", ev.Cycle)
-	case shm.EventLinkDown:
-		c.log.Error("link down: cyclic frames cannot be sent", "cycle", ev.Cycle)
-	case shm.EventLinkUp:
-		c.log.Info("link up again", "cycle", ev.Cycle)
-	case shm.EventCycleStarted:
-		c.log.Info("cycle started", "pid", c.cp.pid, "cycle", ev.Cycle)
-	case shm.EventNote:
-		c.log.Info("cycle note", "text", ev.TextString())
-	case shm.EventCommandRejected:
-		c.log.Warn("command rejected", "seq", ev.Value, "slave", ev.Slave, "reason", ev.TextString())
-	case shm.EventEmergency:
-		c.tel.slaveEvent(c.cp, ev, c.otlp)
-		code, register, data := ev.Emergency()
-		c.log.Warn("CoE emergency", "slave", who, "error_code", fmt.Sprintf("%#04x", code),
-			"error_register", fmt.Sprintf("%#02x", register), "data", fmt.Sprintf("% x", data[:]), "meaning", mqtt.EmergencyMeaning(code))
-	case shm.EventDriveState:
-		c.tel.slaveEvent(c.cp, ev, c.otlp)
-		c.log.Info("drive state", "slave", who, "state", ev.TextString())
-	case shm.EventDriveFault:
-		c.tel.slaveEvent(c.cp, ev, c.otlp)
-		c.log.Error("drive fault", "slave", who, "error_code", fmt.Sprintf("%#04x", ev.Value),
-			"meaning", mqtt.EmergencyMeaning(uint16(ev.Value)), "state", ev.TextString())
-	case shm.EventDriveFaultCleared:
-		c.tel.slaveEvent(c.cp, ev, c.otlp)
-		c.log.Info("drive fault cleared", "slave", who, "state", ev.TextString())
+	e, ok := ev.Kind.Info()
+	if !ok || e.Origin != contract.OriginCycle {
+		c.log.Warn("event of a kind the cycle process does not report: dropped", "kind", ev.Kind.String(), "cycle", ev.Cycle)
+		return
 	}
+	c.model.Apply(ev)
+	c.mqtt.event(ev)
+	c.tel.event(c.cp, ev, e, c.otlp)
+	c.logEvent(ev, e)
 	c.updateReady()
+}
+
+// logEvent writes the log line of ev, of row e, if the row has one: its
+// name and cycle; for an event about one slave, the slave and, when the
+// event changes it, its condition in the model; for one that changes the
+// bus, the bus's summary; then the fields every output shows.
+func (c *consumer) logEvent(ev *shm.Event, e contract.EventInfo) {
+	if e.Log == "" {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs, slog.String("event", e.Name), slog.Uint64("cycle", ev.Cycle))
+	switch {
+	case e.PerSlave:
+		slave, _ := c.model.Slave(int(ev.Slave))
+		attrs = append(attrs, slog.String("slave", slave.Label()))
+		if e.Effect != contract.EffectNone {
+			attrs = append(attrs, slog.String("condition", slave.Condition()))
+		}
+	case e.Effect != contract.EffectNone:
+		bus := c.model.Snapshot()
+		attrs = append(attrs, slog.String("bus", bus.Summary()))
+	}
+	var fields [6]busstate.EventField
+	for _, f := range busstate.AppendEventFields(fields[:0], ev, e) {
+		attrs = append(attrs, f.Attr())
+	}
+	c.log.LogAttrs(context.Background(), e.Level, e.Log, attrs...)
 }
 
 // stallAfter is how long the cycle's heartbeat may stand still before the

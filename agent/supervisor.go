@@ -18,8 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/shm"
 )

@@ -8,11 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/rtcheck"
-	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/contract"
-	"github.com/ecagent/ecagent/metrics"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -116,69 +116,72 @@ func (t *telemetry) cycleStarted(cp *CycleProcess, attached bool) {
 // what /readyz, MQTT and the log say.
 func (t *telemetry) setBusModel(m *busstate.Model) { t.reg.SetBusModel(m) }
 
-// countEvent counts the events of the bus in ecagent_bus_events_total, by
-// kind and slave (-1 for the bus as a whole).
-func (t *telemetry) countEvent(cp *CycleProcess, ev *shm.Event) {
-	pos := -1
-	switch ev.Kind {
-	case shm.EventCommandDone, shm.EventCommandRejected, shm.EventNote, shm.EventDriveState,
-		shm.EventSlaveState, shm.EventInvalid, shm.EventErrorCounters:
-		return // not faults of the bus; slave and drive states have their own series
-	case shm.EventSlaveLost, shm.EventSlaveFound, shm.EventSlaveReconnected, shm.EventSlaveRefused,
-		shm.EventALAcknowledged, shm.EventRecoveryFailed, shm.EventEmergency, shm.EventDriveFault,
-		shm.EventDriveFaultCleared, shm.EventMaintenance:
-		pos = int(ev.Slave)
+// event records an event of the cycle process, of row e of the event
+// catalogue, in the metrics: ecagent_bus_events_total by kind and slave
+// (-1 for the bus as a whole) when the row counts it, the row's own
+// counter family, and the device series it sets (also in OTLP).
+func (t *telemetry) event(cp *CycleProcess, ev *shm.Event, e contract.EventInfo, ot *otlpExport) {
+	pos, name := -1, ""
+	if e.PerSlave {
+		pos, name = int(ev.Slave), cp.slaveName(int(ev.Slave))
 	}
-	name := ""
-	for _, s := range cp.info.Slaves {
-		if s.Position == pos {
-			name = slaveLabel(s)
-		}
+	if e.Counted {
+		t.reg.CountEvent(e.Name, pos, name)
 	}
-	t.reg.CountEvent(ev.Kind.String(), pos, name)
+	if e.Counter.Stem != "" {
+		t.reg.AddEventValue(e.Kind, ev.TextString(), ev.Value)
+	}
+	t.deviceEvent(e.Device, pos, name, ev, ot)
 }
 
-// errorCounters sets a slave's ESC error counter series
-// (ecagent_slave_port_errors, ecagent_slave_esc_errors) from the block an
-// shm.EventErrorCounters carries.
-func (t *telemetry) errorCounters(cp *CycleProcess, ev *shm.Event) {
-	c, err := metrics.DecodeESCErrorCounters(ev.Text[:])
-	if err != nil {
-		return
+// agentEvent reports one of the agent's own events (kind k: a cycle
+// process died, restarted, failed to bring the bus up) as its row of the
+// event catalogue says: counted for the bus as a whole, and logged at the
+// row's level with its message and args.
+func (t *telemetry) agentEvent(log *slog.Logger, k contract.EventKind, args ...any) {
+	e, _ := k.Info()
+	if e.Counted {
+		t.reg.CountEvent(e.Name, -1, "")
 	}
-	pos, name := int(ev.Slave), ""
-	for _, s := range cp.info.Slaves {
-		if s.Position == pos {
-			name = slaveLabel(s)
-		}
+	if e.Log != "" {
+		log.Log(context.Background(), e.Level, e.Log, args...)
 	}
-	t.reg.SetSlaveErrorCounters(pos, name, c)
 }
 
-// slaveEvent records an event about one slave (a CoE emergency, a drive's
-// state or fault) in the metrics.
-func (t *telemetry) slaveEvent(cp *CycleProcess, ev *shm.Event, ot *otlpExport) {
-	pos, name := int(ev.Slave), ""
-	for _, s := range cp.info.Slaves {
-		if s.Position == pos {
-			name = slaveLabel(s)
-		}
-	}
-	switch ev.Kind {
-	case shm.EventEmergency:
+// deviceEvent sets the device series of the slave at pos (named name)
+// that an event's row names: its CoE emergencies, its drive's state and
+// faults (in the metrics and OTLP), its ESC error counters.
+func (t *telemetry) deviceEvent(d contract.DeviceMetric, pos int, name string, ev *shm.Event, ot *otlpExport) {
+	switch d {
+	case contract.DeviceEmergency:
 		code, _, _ := ev.Emergency()
 		t.reg.Emergency(pos, name, code)
 		ot.emergency(pos, name, code)
-	case shm.EventDriveState:
+	case contract.DeviceDriveState:
 		t.reg.SetDriveState(pos, name, int(ev.Value), ev.TextString())
 		ot.driveState(pos, name, int(ev.Value))
-	case shm.EventDriveFault:
+	case contract.DeviceDriveFault:
 		t.reg.DriveFault(pos, name, uint16(ev.Value))
 		ot.driveFault(pos, name, uint16(ev.Value))
-	case shm.EventDriveFaultCleared:
+	case contract.DeviceDriveFaultCleared:
 		t.reg.DriveFaultCleared(pos, name)
 		ot.driveFaultCleared(pos, name)
+	case contract.DeviceErrorCounters:
+		if c, err := metrics.DecodeESCErrorCounters(ev.Text[:]); err == nil {
+			t.reg.SetSlaveErrorCounters(pos, name, c)
+		}
 	}
+}
+
+// slaveName is the name label of the slave at pos: its slaveLabel, or ""
+// when the bus description has no slave there.
+func (cp *CycleProcess) slaveName(pos int) string {
+	for _, s := range cp.info.Slaves {
+		if s.Position == pos {
+			return slaveLabel(s)
+		}
+	}
+	return ""
 }
 
 // slaveLabel is the slave's name label: its order code (EL2004) when the

@@ -20,7 +20,7 @@ import (
 //     both with the segment.
 //   - shm + ".d": the directory of the cycle process's maintenance
 //     socket, which the cycle process makes and removes itself
-//     (cycle/control).
+//     (cycle/maintenance).
 //
 // Other users may create names in /dev/shm: every process opens these
 // files only when [CheckOwnFile] accepts them, and removes only those.

@@ -1,5 +1,5 @@
 // Package cycle is the real-time cycle engine. It runs in its own small
-// process (ecagent-cycle, whose body is cycle/program), on a locked OS
+// process (ecagent-cycle, whose body is cycle/process), on a locked OS
 // thread with SCHED_FIFO, pinned and with memory locked where the host
 // allows, and after bring-up it allocates nothing, so the garbage
 // collector never runs there.

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/rt"
-	"github.com/ecagent/ecagent/internal/spsc"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/internal/realtime/spsc"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/shm"
 )
 

@@ -7,8 +7,8 @@ import (
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/sim"
 	"github.com/ecagent/ecagent/shm"
+	"github.com/ecagent/ecagent/sim"
 )
 
 var referenceSet = []string{"EK1100", "EL2004", "EL2004", "EL1014", "EL1014", "EL4132", "EK1110"}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/shm"
 )
 

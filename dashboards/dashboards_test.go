@@ -12,9 +12,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/master/cia402/state"
-	"github.com/ecagent/ecagent/metrics"
 )
 
 // committedDir is where the generated JSON is committed.
@@ -67,7 +67,7 @@ func exported(t *testing.T) map[string]bool {
 			}
 		}
 	}
-	files, _ := filepath.Glob(filepath.Join("..", "mqtt", "*.go"))
+	files, _ := filepath.Glob(filepath.Join("..", "agent", "mqtt", "*.go"))
 	var src strings.Builder
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
@@ -84,7 +84,39 @@ func exported(t *testing.T) map[string]bool {
 			known[name] = true
 		}
 	}
+	for name := range recorded(t) {
+		known[name] = true
+	}
 	return known
+}
+
+// recorded is every series the shipped rules record
+// (deploy/prometheus/ecagent.rules.yml), which the fleet dashboard reads.
+func recorded(t *testing.T) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "prometheus", "ecagent.rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Groups []struct {
+			Rules []struct {
+				Record string `yaml:"record"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				out[r.Record] = true
+			}
+		}
+	}
+	return out
 }
 
 // TestQueriesReadExportedSeries parses every query of the committed

@@ -35,12 +35,6 @@ func notOperational(sel string) string {
 		series("ecagent_slave_al_state", sel), series("ecagent_slave_al_state", sel), series("ecagent_slave_al_error", sel))
 }
 
-// perPeriod divides a per-host figure in seconds by the host's configured
-// cycle period, so that one threshold fits a 125 µs and a 4 ms cycle.
-func perPeriod(expr, sel string) string {
-	return fmt.Sprintf("(%s)\n/ on (%s)\nmax by (%s) (%s)", expr, byHost, byHost, series("ecagent_cycle_target_seconds", sel))
-}
-
 // Grafana's range variables as they appear in queries.
 const (
 	rateInterval = "$__rate_interval"
@@ -66,13 +60,11 @@ func quantile(q float64, histogram, selector, by, window string) string {
 	return native + "\nor\n" + classic
 }
 
-// quantileOffset is quantile of the same window one week earlier.
-func quantileOffset(q float64, histogram, selector, by, window, offset string) string {
-	native := fmt.Sprintf("histogram_quantile(%g, sum%s (rate(%s[%s] offset %s)))",
-		q, grouping(by), series(histogram, selector), window, offset)
-	classic := fmt.Sprintf("histogram_quantile(%g, sum%s (rate(%s[%s] offset %s)))",
-		q, grouping(join(by, "le")), series(histogram+"_bucket", selector), window, offset)
-	return native + "\nor\n" + classic
+// perCycle divides a figure in seconds of one host (the host detail's
+// selector) by its cycle period: a share of the cycle, so that one
+// threshold fits a 125 µs and a 4 ms cycle.
+func perCycle(expr, sel string) string {
+	return fmt.Sprintf("(%s)\n/ scalar(max(%s))", expr, series("ecagent_cycle_target_seconds", sel))
 }
 
 // heatmapNative is the per-second rate of a native histogram, summed: one

@@ -15,10 +15,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
-	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/metrics/otlp"
-	"github.com/ecagent/ecagent/metrics/otlp/otlptest"
-	"github.com/ecagent/ecagent/mqtt"
+	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/agent/metrics/otlp"
+	"github.com/ecagent/ecagent/agent/metrics/otlp/otlptest"
+	"github.com/ecagent/ecagent/agent/mqtt"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -99,8 +100,12 @@ func agentRegistry(t *testing.T) *metrics.Registry {
 	reg.Consumer().CloseWindow()
 	reg.SetSlaves([]metrics.Slave{{Position: 0, Name: "EK1100"}, {Position: 1, Name: "AKD"}})
 	reg.SetSlaveErrorCounters(0, "EK1100", metrics.ESCErrorCounters{})
-	reg.CountEvent("slave-lost", 1, "AKD")
-	reg.CountDiscarded("invalid", 2)
+	reg.CountEvent(contract.EventSlaveLost.String(), 1, "AKD")
+	for _, e := range contract.Events() { // every event's own counter family
+		if c := e.Counter; c.Stem != "" {
+			reg.AddEventValue(e.Kind, c.LabelValues()[0], 2)
+		}
+	}
 	reg.CycleProcessStarted(1)
 	reg.SetRTSetting(metrics.RTSchedFIFO, true)
 	if err := reg.SetRTCheck("preempt_rt", metrics.CheckPass); err != nil {

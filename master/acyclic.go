@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ecagent/ecagent/internal/spsc"
-	"github.com/ecagent/ecagent/master/wire"
+	"github.com/ecagent/ecagent/ethercat/wire"
+	"github.com/ecagent/ecagent/internal/realtime/spsc"
 )
 
 // Acyclic datagrams while the cycle runs. Once the bus runs, the cycle

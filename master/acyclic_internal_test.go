@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/ecagent/ecagent/master/wire"
+	"github.com/ecagent/ecagent/ethercat/wire"
 )
 
 // TestAcyclicQueueRefusesWhenFull: the requester is told, the queue is

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // The acyclic queue on a loaded host: a cycle the host delays, and bursts

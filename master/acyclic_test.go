@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/sim"
-	"github.com/ecagent/ecagent/master/wire"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // cycler runs the cyclic exchange in its own goroutine as the cycle engine

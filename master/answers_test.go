@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/ecagent/ecagent/master/wire"
+	"github.com/ecagent/ecagent/ethercat/wire"
 )
 
 // TestAnswersTellsAnswersFromJunk builds a cyclic frame (LRW, BRD of AL

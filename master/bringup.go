@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/wire"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/wire"
 )
 
 // BringUp takes the segment from whatever state it is in to OP:

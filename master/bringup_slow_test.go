@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/esc"
 )
 
 // TestBringUpOnASlowHost brings a segment up whose every answer comes 12

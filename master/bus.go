@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/wire"
 )
 
 // broadcastMAC is the destination of every frame the master sends: the

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/wire"
 )
 
 // responder serves the far end of a pipe: for each frame it receives it

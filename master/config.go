@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/ecagent/ecagent/internal/monotime"
+	"github.com/ecagent/ecagent/internal/realtime/monotime"
 )
 
 // Defaults used for zero fields of a Config.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/ethercat/esc"
 )
 
 // Mailbox SyncManager control bytes: 1-buffer (mailbox) mode, ECAT writes

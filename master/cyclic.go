@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/wire"
 )
 
 // The cyclic process-data exchange: what one cycle achieved (CycleResult)

@@ -3,9 +3,9 @@ package master
 import (
 	"encoding/binary"
 
-	"github.com/ecagent/ecagent/master/coe"
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/wire"
+	"github.com/ecagent/ecagent/ethercat/coe"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/wire"
 )
 
 // The auxiliary datagrams of the cyclic exchange: the distributed-clock

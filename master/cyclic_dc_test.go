@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/dc"
-	"github.com/ecagent/ecagent/master/esc"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/wire"
 )
 
 // dcCycleSegment has clocks with a system time at 0 (EK1100), 2 and 4

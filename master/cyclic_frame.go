@@ -1,8 +1,8 @@
 package master
 
 import (
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/wire"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/wire"
 )
 
 // The frames of the cyclic exchange: building them each cycle and matching

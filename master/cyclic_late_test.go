@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/internal/monotime"
+	"github.com/ecagent/ecagent/ethercat/wire"
+	"github.com/ecagent/ecagent/internal/realtime/monotime"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/wire"
 )
 
 // lateRig is a pipelined exchange whose segment is the test: it reads the

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/master/coe"
-	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/ethercat/coe"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/sii"
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/sii"
-	"github.com/ecagent/ecagent/master/wire"
 )
 
 // auxSegment answers the cyclic frames of a test master without

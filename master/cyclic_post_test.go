@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/wire"
 
-	"github.com/ecagent/ecagent/internal/monotime"
+	"github.com/ecagent/ecagent/internal/realtime/monotime"
 )
 
 // countingPoller is the master's end of a pipe with a view of its receive

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/master/coe"
+	"github.com/ecagent/ecagent/ethercat/coe"
+	"github.com/ecagent/ecagent/ethercat/sii"
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/sii"
-	"github.com/ecagent/ecagent/master/wire"
 
-	"github.com/ecagent/ecagent/internal/monotime"
+	"github.com/ecagent/ecagent/internal/realtime/monotime"
 )
 
 // loopSegment answers LRW frames on the far end of a pipe without

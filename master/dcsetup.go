@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/master/dc"
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/wire"
 )
 
 // DefaultDCDriftFrames is the number of static drift compensation frames

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/sii"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/sii"
 )
 
 // siiWindow is the span of the EEPROM interface read at once while polling:

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/sii"
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/sii"
-	"github.com/ecagent/ecagent/master/wire"
 )
 
 // fakeEEPROM is one slave's EEPROM interface (0x0502–0x050F) reduced to

@@ -3,7 +3,7 @@ package master
 import (
 	"sync"
 
-	"github.com/ecagent/ecagent/master/coe"
+	"github.com/ecagent/ecagent/ethercat/coe"
 )
 
 // EmergencyQueueLen is how many emergency messages the master keeps until

@@ -3,7 +3,7 @@ package master
 import (
 	"testing"
 
-	"github.com/ecagent/ecagent/master/coe"
+	"github.com/ecagent/ecagent/ethercat/coe"
 )
 
 func TestEmergencyQueueKeepsNewestAndCountsDrops(t *testing.T) {

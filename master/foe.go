@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ecagent/ecagent/master/coe"
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/foe"
-	"github.com/ecagent/ecagent/master/sii"
+	"github.com/ecagent/ecagent/ethercat/coe"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/foe"
+	"github.com/ecagent/ecagent/ethercat/sii"
 )
 
 // ErrNoFoE is returned for an FoE transfer with a slave whose SII does not

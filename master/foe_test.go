@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/foe"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/foe"
 )
 
 // firmware returns n bytes of a deterministic pattern.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // TestCheckSlaves injects one fault at a time into a segment in OP and

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ecagent/ecagent/master/coe"
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/sii"
+	"github.com/ecagent/ecagent/ethercat/coe"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/sii"
 )
 
 // Mailbox SyncManager status bit (register 0x0805 + 8·i): the buffer holds

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/coe"
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/internal/testsupport/capture"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/coe"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/sim"
-	"github.com/ecagent/ecagent/master/wire"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // tamperLink passes frames through, except that it hands the data of the

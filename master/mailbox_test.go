@@ -10,12 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ecagent/ecagent/ethercat/coe"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/coe"
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/sim"
-	"github.com/ecagent/ecagent/master/wire"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // smallMailboxEL4132 writes the SII image of the EL4132 model with its

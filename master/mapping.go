@@ -3,9 +3,9 @@ package master
 import (
 	"fmt"
 
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/sii"
-	"github.com/ecagent/ecagent/master/wire"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/sii"
+	"github.com/ecagent/ecagent/ethercat/wire"
 )
 
 // statusDatagramLen is the size on the wire of the AL status read (BRD

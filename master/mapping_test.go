@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/sii"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/sii"
 )
 
 // model builds a scanned slave with the given process-data SyncManagers

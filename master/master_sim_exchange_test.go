@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/esc"
 )
 
 func TestOutputsReachDevices(t *testing.T) {

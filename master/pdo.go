@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ecagent/ecagent/master/coe"
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/sii"
+	"github.com/ecagent/ecagent/ethercat/coe"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/sii"
 )
 
 // Sources of a slave's PDO assignment (Slave.PDOSource).

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/ecagent/ecagent/master/coe"
+	"github.com/ecagent/ecagent/ethercat/coe"
 )
 
 func TestPDOReassign(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/sii"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/sii"
 )
 
 func TestPDOAssignmentSource(t *testing.T) {

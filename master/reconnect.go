@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/master/dc"
-	"github.com/ecagent/ecagent/master/esc"
 )
 
 // siiIdentityWord is the first SII word of the identity (vendor, product

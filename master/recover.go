@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/ethercat/esc"
 )
 
 // Recover takes one slave that left its state, or refused one, back to

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // TestRecoverReturnsToOP drops a slave to SAFEOP+ERROR while the cycle

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/sii"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/sii"
 )
 
 // Register areas Scan clears on every slave: all 16 FMMUs and all 16

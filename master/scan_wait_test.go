@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // silentLink is a segmentLink that answers nothing until silent frames

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ecagent/ecagent/ethercat/coe"
 	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/coe"
 )
 
 // TestSDOInfoEL3004 reads the EL3004's object dictionary through the SDO

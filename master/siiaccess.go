@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/sii"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/sii"
 )
 
 // Whole-EEPROM access for maintenance tools (ecagent sii, alias): a dump

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/ethercat/esc"
 )
 
 // statePollInterval is the pause between two rounds of AL status polling.

@@ -8,7 +8,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/ethercat/esc"
 )
 
 // Limits and defaults of the SYNC signal set-up.

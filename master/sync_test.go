@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/esc"
 )
 
 // syncBench brings dcCycleSegment up without DC and configures the clocks

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/ethercat/esc"
 )
 
 func TestAssignParents(t *testing.T) {

@@ -1,6 +1,6 @@
 package shm
 
-import "github.com/ecagent/ecagent/internal/monotime"
+import "github.com/ecagent/ecagent/internal/realtime/monotime"
 
 // Now returns CLOCK_MONOTONIC in nanoseconds: the clock of every time the
 // cycle process writes to the segment (a sample's deadline and wake-up,

@@ -1,8 +1,9 @@
 package shm
 
 import (
-	"strconv"
 	"unsafe"
+
+	"github.com/ecagent/ecagent/contract"
 )
 
 // EventSize is the size of an Event in the ring: one cache line.
@@ -42,102 +43,45 @@ type Event struct {
 	Text [EventTextSize]byte
 }
 
-// EventKind says what an Event reports.
-type EventKind uint16
+// EventKind says what an Event reports: the kinds, their names and how
+// every output renders them are the event catalogue of package contract.
+type EventKind = contract.EventKind
 
-// Event kinds. The zero value is invalid.
+// The event kinds of the cycle process (see package contract), under the
+// names their users know them by.
 const (
-	// EventInvalid is the zero EventKind.
-	EventInvalid EventKind = iota
-	// EventStateChange: the slave's AL state changed to ALState.
-	EventStateChange
-	// EventALError: the slave reports an AL error with ALStatusCode.
-	EventALError
-	// EventSlaveLost: the slave stopped answering.
-	EventSlaveLost
-	// EventSlaveFound: the slave answers again.
-	EventSlaveFound
-	// EventCommandDone: the command with Seq == Value was applied.
-	EventCommandDone
-	// EventCommandRejected: the command with Seq == Value was refused;
-	// Text says why.
-	EventCommandRejected
-	// EventCycleStarted: the cycle process entered cyclic operation.
-	EventCycleStarted
-	// EventNote: free text in Text.
-	EventNote
-	// EventEmergency: the slave sent a CoE emergency message; Value holds
-	// it as EmergencyValue packs it (error code, error register, data).
-	EventEmergency
-	// EventDriveState: the CiA 402 drive at Slave changed state; Value is
-	// the new state's number (see package master/cia402), Text its name.
-	EventDriveState
-	// EventDriveFault: the drive at Slave went to fault; Value is its
-	// error code (object 0x603F), Text the state name.
-	EventDriveFault
-	// EventDriveFaultCleared: the drive at Slave left the fault state
-	// after a fault reset.
-	EventDriveFaultCleared
-	// EventBusAlarm: frames were lost, or the working counter was off, in
-	// more consecutive cycles than bus.alarm allows; Text says which,
-	// Value how many cycles.
-	EventBusAlarm
-	// EventBusAlarmCleared: the bus ran clean again for as many cycles.
-	EventBusAlarmCleared
-	// EventSlaveReconnected: the slave at Slave came back and was
-	// reconfigured and brought to OP (hot reconnect); Value is the time
-	// it took in ns.
-	EventSlaveReconnected
-	// EventSlaveRefused: another device appeared at Slave's position; it
-	// was not configured. Text names it.
-	EventSlaveRefused
-	// EventALAcknowledged: the slave's AL error (code in ALStatusCode) was
-	// acknowledged and the slave is back in OP.
-	EventALAcknowledged
-	// EventRecoveryFailed: the slave keeps refusing to return to OP
-	// (ALStatusCode); Value counts the attempts so far. Retries continue
-	// with back-off.
-	EventRecoveryFailed
-	// EventLinkDown: the cyclic frames cannot be sent (the link is down);
-	// EventLinkUp: they can again.
-	EventLinkDown
-	EventLinkUp
-	// EventSlaveState: a per-slave read of the slave at Slave found its AL
-	// status (ALState) and AL status code (ALStatusCode) changed since the
-	// last report: the recovery worker reports it, so that which slave is
-	// in which state is known even when the in-cycle read (the OR of every
-	// slave's state) cannot tell.
-	EventSlaveState
-	// EventFramesDiscarded: received frames were discarded in the last
-	// second or more; Value is how many, Text why: "invalid" (not an
-	// EtherCAT datagram frame), "foreign" (from another source than the
-	// segment) or "mismatched" (from the segment's address, but not an
-	// answer to a frame sent). At most one per reason and second, so a
-	// flood makes a few events, not one per frame.
-	EventFramesDiscarded
-	// EventMaintenance: a maintenance request through the cycle's control
-	// socket changed the slave at Slave (register or SII write, alias,
-	// state request); Value is the uid of the requesting process, Text
-	// what was done (e.g. "reg write 0x0120").
-	EventMaintenance
-	// EventErrorCounters: the ESC error counters (0x0300–0x0313, 20
-	// bytes, as the ESC keeps them) of the slave at Slave changed; Text
-	// holds the block. The cycle process reads them once a second.
-	EventErrorCounters
-	// EventBusAlarmChanged: the raised bus alarm's reason changed (Text:
-	// frames lost, or the working counter off) after Value cycles of the
-	// new kind in a row; the alarm stays raised, and one
-	// EventBusAlarmCleared still ends it.
-	EventBusAlarmChanged
+	EventInvalid           = contract.EventInvalid
+	EventStateChange       = contract.EventStateChange
+	EventALError           = contract.EventALError
+	EventSlaveLost         = contract.EventSlaveLost
+	EventSlaveFound        = contract.EventSlaveFound
+	EventCommandDone       = contract.EventCommandDone
+	EventCommandRejected   = contract.EventCommandRejected
+	EventCycleStarted      = contract.EventCycleStarted
+	EventNote              = contract.EventNote
+	EventEmergency         = contract.EventEmergency
+	EventDriveState        = contract.EventDriveState
+	EventDriveFault        = contract.EventDriveFault
+	EventDriveFaultCleared = contract.EventDriveFaultCleared
+	EventBusAlarm          = contract.EventBusAlarm
+	EventBusAlarmCleared   = contract.EventBusAlarmCleared
+	EventSlaveReconnected  = contract.EventSlaveReconnected
+	EventSlaveRefused      = contract.EventSlaveRefused
+	EventALAcknowledged    = contract.EventALAcknowledged
+	EventRecoveryFailed    = contract.EventRecoveryFailed
+	EventLinkDown          = contract.EventLinkDown
+	EventLinkUp            = contract.EventLinkUp
+	EventSlaveState        = contract.EventSlaveState
+	EventFramesDiscarded   = contract.EventFramesDiscarded
+	EventMaintenance       = contract.EventMaintenance
+	EventErrorCounters     = contract.EventErrorCounters
+	EventBusAlarmChanged   = contract.EventBusAlarmChanged
 )
 
-// The texts of an EventBusAlarm: what made the cycles bad. Frames lost
-// means nothing was exchanged; a working counter off means the frames came
-// back but some slave did not process its part (which slave, a per-slave
-// read tells).
+// The texts of an EventBusAlarm (see contract.AlarmFramesLost).
 const (
-	AlarmFramesLost     = "frames lost"
-	AlarmWorkingCounter = "working counter off"
+	AlarmFramesLost     = contract.AlarmFramesLost
+	AlarmWorkingCounter = contract.AlarmWorkingCounter
 )
 
 // EmergencyValue packs a CoE emergency message into an Event.Value: the
@@ -157,65 +101,6 @@ func (e *Event) Emergency() (code uint16, register uint8, data [5]byte) {
 		data[i] = byte(e.Value >> (24 + 8*i))
 	}
 	return uint16(e.Value), uint8(e.Value >> 16), data
-}
-
-// String names k.
-func (k EventKind) String() string {
-	switch k {
-	case EventInvalid:
-		return "invalid"
-	case EventStateChange:
-		return "state-change"
-	case EventALError:
-		return "al-error"
-	case EventSlaveLost:
-		return "slave-lost"
-	case EventSlaveFound:
-		return "slave-found"
-	case EventCommandDone:
-		return "command-done"
-	case EventCommandRejected:
-		return "command-rejected"
-	case EventCycleStarted:
-		return "cycle-started"
-	case EventNote:
-		return "note"
-	case EventEmergency:
-		return "emergency"
-	case EventDriveState:
-		return "drive-state"
-	case EventDriveFault:
-		return "drive-fault"
-	case EventDriveFaultCleared:
-		return "drive-fault-cleared"
-	case EventBusAlarm:
-		return "bus-alarm"
-	case EventBusAlarmCleared:
-		return "bus-alarm-cleared"
-	case EventBusAlarmChanged:
-		return "bus-alarm-changed"
-	case EventSlaveReconnected:
-		return "slave-reconnected"
-	case EventSlaveRefused:
-		return "slave-refused"
-	case EventALAcknowledged:
-		return "al-acknowledged"
-	case EventRecoveryFailed:
-		return "recovery-failed"
-	case EventLinkDown:
-		return "link-down"
-	case EventLinkUp:
-		return "link-up"
-	case EventSlaveState:
-		return "slave-state"
-	case EventFramesDiscarded:
-		return "frames-discarded"
-	case EventErrorCounters:
-		return "error-counters"
-	case EventMaintenance:
-		return "maintenance"
-	}
-	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // SetText stores s in e.Text, cut to EventTextSize bytes and NUL-padded.

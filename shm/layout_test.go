@@ -227,7 +227,13 @@ func describeLayout(t *testing.T) string {
 		fmt.Fprintf(&b, "\n%s size %d\n", typ.Name(), typ.Size())
 		for i := range typ.NumField() {
 			f := typ.Field(i)
-			fmt.Fprintf(&b, "  %-16s %4d %4d %s\n", f.Name, f.Offset, f.Type.Size(), f.Type)
+			name := f.Type.String()
+			if f.Type == reflect.TypeFor[EventKind]() {
+				// contract.EventKind, which shm names EventKind (an
+				// alias): the layout names it as it always has.
+				name = "shm.EventKind"
+			}
+			fmt.Fprintf(&b, "  %-16s %4d %4d %s\n", f.Name, f.Offset, f.Type.Size(), name)
 		}
 	}
 	for _, l := range []Layout{smallLayout(), DefaultLayout()} {

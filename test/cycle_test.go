@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // cycles is how many cyclic exchanges each wire test checks one by one.

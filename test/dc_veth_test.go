@@ -12,14 +12,14 @@ import (
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/sim"
 	"github.com/ecagent/ecagent/shm"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // dcDriftBound is what the simulated devices' system time differences
 // (0x092C) must stay under. EtherCAT specifies distributed clocks to
 // better than 1 µs between any two slaves; the simulated ESC's control
-// loop (master/sim/clock.go) settles to within a few tens of ns of rate
+// loop (sim/clock.go) settles to within a few tens of ns of rate
 // error per update, so 1 µs leaves room for the host: FRMW frames that
 // arrive late because the master or the simulator was descheduled.
 const dcDriftBound = 1000 // ns

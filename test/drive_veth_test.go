@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/ethercat/coe"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/cia402"
 	"github.com/ecagent/ecagent/master/cia402/state"
-	"github.com/ecagent/ecagent/master/coe"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // countsPerRev is the simulated AKD's encoder resolution (0x608F).

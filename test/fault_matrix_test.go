@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/mqtt/mqtttest"
-	"github.com/ecagent/ecagent/mqtt/sparkplug"
+	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
+	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
 )
 
 // slaveWant is how every channel must render one slave during a fault.

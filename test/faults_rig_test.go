@@ -20,7 +20,7 @@ import (
 
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // faultPeriod is the cycle of the fault tests: long enough that the host

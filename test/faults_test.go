@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // TestFaultsAreCountedAndRecovered injects each fault of the simulator into

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 	"github.com/ecagent/ecagent/internal/testsupport"
-	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
 
 // squatterEnv names the socket path the test binary, run as the squatter,
@@ -134,7 +134,7 @@ func startSquatter(t *testing.T, path string) (lines <-chan string, stop func())
 func TestSquattedMaintenanceSocket(t *testing.T) {
 	needRoot(t)
 	shm := fmt.Sprintf("/dev/shm/ecagent-squat-%d.shm", os.Getpid())
-	sock := control.SocketPath(shm)
+	sock := maintenance.SocketPath(shm)
 	t.Cleanup(func() { _ = os.Remove(sock); _ = os.Remove(filepath.Dir(sock)) })
 	lines, stopSquatter := startSquatter(t, sock)
 

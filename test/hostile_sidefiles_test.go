@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 )
 
 // nobodyUID is the user hostile tests give planted files to.
@@ -57,7 +57,7 @@ func TestHostileSideFilesInDevShm(t *testing.T) {
 	t.Cleanup(func() { _ = a.cmd.Process.Kill(); _ = a.cmd.Wait(); killOrphanCycle(t, path) })
 	a.waitLog(t, "cycle started", 30*time.Second)
 
-	info, err := program.ReadBusInfo(program.BusInfoPath(path))
+	info, err := process.ReadBusInfo(process.BusInfoPath(path))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,11 +30,6 @@ type layer struct {
 	why       string
 }
 
-// codecs are the stateless protocol codecs under master/ that every
-// process may use: frames, ESC registers, SII, CoE, FoE, the CiA 402
-// states. Nothing else of master/ belongs to the agent.
-var codecs = []string{"master/wire", "master/esc", "master/sii", "master/coe", "master/foe", "master/cia402/state"}
-
 // layers is the whole rule set. Changing it is changing the architecture:
 // say why in the commit.
 var layers = []layer{
@@ -43,54 +38,65 @@ var layers = []layer{
 	// bug cannot hide behind a simulator that shares it.
 	// The fault command language is a leaf, so that its fuzz binary links
 	// only the parser.
-	{pattern: "master/sim/faultcmd", allowed: nil,
+	{pattern: "sim/faultcmd", allowed: nil,
 		why: "the simulator's fault command language depends on the standard library only"},
-	{pattern: "master/sim", allowed: []string{"master/wire", "master/esc", "master/link", "master/sii", "master/coe", "master/cia402/state",
+	{pattern: "sim/...", allowed: []string{"ethercat/...", "master/link", "master/cia402/state",
 		"internal/pcapng"}, // the replay reads captures
 		why: "the simulator models devices with the protocol encoders only, never the master"},
-	{pattern: "master/...", allowed: []string{"master/...", "internal/spsc", "internal/monotime"},
+	{pattern: "master/...", allowed: []string{"master/...", "ethercat/...", "internal/realtime/..."}, forbidden: []string{"ethercat/eni", "ethercat/esi"},
 		why: "the master knows nothing of the cycle process, shared memory, the agent, metrics or MQTT"},
+	// The readers of the ETG's XML files (ESI, ENI) are leaves: whoever
+	// wires them in converts their types.
+	{pattern: "ethercat/eni", allowed: []string{"ethercat/internal/etgxml"},
+		why: "the EtherCAT file readers depend on the standard library and their own XML reader only"},
+	{pattern: "ethercat/esi", allowed: []string{"ethercat/internal/etgxml"},
+		why: "the EtherCAT file readers depend on the standard library and their own XML reader only"},
+	// The protocol: frames, ESC registers, SII, mailbox protocols. Both the
+	// master and the simulator encode with it; it knows neither.
+	{pattern: "ethercat/...", allowed: nil, forbidden: []string{"ethercat/eni", "ethercat/esi"},
+		why: "the EtherCAT protocol's encoders depend on the standard library and each other only"},
 	// What the two processes agree on besides the shared memory's layout:
 	// the cycle configuration, the bus description, exit codes, the side
-	// files, the bring-up report.
+	// files, the bring-up report, the event catalogue.
 	{pattern: "contract", allowed: nil,
-		why: "the contract between the two processes is a leaf both build on"},
-	{pattern: "shm", allowed: []string{"contract", "internal/monotime"},
-		why: "the shared-memory layout sits on the contract and the monotonic clock only; both processes build on it"},
-	{pattern: "busstate", allowed: []string{"shm", "master/esc"},
+		why: "what the two processes agree on (configuration, bus description, events …) is the leaf both build on, and every output renders"},
+	{pattern: "shm", allowed: []string{"contract", "internal/realtime/monotime"},
+		why: "the shared-memory layout builds on the contract and the monotonic clock only: both processes build on it"},
+	{pattern: "agent/busstate", allowed: []string{"shm", "contract", "ethercat/esc", "ethercat/coe", "master/cia402/state"},
 		why: "the one state model of the bus folds shared-memory events; every output renders it"},
 	// The cycle program is the whole cycle process: its closure must stay
 	// free of the agent's libraries (test/cycle_closure_test.go), so it
 	// reads its own configuration, not agent/config.
-	{pattern: "cycle/program", allowed: []string{"cycle/...", "master/...", "shm", "contract", "internal/spsc", "internal/monotime", "internal/buildinfo"}, forbidden: []string{"master/sim"},
+	{pattern: "cycle/process", allowed: []string{"cycle/...", "master/...", "ethercat/...", "shm", "contract", "internal/realtime/...", "internal/buildinfo"}, forbidden: []string{"sim", "ethercat/eni", "ethercat/esi"},
 		why: "the cycle process's body runs the engine and the master on shared memory; it knows nothing of the agent"},
-	{pattern: "cycle/...", allowed: []string{"master/...", "shm", "internal/spsc", "internal/monotime"}, forbidden: []string{"master/sim", "cycle/program"},
+	{pattern: "cycle/...", allowed: []string{"master/...", "ethercat/...", "shm", "contract", "internal/realtime/..."}, forbidden: []string{"sim", "cycle/process", "ethercat/eni", "ethercat/esi"},
 		why: "the cycle process runs the master and writes shared memory, nothing else"},
-	{pattern: "metrics/...", allowed: []string{"shm", "busstate", "master/esc", "master/cia402/state", "internal/jsonstr"},
+	{pattern: "agent/metrics/...", allowed: []string{"shm", "contract", "agent/busstate", "ethercat/esc", "master/cia402/state", "internal/jsonstr"},
 		why: "exporters render shared-memory samples and register values; they never reach the master or the agent"},
-	{pattern: "mqtt/...", allowed: []string{"shm", "busstate", "master/esc", "master/cia402/state", "metrics/...", "internal/jsonstr"},
-		forbidden: []string{"metrics/otlp"},
+	{pattern: "agent/mqtt/...", allowed: []string{"shm", "contract", "agent/busstate", "ethercat/esc", "master/cia402/state", "agent/metrics/...", "internal/jsonstr"},
+		forbidden: []string{"agent/metrics/otlp"},
 		why:       "the MQTT publisher renders the same samples and shares the window statistics of metrics"},
-	{pattern: "agent/config", allowed: []string{"mqtt/spec", "contract"},
+	{pattern: "agent/config", allowed: []string{"agent/mqtt/ruleparse", "contract"},
 		why: "the configuration is made of the contract's types, validates the MQTT rule syntax, and nothing else"},
 	{pattern: "agent/rtcheck", allowed: nil, why: "the host doctor reads the host only"},
 	{pattern: "agent/sdnotify", allowed: nil, why: "the systemd protocol needs nothing of ours"},
 	// The agent holds nothing of the cycle process's body: no cycle/...,
 	// no master, link, DC or drive logic, no simulator. It shares shm and
 	// contract with the cycle process, and the protocol's stateless codecs
-	// (AL states, drive states) with everyone (test/agent_closure_test.go
-	// checks the whole closure too).
-	{pattern: "agent/...", allowed: append([]string{"shm", "contract", "busstate", "metrics/...", "mqtt/...", "agent/..."}, codecs...),
-		forbidden: []string{"cycle/...", "master", "master/link", "master/sim/..."},
+	// (ethercat/..., the CiA 402 drive states) with everyone
+	// (test/agent_closure_test.go checks the whole closure too).
+	{pattern: "agent/...", allowed: []string{"ethercat/...", "master/cia402/state", "shm", "contract", "agent/..."},
+		forbidden: []string{"cycle/...", "master", "master/link", "sim/...", "ethercat/eni", "ethercat/esi"},
 		why:       "the agent wires everything below it together and shares only shm, contract and the protocol codecs with the cycle process; nothing but commands import it"},
 	{pattern: "internal/testsupport", allowed: nil,
 		why: "the tests' shared helpers need the standard library only, so that any package's tests may use them"},
-	{pattern: "internal/testsupport/...", allowed: []string{"master", "master/link", "master/sim", "master/wire", "internal/pcapng"},
+	{pattern: "internal/testsupport/...", allowed: []string{"master", "master/link", "sim", "ethercat/wire", "internal/pcapng"},
 		why: "test helpers that bring up a simulated bus or read real captures"},
 	{pattern: "internal/...", allowed: nil, why: "small helpers with no project dependencies"},
-	{pattern: "cmd/ecagent-cycle", allowed: []string{"cycle/...", "master/...", "shm", "contract", "internal/spsc", "internal/monotime", "internal/buildinfo"}, forbidden: []string{"master/sim"},
+	{pattern: "cmd/ecagent-cycle", allowed: []string{"cycle/...", "master/...", "ethercat/...", "shm", "contract", "internal/realtime/...", "internal/buildinfo"}, forbidden: []string{"sim", "ethercat/eni", "ethercat/esi"},
 		why: "the cycle program is the cycle process and nothing of the agent"},
 	{pattern: "cmd/...", allowed: []string{"..."}, why: "commands sit on top of everything"},
+	{pattern: "scripts/...", allowed: []string{"..."}, why: "benches and tools run beside the commands, on top of everything"},
 	{pattern: "dashboards", allowed: nil, why: "dashboards are built from their own definitions"},
 }
 
@@ -142,69 +148,75 @@ func TestLayerRules(t *testing.T) {
 		pkg, imp string
 		ok       bool
 	}{
-		{"master", "master/wire", true},
+		{"master", "ethercat/wire", true},
 		{"master", "shm", false},
-		{"master/wire", "metrics", false},
-		{"master/sim", "master", false},
-		{"master/sim", "master/esc", true},
-		{"master/sim", "master/sim/faultcmd", true},
-		{"master/sim/faultcmd", "master/wire", false},
-		{"master/sim/faultcmd", "master/sim", false},
-		{"shm", "master/esc", false},
+		{"ethercat/wire", "agent/metrics", false},
+		{"sim", "master", false},
+		{"sim", "ethercat/esc", true},
+		{"sim", "sim/faultcmd", true},
+		{"sim/faultcmd", "ethercat/wire", false},
+		{"sim/faultcmd", "sim", false},
+		{"shm", "ethercat/esc", false},
+		{"ethercat/esi", "ethercat/internal/etgxml", true},
+		{"ethercat/eni", "ethercat/sii", false},
 		{"shm", "contract", true},
 		{"contract", "shm", false},
+		{"contract", "ethercat/esc", false},
 		{"contract", "master/link", false},
 		{"contract", "agent/config", false},
-		{"cycle/program", "contract", true},
+		{"cycle/process", "contract", true},
 		{"agent/config", "contract", true},
 		{"agent/config", "master/link", false},
+		{"cycle", "contract", true},
+		{"agent/busstate", "contract", true},
+		{"agent/mqtt", "contract", true},
 		{"cycle", "shm", true},
-		{"cycle", "master/sim", false},
+		{"cycle", "sim", false},
 		{"cycle", "agent", false},
-		{"cycle", "metrics", false},
-		{"cycle", "cycle/program", false},
-		{"cycle/program", "cycle", true},
-		{"cycle/program", "cycle/rt", true},
-		{"cycle/program", "master/cia402", true},
-		{"cycle/program", "shm", true},
-		{"cycle/program", "agent", false},
-		{"cycle/program", "agent/config", false},
-		{"cycle/program", "master/sim", false},
-		{"cycle/program", "metrics", false},
-		{"agent", "cycle/program", false},
+		{"cycle", "agent/metrics", false},
+		{"cycle", "cycle/process", false},
+		{"cycle/process", "cycle", true},
+		{"cycle/process", "cycle/rt", true},
+		{"cycle/process", "master/cia402", true},
+		{"cycle/process", "shm", true},
+		{"cycle/process", "agent", false},
+		{"cycle/process", "agent/config", false},
+		{"cycle/process", "sim", false},
+		{"cycle/process", "agent/metrics", false},
+		{"agent", "cycle/process", false},
 		{"agent", "cycle/rt", false},
 		{"agent/bench", "cycle", false},
 		{"agent", "master", false},
 		{"agent", "master/link", false},
-		{"agent", "master/sim", false},
-		{"agent", "master/sim/faultcmd", false},
+		{"agent", "sim", false},
+		{"agent", "sim/faultcmd", false},
 		{"agent", "master/dc", false},
 		{"agent", "master/cia402", false},
-		{"agent", "master/esc", true},
+		{"agent", "ethercat/esc", true},
 		{"agent", "master/cia402/state", true},
 		{"agent", "contract", true},
-		{"cmd/ecagent-cycle", "cycle/program", true},
+		{"cmd/ecagent-cycle", "cycle/process", true},
 		{"cmd/ecagent-cycle", "agent", false},
 		{"cmd/ecagent-cycle", "agent/config", false},
-		{"cmd/ecagent-cycle", "master/sim", false},
-		{"metrics", "shm", true},
-		{"metrics", "busstate", true},
-		{"busstate", "metrics", false},
-		{"busstate", "master", false},
-		{"metrics", "agent", false},
-		{"metrics", "cycle", false},
-		{"metrics", "mqtt", false},
-		{"metrics/otlp", "metrics", true},
-		{"mqtt", "metrics", true},
-		{"mqtt", "metrics/otlp", false},
-		{"mqtt", "master", false},
-		{"agent", "mqtt", true},
+		{"cmd/ecagent-cycle", "sim", false},
+		{"agent/metrics", "shm", true},
+		{"agent/metrics", "agent/busstate", true},
+		{"agent/busstate", "agent/metrics", false},
+		{"agent/busstate", "master", false},
+		{"agent/metrics", "agent", false},
+		{"agent/metrics", "cycle", false},
+		{"agent/metrics", "agent/mqtt", false},
+		{"agent/metrics/otlp", "agent/metrics", true},
+		{"agent/mqtt", "agent/metrics", true},
+		{"agent/mqtt", "agent/metrics/otlp", false},
+		{"agent/mqtt", "master", false},
+		{"agent", "agent/mqtt", true},
 		{"agent", "cmd/ecagent", false},
 		{"cmd/ecagent", "agent", true},
 		{"internal/testsupport", "master", false},
-		{"internal/testsupport/capture", "master/wire", true},
+		{"internal/testsupport/capture", "ethercat/wire", true},
 		{"internal/testsupport/capture", "internal/testsupport", true},
-		{"mqtt/mqtttest", "internal/testsupport", true},
+		{"agent/mqtt/mqtttest", "internal/testsupport", true},
 		{"master", "internal/testsupport", false},
 		{"agent", "internal/testsupport", false},
 		{"cmd/ecagent", "internal/testsupport", false},
@@ -232,7 +244,7 @@ func ruleFor(p string) (layer, bool) {
 }
 
 // testOnly is the tree of test helpers: only tests and the test helper
-// packages of other trees (named …test, e.g. mqtt/mqtttest) may import it.
+// packages of other trees (named …test, e.g. agent/mqtt/mqtttest) may import it.
 const testOnly = "internal/testsupport/..."
 
 func allowedImport(rule layer, p, imp string) bool {
@@ -248,7 +260,7 @@ func allowedImport(rule layer, p, imp string) bool {
 		return true // its own subtree
 	}
 	if strings.HasSuffix(rule.pattern, "/...") && match(rule.pattern, imp) {
-		return true // the group's own tree, e.g. metrics/otlp → metrics
+		return true // the group's own tree, e.g. agent/metrics/otlp → metrics
 	}
 	for _, a := range rule.allowed {
 		if match(a, imp) {

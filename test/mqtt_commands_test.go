@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/mqtt/mqttconn"
+	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/internal/testsupport"
-	"github.com/ecagent/ecagent/mqtt/mqttconn"
-	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
 
 // TestMQTTCommandsRunOnceOrNotAtAll is issue 30's reproduction of its

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/cycle/control"
-	"github.com/ecagent/ecagent/cycle/program"
-	"github.com/ecagent/ecagent/mqtt/mqtttest"
+	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
+	"github.com/ecagent/ecagent/cycle/maintenance"
+	"github.com/ecagent/ecagent/cycle/process"
 )
 
 // pdPayload is the JSON scheme's process-data payload.
@@ -33,7 +33,7 @@ func decodePD(t *testing.T, m mqtttest.Message) pdPayload {
 // agent killed with SIGKILL left running on the segment at shmPath.
 func killOrphanCycle(t *testing.T, shmPath string) {
 	t.Helper()
-	info, err := program.ReadBusInfo(program.BusInfoPath(shmPath))
+	info, err := process.ReadBusInfo(process.BusInfoPath(shmPath))
 	if err == nil && info.CyclePID > 0 {
 		_ = syscall.Kill(info.CyclePID, syscall.SIGTERM)
 		deadline := time.Now().Add(5 * time.Second)
@@ -42,7 +42,7 @@ func killOrphanCycle(t *testing.T, shmPath string) {
 		}
 		_ = syscall.Kill(info.CyclePID, syscall.SIGKILL)
 	}
-	for _, p := range []string{shmPath, program.BusInfoPath(shmPath), shmPath + ".cycle.json", control.SocketPath(shmPath), control.SocketDir(shmPath)} {
+	for _, p := range []string{shmPath, process.BusInfoPath(shmPath), shmPath + ".cycle.json", maintenance.SocketPath(shmPath), maintenance.SocketDir(shmPath)} {
 		_ = os.Remove(p)
 	}
 }

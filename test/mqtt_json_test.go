@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/internal/testsupport"
-	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
 
 // TestMQTTJSONEndToEnd runs the agent over a veth pair against the

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/internal/testsupport"
-	"github.com/ecagent/ecagent/mqtt/mqtttest"
 )
 
 // outage is how long TestMQTTBrokerOutage keeps the broker down:

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/mqtt/mqtttest"
-	"github.com/ecagent/ecagent/mqtt/sparkplug"
+	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
+	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
 )
 
 // TestMQTTSparkplugEndToEnd runs the agent in the Sparkplug B scheme

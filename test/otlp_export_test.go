@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/metrics/otlp/otlptest"
+	"github.com/ecagent/ecagent/agent/metrics/otlp/otlptest"
 )
 
 // TestOTLPExportOfARunningAgent runs the agent with its OpenTelemetry

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/mqtt/mqtttest"
-	"github.com/ecagent/ecagent/mqtt/sparkplug"
+	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
+	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
 )
 
 // tahuMessage is a message of the edge node as Eclipse Tahu decoded it.

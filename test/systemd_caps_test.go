@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
@@ -107,11 +107,11 @@ func TestAgentRunsWithOnlyTheUnitsPrivileges(t *testing.T) {
 			// The bus description belongs to the unit's user; the test,
 			// root, reads it as a file (ReadBusInfo refuses another user's,
 			// as the agent must).
-			raw, err := os.ReadFile(program.BusInfoPath(shmPath))
+			raw, err := os.ReadFile(process.BusInfoPath(shmPath))
 			if err != nil {
 				t.Fatal(err)
 			}
-			info := new(program.BusInfo)
+			info := new(process.BusInfo)
 			if err := json.Unmarshal(raw, info); err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
@@ -53,7 +53,7 @@ func TestAgentNotifiesSystemd(t *testing.T) {
 	if len(before) != 0 || !strings.Contains(ready, "\nSTATUS=cycling: 7 slaves") {
 		t.Errorf("first notification %q (after %q), want READY=1 with the cycle's status", ready, before)
 	}
-	info, err := program.ReadBusInfo(program.BusInfoPath(shmPath))
+	info, err := process.ReadBusInfo(process.BusInfoPath(shmPath))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/sim"
 )
 
 const realSII = "../testdata/real-hw/sii"

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/master/link"
 )
 
@@ -58,7 +58,7 @@ func startJunkAgent(t *testing.T, tag string, period time.Duration) *junkAgent {
 	j := &junkAgent{w: w, a: a, period: period}
 	j.addr = a.loggedAddr(t, "metrics endpoint", 30*time.Second)
 	waitReady(t, j.addr, 30*time.Second)
-	info, err := program.ReadBusInfo(program.BusInfoPath(shmPath))
+	info, err := process.ReadBusInfo(process.BusInfoPath(shmPath))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package bench
 import (
 	"fmt"
 
-	"github.com/ecagent/ecagent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/metrics/stats"
 )
 
 // minJitterStep is the narrowest bin edge of the jitter distribution, in

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ecagent/ecagent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/metrics/stats"
 )
 
 // DefaultBlocks is the number of blocks of the interleaved comparison

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/metrics/stats"
 )
 
 func TestBlockOrder(t *testing.T) {

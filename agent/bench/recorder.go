@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ecagent/ecagent/metrics"
-	"github.com/ecagent/ecagent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/agent/metrics/stats"
 	"github.com/ecagent/ecagent/shm"
 )
 

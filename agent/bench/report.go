@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/metrics/stats"
 	"github.com/ecagent/ecagent/contract"
-	"github.com/ecagent/ecagent/metrics/stats"
 )
 
 // IntervalFraction is the share of cycles the reported symmetric interval

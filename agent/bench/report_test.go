@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/internal/testsupport"
-	"github.com/ecagent/ecagent/metrics/stats"
 )
 
 // goldenReport is a fixed report: 1000 cycles of a deterministic pattern
@@ -51,7 +51,7 @@ func goldenReport(t *testing.T) *Report {
 	rep, err := rec.Report(RunInfo{
 		Requested: 1000, Start: start, End: start.Add(time.Second), Slaves: 7, Priority: 80, Core: 1,
 		FramesSent: 1000, FramesLost: 1,
-		RT: []program.RTSetting{
+		RT: []process.RTSetting{
 			{Setting: "sched_fifo", Requested: true, Applied: true},
 			{Setting: "affinity", Requested: true, Applied: true},
 			{Setting: "mlock", Requested: true, Applied: false, Error: "operation not permitted"},

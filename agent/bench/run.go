@@ -12,7 +12,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/metrics"
+	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/shm"
 )
 

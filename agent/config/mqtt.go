@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/ecagent/ecagent/mqtt/spec"
+	"github.com/ecagent/ecagent/agent/mqtt/ruleparse"
 )
 
 // MQTT configures the process-data publisher (package mqtt) and, when no
@@ -211,9 +211,9 @@ func (m MQTT) ruleProblems(out *fieldErrors) {
 		rules []string
 		parse func(string) error
 	}{
-		{"mqtt.slaves", m.Slaves, func(s string) error { _, err := spec.ParseSlaveRule(s); return err }},
-		{"mqtt.signals", m.Signals, func(s string) error { _, err := spec.ParseSignalRule(s); return err }},
-		{"mqtt.writes.allow", m.Writes.Allow, func(s string) error { _, err := spec.ParseWriteRule(s); return err }},
+		{"mqtt.slaves", m.Slaves, func(s string) error { _, err := ruleparse.ParseSlaveRule(s); return err }},
+		{"mqtt.signals", m.Signals, func(s string) error { _, err := ruleparse.ParseSignalRule(s); return err }},
+		{"mqtt.writes.allow", m.Writes.Allow, func(s string) error { _, err := ruleparse.ParseWriteRule(s); return err }},
 	} {
 		for i, s := range list.rules {
 			if err := list.parse(s); err != nil {

@@ -2,7 +2,7 @@
 // small program that `ecagent run` and `ecagent bench` start and supervise.
 // It attaches to the shared-memory segment the agent created, brings the
 // bus to OP and runs the cycle until SIGTERM or SIGINT, allocating nothing
-// after bring-up (package cycle/program). It is a program of its own so
+// after bring-up (package cycle/process). It is a program of its own so
 // that nothing of the agent — HTTP, TLS, exporters, MQTT, the YAML
 // configuration — is in its memory; where it is not installed, the agent
 // runs the same code as its hidden mode `ecagent cycle`.
@@ -17,7 +17,7 @@ package main
 import (
 	"os"
 
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 )
 
-func main() { os.Exit(program.Main("ecagent-cycle", os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(process.Main("ecagent-cycle", os.Args[1:], os.Stdout, os.Stderr)) }

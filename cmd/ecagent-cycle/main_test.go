@@ -15,10 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ecagent/ecagent/contract"
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/sim"
 	"github.com/ecagent/ecagent/shm"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // name is the program's name in messages.
@@ -35,7 +35,7 @@ const (
 // cli runs the command line in-process.
 func cli(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = program.Main(name, args, &out, &errOut)
+	code = process.Main(name, args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -107,7 +107,7 @@ func TestUsageAndConfigurationErrors(t *testing.T) {
 
 // TestConfigFromADescriptor passes the configuration as the agent does,
 // through a pipe (--config-fd), and checks it is read and validated from
-// there; a configuration larger than program.MaxConfigSize is refused
+// there; a configuration larger than process.MaxConfigSize is refused
 // unread, from a file or a pipe.
 func TestConfigFromADescriptor(t *testing.T) {
 	pass := func(content []byte) string {
@@ -131,7 +131,7 @@ func TestConfigFromADescriptor(t *testing.T) {
 		!strings.Contains(out, `cycle.period = "10us"`) {
 		t.Errorf("an invalid configuration through a pipe:\n%s", out)
 	}
-	huge := append([]byte(`{"bus":{"interface":"`), bytes.Repeat([]byte("x"), program.MaxConfigSize)...)
+	huge := append([]byte(`{"bus":{"interface":"`), bytes.Repeat([]byte("x"), process.MaxConfigSize)...)
 	if out := pass(huge); !strings.Contains(out, "larger than 1048576 bytes") {
 		t.Errorf("a configuration of %d bytes through a pipe:\n%s", len(huge), out)
 	}
@@ -176,9 +176,9 @@ func TestRunsAgainstASimulatedSegment(t *testing.T) {
 				}
 				t.Cleanup(func() { _ = seg.Close() })
 			}
-			cfg := program.Default()
+			cfg := process.Default()
 			cfg.Bus.ExpectedSlaves = c.expected
-			cfg.Cycle = program.Cycle{Period: program.Duration(2 * time.Millisecond), Core: -1, SHM: path, Exchange: program.ExchangePipelined}
+			cfg.Cycle = process.Cycle{Period: process.Duration(2 * time.Millisecond), Core: -1, SHM: path, Exchange: process.ExchangePipelined}
 			cfgPath := filepath.Join(dir, c.name+".cycle.json")
 			b, err := json.Marshal(cfg)
 			if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/ecagent/ecagent/agent/bench"
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/contract"
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // defaultBenchDuration is how long bench runs without --cycles or --duration.

@@ -9,9 +9,9 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/contract"
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // busFlags are the flags of the commands that talk to a segment directly,
@@ -48,7 +48,7 @@ func (b busFlags) scanBus(ctx context.Context, e *env, expected int) (m *master.
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	mc := program.MasterConfig(cfg.CycleConfig(), log)
+	mc := process.MasterConfig(cfg.CycleConfig(), log)
 	// A slow segment (--timeout raised) is slow for the EEPROM polls too.
 	mc.SIITimeout = max(master.DefaultSIITimeout, 10*time.Duration(cfg.Bus.Timeout))
 	m, err = master.New(seg.Link, mc)

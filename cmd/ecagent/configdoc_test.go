@@ -8,7 +8,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/internal/testsupport"
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/sim"
 )
 
 func writeFile(path, text string) error { return os.WriteFile(path, []byte(text), 0o644) }

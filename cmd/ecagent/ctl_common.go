@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ecagent/ecagent/contract"
-	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
 // ctlFlags are the flags of the maintenance commands (slaves, reg, states,
@@ -53,13 +53,13 @@ const ctlNotes = "When an agent runs on the segment (its socket PATH.d/ctl of --
 // call runs req on the segment the flags name and decodes its result into
 // res: through a running agent's control socket when one answers for
 // that segment, else on a master brought up here with the same handler.
-func (c ctlFlags) call(ctx context.Context, e *env, cmd string, reqs []control.Request, res ...any) error {
+func (c ctlFlags) call(ctx context.Context, e *env, cmd string, reqs []maintenance.Request, res ...any) error {
 	return c.callEach(ctx, e, cmd, reqs, res, nil)
 }
 
 // callEach is call with after, when not nil, called after each request
 // with its index.
-func (c ctlFlags) callEach(ctx context.Context, e *env, cmd string, reqs []control.Request, res []any, after func(int)) error {
+func (c ctlFlags) callEach(ctx context.Context, e *env, cmd string, reqs []maintenance.Request, res []any, after func(int)) error {
 	if len(reqs) != len(res) {
 		panic("ctlFlags.call: one result per request")
 	}
@@ -72,7 +72,7 @@ func (c ctlFlags) callEach(ctx context.Context, e *env, cmd string, reqs []contr
 	}
 	if ok {
 		defer cl.Close()
-		return callAll(cmd, reqs, res, after, func(req control.Request) (json.RawMessage, error) { return cl.Call(ctx, req) })
+		return callAll(cmd, reqs, res, after, func(req maintenance.Request) (json.RawMessage, error) { return cl.Call(ctx, req) })
 	}
 	m, _, closeBus, err := c.bus.scanBus(ctx, e, 0)
 	if err != nil {
@@ -84,13 +84,13 @@ func (c ctlFlags) callEach(ctx context.Context, e *env, cmd string, reqs []contr
 			return fmt.Errorf("%s: bring-up: %w", cmd, err)
 		}
 	}
-	h := control.NewHandler(m, *c.bus.iface, nil)
-	return callAll(cmd, reqs, res, after, func(req control.Request) (json.RawMessage, error) { return h.Call(ctx, req, os.Getuid()) })
+	h := maintenance.NewHandler(m, *c.bus.iface, nil)
+	return callAll(cmd, reqs, res, after, func(req maintenance.Request) (json.RawMessage, error) { return h.Call(ctx, req, os.Getuid()) })
 }
 
 // callAll makes each request with call, decodes its answer into res and
 // calls after with its index; it stops at the first error.
-func callAll(cmd string, reqs []control.Request, res []any, after func(int), call func(control.Request) (json.RawMessage, error)) error {
+func callAll(cmd string, reqs []maintenance.Request, res []any, after func(int), call func(maintenance.Request) (json.RawMessage, error)) error {
 	for i, req := range reqs {
 		raw, err := call(req)
 		if err != nil {
@@ -110,12 +110,12 @@ func callAll(cmd string, reqs []control.Request, res []any, after func(int), cal
 // may then open the segment itself. An agent that is there but does not
 // answer is an error: opening its segment beside it would disturb it. So
 // is a socket the client does not trust (another user's, see
-// control.Dial): its answers would be forged, and the agent it stands in
+// maintenance.Dial): its answers would be forged, and the agent it stands in
 // for may be running.
-func (c ctlFlags) agent(ctx context.Context) (cl *control.Client, ok bool, err error) {
-	path := control.SocketPath(*c.shm)
-	cl, err = control.Dial(ctx, *c.shm)
-	if errors.Is(err, control.ErrNotServed) {
+func (c ctlFlags) agent(ctx context.Context) (cl *maintenance.Client, ok bool, err error) {
+	path := maintenance.SocketPath(*c.shm)
+	cl, err = maintenance.Dial(ctx, *c.shm)
+	if errors.Is(err, maintenance.ErrNotServed) {
 		return nil, false, nil
 	}
 	if err != nil {
@@ -123,8 +123,8 @@ func (c ctlFlags) agent(ctx context.Context) (cl *control.Client, ok bool, err e
 	}
 	hctx, cancel := context.WithTimeout(ctx, helloTimeout)
 	defer cancel()
-	raw, err := cl.Call(hctx, control.Request{Op: control.OpHello})
-	var hello control.HelloResult
+	raw, err := cl.Call(hctx, maintenance.Request{Op: maintenance.OpHello})
+	var hello maintenance.HelloResult
 	if err == nil {
 		err = json.Unmarshal(raw, &hello)
 	}
@@ -209,8 +209,8 @@ func parseArgs(fs *pflag.FlagSet, args []string, min, max int, usage string) ([]
 // one connection, the wait the client's), decoding the answers into first
 // and second; it returns the time between the two reads. It is how crc and
 // master show the growth of their counters.
-func (c ctlFlags) readTwice(ctx context.Context, e *env, cmd string, req control.Request, interval time.Duration, first, second any) (time.Duration, error) {
-	reqs, res := []control.Request{req}, []any{first}
+func (c ctlFlags) readTwice(ctx context.Context, e *env, cmd string, req maintenance.Request, interval time.Duration, first, second any) (time.Duration, error) {
+	reqs, res := []maintenance.Request{req}, []any{first}
 	if interval > 0 {
 		reqs, res = append(reqs, req), append(res, second)
 	}

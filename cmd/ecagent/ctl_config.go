@@ -6,14 +6,14 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
 // fromBus is what `ecagent config from-bus` reads from the segment.
 type fromBus struct {
-	Hello  control.HelloResult  `json:"segment"`
-	Slaves control.SlavesResult `json:"slaves"`
-	PDOs   control.PDOsResult   `json:"pdos"`
+	Hello  maintenance.HelloResult  `json:"segment"`
+	Slaves maintenance.SlavesResult `json:"slaves"`
+	PDOs   maintenance.PDOsResult   `json:"pdos"`
 }
 
 // configFromBusCommand is `ecagent config from-bus`.
@@ -35,7 +35,7 @@ func configFromBusCommand(ctx context.Context, e *env, args []string) error {
 	}
 	c.bringUp = true
 	var fb fromBus
-	reqs := []control.Request{{Op: control.OpHello}, {Op: control.OpSlaves}, {Op: control.OpPDOs}}
+	reqs := []maintenance.Request{{Op: maintenance.OpHello}, {Op: maintenance.OpSlaves}, {Op: maintenance.OpPDOs}}
 	if err := c.call(ctx, e, "config from-bus", reqs, &fb.Hello, &fb.Slaves, &fb.PDOs); err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func writeBusYAML(w io.Writer, fb fromBus) {
 		fmt.Fprintf(w, "  devices: [%s]\n", strings.Join(names, ", "))
 	}
 	fmt.Fprintf(w, "  expectedslaves: %d\n", len(fb.Slaves.Slaves))
-	var pdo []control.SlavePDOs
+	var pdo []maintenance.SlavePDOs
 	for _, s := range fb.PDOs.Slaves {
 		if s.Source == "coe" || s.Source == "config" {
 			pdo = append(pdo, s)
@@ -74,7 +74,7 @@ func writeBusYAML(w io.Writer, fb fromBus) {
 }
 
 // writePDOList writes rxpdos or txpdos of one bus.pdo item.
-func writePDOList(w io.Writer, key string, pdos []control.PDOInfo) {
+func writePDOList(w io.Writer, key string, pdos []maintenance.PDOInfo) {
 	if len(pdos) == 0 {
 		return
 	}

@@ -7,16 +7,16 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
 // crcReport is what `ecagent crc` prints: the counters of the last read
 // and, after two reads, how much each grew per second between them.
 type crcReport struct {
 	// Interval is the time between the two reads in seconds; 0 for one read.
-	Interval float64             `json:"interval"`
-	Counters control.CRCResult   `json:"counters"`
-	Rates    []control.CRCResult `json:"rates,omitempty"`
+	Interval float64                 `json:"interval"`
+	Counters maintenance.CRCResult   `json:"counters"`
+	Rates    []maintenance.CRCResult `json:"rates,omitempty"`
 }
 
 func crcCommand(ctx context.Context, e *env, args []string) error {
@@ -39,38 +39,38 @@ func crcCommand(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
-	var first, second control.CRCResult
-	took, err := c.readTwice(ctx, e, "crc", control.Request{Op: control.OpCRC}, *interval, &first, &second)
+	var first, second maintenance.CRCResult
+	took, err := c.readTwice(ctx, e, "crc", maintenance.Request{Op: maintenance.OpCRC}, *interval, &first, &second)
 	if err != nil {
 		return err
 	}
 	rep := crcReport{Counters: first}
 	if *interval > 0 {
 		rep.Counters, rep.Interval = second, interval.Seconds()
-		rep.Rates = []control.CRCResult{crcRates(first, second, took)}
+		rep.Rates = []maintenance.CRCResult{crcRates(first, second, took)}
 	}
 	return c.print(e.stdout, &rep, func(w io.Writer) { printCRC(w, rep) })
 }
 
 // crcRates is how much each counter grew per second (rounded down)
 // between two reads; a counter that went down (cleared) counts from 0.
-func crcRates(a, b control.CRCResult, d time.Duration) control.CRCResult {
+func crcRates(a, b maintenance.CRCResult, d time.Duration) maintenance.CRCResult {
 	rate := func(x, y uint8) uint8 {
 		if y < x {
 			x = 0
 		}
 		return uint8(float64(y-x) / d.Seconds())
 	}
-	out := control.CRCResult{Slaves: make([]control.SlaveCounters, 0, len(b.Slaves))}
+	out := maintenance.CRCResult{Slaves: make([]maintenance.SlaveCounters, 0, len(b.Slaves))}
 	for i, s := range b.Slaves {
 		if i >= len(a.Slaves) {
 			break
 		}
 		p := a.Slaves[i]
-		r := control.SlaveCounters{Position: s.Position, Processing: rate(p.Processing, s.Processing), PDI: rate(p.PDI, s.PDI)}
+		r := maintenance.SlaveCounters{Position: s.Position, Processing: rate(p.Processing, s.Processing), PDI: rate(p.PDI, s.PDI)}
 		for k := range r.Ports {
 			x, y := p.Ports[k], s.Ports[k]
-			r.Ports[k] = control.PortCounters{Kind: y.Kind, InvalidFrame: rate(x.InvalidFrame, y.InvalidFrame),
+			r.Ports[k] = maintenance.PortCounters{Kind: y.Kind, InvalidFrame: rate(x.InvalidFrame, y.InvalidFrame),
 				RXError: rate(x.RXError, y.RXError), ForwardedRX: rate(x.ForwardedRX, y.ForwardedRX), LostLink: rate(x.LostLink, y.LostLink)}
 		}
 		out.Slaves = append(out.Slaves, r)
@@ -83,11 +83,11 @@ func printCRC(w io.Writer, rep crcReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tPORT\tINVALID\tRX-ERR\tFWD-RX\tLOST-LINK\tPU\tPDI")
 	for i, s := range rep.Counters.Slaves {
-		var r *control.SlaveCounters
+		var r *maintenance.SlaveCounters
 		if len(rep.Rates) > 0 && i < len(rep.Rates[0].Slaves) {
 			r = &rep.Rates[0].Slaves[i]
 		}
-		cell := func(v uint8, rate func(control.SlaveCounters) uint8) string {
+		cell := func(v uint8, rate func(maintenance.SlaveCounters) uint8) string {
 			if r == nil {
 				return fmt.Sprint(v)
 			}
@@ -100,15 +100,15 @@ func printCRC(w io.Writer, rep crcReport) {
 			}
 			pu, pdi := "", ""
 			if first {
-				pu = cell(s.Processing, func(r control.SlaveCounters) uint8 { return r.Processing })
-				pdi = cell(s.PDI, func(r control.SlaveCounters) uint8 { return r.PDI })
+				pu = cell(s.Processing, func(r maintenance.SlaveCounters) uint8 { return r.Processing })
+				pdi = cell(s.PDI, func(r maintenance.SlaveCounters) uint8 { return r.PDI })
 			}
 			first = false
 			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Position, p,
-				cell(c.InvalidFrame, func(r control.SlaveCounters) uint8 { return r.Ports[p].InvalidFrame }),
-				cell(c.RXError, func(r control.SlaveCounters) uint8 { return r.Ports[p].RXError }),
-				cell(c.ForwardedRX, func(r control.SlaveCounters) uint8 { return r.Ports[p].ForwardedRX }),
-				cell(c.LostLink, func(r control.SlaveCounters) uint8 { return r.Ports[p].LostLink }), pu, pdi)
+				cell(c.InvalidFrame, func(r maintenance.SlaveCounters) uint8 { return r.Ports[p].InvalidFrame }),
+				cell(c.RXError, func(r maintenance.SlaveCounters) uint8 { return r.Ports[p].RXError }),
+				cell(c.ForwardedRX, func(r maintenance.SlaveCounters) uint8 { return r.Ports[p].ForwardedRX }),
+				cell(c.LostLink, func(r maintenance.SlaveCounters) uint8 { return r.Ports[p].LostLink }), pu, pdi)
 		}
 	}
 	_ = tw.Flush()

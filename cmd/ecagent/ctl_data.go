@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
 func dataCommand(ctx context.Context, e *env, args []string) error {
@@ -24,15 +24,15 @@ func dataCommand(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	c.bringUp = true
-	var res control.DataResult
-	if err := c.call(ctx, e, "data", []control.Request{{Op: control.OpData}}, &res); err != nil {
+	var res maintenance.DataResult
+	if err := c.call(ctx, e, "data", []maintenance.Request{{Op: maintenance.OpData}}, &res); err != nil {
 		return err
 	}
 	return c.print(e.stdout, &res, func(w io.Writer) { printData(w, res) })
 }
 
 // printData prints the image in lines of 16 bytes.
-func printData(w io.Writer, res control.DataResult) {
+func printData(w io.Writer, res maintenance.DataResult) {
 	fmt.Fprintf(w, "Process image: %d bytes", len(res.Image))
 	if res.Cycle != 0 {
 		fmt.Fprintf(w, " (cycle %d)", res.Cycle)

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
 func foeCommand(ctx context.Context, e *env, args []string) error {
@@ -64,7 +64,7 @@ func foeCommand(ctx context.Context, e *env, args []string) error {
 		if *name == "" {
 			*name = filepath.Base(pos[2])
 		}
-		req := control.Request{Op: control.OpFoEWrite, Slave: slave, Name: *name, Password: uint32(pw), Data: data, Write: true}
+		req := maintenance.Request{Op: maintenance.OpFoEWrite, Slave: slave, Name: *name, Password: uint32(pw), Data: data, Write: true}
 		res, agent, err := c.foe(ctx, e, "foe write", req, newProgress(e.stderr, "foe write"))
 		if err != nil {
 			return c.foeFailed(e, req, err)
@@ -74,7 +74,7 @@ func foeCommand(ctx context.Context, e *env, args []string) error {
 				formatSeconds(res.Seconds), leftBoot(res.State, agent))
 		})
 	case "read":
-		req := control.Request{Op: control.OpFoERead, Slave: slave, Name: pos[2], Password: uint32(pw)}
+		req := maintenance.Request{Op: maintenance.OpFoERead, Slave: slave, Name: pos[2], Password: uint32(pw)}
 		return c.foeRead(ctx, e, req, *out)
 	}
 	return usageError{errors.New("foe: want write SLAVE FILE or read SLAVE NAME")}
@@ -82,7 +82,7 @@ func foeCommand(ctx context.Context, e *env, args []string) error {
 
 // foeRead reads a file from a slave and writes it to out, or to standard
 // output when out is empty.
-func (c ctlFlags) foeRead(ctx context.Context, e *env, req control.Request, out string) error {
+func (c ctlFlags) foeRead(ctx context.Context, e *env, req maintenance.Request, out string) error {
 	res, agent, err := c.foe(ctx, e, "foe read", req, nil)
 	if err != nil {
 		return c.foeFailed(e, req, err)
@@ -112,7 +112,7 @@ func (c ctlFlags) foeRead(ctx context.Context, e *env, req control.Request, out 
 
 // foe runs an FoE request with progress as call does: through a running
 // agent, else on a segment opened here. agent reports which.
-func (c ctlFlags) foe(ctx context.Context, e *env, cmd string, req control.Request, progress func(done, total int)) (res *control.FoEResult, agent bool, err error) {
+func (c ctlFlags) foe(ctx context.Context, e *env, cmd string, req maintenance.Request, progress func(done, total int)) (res *maintenance.FoEResult, agent bool, err error) {
 	var raw json.RawMessage
 	cl, agent, err := c.agent(ctx)
 	switch {
@@ -129,14 +129,14 @@ func (c ctlFlags) foe(ctx context.Context, e *env, cmd string, req control.Reque
 		defer closeBus()
 		hctx := ctx
 		if progress != nil {
-			hctx = control.WithProgress(ctx, progress)
+			hctx = maintenance.WithProgress(ctx, progress)
 		}
-		raw, err = control.NewHandler(m, *c.bus.iface, nil).Call(hctx, req, os.Getuid())
+		raw, err = maintenance.NewHandler(m, *c.bus.iface, nil).Call(hctx, req, os.Getuid())
 	}
 	if err != nil {
 		return nil, agent, fmt.Errorf("%s: %w", cmd, err)
 	}
-	res = &control.FoEResult{}
+	res = &maintenance.FoEResult{}
 	if err := json.Unmarshal(raw, res); err != nil {
 		return nil, agent, fmt.Errorf("%s: decode result: %w", cmd, err)
 	}
@@ -145,18 +145,18 @@ func (c ctlFlags) foe(ctx context.Context, e *env, cmd string, req control.Reque
 
 // foeFailure is the JSON of a failed transfer.
 type foeFailure struct {
-	Slave int               `json:"slave"`
-	Name  string            `json:"name"`
-	Error string            `json:"error"`
-	FoE   *control.FoEError `json:"foe,omitempty"`
+	Slave int                   `json:"slave"`
+	Name  string                `json:"name"`
+	Error string                `json:"error"`
+	FoE   *maintenance.FoEError `json:"foe,omitempty"`
 }
 
 // foeFailed returns err, printing it as JSON first with --json.
-func (c ctlFlags) foeFailed(e *env, req control.Request, err error) error {
+func (c ctlFlags) foeFailed(e *env, req maintenance.Request, err error) error {
 	if *c.json {
 		f := foeFailure{Slave: req.Slave, Name: req.Name, Error: err.Error()}
-		if code, meaning, ok := control.FoECode(err); ok {
-			f.FoE = &control.FoEError{Code: code, Meaning: meaning}
+		if code, meaning, ok := maintenance.FoECode(err); ok {
+			f.FoE = &maintenance.FoEError{Code: code, Meaning: meaning}
 		}
 		if perr := c.print(e.stdout, &f, nil); perr != nil {
 			return errors.Join(err, perr)

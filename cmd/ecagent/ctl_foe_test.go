@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
 // foeDevices is a segment with a drive whose boot loader serves FoE.
@@ -50,7 +50,7 @@ func TestFoEWriteCommand(t *testing.T) {
 	checkGolden(t, "foe-write-progress", errOut)
 	code, out, errOut = runCLI(t, context.Background(), nil,
 		append([]string{"foe", "write", "1", file, "--write", "--name", "AKD.i00", "--password", "0x1234", "--json"}, base...)...)
-	var res control.FoEResult
+	var res maintenance.FoEResult
 	if code != exitOK || json.Unmarshal([]byte(out), &res) != nil {
 		t.Fatalf("--json: exit %d: %s %s", code, out, errOut)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
 func graphCommand(ctx context.Context, e *env, args []string) error {
@@ -26,8 +26,8 @@ func graphCommand(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
-	var res control.SlavesResult
-	if err := c.call(ctx, e, "graph", []control.Request{{Op: control.OpSlaves}}, &res); err != nil {
+	var res maintenance.SlavesResult
+	if err := c.call(ctx, e, "graph", []maintenance.Request{{Op: maintenance.OpSlaves}}, &res); err != nil {
 		return err
 	}
 	return c.print(e.stdout, &res, func(w io.Writer) { printGraph(w, res.Slaves) })
@@ -40,7 +40,7 @@ func downstreamOrder() [3]int { return [3]int{3, 1, 2} }
 // parentPorts returns, for each slave, the port of its parent that leads
 // to it (-1 for a slave on the master): each parent's open downstream
 // ports in processing order, given to its children in ring order.
-func parentPorts(ss []control.SlaveInfo) []int {
+func parentPorts(ss []maintenance.SlaveInfo) []int {
 	out := make([]int, len(ss))
 	used := make([]int, len(ss)) // children of each slave so far
 	for i, s := range ss {
@@ -66,7 +66,7 @@ func parentPorts(ss []control.SlaveInfo) []int {
 }
 
 // printGraph writes the DOT graph.
-func printGraph(w io.Writer, ss []control.SlaveInfo) {
+func printGraph(w io.Writer, ss []maintenance.SlaveInfo) {
 	fmt.Fprintln(w, "digraph ethercat {")
 	fmt.Fprintln(w, "  rankdir=LR;")
 	fmt.Fprintln(w, "  node [shape=box];")

@@ -6,14 +6,14 @@ import (
 	"io"
 	"time"
 
-	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 	"github.com/ecagent/ecagent/master"
 )
 
 // masterReport is what `ecagent master` prints: the master's counters
 // and, after two reads, their growth per second.
 type masterReport struct {
-	control.MasterResult
+	maintenance.MasterResult
 	// Interval is the time between the reads in seconds (0: one read);
 	// Rates the growth of each counter per second over it.
 	Interval float64       `json:"interval"`
@@ -40,8 +40,8 @@ func masterCommand(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
-	var first, second control.MasterResult
-	took, err := c.readTwice(ctx, e, "master", control.Request{Op: control.OpMaster}, *interval, &first, &second)
+	var first, second maintenance.MasterResult
+	took, err := c.readTwice(ctx, e, "master", maintenance.Request{Op: maintenance.OpMaster}, *interval, &first, &second)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
 func pdosCommand(ctx context.Context, e *env, args []string) error {
@@ -25,8 +25,8 @@ func pdosCommand(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	c.bringUp = true
-	var res control.PDOsResult
-	if err := c.call(ctx, e, "pdos", []control.Request{{Op: control.OpPDOs}}, &res); err != nil {
+	var res maintenance.PDOsResult
+	if err := c.call(ctx, e, "pdos", []maintenance.Request{{Op: maintenance.OpPDOs}}, &res); err != nil {
 		return err
 	}
 	return c.print(e.stdout, &res, func(w io.Writer) { printPDOs(w, res) })
@@ -46,8 +46,8 @@ func domainsCommand(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	c.bringUp = true
-	var res control.PDOsResult
-	if err := c.call(ctx, e, "domains", []control.Request{{Op: control.OpPDOs}}, &res); err != nil {
+	var res maintenance.PDOsResult
+	if err := c.call(ctx, e, "domains", []maintenance.Request{{Op: maintenance.OpPDOs}}, &res); err != nil {
 		return err
 	}
 	return c.print(e.stdout, &res, func(w io.Writer) { printDomains(w, res) })
@@ -56,7 +56,7 @@ func domainsCommand(ctx context.Context, e *env, args []string) error {
 // bitPos prints a bit offset of the image as byte.bit.
 func bitPos(off int) string { return fmt.Sprintf("%d.%d", off/8, off%8) }
 
-func printPDOs(w io.Writer, res control.PDOsResult) {
+func printPDOs(w io.Writer, res maintenance.PDOsResult) {
 	for i, s := range res.Slaves {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -64,7 +64,7 @@ func printPDOs(w io.Writer, res control.PDOsResult) {
 		fmt.Fprintf(w, "=== Slave %d (%s) === assignment from %s\n", s.Position, s.Name, s.Source)
 		for _, sm := range s.SyncManagers {
 			fmt.Fprintf(w, "SM%d: %s, start %#04x, %d bytes, control %#02x\n", sm.Index, sm.Type, sm.Start, sm.Bytes, sm.Control)
-			for _, list := range [][]control.PDOInfo{s.RxPDOs, s.TxPDOs} {
+			for _, list := range [][]maintenance.PDOInfo{s.RxPDOs, s.TxPDOs} {
 				for _, p := range list {
 					if p.SM != sm.Index {
 						continue
@@ -83,7 +83,7 @@ func printPDOs(w io.Writer, res control.PDOsResult) {
 	}
 }
 
-func printDomains(w io.Writer, res control.PDOsResult) {
+func printDomains(w io.Writer, res maintenance.PDOsResult) {
 	fmt.Fprintf(w, "Process image: %d bytes (%d output bytes at 0, %d input bytes at %d)\n",
 		res.OutputBytes+res.InputBytes, res.OutputBytes, res.InputBytes, res.OutputBytes)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

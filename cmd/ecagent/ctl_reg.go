@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
 // regType is how `ecagent reg` reads or writes a value.
@@ -62,27 +62,27 @@ func regCommand(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var res control.RegResult
-	if err := c.call(ctx, e, "reg", []control.Request{req}, &res); err != nil {
+	var res maintenance.RegResult
+	if err := c.call(ctx, e, "reg", []maintenance.Request{req}, &res); err != nil {
 		return err
 	}
-	return c.print(e.stdout, &res, func(w io.Writer) { printReg(w, res, typ, req.Op == control.OpRegWrite) })
+	return c.print(e.stdout, &res, func(w io.Writer) { printReg(w, res, typ, req.Op == maintenance.OpRegWrite) })
 }
 
 // parseRegRequest turns the arguments of reg into a request.
-func parseRegRequest(pos []string, typ regType, write bool) (control.Request, error) {
+func parseRegRequest(pos []string, typ regType, write bool) (maintenance.Request, error) {
 	slave, err := parseSlave(pos[1])
 	if err != nil {
-		return control.Request{}, err
+		return maintenance.Request{}, err
 	}
 	addr, err := parseNumber("address", pos[2], 16)
 	if err != nil {
-		return control.Request{}, err
+		return maintenance.Request{}, err
 	}
-	req := control.Request{Slave: slave, Addr: uint16(addr)}
+	req := maintenance.Request{Slave: slave, Addr: uint16(addr)}
 	switch pos[0] {
 	case "read":
-		req.Op, req.Len = control.OpRegRead, max(typ.size, 1)
+		req.Op, req.Len = maintenance.OpRegRead, max(typ.size, 1)
 		if len(pos) == 4 {
 			n, err := parseNumber("length", pos[3], 16)
 			if err != nil {
@@ -100,7 +100,7 @@ func parseRegRequest(pos []string, typ regType, write bool) (control.Request, er
 		if err := needWrite("reg write", write); err != nil {
 			return req, err
 		}
-		req.Op, req.Write = control.OpRegWrite, true
+		req.Op, req.Write = maintenance.OpRegWrite, true
 		if req.Data, err = parseRegValue(pos[3], typ); err != nil {
 			return req, err
 		}
@@ -140,7 +140,7 @@ func parseRegValue(s string, typ regType) ([]byte, error) {
 
 // printReg prints registers: typed as hex and decimal, else as a hex dump
 // with addresses.
-func printReg(w io.Writer, res control.RegResult, typ regType, written bool) {
+func printReg(w io.Writer, res maintenance.RegResult, typ regType, written bool) {
 	if written {
 		fmt.Fprintf(w, "slave %d: %d bytes written at %#04x\n", res.Slave, len(res.Data), res.Addr)
 		return

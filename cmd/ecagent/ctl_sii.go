@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
 func siiCommand(ctx context.Context, e *env, args []string) error {
@@ -40,8 +40,8 @@ func siiCommand(ctx context.Context, e *env, args []string) error {
 	}
 	switch {
 	case pos[0] == "read" && len(pos) == 2:
-		var res control.SIIResult
-		if err := c.call(ctx, e, "sii read", []control.Request{{Op: control.OpSIIRead, Slave: slave}}, &res); err != nil {
+		var res maintenance.SIIResult
+		if err := c.call(ctx, e, "sii read", []maintenance.Request{{Op: maintenance.OpSIIRead, Slave: slave}}, &res); err != nil {
 			return err
 		}
 		if *c.json {
@@ -64,12 +64,12 @@ func siiCommand(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return usageError{fmt.Errorf("sii write: %w", err)}
 		}
-		if _, err := control.CheckImage(img); err != nil {
+		if _, err := maintenance.CheckImage(img); err != nil {
 			return usageError{fmt.Errorf("sii write: %s: %w", pos[2], err)}
 		}
-		req := control.Request{Op: control.OpSIIWrite, Slave: slave, Data: img, Force: *force, Write: true}
-		var res control.SIIResult
-		if err := c.call(ctx, e, "sii write", []control.Request{req}, &res); err != nil {
+		req := maintenance.Request{Op: maintenance.OpSIIWrite, Slave: slave, Data: img, Force: *force, Write: true}
+		var res maintenance.SIIResult
+		if err := c.call(ctx, e, "sii write", []maintenance.Request{req}, &res); err != nil {
 			return err
 		}
 		return c.print(e.stdout, &res, func(w io.Writer) {
@@ -109,9 +109,9 @@ func aliasCommand(ctx context.Context, e *env, args []string) error {
 	if err := needWrite("alias", *write); err != nil {
 		return err
 	}
-	var res control.AliasResult
-	req := control.Request{Op: control.OpAlias, Slave: slave, Alias: uint16(alias), Write: true}
-	if err := c.call(ctx, e, "alias", []control.Request{req}, &res); err != nil {
+	var res maintenance.AliasResult
+	req := maintenance.Request{Op: maintenance.OpAlias, Slave: slave, Alias: uint16(alias), Write: true}
+	if err := c.call(ctx, e, "alias", []maintenance.Request{req}, &res); err != nil {
 		return err
 	}
 	return c.print(e.stdout, &res, func(w io.Writer) {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
 func slavesCommand(ctx context.Context, e *env, args []string) error {
@@ -28,8 +28,8 @@ func slavesCommand(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
-	var res control.SlavesResult
-	if err := c.call(ctx, e, "slaves", []control.Request{{Op: control.OpSlaves}}, &res); err != nil {
+	var res maintenance.SlavesResult
+	if err := c.call(ctx, e, "slaves", []maintenance.Request{{Op: maintenance.OpSlaves}}, &res); err != nil {
 		return err
 	}
 	return c.print(e.stdout, &res, func(w io.Writer) {
@@ -44,7 +44,7 @@ func slavesCommand(ctx context.Context, e *env, args []string) error {
 // aliasPositions returns each slave's alias:position address as IgH's
 // tool prints it: the last non-zero station alias at or before the slave,
 // and the slave's distance from the slave that has it.
-func aliasPositions(ss []control.SlaveInfo) []string {
+func aliasPositions(ss []maintenance.SlaveInfo) []string {
 	out := make([]string, len(ss))
 	alias, from := uint16(0), 0
 	for i, s := range ss {
@@ -57,7 +57,7 @@ func aliasPositions(ss []control.SlaveInfo) []string {
 }
 
 // printSlaveTable prints one line per slave.
-func printSlaveTable(w io.Writer, ss []control.SlaveInfo) {
+func printSlaveTable(w io.Writer, ss []maintenance.SlaveInfo) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tALIAS:POS\tSTATE\tERR\tVENDOR\tPRODUCT\tREVISION\tNAME")
 	ap := aliasPositions(ss)
@@ -73,7 +73,7 @@ func printSlaveTable(w io.Writer, ss []control.SlaveInfo) {
 }
 
 // slaveName is the SII's device name, else its order code.
-func slaveName(s control.SlaveInfo) string {
+func slaveName(s maintenance.SlaveInfo) string {
 	if s.Name != "" {
 		return s.Name
 	}
@@ -81,7 +81,7 @@ func slaveName(s control.SlaveInfo) string {
 }
 
 // printSlavesVerbose prints a block per slave.
-func printSlavesVerbose(w io.Writer, ss []control.SlaveInfo) {
+func printSlavesVerbose(w io.Writer, ss []maintenance.SlaveInfo) {
 	ap := aliasPositions(ss)
 	for i, s := range ss {
 		if i > 0 {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/ecagent/ecagent/cycle/control"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
 func statesCommand(ctx context.Context, e *env, args []string) error {
@@ -30,7 +30,7 @@ func statesCommand(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := control.Request{Op: control.OpStates, Slave: control.AllSlaves, State: strings.ToUpper(pos[1]), Write: true}
+	req := maintenance.Request{Op: maintenance.OpStates, Slave: maintenance.AllSlaves, State: strings.ToUpper(pos[1]), Write: true}
 	if pos[0] != "all" {
 		if req.Slave, err = parseSlave(pos[0]); err != nil {
 			return err
@@ -39,15 +39,15 @@ func statesCommand(ctx context.Context, e *env, args []string) error {
 	if err := needWrite("states", *write); err != nil {
 		return err
 	}
-	var res control.StatesResult
-	if err := c.call(ctx, e, "states", []control.Request{req}, &res); err != nil {
+	var res maintenance.StatesResult
+	if err := c.call(ctx, e, "states", []maintenance.Request{req}, &res); err != nil {
 		return err
 	}
 	return c.print(e.stdout, &res, func(w io.Writer) { printStatuses(w, res) })
 }
 
 // printStatuses prints the AL status of each slave after a state request.
-func printStatuses(w io.Writer, res control.StatesResult) {
+func printStatuses(w io.Writer, res maintenance.StatesResult) {
 	fmt.Fprintf(w, "requested %s\n", res.Requested)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tSTATE\tERR\tAL STATUS CODE")

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // helpOf runs `ecagent args... --help` and returns its output and the

@@ -40,10 +40,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ecagent/ecagent/agent"
+	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/busstate"
 	"github.com/ecagent/ecagent/contract"
-	"github.com/ecagent/ecagent/cycle/program"
+	"github.com/ecagent/ecagent/cycle/process"
 )
 
 // Exit codes (package contract); documented in the package comment and
@@ -107,7 +107,7 @@ func main() { os.Exit(mainCode(os.Args[1:])) }
 // agent, with no signal handling but its own.
 func mainCode(args []string) int {
 	if len(args) > 0 && args[0] == agent.CycleMode {
-		return program.Main("ecagent "+agent.CycleMode, args[1:], os.Stdout, os.Stderr)
+		return process.Main("ecagent "+agent.CycleMode, args[1:], os.Stdout, os.Stderr)
 	}
 	ctx, stop := signalContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := dispatch(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ()}, args)
@@ -227,7 +227,7 @@ func exitCode(ctx context.Context, e *env, err error) int {
 	switch {
 	case errors.As(err, &ue), errors.As(err, &prog) && prog.Program != "": // cycle.program names no program
 		return exitUsage
-	case program.IsBusMismatch(err), errors.As(err, &bringUp) && bringUp.Reason == busstate.BringUpNotAsConfigured:
+	case process.IsBusMismatch(err), errors.As(err, &bringUp) && bringUp.Reason == busstate.BringUpNotAsConfigured:
 		return exitBusMismatch
 	case ctx.Err() != nil:
 		return exitInterrupted

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/ecagent/ecagent/ethercat/coe"
+	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/master"
-	"github.com/ecagent/ecagent/master/coe"
-	"github.com/ecagent/ecagent/master/esc"
 )
 
 func scanCommand(ctx context.Context, e *env, args []string) error {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ecagent/ecagent/master/coe"
+	"github.com/ecagent/ecagent/ethercat/coe"
 )
 
 // TestScanSDO lists the object dictionaries of a simulated segment: the

@@ -21,10 +21,10 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/cycle/rt"
-	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/sim"
-	"github.com/ecagent/ecagent/master/sim/faultcmd"
+	"github.com/ecagent/ecagent/sim"
+	"github.com/ecagent/ecagent/sim/faultcmd"
 )
 
 func simCommand(ctx context.Context, e *env, args []string) error {

@@ -16,9 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/wire"
 )
 
 // simRig runs `ecagent sim` in-process on one end of a socket pair and

@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/internal/pcapng"
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/sim"
-	"github.com/ecagent/ecagent/master/sim/replay"
+	"github.com/ecagent/ecagent/sim"
+	"github.com/ecagent/ecagent/sim/replay"
 )
 
 func simVerifyHelp() help {

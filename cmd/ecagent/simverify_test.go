@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/ecagent/ecagent/master/sim/replay"
+	"github.com/ecagent/ecagent/sim/replay"
 )
 
 var updateSimVerify = flag.Bool("update-simverify", false, "rewrite the sim verify golden files in testdata/simverify")

@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ecagent/ecagent/internal/monotime"
+	"github.com/ecagent/ecagent/internal/realtime/monotime"
 )
 
 // Now returns CLOCK_MONOTONIC in nanoseconds, the time base of every
@@ -14,7 +14,7 @@ import (
 // cycle read the clock twice a cycle (on a paravirtualised guest a system
 // call costs several µs; strace counted 2 of the cycle thread's 6.3 calls
 // per cycle).
-// It is the master's clock too (internal/monotime), so a sample's send
+// It is the master's clock too (internal/realtime/monotime), so a sample's send
 // and receive times compare with its deadline and wake-up to the ns.
 func Now() int64 { return monotime.Now() }
 

@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/internal/testsupport/capture"
-	"github.com/ecagent/ecagent/master/esc"
-	"github.com/ecagent/ecagent/master/wire"
 )
 
 // captured is what ethercrab read from and wrote to one slave in the

@@ -12,7 +12,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ecagent/ecagent/master/esc"
+	"github.com/ecagent/ecagent/ethercat/esc"
 )
 
 // NoParent is the Slave.Parent of a slave connected to the master itself.

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ecagent/ecagent/master/wire"
+	"github.com/ecagent/ecagent/ethercat/wire"
 )
 
 // ownFramesFilter returns the classic BPF program that a RawSocket with

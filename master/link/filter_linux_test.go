@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/master/wire"
+	"github.com/ecagent/ecagent/ethercat/wire"
 )
 
 // The raw socket's kernel side: its counters (PACKET_STATISTICS) and its

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/internal/pcapng"
 	"github.com/ecagent/ecagent/internal/testsupport"
-	"github.com/ecagent/ecagent/master/wire"
 )
 
 // Packets returns the packets of the capture name (with or without its

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/link"
-	"github.com/ecagent/ecagent/master/sim"
+	"github.com/ecagent/ecagent/sim"
 )
 
 // Start builds the simulated devices (model names or SII image paths),

@@ -5,13 +5,13 @@
 //
 // Three parts of ecagent speak this language and all take it from here:
 // package master/cia402 decodes the statusword and chooses the controlword
-// that walks a real drive to operation enabled; package master/sim encodes
+// that walks a real drive to operation enabled; package sim encodes
 // the statusword of its simulated drive and carries out the commands it
 // receives; and the agent exports the state's number as the gauge
 // ecagent_drive_state, in shm.EventDriveState and in MQTT events.
 //
 // It is a leaf package with no project imports on purpose: master/cia402
-// imports package master, and master/sim must not (a simulator that shared
+// imports package master, and sim must not (a simulator that shared
 // the master's logic could hide the master's bugs), so the definition
 // lives below both of them.
 package state

@@ -1,0 +1,370 @@
+package process
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/ecagent/ecagent/contract"
+	"github.com/ecagent/ecagent/cycle"
+	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/shm"
+)
+
+// IsBusMismatch reports whether err says the segment is not as
+// configured (a cycle process exits with ExitBusMismatch for it).
+func IsBusMismatch(err error) bool {
+	var count *master.SlaveCountError
+	var state *master.ALStateError
+	return errors.As(err, &count) || errors.As(err, &state)
+}
+
+// Options are what the agent tells a cycle process beyond the
+// configuration.
+type Options struct {
+	// LinkFD is an inherited file descriptor of a link to the segment (a
+	// socket pair to a simulated segment in another process); -1 opens
+	// bus.interface instead.
+	LinkFD int
+	// Cycles stops after this many cycles (benchmarks, tests); 0 runs
+	// until SIGTERM or SIGINT.
+	Cycles uint64
+
+	// running, when set (tests), is called just before cyclic operation
+	// starts, with the recovery worker: a test tells from it when no
+	// recovery episode runs.
+	running func(*recoverer)
+	// BringUpReport, when not nil, is told why bring-up failed — one line
+	// of JSON, a contract.BringUpFailure — and closed, unwritten, once the cycle
+	// runs (a pipe the agent reads: it then knows why without parsing
+	// the log).
+	BringUpReport io.WriteCloser
+}
+
+// FailureReason classifies an error of Run for a contract.BringUpFailure.
+func FailureReason(err error) string {
+	var le *linkError
+	switch {
+	case IsBusMismatch(err):
+		return contract.ReasonNotAsConfigured
+	case errors.As(err, &le):
+		return contract.ReasonLink
+	case errors.Is(err, master.ErrNoResponse), errors.Is(err, master.ErrNoSlaves):
+		return contract.ReasonNoAnswer
+	}
+	return contract.ReasonFailed
+}
+
+// linkError is an error opening the link to the segment.
+type linkError struct{ err error }
+
+func (e *linkError) Error() string { return e.err.Error() }
+func (e *linkError) Unwrap() error { return e.err }
+
+// Report is what a cycle process did, printed by it on exit.
+type Report struct {
+	Cycles uint64
+	// Mallocs counts heap allocations made by the whole process during
+	// cyclic operation from the second cycle on (runtime.MemStats.Mallocs
+	// after minus before). It is 0 when the steady state is
+	// allocation-free, as it must be.
+	Mallocs uint64
+	// NumGC counts garbage collections during cyclic operation.
+	NumGC uint32
+	// RecoveryEpisodes counts the recovery worker's episodes begun during
+	// cyclic operation, MaintenanceRequests the requests the maintenance
+	// endpoint took (ecagent slaves, reg, sii …). Both allocate (an
+	// episode reads every slave, starts steps, logs; a request decodes
+	// and encodes JSON) on their own goroutines while the cycle runs on:
+	// Mallocs above 0 with neither are the cycle's, and a defect. What
+	// they leave behind must not make the cycle allocate afterwards
+	// (TestCycleAllocatesNothingAfterMaintenance, TestFaultStorm).
+	RecoveryEpisodes    uint64
+	MaintenanceRequests uint64
+}
+
+// Run is the body of ecagent-cycle: it attaches to the shared-memory
+// segment cfg.Cycle.SHM that the agent created, opens the link, brings
+// the bus to OP, writes the bus description, and runs the real-time cycle
+// until SIGTERM/SIGINT or o.Cycles, then takes the bus to INIT.
+// Everything that allocates happens before cyclic operation starts. An
+// error is a failed bring-up, told to o.BringUpReport too.
+func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Report, err error) {
+	report := o.BringUpReport // nil once the cycle runs
+	defer func() {
+		if report == nil {
+			return
+		}
+		if err != nil {
+			line, _ := json.Marshal(contract.BringUpFailure{Reason: FailureReason(err), Error: err.Error()})
+			_, _ = report.Write(append(line, '\n'))
+		}
+		_ = report.Close()
+	}()
+	period := time.Duration(cfg.Cycle.Period)
+	// SIGPIPE from a closed stderr (the agent died) must not kill the cycle.
+	signal.Ignore(syscall.SIGPIPE)
+	seg, err := shm.Attach(cfg.Cycle.SHM)
+	if err != nil {
+		return rep, err
+	}
+	defer seg.Close()
+	if p := seg.Layout().Period; p != 0 && p != period {
+		return rep, fmt.Errorf("cycle: segment %s was made for a %v cycle, configuration says %v", cfg.Cycle.SHM, p, period)
+	}
+	l, err := openCycleLink(cfg, o)
+	if err != nil {
+		return rep, err
+	}
+	m, err := master.New(l, MasterConfig(cfg, log))
+	if err != nil {
+		_ = l.Close()
+		return rep, err
+	}
+	defer m.Close()
+	if err := m.BringUp(ctx); err != nil {
+		return rep, fmt.Errorf("bring-up: %w", err)
+	}
+	jobs, err := bindDrives(ctx, m, cfg.Drives, log)
+	if err != nil {
+		return rep, err
+	}
+	if err := checkCycleFits(m, period, cfg.Cycle.Exchange == ExchangePipelined, log); err != nil {
+		return rep, err
+	}
+	if n := len(m.Image().Bytes()); n > seg.Image().Cap() {
+		return rep, fmt.Errorf("cycle: process image of %d bytes does not fit the segment's %d", n, seg.Image().Cap())
+	}
+	if cfg.Cycle.LockMemory {
+		if err := seg.Lock(); err != nil {
+			log.Warn("cannot lock the shared-memory segment", "err", err)
+		}
+	}
+	info := NewBusInfo(m, period)
+
+	e := cycle.New(m, seg, cycle.Config{
+		Period:      period,
+		BusyWait:    time.Duration(cfg.Cycle.BusyWait),
+		SleepKeepsP: runtime.GOMAXPROCS(0) >= 2, // the cycle thread is this process's only sleeper
+		Pipelined:   cfg.Cycle.Exchange == ExchangePipelined,
+		Cycles:      o.Cycles,
+		AlarmCycles: cfg.Bus.AlarmCycles,
+		RT: rt.Options{Priority: cfg.Cycle.Priority, Core: cfg.Cycle.Core,
+			LockMemory: cfg.Cycle.LockMemory, DMALatency: true},
+	})
+	e.Jobs = jobs
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(stop)
+	go func() {
+		select {
+		case <-stop:
+		case <-ctx.Done():
+		}
+		e.Stop()
+	}()
+	e.OnStart = func(s *rt.Setup) {
+		// Runs on the cycle thread after its set-up, before the first
+		// cycle: the last moment allowed to allocate.
+		setRT(info, s)
+		if err := contract.WriteBusInfo(contract.BusInfoPath(cfg.Cycle.SHM), info); err != nil {
+			log.Error("writing the bus description", "err", err)
+		}
+		for _, r := range s.Refused() {
+			log.Warn("real-time setting refused by the host; running without it", "setting", r.Setting, "err", r.Err)
+		}
+		log.Info("cyclic operation", "period", period, "slaves", len(m.Slaves()),
+			"expected_wkc", m.Cyclic().ExpectedWKC(), "pid", os.Getpid())
+		if report != nil {
+			_ = report.Close() // brought up: nothing to report
+			report = nil
+		}
+	}
+	// From here the cycle thread alone sends and receives: recovery's
+	// datagrams ride in the cycle's frames (master.QueueAcyclic).
+	m.QueueAcyclic(true, period)
+	rec := newRecoverer(m, e, log)
+	rec.rt = recoveryRT(cfg.Cycle.Priority)
+	recCtx, stopRec := context.WithCancel(ctx)
+	recDone := make(chan struct{})
+	go func() { defer close(recDone); rec.run(recCtx) }()
+	// The maintenance endpoint (ecagent slaves, reg, sii …): its requests
+	// go through the acyclic queue like recovery's.
+	ctlDone, ctl := serveControl(recCtx, m, e, seg, cfg, info, log)
+	countersDone := make(chan struct{})
+	counters := newErrorCountersPoller(recCtx, m, e.Report, errorCountersEvery) // allocates here, not in the cycle's steady state
+	go func() {
+		defer close(countersDone)
+		counters.run(recCtx)
+	}()
+	defer func() {
+		stopRec()
+		<-recDone
+		<-ctlDone
+		<-countersDone
+		m.QueueAcyclic(false, 0) // the cycle has stopped: acyclic frames go straight out again
+	}()
+
+	// The cycle thread is the link's only user from here: let it spin for
+	// its answers if configured (link.RecvSpinner), and stop spinning for
+	// the frames of the way down.
+	spinner, spin := l.(link.RecvSpinner)
+	spin = spin && cfg.Cycle.RecvSpin > 0
+	if spin {
+		spinner.SetRecvSpin(min(time.Duration(cfg.Cycle.RecvSpin), time.Duration(cfg.Cycle.Period)/2))
+	}
+	// Counting starts after the first cycle: it meets one first-use
+	// allocation in the runtime (measured: 1 malloc, then none in 99 999
+	// cycles).
+	counts := &steadyCounts{episodes: rec.episodes.Load, requests: ctl.Requests}
+	e.SteadyAfter = 1
+	e.OnSteady = counts.start
+	// Threads the runtime may need while the cycle yields, made now
+	// rather than (allocating) in cyclic operation.
+	rt.WarmThreads(runtime.GOMAXPROCS(0) + 4)
+	// With the cycle pinned, every other thread of the process runs one
+	// below it, those of the runtime included, on the CPUs the cycle
+	// leaves (rt.Options.Core). The recovery worker's threads are then
+	// not alone at real-time priority among the runtime's threads of the
+	// normal scheduler, which they may wait for in the runtime's spin
+	// loops: on a host with one CPU left beside the cycle's, that is a
+	// livelock until real-time throttling (rt.ProcessFIFO). Unpinned,
+	// the kernel moves such threads to another CPU, and the runtime's
+	// work stays on the normal scheduler beside other processes'
+	// real-time threads.
+	if p := rec.rt.Priority; p > 0 && cfg.Cycle.Core >= 0 {
+		if err := rt.ProcessFIFO(p); err != nil {
+			log.Warn("real-time setting refused by the host; the process's other threads run without it", "setting", "process_fifo", "err", err)
+		}
+	}
+	if o.running != nil {
+		o.running(rec)
+	}
+	rep.Cycles = e.Run()
+	if spin {
+		spinner.SetRecvSpin(0)
+	}
+	counts.report(&rep)
+
+	stopRec()
+	<-recDone
+	<-ctlDone
+	<-countersDone
+	m.QueueAcyclic(false, 0)
+	down, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.Bus.StateTimeout))
+	defer cancel()
+	if err := m.RequestState(down, esc.StateInit); err != nil {
+		log.Warn("taking the bus to INIT", "err", err)
+	}
+	return rep, nil
+}
+
+// steadyCounts counts what the cycle process did from the cycle's steady
+// state on (cycle.Engine.OnSteady): heap allocations and collections,
+// recovery episodes, maintenance requests. A run stopped before it
+// counted nothing and reports 0.
+type steadyCounts struct {
+	episodes, requests func() uint64 // running totals
+	reached            bool
+	before             runtime.MemStats
+	episodes0          uint64
+	requests0          uint64
+}
+
+// start takes the totals at the steady state's start, on the cycle
+// thread; it allocates nothing.
+func (c *steadyCounts) start() {
+	c.reached = true
+	runtime.ReadMemStats(&c.before)
+	c.episodes0, c.requests0 = c.episodes(), c.requests()
+}
+
+// report puts what was counted since start in rep.
+func (c *steadyCounts) report(rep *Report) {
+	if !c.reached {
+		return
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	rep.Mallocs = after.Mallocs - c.before.Mallocs
+	rep.NumGC = after.NumGC - c.before.NumGC
+	rep.RecoveryEpisodes = c.episodes() - c.episodes0
+	rep.MaintenanceRequests = c.requests() - c.requests0
+}
+
+func openCycleLink(cfg Config, o Options) (link.Link, error) {
+	if o.LinkFD >= 0 {
+		l, err := link.FileLink(o.LinkFD)
+		if err != nil {
+			return nil, fmt.Errorf("cycle: link fd %d: %w", o.LinkFD, err)
+		}
+		return l, nil
+	}
+	if cfg.Bus.Interface == "" {
+		return nil, errors.New("cycle: no link: neither an inherited link nor bus.interface")
+	}
+	l, err := link.Open(cfg.Bus.Interface, nil)
+	if err != nil {
+		return nil, &linkError{fmt.Errorf("cycle: %w", err)}
+	}
+	return l, nil
+}
+
+// checkCycleFits refuses a period shorter than what the bus needs: it
+// times a few exchanges and fails when even the fastest frame round trips
+// take longer than the period, instead of starting an overrun storm. The
+// floor is what the wire and the slaves need; what a busy host adds on top
+// varies from moment to moment, so a typical (median) round trip above the
+// period is a warning that frames will be late, not a refusal. It also
+// walks the lost-frame and stale-answer paths once, with a deadline that
+// has already passed: Go fills per-call-site type-assertion caches on
+// first use (errors.Is on the link's timeout error allocates 64 bytes the
+// first time), and that first time belongs in bring-up, not in cycle N.
+func checkCycleFits(m *master.Master, period time.Duration, pipelined bool, log *slog.Logger) error {
+	m.ExchangeUntil(time.Now()) // lost: its answer arrives late...
+	time.Sleep(10 * time.Millisecond)
+	m.ExchangeUntil(time.Now().Add(max(10*period, 10*time.Millisecond))) // ...and is discarded as stale here
+	const n = 41
+	rtts := make([]time.Duration, 0, n)
+	for range n {
+		res := m.ExchangeUntil(time.Now().Add(max(10*period, 10*time.Millisecond)))
+		if !res.FrameLost() {
+			rtts = append(rtts, res.RTT())
+		}
+	}
+	if len(rtts) < n/2+1 {
+		return fmt.Errorf("cycle: %d of %d cyclic frames did not come back while checking the cycle time", n-len(rtts), n)
+	}
+	slices.Sort(rtts)
+	floor, median := rtts[len(rtts)/10], rtts[len(rtts)/2]
+	// Pipelined, a frame has the whole period to come back; waiting, the
+	// cycle's jobs need time after the answer too.
+	need := func(rtt time.Duration) time.Duration {
+		if pipelined {
+			return (rtt * 5 / 4).Round(10 * time.Microsecond)
+		}
+		return (2 * rtt).Round(10 * time.Microsecond)
+	}
+	if floor >= period {
+		return fmt.Errorf("cycle: cycle.period %v is shorter than the bus needs: the fastest tenth of %d frame round trips take %v or more (median %v); choose a period of at least %v",
+			period, len(rtts), floor.Round(time.Microsecond), median.Round(time.Microsecond), need(median))
+	}
+	if median >= period {
+		log.Warn("cycle: the median frame round trip exceeds cycle.period; expect late (lost) frames until the host is less busy",
+			"period", period, "rtt_median", median.Round(time.Microsecond), "rtt_fastest_tenth", floor.Round(time.Microsecond),
+			"suggested_period", need(median))
+	}
+	return nil
+}
