@@ -6,26 +6,17 @@ import (
 )
 
 // bodyTrees are the trees of the cycle process's body (and of the
-// simulator, a process of its own), none of which the agent may hold.
+// simulator, a process of its own), none of which the agent may hold; the
+// protocol's stateless codecs that every process shares live under
+// ethercat/.
 var bodyTrees = []string{"cycle/...", "master/...", "sim/..."}
 
-// sharedCodecs are the stateless codecs under bodyTrees that every
-// process may use: the CiA 402 drive states. (The other protocol codecs
-// live under ethercat/.)
-var sharedCodecs = []string{"master/cia402/state"}
-
 // cycleBody reports whether the package p (an import path) is part of the
-// cycle process's body, which the agent must not hold: anything under
-// bodyTrees but sharedCodecs.
+// cycle process's body, which the agent must not hold.
 func cycleBody(p string) bool {
 	rel, ok := strings.CutPrefix(p, module+"/")
 	if !ok {
 		return false
-	}
-	for _, c := range sharedCodecs {
-		if rel == c {
-			return false
-		}
 	}
 	for _, tree := range bodyTrees {
 		if match(tree, rel) {
@@ -83,11 +74,36 @@ func TestAgentHoldsNothingOfTheCycleProcess(t *testing.T) {
 }
 
 // TestAgentClosureCheckSeesTheCycle is the control: the cycle program's
-// closure holds the cycle process's body, and the check finds it with a
-// chain from the program's main package.
+// closure holds the cycle process's body, and ecagent's (the toolbox's
+// simulator, the hidden cycle mode) the simulator and the cycle process
+// too; the check finds them with a chain from the program's main package.
 func TestAgentClosureCheckSeesTheCycle(t *testing.T) {
-	const root = module + "/cmd/ecagent-cycle"
-	graph, order := depGraph(t, "./cmd/ecagent-cycle")
+	found := bodyFound(t, "cmd/ecagent-cycle")
+	for _, want := range []string{"cycle", "cycle/process", "cycle/rt", "master", "master/link", "master/dc", "master/cia402"} {
+		if !found[module+"/"+want] {
+			t.Errorf("the check does not find %s in the cycle program's closure", want)
+		}
+	}
+	toolbox := bodyFound(t, "cmd/ecagent")
+	for _, want := range []string{"sim", "cycle/process"} {
+		if !toolbox[module+"/"+want] {
+			t.Errorf("the check does not find %s in ecagent's closure", want)
+		}
+	}
+	for _, codec := range []string{"ethercat/wire", "ethercat/esc", "ethercat/cia402/state"} {
+		if found[module+"/"+codec] {
+			t.Errorf("the check takes the codec %s for the cycle process's body", codec)
+		}
+	}
+}
+
+// bodyFound is what the check finds of the cycle process's body in the
+// closure of the module-relative main package dir, each with a chain from
+// it.
+func bodyFound(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	root := module + "/" + dir
+	graph, order := depGraph(t, "./"+dir)
 	found := map[string]bool{}
 	for _, chain := range bodyDeps(graph, order, []string{root}) {
 		found[chain[len(chain)-1]] = true
@@ -95,14 +111,5 @@ func TestAgentClosureCheckSeesTheCycle(t *testing.T) {
 			t.Errorf("chain %v does not start at %s", chain, root)
 		}
 	}
-	for _, want := range []string{"cycle", "cycle/process", "cycle/rt", "master", "master/link", "master/dc", "master/cia402"} {
-		if !found[module+"/"+want] {
-			t.Errorf("the check does not find %s in the cycle program's closure", want)
-		}
-	}
-	for _, codec := range append([]string{"ethercat/wire", "ethercat/esc"}, sharedCodecs...) {
-		if found[module+"/"+codec] {
-			t.Errorf("the check takes the codec %s for the cycle process's body", codec)
-		}
-	}
+	return found
 }

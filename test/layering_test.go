@@ -40,7 +40,7 @@ var layers = []layer{
 	// only the parser.
 	{pattern: "sim/faultcmd", allowed: nil,
 		why: "the simulator's fault command language depends on the standard library only"},
-	{pattern: "sim/...", allowed: []string{"ethercat/...", "master/link", "master/cia402/state",
+	{pattern: "sim/...", allowed: []string{"ethercat/...", "master/link",
 		"internal/pcapng"}, // the replay reads captures
 		why: "the simulator models devices with the protocol encoders only, never the master"},
 	{pattern: "master/...", allowed: []string{"master/...", "ethercat/...", "internal/realtime/..."}, forbidden: []string{"ethercat/eni", "ethercat/esi"},
@@ -62,7 +62,7 @@ var layers = []layer{
 		why: "what the two processes agree on (configuration, bus description, events …) is the leaf both build on, and every output renders"},
 	{pattern: "shm", allowed: []string{"contract", "internal/realtime/monotime"},
 		why: "the shared-memory layout builds on the contract and the monotonic clock only: both processes build on it"},
-	{pattern: "agent/busstate", allowed: []string{"shm", "contract", "ethercat/esc", "ethercat/coe", "master/cia402/state"},
+	{pattern: "agent/busstate", allowed: []string{"shm", "contract", "ethercat/esc", "ethercat/coe", "ethercat/cia402/state"},
 		why: "the one state model of the bus folds shared-memory events; every output renders it"},
 	// The cycle program is the whole cycle process: its closure must stay
 	// free of the agent's libraries (test/cycle_closure_test.go), so it
@@ -71,22 +71,23 @@ var layers = []layer{
 		why: "the cycle process's body runs the engine and the master on shared memory; it knows nothing of the agent"},
 	{pattern: "cycle/...", allowed: []string{"master/...", "ethercat/...", "shm", "contract", "internal/realtime/..."}, forbidden: []string{"sim", "cycle/process", "ethercat/eni", "ethercat/esi"},
 		why: "the cycle process runs the master and writes shared memory, nothing else"},
-	{pattern: "agent/metrics/...", allowed: []string{"shm", "contract", "agent/busstate", "ethercat/esc", "master/cia402/state", "internal/jsonstr"},
+	{pattern: "agent/metrics/...", allowed: []string{"shm", "contract", "agent/busstate", "ethercat/esc", "ethercat/cia402/state", "internal/jsonstr"},
 		why: "exporters render shared-memory samples and register values; they never reach the master or the agent"},
-	{pattern: "agent/mqtt/...", allowed: []string{"shm", "contract", "agent/busstate", "ethercat/esc", "master/cia402/state", "agent/metrics/...", "internal/jsonstr"},
+	{pattern: "agent/mqtt/...", allowed: []string{"shm", "contract", "agent/busstate", "ethercat/esc", "ethercat/cia402/state", "agent/metrics/...", "internal/jsonstr"},
 		forbidden: []string{"agent/metrics/otlp"},
 		why:       "the MQTT publisher renders the same samples and shares the window statistics of metrics"},
 	{pattern: "agent/config", allowed: []string{"agent/mqtt/ruleparse", "contract"},
 		why: "the configuration is made of the contract's types, validates the MQTT rule syntax, and nothing else"},
 	{pattern: "agent/rtcheck", allowed: nil, why: "the host doctor reads the host only"},
 	{pattern: "agent/sdnotify", allowed: nil, why: "the systemd protocol needs nothing of ours"},
-	// The agent holds nothing of the cycle process's body: no cycle/...,
-	// no master, link, DC or drive logic, no simulator. It shares shm and
-	// contract with the cycle process, and the protocol's stateless codecs
-	// (ethercat/..., the CiA 402 drive states) with everyone
-	// (test/agent_closure_test.go checks the whole closure too).
-	{pattern: "agent/...", allowed: []string{"ethercat/...", "master/cia402/state", "shm", "contract", "agent/..."},
-		forbidden: []string{"cycle/...", "master", "master/link", "sim/...", "ethercat/eni", "ethercat/esi"},
+	// The agent holds nothing of the cycle process's body: nothing under
+	// cycle/ or master/ (engine, master, links, DC, drive logic), no
+	// simulator. It shares shm and contract with the cycle process, and
+	// the protocol's stateless codecs (ethercat/...: AL states, drive
+	// states, CoE meanings) with everyone (test/agent_closure_test.go
+	// checks the whole closure too).
+	{pattern: "agent/...", allowed: []string{"ethercat/...", "shm", "contract", "agent/..."},
+		forbidden: []string{"cycle/...", "master/...", "sim/...", "ethercat/eni", "ethercat/esi"},
 		why:       "the agent wires everything below it together and shares only shm, contract and the protocol codecs with the cycle process; nothing but commands import it"},
 	{pattern: "internal/testsupport", allowed: nil,
 		why: "the tests' shared helpers need the standard library only, so that any package's tests may use them"},
@@ -193,7 +194,15 @@ func TestLayerRules(t *testing.T) {
 		{"agent", "master/dc", false},
 		{"agent", "master/cia402", false},
 		{"agent", "ethercat/esc", true},
-		{"agent", "master/cia402/state", true},
+		{"agent", "ethercat/cia402/state", true},
+		{"agent", "master/cia402/state", false},
+		{"agent", "master/wire", false},
+		{"agent/busstate", "master/cia402", false},
+		{"agent/mqtt", "cycle", false},
+		{"agent/metrics", "sim", false},
+		{"agent/config", "cycle/process", false},
+		{"agent/bench", "cycle/process", false},
+		{"agent/bench", "sim/replay", false},
 		{"agent", "contract", true},
 		{"cmd/ecagent-cycle", "cycle/process", true},
 		{"cmd/ecagent-cycle", "agent", false},
