@@ -38,7 +38,7 @@ type Cycle struct {
 	// a path, or a name looked up in $PATH; "" is ecagent-cycle in the
 	// directory of the running ecagent, else in $PATH, else the ecagent
 	// executable itself in its hidden cycle mode. Only the agent reads it.
-	Program string `json:"-" koanf:"program" help:"the cycle program the agent starts: a path, or a name looked up in $PATH; empty: ecagent-cycle in the directory of the ecagent executable, else in $PATH"`
+	Program string `json:"-" koanf:"program" help:"the cycle program the agent starts: a path, or a name looked up in $PATH; empty: ecagent-cycle in the directory of the ecagent executable, else in $PATH, else the ecagent executable itself (its hidden cycle mode, said at warn)"`
 }
 
 // The values of cycle.exchange (Cycle.Exchange).
