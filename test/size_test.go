@@ -27,9 +27,9 @@ const (
 // join the list.
 var oversized = map[string]funcSize{
 	"agent/mqtt.go:startMQTT":                             {86, 17},
-	"agent/run.go:Run":                                    {113, 19},
-	"agent/supervisor.go:launchCycle":                     {120, 16},
-	"cycle/process/program.go:Run":                        {177, 27},
+	"agent/run.go:Run":                                    {100, 19},
+	"agent/supervisor.go:launchCycle":                     {109, 16},
+	"cycle/process/program.go:Run":                        {169, 27},
 	"cycle/rt/lock_linux.go:lockResident":                 {57, 26},
 	"master/reconnect.go:Master.Reconnect":                {95, 23},
 	"agent/metrics/otlp/exporter.go:Exporter.instruments": {81, 8},
