@@ -33,12 +33,7 @@ type itemField struct {
 	value reflect.Value
 }
 
-// itemFields lists the fields of an item struct value (or pointer).
-func itemFields(v any) []itemField {
-	rv := reflect.Indirect(reflect.ValueOf(v))
-	return structFields(rv)
-}
-
+// structFields lists the fields of an item struct value.
 func structFields(rv reflect.Value) []itemField {
 	t := rv.Type()
 	out := make([]itemField, 0, t.NumField())
