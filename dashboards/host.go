@@ -324,17 +324,19 @@ func slaveStates(sel string) *statetimeline.PanelBuilder {
 
 // slaveData is the quality of each slave's process data over time. The
 // state set ecagent_slave_data_quality{quality} becomes one code per
-// slave: 1 good, 2 stale, 3 invalid.
+// slave: 1 good, 2 stale, 3 invalid, from the series at 1 only, so it
+// reads the same whether the agent exports the zeros (metrics.detail
+// full) or not.
 func slaveData(sel string) *statetimeline.PanelBuilder {
 	var terms []string
 	for i, q := range []string{"good", "stale", "invalid"} {
-		terms = append(terms, fmt.Sprintf("%d * sum by (position, name) (%s)", i+1, series("ecagent_slave_data_quality", sel, `quality="`+q+`"`)))
+		terms = append(terms, fmt.Sprintf("%d * (%s == 1)", i+1, series("ecagent_slave_data_quality", sel, `quality="`+q+`"`)))
 	}
 	return statetimeline.NewPanelBuilder().
 		Title("Slave process data").
 		Description("Quality of each slave's process data: good while it is exchanged every cycle; stale while the values are the last ones received (the slave is lost or out of SAFEOP/OP, the cycle or the link is down, a bus alarm is raised); invalid when there are none to show (another device at its position).").
 		Datasource(datasource()).
-		WithTarget(query(strings.Join(terms, "\n+ "), "{{position}} {{name}}")).
+		WithTarget(query("sum by (position, name) (\n  "+strings.Join(terms, "\nor ")+"\n)", "{{position}} {{name}}")).
 		Mappings(dataQualities()).
 		ShowValue(common.VisibilityModeNever).
 		MergeValues(true).
@@ -348,7 +350,7 @@ func staleSlaves(sel string) *table.PanelBuilder {
 		Title("Slaves without good data").
 		Description("Slaves whose process data is stale or invalid now, and for how long (ecagent_slave_data_quality_since_timestamp_seconds).").
 		Datasource(datasource()).
-		WithTarget(tableQuery("A", fmt.Sprintf("time() - %s\nand on (%s)\n(%s == 0)",
+		WithTarget(tableQuery("A", fmt.Sprintf("time() - %s\nunless on (%s)\n(%s == 1)",
 			series("ecagent_slave_data_quality_since_timestamp_seconds", sel), bySlave, series("ecagent_slave_data_quality", sel, `quality="good"`)))).
 		OverrideByName("Value", []dashboard.DynamicConfigValue{{Id: "unit", Value: unitSeconds}}).
 		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
@@ -451,17 +453,17 @@ func mqttBuffer(sel string) *timeseries.PanelBuilder {
 
 // rtChecks shows every host real-time check's status over time. The state
 // set ecagent_rt_check{check, status} becomes one code per check: 1 pass,
-// 2 warn, 3 fail, 4 skip.
+// 2 warn, 3 fail, 4 skip, from the series at 1 only (as slaveData).
 func rtChecks(sel string) *statetimeline.PanelBuilder {
 	var terms []string
 	for i, status := range []string{"pass", "warn", "fail", "skip"} {
-		terms = append(terms, fmt.Sprintf("%d * sum by (check) (%s)", i+1, series("ecagent_rt_check", sel, `status="`+status+`"`)))
+		terms = append(terms, fmt.Sprintf("%d * (%s == 1)", i+1, series("ecagent_rt_check", sel, `status="`+status+`"`)))
 	}
 	return statetimeline.NewPanelBuilder().
 		Title("Real-time checks").
 		Description("Every host check of `ecagent rtcheck` (PREEMPT_RT, isolcpus, governor, IRQ affinity, NIC coalescing …), run every minute by the agent. `ecagent rtcheck` on the host says what a failing check found and how to fix it.").
 		Datasource(datasource()).
-		WithTarget(query(strings.Join(terms, "\n+ "), "{{check}}")).
+		WithTarget(query("sum by (check) (\n  "+strings.Join(terms, "\nor ")+"\n)", "{{check}}")).
 		Mappings(checkStatuses()).
 		ShowValue(common.VisibilityModeNever).
 		MergeValues(true).

@@ -22,10 +22,11 @@ const bySlave = "site, line, host, position, name"
 // its place (both with AL state 0: a slave that does not answer has no
 // state), so a dead device is red, never the green of its last OP.
 func slaveState(sel string) string {
-	return fmt.Sprintf("max by (%s) (%s + 16 * %s)\n- on (%s)\nsum by (%s) (%s + ignoring (presence) 2 * %s)",
-		bySlave, series("ecagent_slave_al_state", sel), series("ecagent_slave_al_error", sel),
+	state := series("ecagent_slave_al_state", sel)
+	return fmt.Sprintf("max by (%s) (%s + 16 * %s)\n- on (%s)\n(\n  sum by (%s) ((%s == 1) or 2 * (%s == 1))\n  or on (%s) 0 * max by (%s) (%s)\n)",
+		bySlave, state, series("ecagent_slave_al_error", sel),
 		bySlave, bySlave, series("ecagent_slave_presence", sel, `presence="lost"`),
-		series("ecagent_slave_presence", sel, `presence="refused"`))
+		series("ecagent_slave_presence", sel, `presence="refused"`), bySlave, bySlave, state)
 }
 
 // notOperational selects the slaves not in OP without an error: lost and

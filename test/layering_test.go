@@ -196,7 +196,6 @@ func TestLayerRules(t *testing.T) {
 		{"agent", "ethercat/esc", true},
 		{"agent", "ethercat/cia402/state", true},
 		{"agent", "master/cia402/state", false},
-		{"agent", "master/wire", false},
 		{"agent/busstate", "master/cia402", false},
 		{"agent/mqtt", "cycle", false},
 		{"agent/metrics", "sim", false},

@@ -131,6 +131,9 @@ func (c Config) ownProblems() []*FieldError {
 	if !inRange(c.Metrics.Window, MinWindow, MaxWindow) {
 		out.add("metrics.window", c.Metrics.Window, betweenDurations(MinWindow, MaxWindow))
 	}
+	if c.Metrics.Detail != "standard" && c.Metrics.Detail != "full" {
+		out.add("metrics.detail", c.Metrics.Detail, "must be standard or full")
+	}
 	return out
 }
 

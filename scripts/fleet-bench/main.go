@@ -287,7 +287,19 @@ func run(ctx context.Context, o options, log *slog.Logger) (*report, error) {
 	defer tick.Stop()
 	injectedDone := false
 	end := start.Add(o.duration)
-	for time.Now().Before(end) {
+	// On a loaded host the ruler and the store lag: an alert on its way
+	// at the end gets up to a window more (the regressions still on), and
+	// the run ends as soon as every injected one has fired.
+	grace := end.Add(ts.window)
+	allFired := func() bool {
+		for k := range injected {
+			if _, ok := seen[k]; !ok {
+				return false
+			}
+		}
+		return len(injected) > 0
+	}
+	for now := time.Now(); now.Before(end) || (now.Before(grace) && !allFired()); now = time.Now() {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
