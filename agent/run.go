@@ -10,7 +10,8 @@ import (
 
 	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/esinames"
 	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -61,10 +62,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	}
 	c := newConsumer(cfg, log, tel)
 	c.mqtt, c.otlp = mq, ot
-	tel.setBusModel(c.model)      // every scrape shows the bus as the model does
-	mq.setBusModel(c.model)       // every message shows the bus as the model does
-	sd := newServiceNotifier(log) // systemd Type=notify (agent/systemd.go)
-	sup := &cycleSupervisor{cfg: cfg, prog: prog, log: log, c: c, sd: sd, status: status, backoff: restartMin}
+	tel.setBusModel(c.model)        // every scrape shows the bus as the model does
+	mq.setBusModel(c.model)         // every message shows the bus as the model does
+	sd := newServiceNotifier(log)   // systemd Type=notify (agent/systemd.go)
+	names := loadESINames(cfg, log) // PDO entry names, units and types from bus.esi (agent/esi.go)
+	sup := &cycleSupervisor{cfg: cfg, prog: prog, log: log, c: c, sd: sd, status: status, backoff: restartMin, names: names}
 	if err := sup.begin(); err != nil {
 		mq.stop()
 		sd.close()
@@ -89,17 +91,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	for {
 		select {
 		case <-ctx.Done():
-			if c.cp == nil {
-				c.writeStatus(status)
-				return nil
-			}
-			// Stop the cycle first, then take everything it wrote: the
-			// accounting below is exact only over the whole run.
-			c.drain()
-			c.writeStatus(status) // the last line shows the bus as it ran
-			c.cp.halt(log, time.Duration(cfg.Bus.StateTimeout)+2*time.Second)
-			c.drain()
-			c.account()
+			c.finish(status, log, time.Duration(cfg.Bus.StateTimeout)+2*time.Second)
 			return nil
 		case <-statusC:
 			// While no cycle runs, a line per failed bring-up (failed):
@@ -137,6 +129,21 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	}
 }
 
+// finish ends a run: it writes the last status line and, with a cycle
+// process, stops it first (within stopWithin) and takes everything it
+// wrote, as the accounting is exact only over the whole run.
+func (c *consumer) finish(status io.Writer, log *slog.Logger, stopWithin time.Duration) {
+	if c.cp == nil {
+		c.writeStatus(status)
+		return
+	}
+	c.drain()
+	c.writeStatus(status) // the last line shows the bus as it ran
+	c.cp.halt(log, stopWithin)
+	c.drain()
+	c.account()
+}
+
 // cycleSupervisor keeps a cycle process running for the agent: it starts
 // one (or attaches to one that survived the last agent), follows its
 // bring-up without holding up the agent's loop, and when bring-up fails
@@ -163,6 +170,8 @@ type cycleSupervisor struct {
 	// restarting is set once a cycle process died: the next to run is
 	// a restart.
 	restarting bool
+	// names are the ESI descriptions of bus.esi, nil without any.
+	names *esinames.Catalog
 }
 
 // begin makes the first attempt. An error starting the cycle process is
@@ -220,6 +229,7 @@ func (s *cycleSupervisor) step() {
 
 // running takes up a cycle process in cyclic operation.
 func (s *cycleSupervisor) running(cp *CycleProcess) {
+	annotate(s.names, cp.Info(), s.log)
 	s.c.attach(cp)
 	s.c.mqtt.attach(cp)
 	s.sd.cycleRunning(cp)
@@ -354,9 +364,7 @@ func (c *consumer) drain() {
 			break
 		}
 	}
-	totals := metrics.SegmentCounts{RingDrops: ring.Drops(), FramesLate: c.cp.seg.Heartbeat().Late()}
-	totals.FramesSent, totals.FramesLost = c.cp.seg.Heartbeat().Frames()
-	totals.LinkReceived, totals.LinkDrops = c.cp.seg.Heartbeat().Link()
+	totals := cyclestats.ReadSegment(ring, c.cp.seg.Heartbeat())
 	c.tel.reg.Consumer().SetSegment(totals)
 	c.otlp.segment(totals)
 	var ev shm.Event

@@ -16,9 +16,15 @@ type Bus struct {
 	// needs an inherited link: ecagent-cycle --link-fd).
 	Interface string `json:"interface" koanf:"interface" help:"network interface of the EtherCAT segment, e.g. eth1; empty runs the built-in simulated segment (in a process of its own)"`
 	// Devices lists the simulated segment's devices in bus order: model
-	// names or paths of SII EEPROM images ending in .bin. Only the agent
-	// reads it (it starts the simulator), and only when Interface is "".
-	Devices []string `json:"-" koanf:"devices" help:"devices of the simulated segment in bus order: model names or paths of SII EEPROM images (*.bin); used only when bus.interface is empty"`
+	// names, paths of SII EEPROM images ending in .bin or devices of ESI
+	// files, FILE.xml[:DEVICE][@REVISION]. Only the agent reads it (it
+	// starts the simulator), and only when Interface is "".
+	Devices []string `json:"-" koanf:"devices" help:"devices of the simulated segment in bus order: model names, paths of SII EEPROM images (*.bin) or devices of ESI files (FILE.xml[:DEVICE][@REVISION]); used only when bus.interface is empty"`
+	// ESI lists directories (or files) of ESI device descriptions whose
+	// PDO entry names, units and data types the agent gives the process
+	// data of the devices found on the bus. Only the agent reads it: the
+	// cycle process reads no ESI.
+	ESI []string `json:"-" koanf:"esi" help:"directories or files of ESI device descriptions (ETG.2000 XML, e.g. TwinCAT's ESI folder): PDO entry names, units and data types for MQTT, metrics and the toolbox, for any device found whose identity they describe"`
 	// ExpectedSlaves is the number of slaves the segment must have; 0
 	// accepts whatever is found.
 	ExpectedSlaves int `json:"expectedslaves" koanf:"expectedslaves" help:"number of slaves the segment must have; 0 accepts what is found"`

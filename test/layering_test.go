@@ -71,11 +71,13 @@ var layers = []layer{
 		why: "the cycle process's body runs the engine and the master on shared memory; it knows nothing of the agent"},
 	{pattern: "cycle/...", allowed: []string{"master/...", "ethercat/...", "shm", "contract", "internal/realtime/..."}, forbidden: []string{"sim", "cycle/process", "ethercat/eni", "ethercat/esi"},
 		why: "the cycle process runs the master and writes shared memory, nothing else"},
-	{pattern: "agent/metrics/...", allowed: []string{"shm", "contract", "agent/busstate", "ethercat/esc", "ethercat/cia402/state", "internal/jsonstr"},
+	{pattern: "agent/cyclestats/...", allowed: []string{"shm", "internal/jsonstr"},
+		why: "what a cycle sample measures is defined once, from shared-memory samples; every output renders it, it renders none"},
+	{pattern: "agent/metrics/...", allowed: []string{"shm", "contract", "agent/busstate", "agent/cyclestats/...", "ethercat/esc", "ethercat/cia402/state", "internal/jsonstr"},
 		why: "exporters render shared-memory samples and register values; they never reach the master or the agent"},
-	{pattern: "agent/mqtt/...", allowed: []string{"shm", "contract", "agent/busstate", "ethercat/esc", "ethercat/cia402/state", "agent/metrics/...", "internal/jsonstr"},
-		forbidden: []string{"agent/metrics/otlp"},
-		why:       "the MQTT publisher renders the same samples and shares the window statistics of metrics"},
+	{pattern: "agent/mqtt/...", allowed: []string{"shm", "contract", "agent/busstate", "agent/cyclestats/...", "ethercat/esc", "ethercat/cia402/state", "internal/jsonstr"},
+		forbidden: []string{"agent/metrics/..."},
+		why:       "the MQTT publisher renders the samples' window statistics from cyclestats, as metrics does, and nothing of metrics"},
 	{pattern: "agent/config", allowed: []string{"agent/mqtt/ruleparse", "contract"},
 		why: "the configuration is made of the contract's types, validates the MQTT rule syntax, and nothing else"},
 	{pattern: "agent/rtcheck", allowed: nil, why: "the host doctor reads the host only"},
@@ -84,10 +86,11 @@ var layers = []layer{
 	// cycle/ or master/ (engine, master, links, DC, drive logic), no
 	// simulator. It shares shm and contract with the cycle process, and
 	// the protocol's stateless codecs (ethercat/...: AL states, drive
-	// states, CoE meanings) with everyone (test/agent_closure_test.go
-	// checks the whole closure too).
+	// states, CoE meanings) with everyone; it alone reads ESI files
+	// (agent/esinames). test/agent_closure_test.go checks the whole
+	// closure too.
 	{pattern: "agent/...", allowed: []string{"ethercat/...", "shm", "contract", "agent/..."},
-		forbidden: []string{"cycle/...", "master/...", "sim/...", "ethercat/eni", "ethercat/esi"},
+		forbidden: []string{"cycle/...", "master/...", "sim/..."},
 		why:       "the agent wires everything below it together and shares only shm, contract and the protocol codecs with the cycle process; nothing but commands import it"},
 	{pattern: "internal/testsupport", allowed: nil,
 		why: "the tests' shared helpers need the standard library only, so that any package's tests may use them"},
@@ -215,7 +218,18 @@ func TestLayerRules(t *testing.T) {
 		{"agent/metrics", "cycle", false},
 		{"agent/metrics", "agent/mqtt", false},
 		{"agent/metrics/otlp", "agent/metrics", true},
-		{"agent/mqtt", "agent/metrics", true},
+		{"agent/metrics", "agent/cyclestats", true},
+		{"agent/metrics/otlp", "agent/cyclestats", true},
+		{"agent/cyclestats", "shm", true},
+		{"agent/cyclestats", "agent/cyclestats/stats", true},
+		{"agent/cyclestats", "agent/metrics", false},
+		{"agent/cyclestats", "agent/mqtt", false},
+		{"agent/cyclestats/stats", "agent/metrics", false},
+		{"agent/cyclestats", "agent/busstate", false},
+		{"agent/mqtt", "agent/cyclestats", true},
+		{"agent/mqtt", "agent/cyclestats/stats", true},
+		{"agent/mqtt", "agent/metrics", false},
+		{"agent/mqtt/sparkplug", "agent/metrics", false},
 		{"agent/mqtt", "agent/metrics/otlp", false},
 		{"agent/mqtt", "master", false},
 		{"agent", "agent/mqtt", true},
