@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/eniconfig"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/link"
@@ -54,7 +54,7 @@ func TestENIBringUpFrames(t *testing.T) {
 	}
 
 	frames := map[string]uint64{}
-	cycleConfigs := map[string]process.Config{}
+	cycleConfigs := map[string]contract.Config{}
 	for i, tc := range []struct{ name, file string }{{"eni", withENI}, {"from-eni yaml", fromENI}, {"plain yaml", plain}} {
 		cfg, err := config.Load(config.Sources{File: tc.file, ENI: eniconfig.Apply})
 		if err != nil {
@@ -70,7 +70,7 @@ func TestENIBringUpFrames(t *testing.T) {
 		}
 		seg := simOnWireWith(t, w, devs, sim.WithSIIBusyFrames(1), sim.WithStateChangeDelay(2), sim.WithMailboxDelay(2))
 		cfg.Bus.Interface = w.MasterEnd
-		pc := agent.CycleConfig(cfg)
+		pc := cfg.CycleConfig()
 		cycleConfigs[tc.name] = pc
 		mc := process.MasterConfig(pc, slog.New(slog.DiscardHandler))
 		mc.Timeout = 50 * time.Millisecond
@@ -108,10 +108,10 @@ func TestENIBringUpFrames(t *testing.T) {
 	}
 }
 
-func startupCount(c process.Config) int {
+func startupCount(c contract.Config) int {
 	n := 0
 	for _, s := range c.Bus.Slaves {
-		n += len(s.Startup)
+		n += len(s.SDOs) + len(s.InitCmds)
 	}
 	return n
 }

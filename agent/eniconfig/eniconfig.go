@@ -22,15 +22,16 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/mqtt"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/ethercat/eni"
 )
 
 // Result is what an ENI gives the configuration.
 type Result struct {
 	// Slaves is bus.slaves: every slave in ring order.
-	Slaves []config.Slave
+	Slaves []contract.Slave
 	// DC is bus.dc when DCEnabled (a slave with a SYNC0 cycle).
-	DC        config.DC
+	DC        contract.DC
 	DCEnabled bool
 	// Period is cycle.period: the cyclic task's cycle time, else the DC
 	// SYNC0 cycle; 0 when the file gives neither.
@@ -92,7 +93,7 @@ func (r Result) ApplyTo(cfg *config.Config) error {
 		return errors.New("bus.slaves is set too, and differs: the ENI gives the slaves; remove one of them")
 	}
 	// A copy: the configuration is the caller's to change, r stays as read.
-	cfg.Bus.Slaves = make([]config.Slave, len(r.Slaves))
+	cfg.Bus.Slaves = make([]contract.Slave, len(r.Slaves))
 	for i, s := range r.Slaves {
 		s.SDOs, s.InitCmds = slices.Clone(s.SDOs), slices.Clone(s.InitCmds)
 		cfg.Bus.Slaves[i] = s
@@ -102,7 +103,7 @@ func (r Result) ApplyTo(cfg *config.Config) error {
 		cfg.Bus.DC.Sync0Shift, cfg.Bus.DC.Sync1 = r.DC.Sync0Shift, r.DC.Sync1
 	}
 	if r.Period > 0 {
-		cfg.Cycle.Period = r.Period
+		cfg.Cycle.Period = contract.Duration(r.Period)
 	}
 	cfg.MQTT.Slaves = append(slices.Clone(r.MQTTSlaves), cfg.MQTT.Slaves...)
 	cfg.MQTT.Signals = append(slices.Clone(r.MQTTSignals), cfg.MQTT.Signals...)
@@ -132,8 +133,8 @@ func Convert(c *eni.Config) (Result, error) {
 	}
 	skipped := map[string]int{}
 	for i, s := range c.Slaves {
-		cs := config.Slave{Slave: i, Name: s.Info.Name, RevisionPolicy: "exact",
-			Identity: config.FormatIdentity(s.Info.VendorID, s.Info.ProductCode, s.Info.RevisionNo)}
+		cs := contract.Slave{Slave: i, Name: s.Info.Name, RevisionPolicy: "exact",
+			Identity: contract.FormatIdentity(s.Info.VendorID, s.Info.ProductCode, s.Info.RevisionNo)}
 		cs.OutputBits, cs.InputBits = processDataBits(s.ProcessData)
 		if id := s.Info.Identification; id != nil {
 			if id.Ado == 0x0012 && id.Value != 0 {
@@ -224,7 +225,7 @@ func previousPort(pps []eni.PreviousPort) (eni.PreviousPort, bool) {
 }
 
 // sdos converts one CoE init command into one SDO per transition.
-func sdos(ic eni.CoEInitCmd, pos int, name string, note func(string, ...any)) []config.StartupSDO {
+func sdos(ic eni.CoEInitCmd, pos int, name string, note func(string, ...any)) []contract.StartupSDO {
 	switch {
 	case ic.Disabled:
 		return nil
@@ -232,15 +233,15 @@ func sdos(ic eni.CoEInitCmd, pos int, name string, note func(string, ...any)) []
 		note("slave %d (%s): CoE init command %q (an SDO upload, Ccs 2): not run; ecagent runs downloads only", pos, name, ic.Comment)
 		return nil
 	}
-	var out []config.StartupSDO
+	var out []contract.StartupSDO
 	for _, t := range ic.Transitions {
-		if !slices.Contains(config.Transitions(), t) {
-			note("slave %d (%s): CoE init command %q at %s: not run; ecagent runs startup commands at %s", pos, name, ic.Comment, t, strings.Join(config.Transitions(), ", "))
+		if !slices.Contains(contract.Transitions(), t) {
+			note("slave %d (%s): CoE init command %q at %s: not run; ecagent runs startup commands at %s", pos, name, ic.Comment, t, strings.Join(contract.Transitions(), ", "))
 			continue
 		}
-		out = append(out, config.StartupSDO{Transition: t, Object: fmt.Sprintf("0x%04x:%02x", ic.Index, ic.SubIndex),
+		out = append(out, contract.StartupSDO{Transition: t, Object: fmt.Sprintf("0x%04x:%02x", ic.Index, ic.SubIndex),
 			Data: fmt.Sprintf("%x", ic.Data), Complete: ic.CompleteAccess,
-			Timeout: time.Duration(ic.Timeout) * time.Millisecond, Comment: ic.Comment})
+			Timeout: contract.Duration(time.Duration(ic.Timeout) * time.Millisecond), Comment: ic.Comment})
 	}
 	return out
 }
@@ -275,7 +276,7 @@ var skipReasons = map[string]string{
 
 // initCmds converts one register init command of slave pos: one command
 // per transition, or why it is not run.
-func initCmds(ic eni.InitCmd, pos int, byAddr map[uint16]int) ([]config.InitCmd, string) {
+func initCmds(ic eni.InitCmd, pos int, byAddr map[uint16]int) ([]contract.InitCmd, string) {
 	var name string
 	switch ic.Cmd {
 	case eni.APRD, eni.FPRD:
@@ -302,19 +303,19 @@ func initCmds(ic eni.InitCmd, pos int, byAddr map[uint16]int) ([]config.InitCmd,
 			return nil, r.why
 		}
 	}
-	var out []config.InitCmd
+	var out []contract.InitCmd
 	for _, t := range ic.Transitions {
-		if !slices.Contains(config.Transitions(), t) {
+		if !slices.Contains(contract.Transitions(), t) {
 			continue
 		}
-		c := config.InitCmd{Transition: t, Cmd: name, Ado: ic.Address.Ado, Data: fmt.Sprintf("%x", ic.Data),
-			Retries: int(min(ic.Retries, config.MaxInitCmdRetries)), Timeout: time.Duration(ic.Timeout) * time.Millisecond, Comment: ic.Comment}
+		c := contract.InitCmd{Transition: t, Cmd: name, Ado: ic.Address.Ado, Data: fmt.Sprintf("%x", ic.Data),
+			Retries: int(min(ic.Retries, contract.MaxInitCmdRetries)), Timeout: contract.Duration(time.Duration(ic.Timeout) * time.Millisecond), Comment: ic.Comment}
 		if ic.Cnt != nil && *ic.Cnt <= 3 {
 			c.WKC = int(*ic.Cnt)
 		}
 		if v := ic.Validate; v != nil {
 			c.Validate, c.ValidateMask = fmt.Sprintf("%x", v.Data), fmt.Sprintf("%x", v.DataMask)
-			c.Timeout = time.Duration(v.Timeout) * time.Millisecond
+			c.Timeout = contract.Duration(time.Duration(v.Timeout) * time.Millisecond)
 		}
 		out = append(out, c)
 	}
@@ -360,11 +361,11 @@ func convertDC(c *eni.Config, r *Result, note func(string, ...any)) {
 				if shift < 0 || shift >= r.Period {
 					note("slave %d (%s): DC shift time %v: ecagent's SYNC0 shift is at least 0 and less than the cycle; 0 is used", i, s.Info.Name, shift)
 				} else {
-					r.DC.Sync0Shift = shift
+					r.DC.Sync0Shift = contract.Duration(shift)
 				}
 			}
 			if dc.CycleTime1 != nil && *dc.CycleTime1 > 0 && time.Duration(*dc.CycleTime1) < r.Period {
-				r.DC.Sync1 = time.Duration(*dc.CycleTime1)
+				r.DC.Sync1 = contract.Duration(*dc.CycleTime1)
 			}
 		}
 		if dc.ShiftTime != nil {

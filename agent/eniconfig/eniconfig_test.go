@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/ethercat/eni"
 )
 
@@ -88,11 +89,11 @@ func TestConvertServoDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.DCEnabled || r.DC.Sync0Shift != 250*time.Microsecond || r.Period != time.Millisecond {
+	if !r.DCEnabled || time.Duration(r.DC.Sync0Shift) != 250*time.Microsecond || r.Period != time.Millisecond {
 		t.Errorf("DC %v shift %v period %v, want on, 250µs, 1ms", r.DCEnabled, r.DC.Sync0Shift, r.Period)
 	}
 	first := r.Slaves[1].SDOs[0]
-	if first != (config.StartupSDO{Transition: "PS", Object: "0x1c12:00", Data: "01000016", Complete: true, Timeout: 500 * time.Millisecond,
+	if first != (contract.StartupSDO{Transition: "PS", Object: "0x1c12:00", Data: "01000016", Complete: true, Timeout: contract.Duration(500 * time.Millisecond),
 		Comment: "RxPDO assign"}) {
 		t.Errorf("first SDO of the drive %+v", first)
 	}
@@ -130,8 +131,8 @@ func TestConvertRegisterCommands(t *testing.T) {
 	if s.Alias != 7 {
 		t.Errorf("alias %d, want 7 (Identification at 0x0012)", s.Alias)
 	}
-	want := []config.InitCmd{
-		{Transition: "IP", Cmd: "FPWR", Ado: 0x0420, Data: "e803", WKC: 1, Retries: 3, Timeout: 100 * time.Millisecond,
+	want := []contract.InitCmd{
+		{Transition: "IP", Cmd: "FPWR", Ado: 0x0420, Data: "e803", WKC: 1, Retries: 3, Timeout: contract.Duration(100 * time.Millisecond),
 			Validate: "e803", ValidateMask: "ffff", Comment: "watchdog"},
 		{Transition: "PS", Cmd: "FPRD", Ado: 0x0400, Data: "0000", Comment: "by position"},
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/eniconfig"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/sim"
 )
 
@@ -129,11 +130,11 @@ func eniDocument(r eniconfig.Result) eniDoc {
 			Alias: s.Alias, PreviousPort: s.PreviousPort, OutputBits: s.OutputBits, InputBits: s.InputBits}
 		for _, c := range s.SDOs {
 			es.SDOs = append(es.SDOs, eniSDO{Transition: c.Transition, Object: c.Object, Data: c.Data, Complete: c.Complete,
-				Timeout: dur(c.Timeout), Comment: c.Comment})
+				Timeout: dur(time.Duration(c.Timeout)), Comment: c.Comment})
 		}
 		for _, c := range s.InitCmds {
 			es.InitCmds = append(es.InitCmds, eniInitCmd{Transition: c.Transition, Cmd: c.Cmd, Ado: fmt.Sprintf("0x%04x", c.Ado),
-				Data: c.Data, WKC: c.WKC, Retries: c.Retries, Timeout: dur(c.Timeout), Validate: c.Validate,
+				Data: c.Data, WKC: c.WKC, Retries: c.Retries, Timeout: dur(time.Duration(c.Timeout)), Validate: c.Validate,
 				ValidateMask: c.ValidateMask, Comment: c.Comment})
 		}
 		doc.Bus.Slaves = append(doc.Bus.Slaves, es)
@@ -219,7 +220,7 @@ func logENINotes(cfg config.Config, log *slog.Logger) {
 // simulatedDevices returns the simulator's models of the configured
 // slaves, by identity (vendor, product code and revision); nil when the
 // simulator has no model of one of them.
-func simulatedDevices(slaves []config.Slave) []string {
+func simulatedDevices(slaves []contract.Slave) []string {
 	if len(slaves) == 0 {
 		return nil
 	}
@@ -237,7 +238,7 @@ func simulatedDevices(slaves []config.Slave) []string {
 	}
 	out := make([]string, 0, len(slaves))
 	for _, s := range slaves {
-		v, p, r, err := config.ParseIdentity(s.Identity)
+		v, p, r, err := contract.ParseIdentity(s.Identity)
 		name, ok := byIdentity[[3]uint32{v, p, r}]
 		if err != nil || !ok {
 			return nil
