@@ -24,7 +24,7 @@ func TestRecordsDecodesEveryHeaderType(t *testing.T) {
 	word(2)
 	word(3)
 	hdr(typePadding, 1)
-	word(8) // 12 bytes in all
+	word(12) // 16 bytes in all
 	word(0)
 	word(0)
 	hdr(typeTimeStamp, 9) // absolute (1<<27 | 9)
