@@ -141,7 +141,7 @@ func (l PageLayout) Records(page []byte, fn func(ts uint64, rec []byte)) (lost b
 // Uint reads the unsigned integer field f of rec (0 when rec is too
 // short).
 func (f Field) Uint(rec []byte) uint64 {
-	if f.Offset+f.Size > len(rec) {
+	if f.Offset < 0 || f.Offset+f.Size > len(rec) {
 		return 0
 	}
 	b := rec[f.Offset:]
@@ -180,6 +180,9 @@ func (f Field) Int(rec []byte) int64 {
 // slice aliases rec.
 func (f Field) Bytes(rec []byte) []byte {
 	off, n := f.Offset, f.Size
+	if f.Offset < 0 || n == 0 {
+		return nil
+	}
 	if f.DataLoc {
 		if f.Offset+4 > len(rec) {
 			return nil
