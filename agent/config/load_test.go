@@ -360,6 +360,7 @@ func TestGoldenExample(t *testing.T) {
 		},
 		OTLP: OTLP{Endpoint: "https://otel-collector.plant:4317", Protocol: "grpc", Interval: 30 * time.Second,
 			Timeout: 5 * time.Second, Headers: []string{"x-tenant=plant-1"}},
+		Forensics: Forensics{Enabled: false, Threshold: 35, TraceFS: "/mnt/tracing", Instance: "line3", BufferKB: 64},
 		Drives: []Drive{
 			{Slave: 1, Mode: "csv", Target: Target{Kind: "sine", Amplitude: 100000, Period: 2 * time.Second},
 				FaultReset: "auto", SettleCycles: 50},

@@ -31,6 +31,7 @@ func TestSchemaKeys(t *testing.T) {
 		"mqtt.bufferfile", "mqtt.timeout", "mqtt.reconnectmin", "mqtt.reconnectmax", "mqtt.slaves", "mqtt.signals",
 		"mqtt.writes.enabled", "mqtt.writes.allow", "mqtt.sparkplug.group", "mqtt.sparkplug.node",
 		"otlp.endpoint", "otlp.protocol", "otlp.interval", "otlp.timeout", "otlp.headers",
+		"forensics.enabled", "forensics.threshold", "forensics.tracefs", "forensics.instance", "forensics.bufferkb",
 		"drives",
 	}
 	if got := s.keys(); !reflect.DeepEqual(got, want) {

@@ -118,6 +118,7 @@ func (c Config) problems(models []string, cpus func() cpuSet) []*FieldError {
 	}
 	out = append(out, c.MQTT.problems()...)
 	out = append(out, c.OTLP.problems()...)
+	out = append(out, c.Forensics.problems()...)
 	out = append(out, c.motionProblems()...)
 	return out
 }
