@@ -159,7 +159,7 @@ func Documented() []Series {
 	for _, c := range counterTable() {
 		out = append(out, Series{Name: c.Name, Type: TypeCounter, Help: c.Help})
 	}
-	for _, group := range [][]Series{busSeries(), devicesSeries(), eventSeries(), processSeries(), setupSeries()} {
+	for _, group := range [][]Series{busSeries(), devicesSeries(), eventSeries(), processSeries(), spikeSeries(), setupSeries()} {
 		out = append(out, group...)
 	}
 	return out
