@@ -107,3 +107,37 @@ func (s *CycleSpike) Top() SpikeClass {
 	}
 	return s.Causes[0].Class
 }
+
+// SpikeView is how every output shows a CycleSpike as JSON (the MQTT
+// cycle-spike event, /spikes, ecagent spikes --json): times in µs.
+type SpikeView struct {
+	Cycle      uint64           `json:"cycle"`
+	Top        string           `json:"cause"`
+	LateUS     float64          `json:"late_us"`
+	ExcessUS   float64          `json:"excess_us"`
+	Overrun    bool             `json:"overrun"`
+	StealUS    float64          `json:"steal_us,omitempty"`
+	Incomplete bool             `json:"incomplete,omitempty"`
+	Causes     []SpikeCauseView `json:"causes"`
+}
+
+// SpikeCauseView is one cause in a SpikeView.
+type SpikeCauseView struct {
+	Class  string  `json:"class"`
+	Name   string  `json:"name"`
+	PID    int     `json:"pid,omitempty"`
+	TimeUS float64 `json:"time_us"`
+	Share  float64 `json:"share"`
+}
+
+// View returns s as every output shows it.
+func (s *CycleSpike) View() SpikeView {
+	us := func(d time.Duration) float64 { return float64(d.Round(100*time.Nanosecond)) / 1e3 }
+	v := SpikeView{Cycle: s.Cycle, Top: s.Top().String(), LateUS: us(s.Late), ExcessUS: us(s.Excess), Overrun: s.Overrun,
+		StealUS: us(s.Steal), Incomplete: s.Incomplete, Causes: make([]SpikeCauseView, len(s.Causes))}
+	for i, c := range s.Causes {
+		v.Causes[i] = SpikeCauseView{Class: c.Class.String(), Name: c.Name, PID: c.PID, TimeUS: us(c.Time),
+			Share: float64(int(c.Share*1000+0.5)) / 1000}
+	}
+	return v
+}

@@ -170,25 +170,34 @@ type state struct {
 func (s *state) cause(wake int64) (causeKey, bool) {
 	switch {
 	case len(s.irqs) > 0:
+		// A hard interrupt, with interrupts off: it delays the timer
+		// that wakes the cycle as much as the cycle.
 		num := s.irqs[len(s.irqs)-1]
 		return causeKey{class: ClassIRQ, name: s.names.irq(num)}, true
+	case s.cur == s.id.tid:
+		if s.fault || s.compact > 0 {
+			return causeKey{class: ClassKernelMemory, name: "page faults of the cycle process"}, true
+		}
+		return causeKey{}, false // the cycle's own time
+	case s.cur < 0:
+		return causeKey{class: ClassHost, name: "no trace of the core"}, true
+	case !s.runnable:
+		// The cycle's timer has not fired yet: whatever the core runs
+		// meanwhile does not hold the cycle back — a timer that fires
+		// late is the host's (a halted or preempted vCPU, an SMI) or
+		// a section with interrupts off, which no event shows.
+		if s.cur == 0 {
+			return causeKey{class: ClassHost, name: "timer late, core idle (halted or preempted vCPU, SMI)"}, true
+		}
+		return causeKey{class: ClassHost, name: "timer late (preempted vCPU, SMI, or interrupts off)"}, true
 	case s.inSoft:
 		return causeKey{class: ClassSoftirq, name: softirqName(s.softirq)}, true
 	case s.compact > 0:
 		return causeKey{class: ClassKernelMemory, name: "compaction"}, true
-	case s.fault:
-		return causeKey{class: ClassKernelMemory, name: "page faults of the cycle process"}, true
-	case s.cur == s.id.tid:
-		return causeKey{}, false // the cycle's own time
-	case s.cur < 0:
-		return causeKey{class: ClassHost, name: "no trace of the core"}, true
 	case s.throttled:
 		return causeKey{class: ClassThrottling, name: "RT throttling: lower-priority work ran while the cycle was runnable"}, true
 	case s.cur == 0:
-		if s.runnable {
-			return causeKey{class: ClassHost, name: "CPU waking from idle"}, true
-		}
-		return causeKey{class: ClassHost, name: "CPU idle: timer late (halted or preempted vCPU, SMI)"}, true
+		return causeKey{class: ClassHost, name: "core waking from idle"}, true
 	}
 	if fn := s.work[s.cur]; fn != 0 {
 		return causeKey{class: ClassKernelWork, name: "workqueue " + s.names.function(fn)}, true

@@ -62,6 +62,17 @@ func TestAttribute(t *testing.T) {
 				sw(d+4100*us, cycleTID, 0, 120, "swapper/1", 1),
 			},
 			w: window{deadline: d, wake: d + 4006*us, end: d + 4050*us}, want: ClassHost, share: 0.99},
+		{name: "a CFS task runs while the timer is late: the host, not the task",
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				sw(d-400*us, 0, 777, 120, "prometheus", 0),
+				ev(d+2100*us, kindIRQEntry, 777, -1),
+				ev(d+2101*us, kindWakeup, 777, cycleTID),
+				ev(d+2102*us, kindIRQExit, 777, -1),
+				sw(d+2104*us, 777, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+2200*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 2106*us, end: d + 2150*us}, want: ClassHost, share: 0.99},
 		{name: "NET_RX in idle",
 			recs: []record{
 				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
