@@ -112,6 +112,7 @@ func (s *CycleSpike) Top() SpikeClass {
 // cycle-spike event, /spikes, ecagent spikes --json): times in µs.
 type SpikeView struct {
 	Cycle      uint64           `json:"cycle"`
+	Deadline   int64            `json:"deadline_mono_ns"`
 	Top        string           `json:"cause"`
 	LateUS     float64          `json:"late_us"`
 	ExcessUS   float64          `json:"excess_us"`
@@ -133,7 +134,7 @@ type SpikeCauseView struct {
 // View returns s as every output shows it.
 func (s *CycleSpike) View() SpikeView {
 	us := func(d time.Duration) float64 { return float64(d.Round(100*time.Nanosecond)) / 1e3 }
-	v := SpikeView{Cycle: s.Cycle, Top: s.Top().String(), LateUS: us(s.Late), ExcessUS: us(s.Excess), Overrun: s.Overrun,
+	v := SpikeView{Cycle: s.Cycle, Deadline: s.Deadline, Top: s.Top().String(), LateUS: us(s.Late), ExcessUS: us(s.Excess), Overrun: s.Overrun,
 		StealUS: us(s.Steal), Incomplete: s.Incomplete, Causes: make([]SpikeCauseView, len(s.Causes))}
 	for i, c := range s.Causes {
 		v.Causes[i] = SpikeCauseView{Class: c.Class.String(), Name: c.Name, PID: c.PID, TimeUS: us(c.Time),

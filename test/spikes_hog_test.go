@@ -19,7 +19,8 @@ import (
 const hogEnv = "ECAGENT_TEST_SPIKE_HOG"
 
 // hogMain runs the injector described by spec; it prints its thread's id
-// and "go" before the first burst, and returns its exit code.
+// and "go" before the first burst, "burst START END" (CLOCK_MONOTONIC ns)
+// after each, and returns its exit code.
 func hogMain(spec string) int {
 	f := strings.Split(spec, ",")
 	if len(f) != 6 {
@@ -53,10 +54,19 @@ func hogMain(spec string) int {
 	end := time.Now().Add(total)
 	for next := time.Now().Add(every); next.Before(end); next = next.Add(every) {
 		time.Sleep(time.Until(next))
+		start := monoNS()
 		for spin := time.Now().Add(burst); time.Now().Before(spin); {
 		}
+		fmt.Printf("burst %d %d\n", start, monoNS())
 	}
 	return 0
+}
+
+// monoNS is CLOCK_MONOTONIC in ns, the clock of the cycle's samples.
+func monoNS() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
 
 // unsafePointer returns a pointer to a NUL-terminated copy of s.
