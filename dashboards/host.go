@@ -108,6 +108,8 @@ func hostTimingRows(b *dashboard.DashboardBuilder, sel string) *dashboard.Dashbo
 			"Distribution of "+wakeup.what+" per time step, from the native histogram. Growing wake-up latency points at the scheduler or power management.",
 			query(heatmapNative(wakeup.histogram, sel), "")).Height(9).Span(12)).
 		WithPanel(quantilePanel(wakeup, sel).Height(9).Span(12)).
+		WithPanel(spikeBlame(sel).Height(9).Span(16)).
+		WithPanel(spikeCount(sel).Height(9).Span(8)).
 		WithRow(dashboard.NewRowBuilder("Cycle period, job and CPU load")).
 		WithPanel(periodBand(sel).Height(9).Span(12)).
 		WithPanel(quantilePanel(jobQuantity(), sel).Height(9).Span(12)).
