@@ -287,3 +287,56 @@ func TestForensicsOffWithoutPermission(t *testing.T) {
 }
 
 func filepathBase(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
+
+// TestSpikesBlameRTThrottling: with sched_rt_runtime_us lowered to 70 %
+// of the period and a SCHED_FIFO hog below the cycle's priority spinning
+// on its core, the core's real-time tasks are throttled for the rest of
+// each period: the cycle's long spikes then are rt-throttling, not the
+// hog (which the cycle preempts) nor the tasks the throttled core runs.
+// The setting is restored when the test ends.
+func TestSpikesBlameRTThrottling(t *testing.T) {
+	const knob = "/proc/sys/kernel/sched_rt_runtime_us"
+	old, err := os.ReadFile(knob)
+	if err != nil {
+		t.Skipf("no RT throttling knob: %v", err)
+	}
+	a, addr := startSpikeAgent(t, "thr")
+	t.Cleanup(func() {
+		if err := os.WriteFile(knob, old, 0o644); err != nil {
+			t.Errorf("restoring %s to %s: %v", knob, strings.TrimSpace(string(old)), err)
+		}
+	})
+	if err := os.WriteFile(knob, []byte("700000"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := startHog(t, 50, 1500*time.Millisecond, 1600*time.Millisecond, 1700*time.Millisecond, "ecthrottlehog")
+	var long []contract.SpikeView
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		spans := h.spans()
+		long = long[:0]
+		if len(spans) == 1 {
+			for _, sps := range spikesIn(getSpikes(t, addr).Spikes, spans, time.Millisecond) {
+				for _, sp := range sps {
+					if sp.LateUS >= 20000 {
+						long = append(long, sp)
+					}
+				}
+			}
+			if len(long) > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no spike of 20 ms or more during the hog's %d burst(s)\n%s", len(spans), a.log())
+		}
+	}
+	if err := os.WriteFile(knob, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range long {
+		t.Logf("cycle %d late %.0f µs: %+v", sp.Cycle, sp.LateUS, sp.Causes)
+		if top := sp.Causes[0]; top.Class != "rt-throttling" || top.Share < 0.8 {
+			t.Errorf("spike of cycle %d (late %.0f µs) not blamed on RT throttling: %+v", sp.Cycle, sp.LateUS, sp.Causes)
+		}
+	}
+}

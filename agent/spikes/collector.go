@@ -41,10 +41,10 @@ type Options struct {
 // history is how much of the trace the collector keeps: a late cycle is
 // explained from the last context switch before its deadline, and a
 // cycle's sample reaches the agent some milliseconds after its end.
-const history = 2 * time.Second
+const history = time.Second
 
 // maxRecords bounds the records kept whatever history holds.
-const maxRecords = 1 << 16
+const maxRecords = 1 << 15
 
 // settle is how long after a window's end the collector waits for the
 // trace to cover it, at most: an idle core writes no events.
@@ -196,7 +196,7 @@ func (c *Collector) Close() error { return c.closeFn() }
 func (c *Collector) run(ctx context.Context) {
 	tick := time.NewTicker(c.opts.Poll)
 	defer tick.Stop()
-	var recs []record
+	recs := make([]record, 0, maxRecords) // trimmed in place: no growth in steady state
 	type pending struct {
 		w     window
 		since time.Time
@@ -307,3 +307,8 @@ func (c *Collector) refreshIdentity() {
 		}
 	}
 }
+
+// Settle waits until every late cycle observed before the call has been
+// explained (or given up on, when the trace never covered it): at most
+// the settle time and two polls.
+func (c *Collector) Settle() { time.Sleep(settle + 2*c.opts.Poll) }
