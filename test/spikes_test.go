@@ -295,7 +295,12 @@ func filepathBase(p string) string { return p[strings.LastIndexByte(p, '/')+1:] 
 // hog (which the cycle preempts) nor the tasks the throttled core runs.
 // The setting is restored when the test ends.
 func TestSpikesBlameRTThrottling(t *testing.T) {
-	const knob = "/proc/sys/kernel/sched_rt_runtime_us"
+	// With RT_GROUP_SCHED (cgroup v1 cpu controller) the root group's
+	// runtime is what throttles, and the sysctl cannot go below it.
+	knob := "/sys/fs/cgroup/cpu/cpu.rt_runtime_us"
+	if _, err := os.Stat(knob); err != nil {
+		knob = "/proc/sys/kernel/sched_rt_runtime_us"
+	}
 	old, err := os.ReadFile(knob)
 	if err != nil {
 		t.Skipf("no RT throttling knob: %v", err)
@@ -307,7 +312,7 @@ func TestSpikesBlameRTThrottling(t *testing.T) {
 		}
 	})
 	if err := os.WriteFile(knob, []byte("700000"), 0o644); err != nil {
-		t.Fatal(err)
+		t.Fatalf("lowering %s: %v", knob, err)
 	}
 	h := startHog(t, 50, 1500*time.Millisecond, 1600*time.Millisecond, 1700*time.Millisecond, "ecthrottlehog")
 	var long []contract.SpikeView
