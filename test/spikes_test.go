@@ -345,3 +345,57 @@ func TestSpikesBlameRTThrottling(t *testing.T) {
 		}
 	}
 }
+
+// TestSpikesBlameNetRX: frames flooded into a veth pair from the other
+// core, received on the cycle's core (RPS steers the receiving end's
+// queue there), keep NET_RX busy on it: the cycle's spikes during the
+// flood are the softirq's, NET_RX.
+func TestSpikesBlameNetRX(t *testing.T) {
+	a, addr := startSpikeAgent(t, "nrx")
+	id := fmt.Sprintf("%d", os.Getpid()%100000)
+	tx, rx := "ecfa"+id, "ecfb"+id
+	run(t, "ip", "link", "add", tx, "type", "veth", "peer", "name", rx)
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", tx).Run() })
+	run(t, "ip", "addr", "add", "10.253.0.2/24", "dev", rx)
+	run(t, "ip", "link", "set", tx, "up")
+	run(t, "ip", "link", "set", rx, "up")
+	if err := os.WriteFile("/sys/class/net/"+rx+"/queues/rx-0/rps_cpus", []byte(fmt.Sprintf("%x", 1<<spikeCore)), 0o644); err != nil {
+		t.Skipf("no RPS to steer the receive to the cycle's core: %v", err)
+	}
+	const flood = 3 * time.Second
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%v", floodEnv, tx, 1-spikeCore, flood))
+	var out testsupport.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	first := cyclesRun(t, addr)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("flooder: %v\n%s", err, out.String())
+	}
+	last := cyclesRun(t, addr)
+	var during []contract.SpikeView
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		during = during[:0]
+		for _, sp := range getSpikes(t, addr).Spikes {
+			if sp.Cycle >= first && sp.Cycle <= last && sp.ExcessUS >= 300 {
+				during = append(during, sp)
+			}
+		}
+	}
+	if len(during) == 0 {
+		t.Fatalf("no spike of 300 µs or more during the flood\n%s", a.log())
+	}
+	right := 0
+	for _, sp := range during {
+		t.Logf("cycle %d late %.0f µs: %+v", sp.Cycle, sp.LateUS, sp.Causes)
+		if top := sp.Causes[0]; top.Class == "softirq" && top.Name == "NET_RX" {
+			right++
+		}
+	}
+	if right*10 < len(during)*9 {
+		t.Errorf("%d of %d spikes during the flood blamed on NET_RX, want ≥ 90 %%", right, len(during))
+	}
+}
