@@ -74,4 +74,3 @@ func unsafePointer(s string) *byte {
 	b, _ := unix.BytePtrFromString(s)
 	return b
 }
-

@@ -345,4 +345,3 @@ func TestSpikesBlameRTThrottling(t *testing.T) {
 		}
 	}
 }
-
