@@ -209,6 +209,12 @@ func (s *state) cause(wake int64) (causeKey, bool) {
 		}
 	}
 	name := fmt.Sprintf("%s/%d %s", comm, s.cur, s.names.policy(s.cur, s.curPrio))
+	if s.curPrio > s.id.prio {
+		// A lower priority kept the core from the runnable cycle without
+		// throttling: it was in the kernel, where this kernel does not
+		// preempt it (Dynamic Preempt: none) until it yields.
+		name += " in kernel, not preemptible"
+	}
 	if s.id.threads[s.cur] {
 		return causeKey{class: ClassSelf, name: name, pid: s.cur}, true
 	}

@@ -28,6 +28,9 @@ type explainer struct {
 	time    map[contract.SpikeClass]time.Duration
 	culprit map[string]*culpritSum
 	spikes  int
+	// long counts the spikes of a millisecond or more by their largest
+	// cause.
+	long map[contract.SpikeClass]int
 }
 
 type culpritSum struct {
@@ -50,7 +53,7 @@ func startExplain(ctx context.Context, cfg config.Config, log *slog.Logger, opts
 		return nil, fmt.Errorf("bench --explain: %w", err)
 	}
 	x := &explainer{col: col, done: make(chan struct{}), count: map[contract.SpikeClass]int{},
-		time: map[contract.SpikeClass]time.Duration{}, culprit: map[string]*culpritSum{}}
+		time: map[contract.SpikeClass]time.Duration{}, culprit: map[string]*culpritSum{}, long: map[contract.SpikeClass]int{}}
 	opts.Started = func(pid int) { col.SetCycle(pid, cfg.Cycle.Priority) }
 	opts.Observe = col.Observe
 	go x.sum()
@@ -66,6 +69,9 @@ func (x *explainer) sum() {
 			x.mu.Lock()
 			x.spikes++
 			x.count[sp.Top()]++
+			if sp.Late >= time.Millisecond {
+				x.long[sp.Top()]++
+			}
 			for _, c := range sp.Causes {
 				x.time[c.Class] += c.Time
 				k := c.Class.String() + " " + c.Name
@@ -102,12 +108,12 @@ func (x *explainer) finish(w io.Writer, threshold time.Duration) error {
 		total += t
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CAUSE\tSPIKES (largest cause)\tTIME\tSHARE")
+	fmt.Fprintln(tw, "CAUSE\tSPIKES (largest cause)\tOF THEM ≥ 1 ms\tTIME\tSHARE")
 	for _, c := range contract.SpikeClasses() {
 		if x.time[c] == 0 && x.count[c] == 0 {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%v\t%.0f%%\n", c, x.count[c], x.time[c].Round(time.Microsecond), 100*float64(x.time[c])/float64(total))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%.0f%%\n", c, x.count[c], x.long[c], x.time[c].Round(time.Microsecond), 100*float64(x.time[c])/float64(total))
 	}
 	fmt.Fprintln(tw, "\nCULPRIT\tCAUSE\tTIME\tIN SPIKES")
 	cs := make([]*culpritSum, 0, len(x.culprit))
