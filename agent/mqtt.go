@@ -17,6 +17,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/mqtt"
 	"github.com/ecagent/ecagent/agent/mqtt/broker"
@@ -278,7 +279,7 @@ func mqttBus(info *process.BusInfo) mqtt.Bus {
 		for _, sig := range s.Signals {
 			ms.Entries = append(ms.Entries, mqtt.Entry{
 				Output: sig.Output, PDO: sig.PDO, PDOName: sig.PDOName, Index: sig.Index, SubIndex: sig.SubIndex,
-				Name: sig.Name, DataType: sig.DataType, Bits: sig.Bits, Offset: sig.Offset,
+				Name: sig.Name, DataType: sig.DataType, Bits: sig.Bits, Offset: sig.Offset, Unit: sig.Unit,
 			})
 		}
 		bus.Slaves = append(bus.Slaves, ms)
@@ -344,7 +345,7 @@ func (b *mqttBridge) event(ev *shm.Event) {
 }
 
 // window passes on the statistics of a closed window.
-func (b *mqttBridge) window(r metrics.WindowReport) {
+func (b *mqttBridge) window(r cyclestats.Report) {
 	if b == nil {
 		return
 	}

@@ -17,8 +17,7 @@ func (p *Publisher) CycleSpike(sp *contract.CycleSpike, at time.Time) {
 		return // plain strings and numbers: cannot fail
 	}
 	v := sp.View()
-	p.eventLocked(at, func(o *jsonObject) {
-		o.string("kind", contract.EventCycleSpike.String())
+	p.sequencer.event(at, contract.EventCycleSpike.String(), func(o *jsonObject) {
 		o.uint("cycle", v.Cycle)
 		o.string("cause", v.Top)
 		o.float("late_us", v.LateUS)
