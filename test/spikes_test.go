@@ -143,17 +143,6 @@ func spikesIn(spikes []contract.SpikeView, spans [][2]int64, period time.Duratio
 	return out
 }
 
-// cyclesRun is ecagent_cycles_total: at least the number of the cycle
-// that runs now.
-func cyclesRun(t *testing.T, addr string) uint64 {
-	t.Helper()
-	f := scrape(t, addr)["ecagent_cycles_total"]
-	if f == nil || len(f.GetMetric()) == 0 {
-		t.Fatal("no ecagent_cycles_total")
-	}
-	return uint64(f.GetMetric()[0].GetCounter().GetValue())
-}
-
 // TestSpikesBlameFIFOHog: a SCHED_FIFO busy loop above the cycle's
 // priority on its core, 3 ms every second, makes spikes the agent blames
 // on that task, by name and pid, with at least 80 % of each one's excess:
