@@ -17,7 +17,6 @@ import (
 	"github.com/ecagent/ecagent/agent/spikes"
 	"github.com/ecagent/ecagent/agent/spikes/tracefs"
 	"github.com/ecagent/ecagent/contract"
-	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -61,7 +60,7 @@ func openCollector(ctx context.Context, cfg config.Config, log *slog.Logger) (*s
 		return nil, metrics.ForensicsUnpinned, "the cycle is not pinned (cycle.core -1): there is no one core to trace"
 	}
 	col, err := spikes.Start(ctx, spikes.Options{Root: fc.TraceFS, Instance: fc.Instance, CPU: cfg.Cycle.Core,
-		BufferKB: fc.BufferKB, Period: cfg.Cycle.Period, Threshold: float64(fc.Threshold) / 100,
+		BufferKB: fc.BufferKB, Period: time.Duration(cfg.Cycle.Period), Threshold: float64(fc.Threshold) / 100,
 		Keep: spikesRetained, Log: log})
 	switch {
 	case err == nil:
@@ -101,7 +100,7 @@ func (f *forensics) deliver(tel *telemetry, mq *mqttBridge) {
 			tel.reg.CycleSpike(&sp)
 			f.logSpike(&sp)
 			if mq != nil {
-				at := time.Now().Add(-time.Duration(rt.Now() - sp.Wake))
+				at := time.Now().Add(-time.Duration(shm.Now() - sp.Wake))
 				mq.pub.CycleSpike(&sp, at)
 			}
 		default:

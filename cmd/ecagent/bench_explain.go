@@ -48,7 +48,7 @@ func startExplain(ctx context.Context, cfg config.Config, log *slog.Logger, opts
 	}
 	fc := cfg.Forensics
 	col, err := spikes.Start(ctx, spikes.Options{Root: fc.TraceFS, Instance: fc.Instance + "-bench", CPU: cfg.Cycle.Core,
-		BufferKB: fc.BufferKB, Period: cfg.Cycle.Period, Threshold: float64(fc.Threshold) / 100, Log: log})
+		BufferKB: fc.BufferKB, Period: time.Duration(cfg.Cycle.Period), Threshold: float64(fc.Threshold) / 100, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("bench --explain: %w", err)
 	}
