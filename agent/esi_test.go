@@ -17,7 +17,7 @@ import (
 func TestESINamesReachMQTT(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := config.Default()
-	cfg.Bus.ESI = []string{"../testdata/esi"}
+	cfg.Bus.ESI = []string{"../testdata/esi/example-ea3102.xml"} // the directory also holds the profiles' ESI files
 	names := loadESINames(cfg, log)
 	if names == nil || names.Devices() != 2 {
 		t.Fatalf("catalogue %v", names)

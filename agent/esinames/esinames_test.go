@@ -45,7 +45,7 @@ func hexN(v uint64, n int) string {
 // PDO names and data types, every signal its unit; the slave its order
 // code and name; a slave no ESI describes is left as it is.
 func TestAnnotate(t *testing.T) {
-	c, err := Load([]string{esiDir})
+	c, err := Load([]string{filepath.Join(esiDir, "example-ea3102.xml")}) // not the profiles beside it
 	if err != nil {
 		t.Fatal(err)
 	}
