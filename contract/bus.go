@@ -44,6 +44,15 @@ type Bus struct {
 	// PDO remaps and reassigns PDOs of chosen slaves before SAFEOP. A list
 	// of mappings: only the agent's YAML file can set it.
 	PDO []SlavePDOs `json:"pdo,omitempty" koanf:"pdo" help:"PDO assignment and mapping per slave, written in PREOP (YAML file only): slave, rxpdos, txpdos"`
+	// Slaves is the segment as configured, slave by slave, and the
+	// startup commands of each (see slaves.go). A list of mappings: only
+	// the agent's YAML file (or bus.eni) can set it.
+	Slaves []Slave `json:"slaves,omitempty" koanf:"slaves" help:"the segment as configured, every slave in ring order, checked at bring-up and reconnect (it gives the slave count: bus.expectedslaves is then not used), with its startup commands (YAML file only): slave, name, identity, revisionpolicy, alias, previousport, sdos, initcmds, outputbits, inputbits"`
+	// ENI is an ETG.2100 EtherCAT network information file (TwinCAT,
+	// EC-Engineer) the agent reads bus.slaves, bus.dc, cycle.period and
+	// MQTT names from (agent/eniconfig, docs/eni-esi.md); only the agent
+	// reads it, the cycle process gets what it gives.
+	ENI string `json:"-" koanf:"eni" help:"EtherCAT network information file (ENI, ETG.2100) exported by TwinCAT or EC-Engineer: the segment runs from it (expected slaves, PDOs, startup commands, DC, names); ecagent config from-eni shows what it gives"`
 }
 
 // Simulated reports whether b is the built-in simulated segment

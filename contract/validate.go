@@ -46,6 +46,7 @@ func (c Config) Problems() []*FieldError {
 	c.cycleProblems(&p)
 	c.Log.problems(&p)
 	c.driveProblems(&p)
+	c.slavesProblems(&p)
 	return p
 }
 

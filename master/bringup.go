@@ -35,9 +35,17 @@ func (m *Master) BringUp(ctx context.Context) error {
 		return fmt.Errorf("master: bring-up to PREOP: %w", err)
 	}
 	m.log.Info("bring-up: PREOP")
+	for _, s := range slaves {
+		if err := m.runPreOpStartup(ctx, s); err != nil {
+			return fmt.Errorf("master: bring-up: %w", err)
+		}
+	}
 
 	if err := m.readPDOConfiguration(ctx); err != nil {
 		return fmt.Errorf("master: bring-up: %w", err)
+	}
+	if err := m.checkProcessData(slaves); err != nil {
+		return fmt.Errorf("master: bring-up: the process data is not as configured: %w", err)
 	}
 
 	if _, err := m.MapProcessImage(); err != nil {

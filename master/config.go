@@ -99,6 +99,12 @@ type Config struct {
 	// frames carry the continuous drift compensation. Nil leaves DC off.
 	DC *DCConfig
 
+	// Expected is the segment as configured (an ENI), slave by slave in
+	// ring order: Scan checks what it finds against it (and then ignores
+	// ExpectedSlaves), Reconnect a returning slave, and the slaves' state
+	// transitions run their startup commands. Nil checks nothing.
+	Expected []ExpectedSlave
+
 	// PDO replaces the PDO assignment (and optionally the mappings) of
 	// the slaves it names, written over CoE in PREOP before the image is
 	// mapped. Slaves it does not name keep the assignment they report.

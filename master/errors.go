@@ -180,10 +180,16 @@ type IdentityMismatchError struct {
 	// WantAlias and GotAlias are the station aliases (0x0012) recorded at
 	// bring-up and found now.
 	WantAlias, GotAlias uint16
+	// Topology, when the configuration lists the slave (Config.Expected),
+	// is the field that differs from it.
+	Topology *TopologyError
 }
 
 // Error names the position and both identities.
 func (e *IdentityMismatchError) Error() string {
+	if e.Topology != nil {
+		return e.Topology.Error() + "; not configured"
+	}
 	return fmt.Sprintf("master: position %d holds another device than at bring-up: found %v alias %#04x, want %v alias %#04x; not configured",
 		e.Position, e.Got, e.GotAlias, e.Want, e.WantAlias)
 }

@@ -133,7 +133,17 @@ func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, 
 		return rep, fmt.Errorf("master: reconnect position %d: %w", position, err)
 	}
 	rep.Identity = id
-	if !id.sameModel(s.Identity) || alias != s.Alias {
+	if e, ok := m.expected(position); ok {
+		// The configuration decides, under its revision policy; the
+		// previous port is not read again (the segment around the slave
+		// kept running).
+		found := &Slave{Position: position, Identity: id, Alias: alias, Name: "another device", Parent: s.Parent}
+		e.PreviousPort = ""
+		if errs := e.check(found, -1); len(errs) > 0 {
+			return rep, &IdentityMismatchError{Position: position, Want: s.Identity, Got: id, WantAlias: s.Alias, GotAlias: alias,
+				Topology: errs[0].(*TopologyError)}
+		}
+	} else if !id.sameModel(s.Identity) || alias != s.Alias {
 		return rep, &IdentityMismatchError{Position: position, Want: s.Identity, Got: id, WantAlias: s.Alias, GotAlias: alias}
 	}
 	if id.SerialNumber != s.Identity.SerialNumber {
@@ -169,6 +179,9 @@ func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, 
 
 	// 4. PREOP, and the PDO layout checked.
 	if err := m.reconnectStep(ctx, func() error { return m.requestState(ctx, []*Slave{s}, esc.StatePreOp) }); err != nil {
+		return rep, fmt.Errorf("master: reconnect: %w", err)
+	}
+	if err := m.reconnectStep(ctx, func() error { s.preOpStartup = false; return m.runPreOpStartup(ctx, s) }); err != nil {
 		return rep, fmt.Errorf("master: reconnect: %w", err)
 	}
 	if err := m.checkPDOLayout(ctx, s); err != nil {

@@ -53,7 +53,7 @@ func (m *Master) Scan(ctx context.Context) ([]*Slave, error) {
 	switch {
 	case n == 0:
 		return nil, ErrNoSlaves
-	case m.cfg.ExpectedSlaves > 0 && n != m.cfg.ExpectedSlaves:
+	case m.cfg.ExpectedSlaves > 0 && n != m.cfg.ExpectedSlaves && len(m.cfg.Expected) == 0:
 		return nil, &SlaveCountError{Expected: m.cfg.ExpectedSlaves, Found: n}
 	}
 	m.log.Info("scan: slaves counted", "count", n)
@@ -81,6 +81,11 @@ func (m *Master) Scan(ctx context.Context) ([]*Slave, error) {
 			"inputs", s.InputBits, "outputs", s.OutputBits, "mailbox", s.HasMailbox, "dc", s.DC, "state", s.State().String())
 	}
 	assignParents(slaves)
+	if len(m.cfg.Expected) > 0 {
+		if err := m.checkTopology(slaves); err != nil {
+			return nil, fmt.Errorf("master: scan: the segment is not as configured: %w", err)
+		}
+	}
 	m.slaves = slaves
 	return slaves, nil
 }

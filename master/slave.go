@@ -99,6 +99,10 @@ type Slave struct {
 	status atomic.Uint32 // AL status (0x0130) in the low half, AL status code (0x0134) in the high half
 
 	fmmus []fmmuSetting // FMMU registers written before SAFEOP
+
+	// preOpStartup: the startup commands run in PREOP (runPreOpStartup)
+	// have run since the slave last went INIT→PREOP.
+	preOpStartup bool
 }
 
 // Identity identifies a device model and unit (SII header words 0x08–0x0F,

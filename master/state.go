@@ -141,8 +141,15 @@ type transition struct {
 func (m *Master) prepare(ctx context.Context, s *Slave, cur, next esc.ALState) error {
 	switch {
 	case cur == esc.StateInit && next == esc.StatePreOp:
-		return m.configureMailbox(ctx, s)
+		s.preOpStartup = false
+		if err := m.configureMailbox(ctx, s); err != nil {
+			return err
+		}
+		return m.runStartup(ctx, s, transitionCode(cur, next), false, true)
 	case cur == esc.StatePreOp && next == esc.StateSafeOp:
+		if err := m.runPreOpStartup(ctx, s); err != nil {
+			return err
+		}
 		if m.image == nil {
 			if _, err := m.MapProcessImage(); err != nil {
 				return err
@@ -150,7 +157,7 @@ func (m *Master) prepare(ctx context.Context, s *Slave, cur, next esc.ALState) e
 		}
 		return m.configureProcessData(ctx, s)
 	}
-	return nil
+	return m.runStartup(ctx, s, transitionCode(cur, next), rank(cur) >= rank(esc.StatePreOp), true)
 }
 
 // await polls the AL status of the slaves in step until each reached its

@@ -34,7 +34,7 @@ func TestCycleConfigOfExamples(t *testing.T) {
 		t.Fatalf("no examples: %v", err)
 	}
 	for _, path := range append(paths, "testdata/example.yaml") {
-		cfg, err := Load(Sources{File: path, Models: deployModels})
+		cfg, err := Load(Sources{File: path, Models: deployModels, ENI: keepENI})
 		if err != nil {
 			t.Fatal(err)
 		}

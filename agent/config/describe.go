@@ -154,6 +154,9 @@ func (p prober) base() Config {
 		RxPDOs: []contract.PDO{{Index: contract.FirstRxPDO}},
 		TxPDOs: []contract.PDO{{Index: contract.FirstTxPDO}},
 	}}
+	c.Bus.Slaves = []Slave{{Identity: contract.FormatIdentity(2, 0x044c2c52, 0x00110000), RevisionPolicy: "exact", OutputBits: -1, InputBits: -1,
+		SDOs:     []StartupSDO{{Transition: "PS", Object: "0x1c12:00", Data: "00"}},
+		InitCmds: []InitCmd{{Transition: "IP", Cmd: "FPWR", Ado: 0x0420, Data: "e803"}}}}
 	return c
 }
 

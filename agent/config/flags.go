@@ -44,7 +44,7 @@ func RegisterFlagsFor(fs *pflag.FlagSet, keys ...string) {
 
 func registerFlags(fs *pflag.FlagSet, want func(key string) bool) {
 	fs.String(FlagConfigFile, "", "read the configuration from the YAML `FILE` (env "+EnvConfigFile+"); "+
-		"the lists of mappings (drives, bus.pdo) have no flag or environment variable, only the file sets them "+
+		"the lists of mappings (drives, bus.pdo, bus.slaves) have no flag or environment variable, only the file sets them "+
 		"(examples: deploy/examples/servo-*.yaml; their keys: ecagent config schema)")
 	def := Default()
 	for _, f := range newSchema().fields {

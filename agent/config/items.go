@@ -95,8 +95,11 @@ func decodeList(t reflect.Type, key string, raw any) (any, []itemProblem) {
 // itemDefault returns the value an item of type t starts from.
 func itemDefault(t reflect.Type) reflect.Value {
 	v := reflect.New(t).Elem()
-	if t == reflect.TypeFor[contract.Drive]() {
+	switch t {
+	case reflect.TypeFor[contract.Drive]():
 		v.Set(reflect.ValueOf(contract.DefaultDrive()))
+	case reflect.TypeFor[contract.Slave]():
+		v.Set(reflect.ValueOf(contract.Slave{RevisionPolicy: "exact", OutputBits: -1, InputBits: -1}))
 	}
 	return v
 }

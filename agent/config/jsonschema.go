@@ -217,6 +217,11 @@ func (p prober) at(c *Config, key string, use bool) reflect.Value {
 // that probing one key leaves the environment as it was.
 func cloneConfig(c Config) Config {
 	c.Drives = slices.Clone(c.Drives)
+	c.Bus.Slaves = slices.Clone(c.Bus.Slaves)
+	for i := range c.Bus.Slaves {
+		c.Bus.Slaves[i].SDOs = slices.Clone(c.Bus.Slaves[i].SDOs)
+		c.Bus.Slaves[i].InitCmds = slices.Clone(c.Bus.Slaves[i].InitCmds)
+	}
 	c.Bus.PDO = slices.Clone(c.Bus.PDO)
 	for i := range c.Bus.PDO {
 		c.Bus.PDO[i].RxPDOs = slices.Clone(c.Bus.PDO[i].RxPDOs)

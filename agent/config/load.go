@@ -42,6 +42,10 @@ type Sources struct {
 	// Models are the device model names the simulator provides, checked
 	// against bus.devices. Nil checks device entries only for shape.
 	Models []string
+	// ENI, when bus.eni names a file, applies it to the configuration
+	// before it is validated (agent/eniconfig.Apply: this package reads
+	// no ENI itself). Nil with bus.eni set is an error.
+	ENI func(cfg *Config) error
 }
 
 // Load builds the configuration from defaults, the YAML file, the
@@ -82,6 +86,18 @@ func load(src Sources, readFile func(path string) ([]byte, error)) (Config, erro
 
 	cfg, failed, decodeErrs := l.decode(def)
 	errs = append(errs, decodeErrs...)
+	if path := cfg.Bus.ENI; path != "" && !failed["bus.eni"] {
+		var err error
+		if src.ENI == nil {
+			err = errors.New("this command does not read ENI files")
+		} else {
+			err = src.ENI(&cfg)
+		}
+		if err != nil {
+			errs = append(errs, &FieldError{Key: "bus.eni", Value: path, Source: l.origin["bus.eni"], Problem: err.Error()})
+			failed["bus.eni"] = true
+		}
+	}
 	for _, p := range cfg.problems(src.Models, hostCPUs) {
 		if !isFailed(failed, p.Key) {
 			errs = append(errs, l.annotate(p))

@@ -332,7 +332,16 @@ func TestLoadMissingFileIsNotExist(t *testing.T) {
 // -update rewrites it: read the difference).
 func TestGoldenExample(t *testing.T) {
 	t.Parallel()
-	got, err := Load(Sources{File: "testdata/example.yaml", Models: testModels})
+	// bus.eni is applied by the hook the agent passes (agent/eniconfig):
+	// here one that checks it is called with the file's value.
+	eniCalls := 0
+	got, err := Load(Sources{File: "testdata/example.yaml", Models: testModels, ENI: func(c *Config) error {
+		eniCalls++
+		if c.Bus.ENI != "line.xml" {
+			t.Errorf("ENI hook called with bus.eni %q", c.Bus.ENI)
+		}
+		return nil
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

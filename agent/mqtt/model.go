@@ -312,7 +312,28 @@ func (d *Device) findSignal(ref string) *Signal {
 			return &d.Signals[i]
 		}
 	}
+	if index, sub, ok := objectRef(ref); ok {
+		for i := range d.Signals {
+			if e := d.Signals[i].Entry; e.Index == index && e.SubIndex == sub {
+				return &d.Signals[i]
+			}
+		}
+	}
 	return nil
+}
+
+// objectRef parses a signal named by its PDO entry's object, 0xINDEX:SUB
+// in hex ("0x7000:11"), as a configuration written from an ENI names
+// them: the ENI's PDO names need not be the SII's. Index 0 (a gap) names
+// nothing.
+func objectRef(ref string) (uint16, uint8, bool) {
+	i, s, ok := strings.Cut(ref, ":")
+	if !ok || !strings.HasPrefix(i, "0x") {
+		return 0, 0, false
+	}
+	index, err1 := strconv.ParseUint(i[2:], 16, 16)
+	sub, err2 := strconv.ParseUint(s, 16, 8)
+	return uint16(index), uint8(sub), err1 == nil && err2 == nil && index != 0
 }
 
 func (d *Device) signalNames() string {

@@ -220,3 +220,21 @@ func TestNormalize(t *testing.T) {
 		}
 	}
 }
+
+// TestModelRuleByObject names signals by their PDO entry's object, as a
+// configuration written from an ENI does (its PDO names need not be the
+// SII's): 0xINDEX:SUB in hex; an object no entry maps is a problem.
+func TestModelRuleByObject(t *testing.T) {
+	rules := mustRules(t, []string{"5 name=Term_6_(EL4132)"},
+		[]string{"5/0x7000:01 name=AO_Outputs_Channel_1.Analog_output type=int", "3/0x6010:01 name=Channel_2.Input", "3/0x6099:01 name=nothing"}, nil)
+	m, problems := NewModel(referenceBus(), rules)
+	if len(problems) != 1 || !strings.Contains(problems[0].Error(), `no signal "0x6099:01"`) {
+		t.Errorf("problems %v, want the unmapped object's", problems)
+	}
+	if s := m.Device("Term_6_(EL4132)").Signal("AO_Outputs_Channel_1.Analog_output"); s == nil || s.Entry.Index != 0x7000 || s.Type != TypeInt {
+		t.Errorf("EL4132 channel 1 by object: %+v", s)
+	}
+	if s := m.Device("EL1014-3").Signal("Channel_2.Input"); s == nil || s.Entry.Index != 0x6010 {
+		t.Errorf("EL1014 channel 2 by object: %+v", s)
+	}
+}

@@ -19,7 +19,7 @@ import (
 // configHelp is the help of `ecagent config` and of its subcommands.
 func configHelp() help {
 	return help{
-		usage: "schema [--json] | check FILE | from-bus [flags]",
+		usage: "schema [--json] | check FILE | from-bus [flags] | from-eni FILE [--json]",
 		about: "Print the configuration schema (every key with its type, default, allowed values, " +
 			"environment variable and flag, including the file-only lists drives and bus.pdo), or " +
 			"check a configuration file the way 'ecagent run' would read it.",
@@ -32,6 +32,7 @@ func configHelp() help {
 			"ecagent config schema --json | jq -r '.keys[].key'",
 			"ecagent config check /etc/ecagent/ecagent.yaml",
 			"ecagent config from-bus > bus.yaml   # the segment as it is (own flags and help)",
+			"ecagent config from-eni line.xml     # what an ENI gives (own help)",
 		},
 	}
 }
@@ -41,8 +42,11 @@ func configCommand(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		sub, args = args[0], args[1:]
 	}
-	if sub == "from-bus" {
+	switch sub {
+	case "from-bus":
 		return configFromBusCommand(ctx, e, args)
+	case "from-eni":
+		return configFromENICommand(ctx, e, args)
 	}
 	fs := newFlagSet(e, "config", configHelp())
 	asJSON := fs.Bool("json", false, "config schema: print the schema as JSON")
@@ -81,9 +85,9 @@ func configCommand(ctx context.Context, e *env, args []string) error {
 		_, err := fmt.Fprintf(e.stdout, "%s: valid\n", path)
 		return err
 	case "":
-		return usageError{errors.New("config: want a subcommand: schema or check")}
+		return usageError{errors.New("config: want a subcommand: schema or check (or from-bus, from-eni)")}
 	}
-	return usageError{fmt.Errorf("config: unknown subcommand %q (want schema or check)", sub)}
+	return usageError{fmt.Errorf("config: unknown subcommand %q (want schema or check, or from-bus, from-eni)", sub)}
 }
 
 // checkRegularFile refuses at once what config check does not read: a

@@ -150,6 +150,9 @@ func signalContext(parent context.Context, sigs ...os.Signal) (ctx context.Conte
 // interrupted (Ctrl-C during the load of a huge file exits 130 at once);
 // a bad configuration is a usage error.
 func loadConfig(ctx context.Context, src config.Sources) (config.Config, error) {
+	if src.ENI == nil {
+		src.ENI = applyENI
+	}
 	cfg, err := config.LoadContext(ctx, src)
 	switch {
 	case err == nil:

@@ -60,6 +60,7 @@ func runCommand(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	log := newLogger(e.stderr, cfg.Log.SlogLevel(), cfg.Log.Format)
+	logENINotes(cfg, log)
 	v, rev, _ := buildVersion()
 	ran := make(chan struct{})
 	defer close(ran)

@@ -23,6 +23,9 @@ func MasterConfig(c Config, log *slog.Logger) *master.Config {
 		mc.DC = &master.DCConfig{DriftFrames: frames, Sync0: time.Duration(c.Cycle.Period), Sync0Shift: time.Duration(dc.Sync0Shift),
 			Sync1: time.Duration(dc.Sync1), StartDelay: time.Duration(dc.StartDelay)}
 	}
+	if len(c.Bus.Slaves) > 0 {
+		mc.Expected = expectedSlaves(c.Bus.Slaves)
+	}
 	for _, p := range c.Bus.PDO {
 		mc.PDO = append(mc.PDO, master.SlavePDOConfig{Position: p.Slave, RxPDOs: pdoConfigs(p.RxPDOs),
 			TxPDOs: pdoConfigs(p.TxPDOs)})

@@ -28,7 +28,9 @@ import (
 func IsBusMismatch(err error) bool {
 	var count *master.SlaveCountError
 	var state *master.ALStateError
-	return errors.As(err, &count) || errors.As(err, &state)
+	var topology *master.TopologyError
+	var startup *master.StartupError
+	return errors.As(err, &count) || errors.As(err, &state) || errors.As(err, &topology) || errors.As(err, &startup)
 }
 
 // Options are what the agent tells a cycle process beyond the

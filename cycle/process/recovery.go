@@ -396,7 +396,11 @@ func (r *recoverer) absent(ctx context.Context, pos int, st *slaveRecovery) {
 	case errors.As(err, &mismatch):
 		if !st.refused {
 			st.refused = true
-			r.report(shm.EventSlaveRefused, pos, 0, 0, mismatch.Got.String())
+			text := mismatch.Got.String()
+			if t := mismatch.Topology; t != nil {
+				text = t.Field + ": expected " + t.Expected + ", found " + t.Found
+			}
+			r.report(shm.EventSlaveRefused, pos, 0, 0, text)
 			r.log.Error("another device at a slave's position: not configured", "position", pos, "err", err)
 		}
 		st.next = r.now().Add(refusedRetry)
