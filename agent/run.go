@@ -79,6 +79,14 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	defer sup.stop(time.Duration(cfg.Bus.StateTimeout) + 2*time.Second)
 	defer sd.stopping() // deferred calls run last first: before the cycle stops
 	defer mq.stop()     // before the cycle stops: it reads the cycle's memory
+	return c.loop(ctx, cfg, sup, sd, status, log)
+}
+
+// loop is the agent's life once the cycle's supervisor has begun: it
+// drains the cycle's rings, closes the statistics windows, writes the
+// status lines and lets the supervisor start, watch and restart the cycle
+// process, until ctx ends.
+func (c *consumer) loop(ctx context.Context, cfg config.Config, sup *cycleSupervisor, sd *serviceNotifier, status io.Writer, log *slog.Logger) error {
 	window := time.NewTicker(cfg.Metrics.Window)
 	defer window.Stop()
 

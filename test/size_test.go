@@ -27,7 +27,6 @@ const (
 // join the list.
 var oversized = map[string]funcSize{
 	"agent/mqtt.go:startMQTT":              {86, 17},
-	"agent/run.go:Run":                     {91, 19},
 	"agent/supervisor.go:launchCycle":      {109, 16},
 	"cycle/process/program.go:Run":         {169, 27},
 	"cycle/rt/lock_linux.go:lockResident":  {57, 26},

@@ -34,11 +34,9 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if *f.histUS < 1 {
-		return usageError{fmt.Errorf("bench: --histogram-us %d: want at least 1", *f.histUS)}
-	}
-	if *f.telemetry && *f.scrapeEvery <= 0 {
-		return usageError{fmt.Errorf("bench: --scrape-interval %v: want more than 0", *f.scrapeEvery)}
+	ct, blockCycles, err := benchCyclictest(f, cfg, n)
+	if err != nil {
+		return err
 	}
 	if cfg.Cycle.SHM == contract.DefaultSHM {
 		cfg.Cycle.SHM = fmt.Sprintf("/dev/shm/ecagent-bench-%d.shm", os.Getpid())
@@ -47,23 +45,6 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 		// The cycle process's bring-up chatter would cut through the
 		// progress bar; warnings (refused RT settings) still show.
 		cfg.Log.Level = "warn"
-	}
-	ct := bench.Cyclictest{Binary: *f.cyclictest, Interval: time.Duration(cfg.Cycle.Period), Priority: cfg.Cycle.Priority,
-		Core: cfg.Cycle.Core, Loops: n, HistogramMicros: *f.histUS}
-	blockCycles := n
-	if *f.compare {
-		if blockCycles, err = benchBlockCycles(n, *f.blocks); err != nil {
-			return usageError{err}
-		}
-		ct.Loops = blockCycles
-		// Before spending the bench's time: cyclictest must be there.
-		if err := ct.Check(); err != nil {
-			var missing *bench.MissingCyclictestError
-			if errors.As(err, &missing) {
-				return err
-			}
-			return usageError{err}
-		}
 	}
 
 	log := newLogger(e.stderr, cfg.Log.SlogLevel(), cfg.Log.Format)
@@ -103,6 +84,37 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 		err = errors.Join(err, x.finish(e.stdout, time.Duration(int64(cfg.Cycle.Period)*int64(cfg.Forensics.Threshold)/100)))
 	}
 	return errors.Join(runErr, err)
+}
+
+// benchCyclictest checks the bench's own flags and, with
+// --compare-cyclictest, that cyclictest is there before the bench spends
+// its time: the reference it runs, and the cycles of each block (n
+// without a comparison).
+func benchCyclictest(f *benchFlags, cfg config.Config, n uint64) (bench.Cyclictest, uint64, error) {
+	if *f.histUS < 1 {
+		return bench.Cyclictest{}, 0, usageError{fmt.Errorf("bench: --histogram-us %d: want at least 1", *f.histUS)}
+	}
+	if *f.telemetry && *f.scrapeEvery <= 0 {
+		return bench.Cyclictest{}, 0, usageError{fmt.Errorf("bench: --scrape-interval %v: want more than 0", *f.scrapeEvery)}
+	}
+	ct := bench.Cyclictest{Binary: *f.cyclictest, Interval: time.Duration(cfg.Cycle.Period), Priority: cfg.Cycle.Priority,
+		Core: cfg.Cycle.Core, Loops: n, HistogramMicros: *f.histUS}
+	if !*f.compare {
+		return ct, n, nil
+	}
+	blockCycles, err := benchBlockCycles(n, *f.blocks)
+	if err != nil {
+		return ct, 0, usageError{err}
+	}
+	ct.Loops = blockCycles
+	if err := ct.Check(); err != nil {
+		var missing *bench.MissingCyclictestError
+		if errors.As(err, &missing) {
+			return ct, 0, err
+		}
+		return ct, 0, usageError{err}
+	}
+	return ct, blockCycles, nil
 }
 
 // writeBenchReport prints the report, and writes it to jsonFile as JSON
