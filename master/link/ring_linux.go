@@ -202,7 +202,7 @@ func (s *MmapSocket) kick(st *uint32) error {
 		case unix.ENOBUFS:
 			return c.sendNoBuf
 		}
-		return &OpError{Op: "send", Link: c.name, Err: errno}
+		return c.errs.sendErr(c.name, errno)
 	}
 }
 
@@ -285,7 +285,7 @@ func (s *MmapSocket) Recv(buf []byte, deadline time.Time) (int, error) {
 			// The interface went down (or another socket error): read and
 			// clear it, as read(2) on a RawSocket would.
 			if e, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR); err == nil && e != 0 {
-				return 0, &OpError{Op: "recv", Link: c.name, Err: unix.Errno(e)}
+				return 0, c.errs.recvErr(c.name, unix.Errno(e))
 			}
 		}
 	}

@@ -170,6 +170,7 @@ func TestMmapSocketInterfaceDownAndUp(t *testing.T) {
 	if err := b.Send(late); !errors.Is(err, unix.ENETDOWN) {
 		t.Errorf("Send with the interface down = %v, want ENETDOWN", err)
 	}
+	sendWhileDownAllocatesNothing(t, b, late)
 	if err := v.ip("link", "set", v.ifB, "up"); err != nil {
 		t.Fatal(err)
 	}
@@ -267,6 +268,18 @@ func TestMmapSocketSteadyStateAllocatesNothing(t *testing.T) {
 	}
 	if allocs != 0 {
 		t.Errorf("send, recv, send, poll: %v allocations per run, want 0", allocs)
+	}
+}
+
+// sendWhileDownAllocatesNothing: a cycle sends every period while the
+// interface is down; the failure must cost no allocation.
+func sendWhileDownAllocatesNothing(t *testing.T, l Link, frame []byte) {
+	t.Helper()
+	if raceEnabled {
+		return
+	}
+	if allocs := testing.AllocsPerRun(50, func() { _ = l.Send(frame) }); allocs != 0 {
+		t.Errorf("Send with the interface down allocates %v times", allocs)
 	}
 }
 

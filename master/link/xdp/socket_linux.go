@@ -80,7 +80,7 @@ type Socket struct {
 	objs    redirectObjects
 	xdpLink ebpflink.Link
 
-	errTimeout, errClosed, errSendClosed, errAgain, errShort error
+	errTimeout, errClosed, errSendClosed, errAgain, errShort, errDown error
 }
 
 // ring is one of the four rings shared with the kernel: its producer and
@@ -173,6 +173,7 @@ func open(ifname string) (_ *Socket, err error) {
 	s.errSendClosed = &link.OpError{Op: "send", Link: ifname, Err: link.ErrClosed}
 	s.errAgain = &link.OpError{Op: "send", Link: ifname, Err: unix.EAGAIN}
 	s.errShort = &link.OpError{Op: "recv", Link: ifname, Err: io.ErrShortBuffer}
+	s.errDown = &link.OpError{Op: "send", Link: ifname, Err: unix.ENETDOWN}
 	return s, nil
 }
 
@@ -315,6 +316,9 @@ func (s *Socket) kick(prod uint32, addr uint64) error {
 			atomic.StoreUint32(s.tx.prod, prod)
 			s.free[s.nfree] = addr
 			s.nfree++
+		}
+		if errno == unix.ENETDOWN {
+			return s.errDown // every period while the interface is down: no allocation
 		}
 		return &link.OpError{Op: "send", Link: s.ifname, Err: errno}
 	}

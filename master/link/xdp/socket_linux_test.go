@@ -281,6 +281,9 @@ func TestInterfaceDownAndUp(t *testing.T) {
 	if err := x.Send(late); !errors.Is(err, unix.ENETDOWN) {
 		t.Errorf("Send with the interface down = %v, want ENETDOWN", err)
 	}
+	if allocs := testing.AllocsPerRun(50, func() { _ = x.Send(late) }); allocs != 0 {
+		t.Errorf("Send with the interface down allocates %v times", allocs)
+	}
 	run(t, "ip", "-n", p.nsM, "link", "set", "ecm", "up")
 	passes(t, x, r)
 	if err := x.Send(frame(100, r.HardwareAddr(), x.HardwareAddr(), 1)); err != nil {
@@ -314,5 +317,31 @@ func TestCloseDetaches(t *testing.T) {
 	}
 	if out := run(t, "ip", "-n", p.nsM, "link", "show", "ecm"); strings.Contains(out, "xdp") {
 		t.Errorf("program still attached after Close: %s", out)
+	}
+}
+
+// BenchmarkRoundTrip: a frame from the master to a raw-socket segment and
+// its answer back (compare link's BenchmarkRoundTripRawSocket and
+// BenchmarkRoundTripMmapSocket).
+func BenchmarkRoundTrip(b *testing.B) {
+	x, r := newPair(b).open(b)
+	toS := frame(60, r.HardwareAddr(), x.HardwareAddr(), 1)
+	toM := frame(60, x.HardwareAddr(), r.HardwareAddr(), 2)
+	buf := make([]byte, link.MaxFrameSize)
+	b.ReportAllocs()
+	for b.Loop() {
+		deadline := time.Now().Add(time.Second)
+		if err := x.Send(toS); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Recv(buf, deadline); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Send(toM); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := x.Recv(buf, deadline); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
