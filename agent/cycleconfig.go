@@ -32,6 +32,7 @@ func CycleConfig(cfg config.Config) process.Config {
 	c := process.Config{
 		Bus: process.Bus{
 			Interface:      b.Interface,
+			Link:           b.Link,
 			ExpectedSlaves: b.ExpectedSlaves,
 			Timeout:        process.Duration(b.Timeout),
 			StateTimeout:   process.Duration(b.StateTimeout),

@@ -39,6 +39,8 @@ type Bus struct {
 	// Interface is the network interface of the segment; "" selects the
 	// built-in simulated segment made of Devices.
 	Interface string `koanf:"interface" help:"network interface of the EtherCAT segment, e.g. eth1; empty runs the built-in simulated segment (in a process of its own)"`
+	// Link is how the cycle process reaches Interface: a link.Kind.
+	Link string `koanf:"link" help:"how the cycle reaches bus.interface: raw (a system call per frame each way), mmap (rings shared with the kernel: one kick per frame, answers read from memory), xdp (AF_XDP with an XDP program that passes every other frame to the host; needs CAP_BPF and CAP_NET_ADMIN and one receive queue), auto (the fastest that works: xdp where the driver has zero-copy, else mmap, else raw); a kind the host or the interface refuses falls back to the next slower one with a log line"`
 	// Devices lists the simulated segment's devices in bus order: model names
 	// or paths of SII EEPROM images ending in .bin (see [IsSIIImage]). Only
 	// used, and only checked, when Interface is "".
@@ -209,6 +211,7 @@ func Default() Config {
 		Host: host,
 		Bus: Bus{
 			Devices: ReferenceDevices(),
+			Link:    DefaultLink,
 			// Bring-up frames cross slow links and wait on slaves that are
 			// still booting: one cycle period would be far too short.
 			Timeout:      10 * time.Millisecond,
@@ -231,6 +234,9 @@ func Default() Config {
 		MQTT:    defaultMQTT(),
 	}
 }
+
+// DefaultLink is the default bus.link: the fastest link that works.
+const DefaultLink = "auto"
 
 // The values of cycle.exchange.
 const (

@@ -326,6 +326,7 @@ func TestGoldenExample(t *testing.T) {
 	want := Config{
 		Site: "plant-hh", Line: "press-3", Host: "edge-07",
 		Bus: Bus{
+			Link:           "mmap",
 			Devices:        []string{"EK1100", "EL2004", "EL1014", "EK1110"},
 			ExpectedSlaves: 4,
 			Timeout:        20 * time.Millisecond,

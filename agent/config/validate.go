@@ -56,6 +56,9 @@ func (c Config) problems(models []string, cpus func() cpuSet) []*FieldError {
 		}
 	}
 
+	if !link.Kind(c.Bus.Link).Valid() {
+		add("bus.link", c.Bus.Link, "must be one of "+link.KindsText())
+	}
 	if c.Bus.Interface != "" && !link.ValidInterfaceName(c.Bus.Interface) {
 		add("bus.interface", c.Bus.Interface, "must be empty (simulated segment) or a network interface name of at most 15 characters without '/', ':' or spaces")
 	}

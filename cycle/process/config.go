@@ -30,6 +30,9 @@ type Bus struct {
 	// Interface is the network interface of the segment; "" needs an
 	// inherited link (Options.LinkFD).
 	Interface string `json:"interface"`
+	// Link is how Interface is reached: a link.Kind (raw, mmap, xdp,
+	// auto).
+	Link string `json:"link"`
 	// ExpectedSlaves is the number of slaves the segment must have; 0
 	// accepts what is found.
 	ExpectedSlaves int `json:"expectedslaves"`
@@ -151,6 +154,10 @@ func (d *Duration) UnmarshalText(text []byte) error {
 // String formats d as time.Duration does.
 func (d Duration) String() string { return time.Duration(d).String() }
 
+// DefaultLink is the default bus.link, the agent's default too: the
+// fastest link that works.
+const DefaultLink = "auto"
+
 // DefaultSHM is the default cycle.shm, the agent's default too.
 const DefaultSHM = "/dev/shm/ecagent.shm"
 
@@ -160,6 +167,7 @@ const DefaultSHM = "/dev/shm/ecagent.shm"
 func Default() Config {
 	return Config{
 		Bus: Bus{
+			Link:         DefaultLink,
 			Timeout:      Duration(10 * time.Millisecond),
 			StateTimeout: Duration(5 * time.Second),
 			AlarmCycles:  DefaultAlarmCycles,

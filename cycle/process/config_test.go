@@ -85,6 +85,7 @@ func TestConfigErrors(t *testing.T) {
 		{"two values", `{} {}`, []string{"more than one JSON value"}},
 		{"syntax", `{"cycle":`, []string{"unexpected EOF"}},
 		{"interface", `{"bus":{"interface":"eth0:1"}}`, []string{`bus.interface = "eth0:1": must be empty`}},
+		{"link", `{"bus":{"link":"dpdk"}}`, []string{`bus.link = "dpdk": must be one of auto, raw, mmap, xdp`}},
 		{"dc", `{"bus":{"dc":{"sync0shift":"1ms","startdelay":"5s"}}}`, []string{
 			"bus.dc.sync0shift = 1ms: must be at least 0 and less than cycle.period (1ms)", "bus.dc.startdelay = 5s: must be between 1ms and 2s"}},
 		{"pdo", `{"bus":{"pdo":[{"slave":1,"rxpdos":[{"index":6656,"entries":[{"index":24640,"bits":0}]}]},{"slave":1}]}}`, []string{

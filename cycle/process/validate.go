@@ -86,6 +86,9 @@ func (v *validator) count(key string, n, lo, hi int) {
 
 func (c Config) busProblems(v *validator) {
 	b := c.Bus
+	if !link.Kind(b.Link).Valid() {
+		v.add("bus.link", b.Link, "must be one of "+link.KindsText())
+	}
 	if b.Interface != "" && !link.ValidInterfaceName(b.Interface) {
 		v.add("bus.interface", b.Interface, "must be empty (a link inherited with --link-fd) or a network interface name of at most 15 characters without '/', ':' or spaces")
 	}
