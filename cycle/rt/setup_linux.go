@@ -196,7 +196,7 @@ func (s *Setup) Refused() []Result {
 // at the first heap growth after bring-up. There the touched pages stay
 // locked and the result says that later ones are not.
 //
-// A binary built with cgo does not lock later mappings either: the
+// A binary linked with the C library (cgo) does not lock later mappings either: the
 // runtime's threads started after this have C stacks of 8 MiB each, and
 // the kernel counts a locked mapping at its full size (on-fault or not),
 // so VmLck grew to 144–360 MiB with a few threads of 9 MiB resident
@@ -210,7 +210,7 @@ func lockMemory() error {
 	if future != nil {
 		return future
 	}
-	if cgoThreads {
+	if pthreadStacks() {
 		return cgoFutureError{}
 	}
 	return lockFuture()
