@@ -129,7 +129,7 @@ func newSimFlags(e *env) (*pflag.FlagSet, *simFlags) {
 		devices: fs.StringSlice("devices", config.ReferenceDevices(),
 			"devices in ring order: built-in models or SII image paths (*.bin)"),
 		pattern:       fs.String("inputs", "counter", "how inputs change: constant, counter, walk, square:N or sine:N"),
-		busy:          fs.Int("sii-busy-frames", 0, "frames an SII EEPROM command stays busy (unset: the chip's time, 0.71 ms)"),
+		busy:          fs.Int("sii-busy-frames", 0, "frames an SII EEPROM command stays busy (unset: the chip's time)"),
 		presetAddr:    fs.Uint16("preset-address", 0, "start with station addresses from this one on, e.g. 0x03e9"),
 		presetState:   fs.String("preset-state", "PREOP", "with --preset-address: INIT or PREOP"),
 		priority:      fs.Int("priority", 0, "SCHED_FIFO priority to serve with, 1..99; 0 keeps the normal one"),
