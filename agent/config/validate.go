@@ -38,6 +38,24 @@ func joinFieldErrors(problems []*FieldError) error {
 	return errors.Join(errs...)
 }
 
+// labelAndLinkProblems checks the fleet labels, bus.interface and
+// bus.link.
+func (c Config) labelAndLinkProblems(add func(key string, value any, problem string)) {
+	for _, l := range []struct {
+		key, value string
+	}{{"site", c.Site}, {"line", c.Line}, {"host", c.Host}} {
+		if !isLabel(l.value) {
+			add(l.key, l.value, "must be a non-empty name without spaces, '/', '+' or '#' (it is a Prometheus label and an MQTT topic level)")
+		}
+	}
+	if !link.Kind(c.Bus.Link).Valid() {
+		add("bus.link", c.Bus.Link, "must be one of "+link.KindsText())
+	}
+	if c.Bus.Interface != "" && !link.ValidInterfaceName(c.Bus.Interface) {
+		add("bus.interface", c.Bus.Interface, "must be empty (simulated segment) or a network interface name of at most 15 characters without '/', ':' or spaces")
+	}
+}
+
 // problems lists what is wrong with c. models nil checks device entries only
 // for shape; cpus returns the CPUs cycle.core may name (called only when
 // cycle.core pins, so that a load without pinning reads nothing of the
@@ -48,20 +66,7 @@ func (c Config) problems(models []string, cpus func() cpuSet) []*FieldError {
 		out = append(out, &FieldError{Key: key, Value: formatValue(value), Problem: problem})
 	}
 
-	for _, l := range []struct {
-		key, value string
-	}{{"site", c.Site}, {"line", c.Line}, {"host", c.Host}} {
-		if !isLabel(l.value) {
-			add(l.key, l.value, "must be a non-empty name without spaces, '/', '+' or '#' (it is a Prometheus label and an MQTT topic level)")
-		}
-	}
-
-	if !link.Kind(c.Bus.Link).Valid() {
-		add("bus.link", c.Bus.Link, "must be one of "+link.KindsText())
-	}
-	if c.Bus.Interface != "" && !link.ValidInterfaceName(c.Bus.Interface) {
-		add("bus.interface", c.Bus.Interface, "must be empty (simulated segment) or a network interface name of at most 15 characters without '/', ':' or spaces")
-	}
+	c.labelAndLinkProblems(add)
 	if c.Simulated() {
 		out = append(out, deviceProblems(c.Bus.Devices, models)...)
 	}
