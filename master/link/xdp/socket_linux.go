@@ -103,14 +103,36 @@ type ring struct {
 // other queues would miss the socket): make it one with
 // `ethtool -L IFNAME combined 1`.
 func Open(ifname string) (*Socket, error) {
-	s, err := open(ifname)
+	s, err := open(ifname, attachModes())
 	if err != nil {
 		return nil, &link.OpError{Op: "open", Link: ifname, Err: err}
 	}
 	return s, nil
 }
 
-func open(ifname string) (_ *Socket, err error) {
+// attachMode is a way to run the XDP program: in the driver (native) or
+// on the kernel's socket buffers (generic, any driver).
+type attachMode struct {
+	flags ebpflink.XDPAttachFlags
+	name  string
+}
+
+// attachModes lists the modes Open tries, fastest first.
+func attachModes() []attachMode {
+	return []attachMode{{ebpflink.XDPDriverMode, "native"}, {ebpflink.XDPGenericMode, "generic"}}
+}
+
+// openGeneric is Open with the program in generic mode (tests: veth has
+// native XDP).
+func openGeneric(ifname string) (*Socket, error) {
+	s, err := open(ifname, attachModes()[1:])
+	if err != nil {
+		return nil, &link.OpError{Op: "open", Link: ifname, Err: err}
+	}
+	return s, nil
+}
+
+func open(ifname string, modes []attachMode) (_ *Socket, err error) {
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
 		return nil, err
@@ -141,10 +163,7 @@ func open(ifname string) (_ *Socket, err error) {
 		return nil, err
 	}
 	// Attach before bind: a zero-copy bind needs the driver in XDP mode.
-	for _, m := range []struct {
-		flags ebpflink.XDPAttachFlags
-		name  string
-	}{{ebpflink.XDPDriverMode, "native"}, {ebpflink.XDPGenericMode, "generic"}} {
+	for _, m := range modes {
 		l, aerr := ebpflink.AttachXDP(ebpflink.XDPOptions{Program: s.objs.EcatRedirect, Interface: ifi.Index, Flags: m.flags})
 		if aerr == nil {
 			s.xdpLink, s.mode = l, m.name

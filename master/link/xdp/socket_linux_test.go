@@ -81,8 +81,14 @@ func in(ns string, fn func() error) error {
 // segment's, and waits until frames pass both ways.
 func (p *pair) open(tb testing.TB) (*Socket, *link.RawSocket) {
 	tb.Helper()
+	return p.openWith(tb, Open)
+}
+
+// openWith is open with the master's end opened by openX.
+func (p *pair) openWith(tb testing.TB, openX func(string) (*Socket, error)) (*Socket, *link.RawSocket) {
+	tb.Helper()
 	var x *Socket
-	if err := in(p.nsM, func() (err error) { x, err = Open("ecm"); return err }); err != nil {
+	if err := in(p.nsM, func() (err error) { x, err = openX("ecm"); return err }); err != nil {
 		if errors.Is(err, os.ErrPermission) || errors.Is(err, errors.ErrUnsupported) {
 			tb.Skipf("no AF_XDP here: %v", err)
 		}
@@ -136,11 +142,16 @@ func passes(tb testing.TB, a, b link.Link) {
 	}
 }
 
-// TestExchange: frames of every size cross both ways, padded; Poll
+// TestExchange: in either XDP mode, frames of every size cross both ways, padded; Poll
 // reports the arrival time between the send and the poll; a frame and
 // its answer allocate nothing, on and on round the rings.
 func TestExchange(t *testing.T) {
-	x, r := newPair(t).open(t)
+	t.Run("native", func(t *testing.T) { exchange(t, Open) })
+	t.Run("generic", func(t *testing.T) { exchange(t, openGeneric) })
+}
+
+func exchange(t *testing.T, openX func(string) (*Socket, error)) {
+	x, r := newPair(t).openWith(t, openX)
 	buf := make([]byte, link.MaxFrameSize)
 	for i, size := range []int{link.HeaderSize, 42, 60, 61, 200, 1514} {
 		f := frame(size, r.HardwareAddr(), x.HardwareAddr(), byte(i))
@@ -201,17 +212,29 @@ func TestExchange(t *testing.T) {
 	}
 }
 
-// TestOtherFramesReachTheStack: with the program attached, a ping over
-// the same pair keeps working (ARP and IP pass to the stack) while
-// EtherCAT frames go to the socket.
+// TestOtherFramesReachTheStack: with the program attached, natively and
+// in generic mode, a ping over the same pair keeps working (ARP and IP
+// pass to the stack) while EtherCAT frames go to the socket.
 func TestOtherFramesReachTheStack(t *testing.T) {
 	if _, err := exec.LookPath("ping"); err != nil {
 		t.Skip("needs ping")
 	}
+	for _, m := range []struct {
+		name  string
+		openX func(string) (*Socket, error)
+	}{{"native", Open}, {"generic", openGeneric}} {
+		t.Run(m.name, func(t *testing.T) { pingBeside(t, m.name, m.openX) })
+	}
+}
+
+func pingBeside(t *testing.T, mode string, openX func(string) (*Socket, error)) {
 	p := newPair(t)
 	run(t, "ip", "-n", p.nsM, "addr", "add", "10.235.0.1/24", "dev", "ecm")
 	run(t, "ip", "-n", p.nsS, "addr", "add", "10.235.0.2/24", "dev", "ecs")
-	x, r := p.open(t)
+	x, r := p.openWith(t, openX)
+	if x.Mode() != mode {
+		t.Fatalf("XDP runs in %s mode, want %s", x.Mode(), mode)
+	}
 	stop := make(chan struct{})
 	done := make(chan error, 1)
 	go func() { // the segment answers every frame, as a segment does
