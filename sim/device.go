@@ -80,6 +80,9 @@ type deviceSpec struct {
 	app func(*Device) application
 	// flash holds the files written through FoE (set by newDevice).
 	flash *flash
+	// notes say what the description the device was built from (an ESI)
+	// holds that it does not honour; see Device.Notes.
+	notes []string
 }
 
 // Defaults applied when a segment option does not say otherwise.

@@ -32,9 +32,14 @@ func Models() []string {
 // @ ("EL3004@0x00110000"; without one the newest profile of the model),
 // or the path of an SII EEPROM image file (a 2 KiB dump such as
 // ek1100.bin), from which identity, SyncManagers, process data sizes and
-// mailbox are taken. A revision the simulator has no profile of gets the
-// nearest known one's, and the device says so (Device.ProfileNote).
+// mailbox are taken, or a device of an ESI file,
+// FILE.xml[:DEVICE][@REVISION] (see NewESIDevice). A revision the
+// simulator has no profile of gets the nearest known one's, and the device
+// says so (Device.ProfileNote).
 func NewDevice(spec string) (*Device, error) {
+	if IsESISpec(spec) { // FILE.xml[:DEVICE][@REVISION], see esi.go
+		return NewESIDevice(spec)
+	}
 	name, rev, hasRev := strings.Cut(spec, "@")
 	if p, ok := profileByName(name); ok {
 		note := ""

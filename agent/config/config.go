@@ -41,10 +41,15 @@ type Bus struct {
 	Interface string `koanf:"interface" help:"network interface of the EtherCAT segment, e.g. eth1; empty runs the built-in simulated segment (in a process of its own)"`
 	// Link is how the cycle process reaches Interface: a link.Kind.
 	Link string `koanf:"link" help:"how the cycle reaches bus.interface: raw (a system call per frame each way), mmap (rings shared with the kernel: one kick per frame, answers read from memory), xdp (AF_XDP with an XDP program that passes every other frame to the host; needs CAP_BPF and CAP_NET_ADMIN and one receive queue), auto (the fastest that works: xdp where the driver has zero-copy, else mmap, else raw); a kind the host or the interface refuses falls back to the next slower one with a log line"`
-	// Devices lists the simulated segment's devices in bus order: model names
-	// or paths of SII EEPROM images ending in .bin (see [IsSIIImage]). Only
-	// used, and only checked, when Interface is "".
-	Devices []string `koanf:"devices" help:"devices of the simulated segment in bus order: model names or paths of SII EEPROM images (*.bin); used only when bus.interface is empty"`
+	// Devices lists the simulated segment's devices in bus order: model names,
+	// paths of SII EEPROM images ending in .bin (see [IsSIIImage]) or
+	// devices of ESI files, FILE.xml[:DEVICE][@REVISION] (see
+	// [IsESIDevice]). Only used, and only checked, when Interface is "".
+	Devices []string `koanf:"devices" help:"devices of the simulated segment in bus order: model names, paths of SII EEPROM images (*.bin) or devices of ESI files (FILE.xml[:DEVICE][@REVISION]); used only when bus.interface is empty"`
+	// ESI lists directories (or files) of ESI device descriptions whose
+	// PDO entry names, units and data types the agent gives the process
+	// data of the devices found on the bus.
+	ESI []string `koanf:"esi" help:"directories or files of ESI device descriptions (ETG.2000 XML, e.g. TwinCAT's ESI folder): PDO entry names, units and data types for MQTT, metrics and the toolbox, for any device found whose identity they describe"`
 	// ExpectedSlaves is the number of slaves the segment must have; 0 accepts
 	// whatever is found.
 	ExpectedSlaves int `koanf:"expectedslaves" help:"number of slaves the segment must have; 0 accepts what is found"`

@@ -27,7 +27,7 @@ func addBusFlags(fs *pflag.FlagSet) busFlags {
 	def := config.Default()
 	return busFlags{
 		iface:   fs.String("iface", "", "network `interface` of the segment (empty: built-in simulated segment)"),
-		devices: fs.StringSlice("devices", def.Bus.Devices, "simulated devices when --iface is empty: model names or SII image paths"),
+		devices: fs.StringSlice("devices", def.Bus.Devices, "simulated devices when --iface is empty: model names, SII image paths or ESI devices (FILE.xml[:DEVICE][@REVISION])"),
 		timeout: fs.Duration("timeout", def.Bus.Timeout, "how long one frame waits for its answer"),
 		level:   fs.String("log.level", "warn", "log level: debug, info, warn or error"),
 	}

@@ -127,7 +127,7 @@ func newSimFlags(e *env) (*pflag.FlagSet, *simFlags) {
 		iface:  fs.String("iface", "", "network `interface` to serve on (needs CAP_NET_RAW)"),
 		linkFD: fs.Int("link-fd", -1, "serve on this inherited socket instead (ecagent run)"),
 		devices: fs.StringSlice("devices", config.ReferenceDevices(),
-			"devices in ring order: built-in models or SII image paths (*.bin)"),
+			"ring order: models, SII images (*.bin), ESI FILE.xml[:DEVICE][@REVISION]"),
 		pattern:       fs.String("inputs", "counter", "how inputs change: constant, counter, walk, square:N or sine:N"),
 		busy:          fs.Int("sii-busy-frames", 0, "frames an SII EEPROM command stays busy (unset: the chip's time)"),
 		presetAddr:    fs.Uint16("preset-address", 0, "start with station addresses from this one on, e.g. 0x03e9"),
