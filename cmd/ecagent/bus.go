@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/sim"
@@ -28,7 +28,7 @@ func addBusFlags(fs *pflag.FlagSet) busFlags {
 	return busFlags{
 		iface:   fs.String("iface", "", "network `interface` of the segment (empty: built-in simulated segment)"),
 		devices: fs.StringSlice("devices", def.Bus.Devices, "simulated devices when --iface is empty: model names, SII image paths or ESI devices (FILE.xml[:DEVICE][@REVISION])"),
-		timeout: fs.Duration("timeout", def.Bus.Timeout, "how long one frame waits for its answer"),
+		timeout: fs.Duration("timeout", time.Duration(def.Bus.Timeout), "how long one frame waits for its answer"),
 		level:   fs.String("log.level", "warn", "log level: debug, info, warn or error"),
 	}
 }
@@ -38,19 +38,19 @@ func addBusFlags(fs *pflag.FlagSet) busFlags {
 // slaves; close releases the segment.
 func (b busFlags) scanBus(ctx context.Context, e *env, expected int) (m *master.Master, slaves []*master.Slave, close func(), err error) {
 	cfg := config.Default()
-	cfg.Bus.Interface, cfg.Bus.Devices, cfg.Bus.ExpectedSlaves, cfg.Bus.Timeout = *b.iface, *b.devices, expected, *b.timeout
+	cfg.Bus.Interface, cfg.Bus.Devices, cfg.Bus.ExpectedSlaves, cfg.Bus.Timeout = *b.iface, *b.devices, expected, contract.Duration(*b.timeout)
 	cfg.Log.Level = *b.level
 	if err := cfg.ValidateWithModels(sim.Models()); err != nil {
 		return nil, nil, nil, usageError{err}
 	}
 	log := newLogger(e.stderr, cfg.Log.SlogLevel(), "text")
-	seg, err := agent.OpenSegment(cfg, log)
+	seg, err := openSegment(cfg, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	mc := process.MasterConfig(agent.CycleConfig(cfg), log)
+	mc := process.MasterConfig(cfg.CycleConfig(), log)
 	// A slow segment (--timeout raised) is slow for the EEPROM polls too.
-	mc.SIITimeout = max(master.DefaultSIITimeout, 10*cfg.Bus.Timeout)
+	mc.SIITimeout = max(master.DefaultSIITimeout, 10*time.Duration(cfg.Bus.Timeout))
 	m, err = master.New(seg.Link, mc)
 	if err != nil {
 		seg.Close()

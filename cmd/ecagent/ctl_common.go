@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
@@ -31,7 +31,7 @@ type ctlFlags struct {
 func addCtlFlags(fs *pflag.FlagSet) ctlFlags {
 	return ctlFlags{
 		bus:  addBusFlags(fs),
-		shm:  fs.String("cycle.shm", config.DefaultSHM, "shared-memory `path` of a running agent; its socket is PATH.d/ctl"),
+		shm:  fs.String("cycle.shm", contract.DefaultSHM, "shared-memory `path` of a running agent; its socket is PATH.d/ctl"),
 		json: fs.Bool("json", false, "print the result as JSON"),
 	}
 }

@@ -1,7 +1,5 @@
 package link
 
-import "strings"
-
 // Kind names how a master reaches a network interface: the values of the
 // configuration key bus.link.
 type Kind string
@@ -22,28 +20,8 @@ const (
 	KindXDP Kind = "xdp"
 )
 
-// Kinds lists the values bus.link accepts.
+// Kinds lists the kinds, as bus.link (contract.Links) accepts them.
 func Kinds() []Kind { return []Kind{KindAuto, KindRaw, KindMmap, KindXDP} }
-
-// KindsText is Kinds as a configuration error lists them: "auto, raw,
-// mmap, xdp".
-func KindsText() string {
-	var s []string
-	for _, k := range Kinds() {
-		s = append(s, string(k))
-	}
-	return strings.Join(s, ", ")
-}
-
-// Valid reports whether k is one of Kinds.
-func (k Kind) Valid() bool {
-	for _, v := range Kinds() {
-		if k == v {
-			return true
-		}
-	}
-	return false
-}
 
 // Fallbacks returns the kinds to try for k, in order: the kind asked for,
 // then each slower one (an interface or a host that refuses xdp still

@@ -6,7 +6,6 @@ import (
 	"os"
 	"syscall"
 	"time"
-	"unicode"
 )
 
 // syscallENETDOWN is the error of an operation on an interface that is
@@ -29,21 +28,6 @@ type Link interface {
 	Close() error
 	// HardwareAddr returns the link's own MAC address.
 	HardwareAddr() net.HardwareAddr
-}
-
-// ValidInterfaceName reports whether s is a name the kernel accepts for a
-// network interface: at most IFNAMSIZ-1 (15) bytes, no '/' or ':', no
-// white space or unprintable character, not "." or "..".
-func ValidInterfaceName(s string) bool {
-	if s == "" || len(s) > 15 || s == "." || s == ".." {
-		return false
-	}
-	for _, r := range s {
-		if r == '/' || r == ':' || unicode.IsSpace(r) || !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // RecvSpinner is a link whose Recv can spin before it blocks: it reads
