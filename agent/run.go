@@ -46,6 +46,9 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	if err != nil {
 		return err
 	}
+	fo := startForensics(ctx, cfg, log, tel) // late cycles explained (agent/forensics.go)
+	defer fo.close()
+	tel.forensics = fo
 	if err := tel.serve(ctx, cfg, build, log); err != nil {
 		return err
 	}
@@ -61,7 +64,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 		return err
 	}
 	c := newConsumer(cfg, log, tel)
-	c.mqtt, c.otlp = mq, ot
+	c.mqtt, c.otlp, c.forensics = mq, ot, fo
 	tel.setBusModel(c.model)        // every scrape shows the bus as the model does
 	mq.setBusModel(c.model)         // every message shows the bus as the model does
 	sd := newServiceNotifier(log)   // systemd Type=notify (agent/systemd.go)
@@ -294,10 +297,11 @@ func (s *cycleSupervisor) stop(grace time.Duration) {
 // consumer drains the segment in the agent process and keeps the figures
 // the status line (and the exporters) report.
 type consumer struct {
-	tel  *telemetry
-	mqtt *mqttBridge
-	otlp *otlpExport
-	cfg  config.Config
+	tel       *telemetry
+	mqtt      *mqttBridge
+	otlp      *otlpExport
+	forensics *forensics
+	cfg       config.Config
 	// cp is the cycle process in cyclic operation; nil while none is.
 	cp       *CycleProcess
 	log      *slog.Logger
@@ -345,6 +349,9 @@ func (c *consumer) attach(cp *CycleProcess) {
 			"(ecagent slaves, reg, states …) are refused until it is fixed", "socket", m.Socket, "err", m.Error)
 	}
 	c.otlp.restart()
+	if c.forensics != nil {
+		c.forensics.attach(cp)
+	}
 	c.updateReady()
 }
 
@@ -358,6 +365,9 @@ func (c *consumer) drain() {
 			c.observe(&c.buf[i])
 			mc.Observe(&c.buf[i])
 			c.otlp.observe(&c.buf[i])
+			if c.forensics != nil {
+				c.forensics.observe(&c.buf[i])
+			}
 		}
 		ring.Commit()
 		if n < len(c.buf) {
@@ -373,6 +383,9 @@ func (c *consumer) drain() {
 		c.event(&ev)
 	}
 	events.Commit()
+	if c.forensics != nil {
+		c.forensics.deliver(c.tel, c.mqtt)
+	}
 }
 
 // account checks, when the cycle process has stopped and its ring is

@@ -28,6 +28,8 @@ const rtcheckInterval = time.Minute
 type telemetry struct {
 	reg   *metrics.Registry
 	ready atomic.Pointer[string] // nil when ready, else why not
+	// forensics adds /readyz's details and serves /spikes; nil for none.
+	forensics *forensics
 }
 
 func newTelemetry(cfg config.Config, b Build) (*telemetry, error) {
@@ -62,10 +64,14 @@ func (t *telemetry) serve(ctx context.Context, cfg config.Config, b Build, log *
 	if cfg.Metrics.Listen == "" {
 		return nil
 	}
-	srv, err := metrics.NewServer(t.reg, metrics.ServerOptions{
+	opts := metrics.ServerOptions{
 		Listen: cfg.Metrics.Listen, WebConfigFile: cfg.Metrics.WebConfig,
 		Ready: t.readiness, Version: b.Version, Logger: log,
-	})
+	}
+	if f := t.forensics; f != nil {
+		opts.Details, opts.Spikes = f.details, f
+	}
+	srv, err := metrics.NewServer(t.reg, opts)
 	if err != nil {
 		return fmt.Errorf("metrics endpoint: %w", err)
 	}

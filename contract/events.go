@@ -137,6 +137,9 @@ const (
 	// EventSessionTakeover: another MQTT client keeps taking the agent's
 	// client id and its session over.
 	EventSessionTakeover
+	// EventCycleSpike: a cycle woke late or overran, and the agent's
+	// forensics (package agent/spikes) explained it: a CycleSpike.
+	EventCycleSpike
 )
 
 // The texts of an EventBusAlarm: what made the cycles bad. Frames lost
@@ -421,6 +424,8 @@ var catalogue = [...]EventInfo{
 	{Kind: EventBusDetached, Name: "bus-detached", Origin: OriginAgent},
 	{Kind: EventCommandsRejected, Name: "commands-rejected", Origin: OriginAgent, Level: slog.LevelWarn},
 	{Kind: EventSessionTakeover, Name: "session-takeover", Origin: OriginAgent, Level: slog.LevelError},
+	{Kind: EventCycleSpike, Name: "cycle-spike", Origin: OriginAgent, Level: slog.LevelWarn,
+		Log: "cycle came late: what delayed it"},
 }
 
 // catalogueCycle is the number of the cycle process's kinds: the rows

@@ -52,7 +52,8 @@ func newDashboard(title, uid, description, refresh, from string, multi bool, sel
 		WithVariable(labelVariable("site", "Site", "", multi)).
 		WithVariable(labelVariable("line", "Line", `{site`+op+`"$site"}`, multi)).
 		WithVariable(labelVariable("host", "Host", `{site`+op+`"$site", line`+op+`"$line"}`, multi)).
-		Annotation(busEventAnnotation(sel))
+		Annotation(busEventAnnotation(sel)).
+		Annotation(spikeAnnotation(sel))
 }
 
 // FleetOverview builds the fleet overview dashboard.

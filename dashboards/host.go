@@ -111,6 +111,8 @@ func hostTimingRows(b *dashboard.DashboardBuilder, sel string) *dashboard.Dashbo
 			"Distribution of "+wakeup.what+" per time step, from the classic buckets. Growing wake-up latency points at the scheduler or power management.",
 			query(heatmapClassic(wakeup.histogram, sel), "{{le}}")).Height(9).Span(12)).
 		WithPanel(quantilePanel(wakeup, sel).Height(9).Span(12)).
+		WithPanel(spikeBlame(sel).Height(9).Span(16)).
+		WithPanel(spikeCount(sel).Height(9).Span(8)).
 		WithRow(dashboard.NewRowBuilder("Cycle period, job and CPU load")).
 		WithPanel(periodBand(sel).Height(9).Span(12)).
 		WithPanel(quantilePanel(jobQuantity(), sel).Height(9).Span(12)).

@@ -81,6 +81,9 @@ var layers = []layer{
 	{pattern: "agent/config", allowed: []string{"agent/mqtt/ruleparse", "contract"},
 		why: "the configuration is made of the contract's types, validates the MQTT rule syntax, and nothing else"},
 	{pattern: "agent/rtcheck", allowed: nil, why: "the host doctor reads the host only"},
+	{pattern: "agent/spikes/tracefs", allowed: nil, why: "the tracefs instance and its binary pages need the kernel's files only"},
+	{pattern: "agent/spikes", allowed: []string{"agent/spikes/tracefs", "shm", "contract"},
+		why: "the spike forensics read the trace and the cycle's samples; the agent reports what they find"},
 	{pattern: "agent/sdnotify", allowed: nil, why: "the systemd protocol needs nothing of ours"},
 	// The agent holds nothing of the cycle process's body: nothing under
 	// cycle/ or master/ (engine, master, links, DC, drive logic), no

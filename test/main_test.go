@@ -8,8 +8,12 @@ import (
 
 // TestMain removes the ecagent binary the tests built, with its directory.
 // With ECAGENT_TEST_SQUATTER set the binary is no test but the squatter of
-// TestSquattedMaintenanceSocket, run as another user (squatterMain).
+// TestSquattedMaintenanceSocket, run as another user (squatterMain); with
+// ECAGENT_TEST_SPIKE_HOG set, the injector of the spike tests (hogMain).
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(hogEnv); spec != "" {
+		os.Exit(hogMain(spec))
+	}
 	if path := os.Getenv(squatterEnv); path != "" {
 		os.Exit(squatterMain(path))
 	}

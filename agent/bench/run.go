@@ -46,6 +46,11 @@ type Options struct {
 	ScrapeInterval time.Duration
 	// Cmdline and Version are recorded in the report.
 	Cmdline, Version string
+	// Started, when not nil, is told the pid of each cycle process the
+	// bench starts; Observe is handed every sample (ecagent bench
+	// --explain feeds the spike forensics with them).
+	Started func(pid int)
+	Observe func(s *shm.Sample)
 }
 
 // IncompleteError says the cycle process stopped before running the
@@ -123,6 +128,9 @@ func runBlock(ctx context.Context, cfg config.Config, o Options, log *slog.Logge
 	if tel != nil {
 		tel.reg.CycleProcessStarted(cp.PID())
 	}
+	if o.Started != nil {
+		o.Started(cp.PID())
+	}
 
 	info := cp.Info()
 	run := RunInfo{
@@ -135,7 +143,7 @@ func runBlock(ctx context.Context, cfg config.Config, o Options, log *slog.Logge
 		progress = NewProgress(o.Progress, o.Cycles, time.Duration(cfg.Cycle.Period), o.Terminal)
 	}
 	ring := cp.Segment().Samples()
-	d := drainer{ring: ring, heartbeat: cp.Segment().Heartbeat(), rec: rec, buf: make([]shm.Sample, drainBatch)}
+	d := drainer{ring: ring, heartbeat: cp.Segment().Heartbeat(), rec: rec, buf: make([]shm.Sample, drainBatch), observe: o.Observe}
 	if tel != nil {
 		d.consumer = tel.reg.Consumer()
 	}
@@ -201,6 +209,7 @@ type drainer struct {
 	rec       *Recorder
 	consumer  *metrics.Consumer
 	buf       []shm.Sample
+	observe   func(*shm.Sample)
 }
 
 // drain consumes every waiting sample.
@@ -211,6 +220,9 @@ func (d *drainer) drain() {
 			d.rec.Observe(&d.buf[i])
 			if d.consumer != nil {
 				d.consumer.Observe(&d.buf[i])
+			}
+			if d.observe != nil {
+				d.observe(&d.buf[i])
 			}
 		}
 		d.ring.Commit()

@@ -32,6 +32,8 @@ type Config struct {
 	MQTT MQTT `koanf:"mqtt" help:"process data, statistics and events to an MQTT broker (JSON or Sparkplug B)"`
 	// OTLP is the OpenTelemetry metrics export.
 	OTLP OTLP `koanf:"otlp" help:"OpenTelemetry metrics export over OTLP; off unless an endpoint is set here or in OTEL_EXPORTER_OTLP_ENDPOINT"`
+	// Forensics explains the cycle's spikes (see forensics.go).
+	Forensics Forensics `koanf:"forensics" help:"every late cycle explained: what ran on the cycle's core, from a tracefs instance of the agent's own"`
 	// Drives are the CiA 402 servo drives the cycle runs. A list of
 	// mappings: only the YAML file can set it.
 	Drives []contract.Drive `koanf:"drives" help:"CiA 402 servo drives the cycle brings to operation enabled and gives a target (YAML file only): slave, mode, target, faultreset, settlecycles"`
@@ -139,6 +141,8 @@ func Default() Config {
 		Metrics: Metrics{Listen: DefaultMetricsListen, Window: 10 * time.Second, Detail: "standard"},
 		Log:     def.Log,
 		MQTT:    defaultMQTT(),
+
+		Forensics: defaultForensics(),
 	}
 }
 

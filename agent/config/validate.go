@@ -50,6 +50,7 @@ func (c Config) problems(models []string, cpus func() cpuSet) []*FieldError {
 	}
 	out = append(out, c.ownProblems()...)
 	out = append(out, c.MQTT.problems()...)
+	out = append(out, c.Forensics.problems()...)
 	return inKeyOrder(append(out, c.OTLP.problems()...))
 }
 

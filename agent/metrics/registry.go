@@ -96,6 +96,11 @@ type Registry struct {
 	errShown        map[string]bool // error counters exported since SetSlaves (DetailStandard)
 	dc              dcGauges
 	devices         *deviceSeries
+	spikes          spikeSeriesSet
+	// spikesDroppedSeen is the forensics' running total of unexplained
+	// spikes last added to ecagent_cycle_spikes_unexplained_total.
+	spikesDroppedMu   sync.Mutex
+	spikesDroppedSeen uint64
 }
 
 // NewRegistry builds the registry and its Consumer. All memory the
@@ -147,6 +152,7 @@ func NewRegistry(opts Options) (*Registry, error) {
 	r.rtCheck = b.gaugeVec(nameRTCheck, labelCheck, labelStatus)
 	r.dc = newDCGauges(&b)
 	r.devices = newDeviceSeries(&b)
+	r.spikes = newSpikeSeries(&b)
 
 	r.host = newHostCollector(b.catalog, opts.ProcRoot, opts.CycleCore)
 	b.register(r.host)

@@ -81,6 +81,11 @@ func populate(t testing.TB, r *Registry) {
 		}
 	}
 	r.DriveFault(1, "EL2004", 0x3220)
+	r.SetForensics(ForensicsOn)
+	r.CycleSpike(&contract.CycleSpike{Cycle: 7, Late: 3 * time.Millisecond, Excess: 3 * time.Millisecond,
+		Causes: []contract.SpikeCause{{Class: contract.SpikeTask, Name: "hog/4711 FIFO 90", PID: 4711, Time: 2500 * time.Microsecond},
+			{Class: contract.SpikeIRQ, Name: "local_timer", Time: 500 * time.Microsecond}}})
+	r.SetSpikesUnexplained(2)
 	for check, status := range map[string]CheckStatus{"preempt_rt": CheckFail, "isolcpus": CheckWarn, "swap": CheckPass} {
 		if err := r.SetRTCheck(check, status); err != nil {
 			t.Fatalf("SetRTCheck: %v", err)

@@ -153,7 +153,7 @@ func Documented() []Series {
 	for c := range cyclestats.NumCounters {
 		out = append(out, Series{Name: CounterName(c), Type: TypeCounter, Help: c.Info().Help})
 	}
-	for _, group := range [][]Series{busSeries(), devicesSeries(), eventSeries(), processSeries(), setupSeries()} {
+	for _, group := range [][]Series{busSeries(), devicesSeries(), eventSeries(), processSeries(), spikeSeries(), setupSeries()} {
 		out = append(out, group...)
 	}
 	return out

@@ -51,6 +51,14 @@ type ServerOptions struct {
 	// running): nil for ready, otherwise an error saying why not. nil
 	// means always ready.
 	Ready func() error
+	// Details returns lines /readyz adds after its verdict (behind the
+	// web configuration's authentication, never to unauthenticated
+	// probes): what runs and what does not, and why ("forensics: off:
+	// …"). They do not change the verdict. nil adds none.
+	Details func() []string
+	// Spikes, when not nil, serves /spikes: the latest explained spikes
+	// as JSON (ecagent spikes).
+	Spikes http.Handler
 	// Version is shown on the landing page at "/".
 	Version string
 	// Logger receives the server's messages; nil discards them.
@@ -148,6 +156,12 @@ func (p probeRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // probeMux serves /healthz and /readyz; with reason, /readyz says why it
 // is not ready.
 func probeMux(ready func() error, reason bool) *http.ServeMux {
+	return probeMuxDetails(ready, reason, nil)
+}
+
+// probeMuxDetails is probeMux with details: lines /readyz adds after its
+// verdict.
+func probeMuxDetails(ready func() error, reason bool, details func() []string) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -160,6 +174,7 @@ func probeMux(ready func() error, reason bool) *http.ServeMux {
 				w.WriteHeader(http.StatusServiceUnavailable)
 				if reason {
 					fmt.Fprintf(w, "not ready: %v\n", err)
+					writeDetails(w, details)
 				} else {
 					io.WriteString(w, "not ready\n")
 				}
@@ -167,8 +182,19 @@ func probeMux(ready func() error, reason bool) *http.ServeMux {
 			}
 		}
 		io.WriteString(w, "ready\n")
+		writeDetails(w, details)
 	})
 	return mux
+}
+
+// writeDetails writes the details' lines, if any.
+func writeDetails(w io.Writer, details func() []string) {
+	if details == nil {
+		return
+	}
+	for _, l := range details() {
+		io.WriteString(w, l+"\n")
+	}
 }
 
 // newMux returns the handler of every path.
@@ -183,7 +209,10 @@ func newMux(r *Registry, opts ServerOptions, logger *slog.Logger) (*http.ServeMu
 		MaxRequestsInFlight: 8,
 		Timeout:             10 * time.Second,
 	}))
-	probes := probeMux(opts.Ready, true)
+	probes := probeMuxDetails(opts.Ready, true, opts.Details)
+	if opts.Spikes != nil {
+		mux.Handle("/spikes", opts.Spikes)
+	}
 	mux.Handle("/healthz", probes)
 	mux.Handle("/readyz", probes)
 	landing, err := web.NewLandingPage(web.LandingConfig{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -77,6 +78,12 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 		Telemetry: *f.telemetry, ScrapeInterval: *f.scrapeEvery,
 		Cmdline: "ecagent bench " + strings.Join(args, " "), Version: "ecagent " + version,
 	}
+	var x *explainer
+	if *f.explain {
+		if x, err = startExplain(ctx, cfg, log, &opts); err != nil {
+			return err
+		}
+	}
 	var rep *bench.Report
 	var runErr error
 	if *f.compare {
@@ -86,9 +93,16 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 		rep, runErr = bench.Run(ctx, cfg, opts, log)
 	}
 	if rep == nil {
+		if x != nil {
+			_ = x.finish(io.Discard, 0)
+		}
 		return fmt.Errorf("bench: %w", runErr)
 	}
-	return errors.Join(runErr, writeBenchReport(e, rep, *f.jsonFile))
+	err = writeBenchReport(e, rep, *f.jsonFile)
+	if x != nil {
+		err = errors.Join(err, x.finish(e.stdout, time.Duration(int64(cfg.Cycle.Period)*int64(cfg.Forensics.Threshold)/100)))
+	}
+	return errors.Join(runErr, err)
 }
 
 // writeBenchReport prints the report, and writes it to jsonFile as JSON
@@ -124,6 +138,7 @@ type benchFlags struct {
 	duration, scrapeEvery *time.Duration
 	jsonFile, cyclictest  *string
 	compare, telemetry    *bool
+	explain               *bool
 	blocks, histUS        *int
 }
 
@@ -135,7 +150,7 @@ func newBenchFlags(e *env) (*pflag.FlagSet, *benchFlags) {
 			"and report cycle time, jitter, wake-up latency, job time, CPU load, frame round trip, " +
 			"lost frames, WKC errors and overruns, with the jitter distribution and a latency histogram.",
 		groups: []flagGroup{
-			{"Flags", []string{"cycles", "duration", "json", "compare-cyclictest", "blocks", "cyclictest",
+			{"Flags", []string{"cycles", "duration", "json", "explain", "compare-cyclictest", "blocks", "cyclictest",
 				"histogram-us", "telemetry", "scrape-interval"}},
 			{"Configuration keys (as for run)", []string{config.FlagConfigFile, "bus.interface",
 				"cycle.period", "cycle.core", "cycle.priority", "cycle.busywait"}},
@@ -158,9 +173,10 @@ func newBenchFlags(e *env) (*pflag.FlagSet, *benchFlags) {
 		cycles:      fs.Uint64("cycles", 0, "run this many cycles (instead of --duration)"),
 		duration:    fs.Duration("duration", defaultBenchDuration, "run for this long: duration / cycle.period cycles"),
 		jsonFile:    fs.String("json", "", "write the report to `FILE` as cyclictest --json does, the full report under key \"ecagent\""),
+		explain:     fs.Bool("explain", false, "print what delayed each late cycle (tracefs on cycle.core)"),
 		compare:     fs.Bool("compare-cyclictest", false, "compare with cyclictest (rt-tests), run in blocks interleaved with the cycle's, same settings"),
 		blocks:      fs.Int("blocks", bench.DefaultBlocks, "blocks of --compare-cyclictest, even, half of each side"),
-		histUS:      fs.Int("histogram-us", 1000, "range in µs of the 1 µs wake-up latency histogram (cyclictest -h)"),
+		histUS:      fs.Int("histogram-us", 1000, "range in µs of the latency histogram (cyclictest -h)"),
 		telemetry:   fs.Bool("telemetry", true, "feed the Prometheus registry and scrape /metrics beside the cycle, as an agent does"),
 		scrapeEvery: fs.Duration("scrape-interval", time.Second, "how often --telemetry scrapes /metrics"),
 		cyclictest:  fs.String("cyclictest", "cyclictest", "the cyclictest `binary` for --compare-cyclictest"),

@@ -10,6 +10,7 @@
 //	sim      serve a simulated segment on a network interface
 //	bench    run the cycle for N cycles and report jitter, latency and load
 //	rtcheck  check this host's real-time tuning and say how to fix it
+//	spikes   list the running agent's late cycles, each with what delayed it
 //	config   print the configuration schema (config schema), check a file (config check)
 //	sdo      read or write a CoE object of a slave (SDO upload/download)
 //	slaves, reg, states, crc, sii, alias, foe, master, graph, pdos, domains, data
@@ -93,6 +94,7 @@ func commands() []command {
 		{name: "sim", summary: "serve a simulated EtherCAT segment on a network interface", run: simCommand},
 		{name: "bench", summary: "run the cycle for N cycles and report jitter, latency and load", run: benchCommand},
 		{name: "rtcheck", summary: "check this host's real-time tuning and say how to fix it", run: rtcheckCommand},
+		{name: "spikes", summary: "list the running agent's late cycles, each with what delayed it", run: spikesCommand},
 		{name: "config", summary: "print the configuration schema, or check a configuration file", run: configCommand},
 		{name: "version", summary: "print the version and build information", run: versionCommand},
 	}

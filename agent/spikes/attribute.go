@@ -1,0 +1,273 @@
+package spikes
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// identity is what attribution knows of the cycle process.
+type identity struct {
+	// tid is the cycle thread's; prio its kernel priority (99 − its
+	// SCHED_FIFO priority).
+	tid  int32
+	prio int32
+	// threads are the cycle process's threads, the cycle thread among
+	// them.
+	threads map[int32]bool
+}
+
+// names resolves what records hold as numbers.
+type names interface {
+	irq(num int32) string
+	function(addr uint64) string
+	policy(pid int32, prio int32) string
+}
+
+// softirqNames are the softirq vectors' names (include/linux/interrupt.h).
+var softirqNames = [...]string{"HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"}
+
+func softirqName(vec int32) string {
+	if vec >= 0 && int(vec) < len(softirqNames) {
+		return softirqNames[vec]
+	}
+	return "vec " + strconv.Itoa(int(vec))
+}
+
+// kernelMemoryThreads are the kernel threads whose time is memory
+// management.
+var kernelMemoryThreads = [][]byte{[]byte("khugepaged"), []byte("kcompactd"), []byte("kswapd")}
+
+// causeKey identifies a cause while its time is summed.
+type causeKey struct {
+	class Class
+	name  string
+	pid   int32
+}
+
+// window is one late cycle's times.
+type window struct {
+	cycle               uint64
+	deadline, wake, end int64
+	overrun             bool
+}
+
+// attribute splits the window of w among causes, from the records of the
+// cycle's CPU (in time order, covering the window and what came before
+// it). It returns the spike without Steal.
+func attribute(recs []record, w window, id identity, n names) Spike {
+	to := w.wake
+	if w.overrun {
+		to = w.end
+	}
+	sp := Spike{Cycle: w.cycle, Deadline: w.deadline, Wake: w.wake, End: w.end, Overrun: w.overrun,
+		Late: time.Duration(w.wake - w.deadline)}
+	from := w.deadline
+	if to <= from {
+		return sp
+	}
+	// Start at the last switch before the window: it says who ran.
+	i, _ := slices.BinarySearchFunc(recs, from, func(r record, t int64) int { return cmp.Compare(r.ts, t) })
+	start := -1
+	for j := i - 1; j >= 0; j-- {
+		if recs[j].kind == kindSwitch {
+			start = j
+			break
+		}
+	}
+	if start < 0 {
+		sp.Incomplete = true // the trace does not reach back to the window
+	}
+	if id.tid <= 0 {
+		// The cycle thread is the task on the core when the cycle woke.
+		for j := i; j < len(recs) && recs[j].ts <= w.wake; j++ {
+			if recs[j].kind == kindSwitch {
+				id.tid = recs[j].nextPID
+			}
+		}
+	}
+	st := state{id: id, names: n, cur: -1}
+	if start >= 0 {
+		st.t = recs[start].ts
+	} else {
+		start, st.t = i, from
+	}
+	acc := map[causeKey]time.Duration{}
+	charge := func(until int64) {
+		a, b := max(st.t, from), min(until, to)
+		if b > a {
+			if k, ok := st.cause(w.wake); ok {
+				acc[k] += time.Duration(b - a)
+			}
+		}
+		st.t = until
+	}
+	for _, r := range recs[start:] {
+		if r.ts >= to {
+			break
+		}
+		charge(r.ts)
+		st.apply(&r)
+	}
+	charge(to)
+	if st.cur != id.tid {
+		// At its wake-up and at its job's end the cycle thread runs: a
+		// trace that says otherwise lost events.
+		sp.Incomplete = true
+	}
+	for k, d := range acc {
+		sp.Excess += d
+		sp.Causes = append(sp.Causes, Cause{Class: k.class, Name: k.name, PID: int(k.pid), Time: d})
+	}
+	if sp.Incomplete {
+		sp.Causes = []Cause{{Class: ClassUnknown, Name: "trace incomplete", Time: sp.Excess}}
+	}
+	for i := range sp.Causes {
+		if sp.Excess > 0 {
+			sp.Causes[i].Share = float64(sp.Causes[i].Time) / float64(sp.Excess)
+		}
+	}
+	slices.SortFunc(sp.Causes, func(a, b Cause) int {
+		if c := cmp.Compare(b.Time, a.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return sp
+}
+
+// state is what runs on the CPU at one moment of a replay of its trace.
+type state struct {
+	id    identity
+	names names
+	t     int64
+	// cur is the task running (−1 unknown, 0 idle), its priority and
+	// comm.
+	cur     int32
+	curPrio int32
+	curComm [16]byte
+	// irqs are the hard interrupts being handled (nested), softirq the
+	// vector being run (−1 none).
+	irqs    []int32
+	softirq int32
+	inSoft  bool
+	// work is the function of the workqueue item the running kworker
+	// executes (0 none), by kworker.
+	work map[int32]uint64
+	// compact counts compaction in progress in the running task.
+	compact int
+	// fault is set after a page fault of the cycle process until the
+	// next event.
+	fault bool
+	// runnable is set while the cycle thread is runnable but not
+	// running; throttled once lower-priority work ran meanwhile.
+	runnable, throttled bool
+}
+
+func (s *state) cause(wake int64) (causeKey, bool) {
+	switch {
+	case len(s.irqs) > 0:
+		// A hard interrupt, with interrupts off: it delays the timer
+		// that wakes the cycle as much as the cycle.
+		num := s.irqs[len(s.irqs)-1]
+		return causeKey{class: ClassIRQ, name: s.names.irq(num)}, true
+	case s.cur == s.id.tid:
+		if s.fault || s.compact > 0 {
+			return causeKey{class: ClassKernelMemory, name: "page faults of the cycle process"}, true
+		}
+		return causeKey{}, false // the cycle's own time
+	case s.cur < 0:
+		return causeKey{class: ClassHost, name: "no trace of the core"}, true
+	case !s.runnable:
+		// The cycle's timer has not fired yet: whatever the core runs
+		// meanwhile does not hold the cycle back — a timer that fires
+		// late is the host's (a halted or preempted vCPU, an SMI) or
+		// a section with interrupts off, which no event shows.
+		if s.cur == 0 {
+			return causeKey{class: ClassHost, name: "timer late, core idle (halted or preempted vCPU, SMI)"}, true
+		}
+		return causeKey{class: ClassHost, name: "timer late (preempted vCPU, SMI, or interrupts off)"}, true
+	case s.inSoft:
+		return causeKey{class: ClassSoftirq, name: softirqName(s.softirq)}, true
+	case s.compact > 0:
+		return causeKey{class: ClassKernelMemory, name: "compaction"}, true
+	case s.throttled:
+		return causeKey{class: ClassThrottling, name: "RT throttling: lower-priority work ran while the cycle was runnable"}, true
+	case s.cur == 0:
+		return causeKey{class: ClassHost, name: "core waking from idle"}, true
+	}
+	if fn := s.work[s.cur]; fn != 0 {
+		return causeKey{class: ClassKernelWork, name: "workqueue " + s.names.function(fn)}, true
+	}
+	comm := string(bytes.TrimRight(s.curComm[:], "\x00"))
+	for _, k := range kernelMemoryThreads {
+		if bytes.HasPrefix(s.curComm[:], k) {
+			return causeKey{class: ClassKernelMemory, name: comm, pid: s.cur}, true
+		}
+	}
+	name := fmt.Sprintf("%s/%d %s", comm, s.cur, s.names.policy(s.cur, s.curPrio))
+	if s.curPrio > s.id.prio {
+		// A lower priority kept the core from the runnable cycle without
+		// throttling: it was in the kernel, where this kernel does not
+		// preempt it (Dynamic Preempt: none) until it yields.
+		name += " in kernel, not preemptible"
+	}
+	if s.id.threads[s.cur] {
+		return causeKey{class: ClassSelf, name: name, pid: s.cur}, true
+	}
+	return causeKey{class: ClassTask, name: name, pid: s.cur}, true
+}
+
+func (s *state) apply(r *record) {
+	if r.kind != kindFault {
+		s.fault = false
+	}
+	switch r.kind {
+	case kindSwitch:
+		if r.prevPID == s.id.tid && r.prevState&0xff == 0 {
+			s.runnable = true // preempted: still runnable
+		}
+		s.cur, s.curPrio, s.curComm = r.nextPID, r.nextPrio, r.comm
+		s.irqs, s.inSoft, s.compact = s.irqs[:0], false, 0
+		if r.nextPID == s.id.tid {
+			s.runnable, s.throttled = false, false
+		} else if s.runnable && (r.nextPID == 0 || r.nextPrio > s.id.prio) {
+			s.throttled = true // a lower priority picked over a runnable cycle
+		}
+	case kindWakeup:
+		if r.nextPID == s.id.tid {
+			s.runnable = true
+		}
+	case kindIRQEntry:
+		s.irqs = append(s.irqs, r.num)
+	case kindIRQExit:
+		if len(s.irqs) > 0 {
+			s.irqs = s.irqs[:len(s.irqs)-1]
+		}
+	case kindSoftirqEntry:
+		s.inSoft, s.softirq = true, r.num
+	case kindSoftirqExit:
+		s.inSoft = false
+	case kindWorkStart:
+		if s.work == nil {
+			s.work = map[int32]uint64{}
+		}
+		s.work[r.pid] = r.fn
+	case kindWorkEnd:
+		delete(s.work, r.pid)
+	case kindCompactBegin:
+		s.compact++
+	case kindCompactEnd:
+		if s.compact > 0 {
+			s.compact--
+		}
+	case kindFault:
+		s.fault = s.id.threads[r.pid]
+	}
+	if s.cur < 0 && r.pid >= 0 && r.kind != kindSwitch {
+		s.cur = r.pid // any event names the task it ran in
+	}
+}

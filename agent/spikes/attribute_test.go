@@ -1,0 +1,132 @@
+package spikes
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+
+// fakeNames names without /proc.
+type fakeNames struct{}
+
+func (fakeNames) irq(n int32) string       { return "irq " + strconv.Itoa(int(n)) }
+func (fakeNames) function(a uint64) string { return "fn" + strconv.FormatUint(a, 16) }
+func (fakeNames) policy(_, p int32) string { return "prio " + strconv.Itoa(int(p)) }
+
+const (
+	cycleTID  = 100
+	cyclePrio = 99 - 80
+	us        = int64(time.Microsecond)
+)
+
+func sw(ts int64, prev, next int32, nextPrio int32, comm string, prevState int64) record {
+	r := record{ts: ts, kind: kindSwitch, prevPID: prev, nextPID: next, nextPrio: nextPrio, prevState: prevState}
+	copy(r.comm[:], comm)
+	return r
+}
+
+func ev(ts int64, k kind, pid, num int32) record {
+	return record{ts: ts, kind: k, pid: pid, num: num, nextPID: num}
+}
+
+var id = identity{tid: cycleTID, prio: cyclePrio, threads: map[int32]bool{cycleTID: true, 101: true}}
+
+// TestAttribute replays made-up traces of the cycle's core and checks
+// each cause gets its time, the largest first.
+func TestAttribute(t *testing.T) {
+	const d = 1000 * us // the deadline
+	cases := []struct {
+		name    string
+		recs    []record
+		w       window
+		want    Class
+		wantPID int
+		share   float64
+	}{
+		{name: "a FIFO hog above the cycle",
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				sw(d-100*us, 0, 4711, 9, "hog", 0),
+				ev(d+2*us, kindWakeup, 4711, cycleTID),
+				sw(d+3000*us, 4711, cycleTID, cyclePrio, "cycle", 1),
+				sw(d+3100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 3005*us, end: d + 3090*us}, want: ClassTask, wantPID: 4711, share: 0.99},
+		{name: "the CPU idle: the host",
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				ev(d+4000*us, kindIRQEntry, 0, -1),
+				ev(d+4001*us, kindWakeup, 0, cycleTID),
+				ev(d+4002*us, kindIRQExit, 0, -1),
+				sw(d+4004*us, 0, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+4100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 4006*us, end: d + 4050*us}, want: ClassHost, share: 0.99},
+		{name: "a CFS task runs while the timer is late: the host, not the task",
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				sw(d-400*us, 0, 777, 120, "prometheus", 0),
+				ev(d+2100*us, kindIRQEntry, 777, -1),
+				ev(d+2101*us, kindWakeup, 777, cycleTID),
+				ev(d+2102*us, kindIRQExit, 777, -1),
+				sw(d+2104*us, 777, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+2200*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 2106*us, end: d + 2150*us}, want: ClassHost, share: 0.99},
+		{name: "NET_RX in idle",
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				ev(d-10*us, kindSoftirqEntry, 0, 3),
+				ev(d+1*us, kindWakeup, 0, cycleTID),
+				ev(d+800*us, kindSoftirqExit, 0, 3),
+				sw(d+802*us, 0, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+900*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 804*us, end: d + 850*us}, want: ClassSoftirq, share: 0.98},
+		{name: "throttled: a CFS task runs while the cycle is runnable",
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				ev(d+1*us, kindWakeup, 0, cycleTID),
+				sw(d+2*us, 0, 555, 120, "make", 0),
+				sw(d+5000*us, 555, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+5100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 5002*us, end: d + 5050*us}, want: ClassThrottling, share: 0.99},
+		{name: "an overrun: the cycle preempted by an irq and a kworker",
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				ev(d+1*us, kindWakeup, 0, cycleTID),
+				sw(d+2*us, 0, cycleTID, cyclePrio, "cycle", 0),
+				ev(d+100*us, kindIRQEntry, cycleTID, 24),
+				ev(d+300*us, kindIRQExit, cycleTID, 24),
+				sw(d+310*us, cycleTID, 42, 0, "kworker/1:1", 0),
+				{ts: d + 311*us, kind: kindWorkStart, pid: 42, fn: 0xabc},
+				{ts: d + 1500*us, kind: kindWorkEnd, pid: 42},
+				sw(d+1501*us, 42, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+1600*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 4*us, end: d + 1590*us, overrun: true}, want: ClassKernelWork, share: 0.8},
+		{name: "no trace of the window",
+			recs: []record{sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1)},
+			w:    window{deadline: d, wake: d + 300*us, end: d + 350*us}, want: ClassUnknown, share: 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sp := attribute(c.recs, c.w, id, fakeNames{})
+			if len(sp.Causes) == 0 {
+				t.Fatalf("no causes: %+v", sp)
+			}
+			top := sp.Causes[0]
+			if top.Class != c.want || top.Share < c.share || (c.wantPID != 0 && top.PID != c.wantPID) {
+				t.Errorf("top cause %+v, want %v (pid %d) with ≥ %.2f; all: %+v", top, c.want, c.wantPID, c.share, sp.Causes)
+			}
+			var sum time.Duration
+			for _, cs := range sp.Causes {
+				sum += cs.Time
+			}
+			if sum != sp.Excess {
+				t.Errorf("causes sum to %v, excess %v", sum, sp.Excess)
+			}
+		})
+	}
+}

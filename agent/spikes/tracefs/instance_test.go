@@ -1,0 +1,75 @@
+package tracefs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// openForTest opens an instance of its own name on CPU 0, skipping the
+// test when tracefs is not there or not permitted.
+func openForTest(t *testing.T, events ...string) *Instance {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(DefaultRoot, "instances")); err != nil {
+		t.Skipf("no tracefs at %s: %v", DefaultRoot, err)
+	}
+	in, err := Open(Config{Name: "ecagent-test-" + t.Name(), CPU: 0, BufferKB: 64, Events: events})
+	if errors.Is(err, fs.ErrPermission) {
+		t.Skipf("tracefs not permitted: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// TestInstanceReadsSchedSwitches records CPU 0's scheduler events, reads
+// them back in binary and checks every record is a known event with
+// increasing, CLOCK_MONOTONIC time stamps; on Close the instance is gone.
+func TestInstanceReadsSchedSwitches(t *testing.T) {
+	in := openForTest(t, "sched/sched_switch", "sched/sched_wakeup", "nosuch/event")
+	dir := in.Dir()
+	if got := in.Missing(); len(got) != 1 || got[0] != "nosuch/event" {
+		t.Errorf("Missing = %v, want [nosuch/event]", got)
+	}
+	ids := map[uint16]string{}
+	for _, f := range in.Formats() {
+		ids[f.ID] = f.Name
+	}
+	start := monoNow()
+	deadline := time.Now().Add(5 * time.Second)
+	var n int
+	var last uint64
+	for n < 50 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // make switches on CPU 0, and let the ring fill
+		_, _, err := in.Read(func(ts uint64, rec []byte) {
+			typ := uint16(rec[0]) | uint16(rec[1])<<8
+			if _, ok := ids[typ]; !ok {
+				t.Fatalf("record of type %d, not an enabled event", typ)
+			}
+			if ts < last {
+				t.Fatalf("time stamp %d before the previous %d", ts, last)
+			}
+			last = ts
+			n++
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n < 50 {
+		t.Fatalf("%d records in 5 s", n)
+	}
+	if now := monoNow(); last < start || last > now {
+		t.Errorf("last time stamp %d outside [%d, %d]: not CLOCK_MONOTONIC", last, start, now)
+	}
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("instance %s still there after Close: %v", dir, err)
+	}
+}
