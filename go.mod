@@ -3,6 +3,7 @@ module github.com/ecagent/ecagent
 go 1.26.7
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/eclipse/paho.mqtt.golang v1.5.1
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/knadh/koanf/maps v0.1.3

@@ -3,6 +3,7 @@ package contract
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,9 @@ type Bus struct {
 	// built-in simulated segment made of Devices (the cycle process then
 	// needs an inherited link: ecagent-cycle --link-fd).
 	Interface string `json:"interface" koanf:"interface" help:"network interface of the EtherCAT segment, e.g. eth1; empty runs the built-in simulated segment (in a process of its own)"`
+	// Link is how the cycle process reaches Interface: one of [Links]
+	// (the kinds of master/link, link.Kind).
+	Link string `json:"link" koanf:"link" help:"how the cycle reaches bus.interface: raw (a system call per frame each way), mmap (rings shared with the kernel: one kick per frame, answers read from memory), xdp (AF_XDP with an XDP program that passes every other frame to the host; needs CAP_BPF and CAP_NET_ADMIN and one receive queue), auto (the fastest that works: xdp where the driver has zero-copy, else mmap, else raw); a kind the host or the interface refuses falls back to the next slower one with a log line"`
 	// Devices lists the simulated segment's devices in bus order: model
 	// names, paths of SII EEPROM images ending in .bin or devices of ESI
 	// files, FILE.xml[:DEVICE][@REVISION]. Only the agent reads it (it
@@ -177,6 +181,26 @@ const (
 	MaxPDOEntries        = 254             // entries of one PDO mapping object (sub-index 0 is a UINT8 count)
 )
 
+// The values of bus.link (Bus.Link): the kinds of link of master/link,
+// which the cycle process's tests hold equal to these.
+const (
+	// LinkAuto picks the fastest kind that works on the interface: xdp
+	// where the driver has zero-copy, else mmap, else raw.
+	LinkAuto = "auto"
+	// LinkRaw is a raw socket: a system call per frame each way.
+	LinkRaw = "raw"
+	// LinkMmap is a raw socket with rings shared with the kernel.
+	LinkMmap = "mmap"
+	// LinkXDP is an AF_XDP socket with an XDP program.
+	LinkXDP = "xdp"
+	// DefaultLink is bus.link when not set: the fastest link that works.
+	DefaultLink = LinkAuto
+)
+
+// Links lists the values bus.link accepts, in the order an error lists
+// them.
+func Links() []string { return []string{LinkAuto, LinkRaw, LinkMmap, LinkXDP} }
+
 // PDO mapping object ranges.
 const (
 	FirstRxPDO, LastRxPDO uint16 = 0x1600, 0x17FF
@@ -186,6 +210,7 @@ const (
 // defaultBus is the bus.* keys' defaults.
 func defaultBus() Bus {
 	return Bus{
+		Link: DefaultLink,
 		// Bring-up frames cross slow links and wait on slaves that are
 		// still booting: one cycle period would be far too short.
 		Timeout:      Duration(10 * time.Millisecond),
@@ -199,6 +224,9 @@ func (c Config) busProblems(p *problems) {
 	b := c.Bus
 	if b.Interface != "" && !ValidInterfaceName(b.Interface) {
 		p.add("bus.interface", b.Interface, "must be empty (simulated segment) or a network interface name of at most 15 characters without '/', ':' or spaces")
+	}
+	if !slices.Contains(Links(), b.Link) {
+		p.add("bus.link", b.Link, "must be one of "+strings.Join(Links(), ", "))
 	}
 	if n := b.ExpectedSlaves; n < 0 || n > MaxSlaves {
 		p.add("bus.expectedslaves", n, fmt.Sprintf("must be between 0 (accept what is found) and %d", MaxSlaves))

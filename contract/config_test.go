@@ -91,6 +91,7 @@ func TestConfigErrors(t *testing.T) {
 		{"two values", `{} {}`, []string{"more than one JSON value"}},
 		{"syntax", `{"cycle":`, []string{"unexpected EOF"}},
 		{"interface", `{"bus":{"interface":"eth0:1"}}`, []string{`bus.interface = "eth0:1": must be empty`}},
+		{"link", `{"bus":{"link":"dpdk"}}`, []string{`bus.link = "dpdk": must be one of auto, raw, mmap, xdp`}},
 		{"bus", `{"bus":{"expectedslaves":-1,"statetimeout":"1h","alarmcycles":-1}}`, []string{
 			`bus.expectedslaves = "-1": must be between 0 (accept what is found) and 65535`,
 			`bus.statetimeout = "1h": must be between 100ms and 5m`,

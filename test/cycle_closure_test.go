@@ -18,7 +18,9 @@ var cycleForbidden = []struct {
 	what    string
 }{
 	{regexp.MustCompile(`^net/http(/|$)`), "HTTP"},
-	{regexp.MustCompile(`^crypto(/|$)`), "crypto (TLS, crypto/rand)"},
+	// crypto/sha1, sha256 and rand come with cilium/ebpf, the AF_XDP
+	// link's loader (program tags, map names); TLS and certificates stay out.
+	{regexp.MustCompile(`^crypto/(tls|x509|ecdsa|rsa|ed25519|ecdh)(/|$)`), "crypto (TLS, certificates)"},
 	{regexp.MustCompile(`^google\.golang\.org/(grpc|protobuf)(/|$)`), "gRPC and protobuf (OTLP)"},
 	{regexp.MustCompile(`^go\.opentelemetry\.io/`), "OpenTelemetry"},
 	{regexp.MustCompile(`mqtt`), "MQTT (paho, mochi-mqtt, our mqtt/)"},
@@ -30,10 +32,12 @@ var cycleForbidden = []struct {
 }
 
 // maxCycleDeps bounds the number of packages in the cycle program's
-// closure (105 with Go 1.26, almost all of them the standard library's):
-// a new dependency that none of cycleForbidden names still shows here.
-// Raise it knowingly.
-const maxCycleDeps = 140
+// closure (105 with Go 1.26, almost all of them the standard library's;
+// 188 with the AF_XDP link, whose loader cilium/ebpf brings its asm, BTF
+// and link packages and the hashes above — the cycle process stays within
+// 8 MiB resident on every link, docs/performance.md): a new dependency
+// that none of cycleForbidden names still shows here. Raise it knowingly.
+const maxCycleDeps = 195
 
 // TestCycleProgramClosure fails when the dependency closure of
 // cmd/ecagent-cycle takes in one of the agent's libraries, naming the
@@ -62,7 +66,7 @@ func TestCycleClosureCheckSeesTheAgent(t *testing.T) {
 			t.Errorf("chain %v does not start at %s", f.chain, root)
 		}
 	}
-	for _, want := range []string{"HTTP", "crypto (TLS, crypto/rand)", "Prometheus", "YAML", "koanf", "pflag", "the agent's packages"} {
+	for _, want := range []string{"HTTP", "crypto (TLS, certificates)", "Prometheus", "YAML", "koanf", "pflag", "the agent's packages"} {
 		if !found[want] {
 			t.Errorf("the check does not find %s in the agent's closure", want)
 		}

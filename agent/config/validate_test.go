@@ -83,6 +83,7 @@ func TestValidate(t *testing.T) {
 		{"too many expected slaves", func(c *Config) { c.Bus.ExpectedSlaves = 70000 }, "bus.expectedslaves"},
 		{"interface", func(c *Config) { c.Bus.Interface = "enp3s0f1" }, ""},
 		{"interface with a slash", func(c *Config) { c.Bus.Interface = "a/b" }, "bus.interface"},
+		{"unknown link", func(c *Config) { c.Bus.Link = "dpdk" }, "bus.link"},
 		{"interface too long", func(c *Config) { c.Bus.Interface = "abcdefghijklmnop" }, "bus.interface"},
 		{"no devices on the simulated segment", func(c *Config) { c.Bus.Devices = nil }, "bus.devices"},
 		{"no devices with a real interface", func(c *Config) { c.Bus.Interface = "eth1"; c.Bus.Devices = nil }, ""},

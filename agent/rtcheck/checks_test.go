@@ -365,6 +365,23 @@ func TestNICRings(t *testing.T) {
 	})
 }
 
+func TestNICXDP(t *testing.T) {
+	with := func(x fixtureXDP) func(*Options) { return func(o *Options) { o.XDP = x } }
+	zc := fixtureXDP{f: XDPFeatures{Redirect: true, ZeroCopy: true}}
+	queues := []edit{write("sys/class/net/eth1/queues/rx-0/rps_cpus", "0\n"), write("sys/class/net/eth1/queues/rx-1/rps_cpus", "0\n"),
+		write("sys/class/net/eth1/queues/tx-0/xps_cpus", "0\n")}
+	runScenarios(t, "nic_xdp", []scenario{
+		{name: "zero-copy, one queue", base: "tuned", opts: with(zc), edits: queues[:1], status: Pass, found: "eth1 (igb): native XDP with zero-copy, 1 receive queue(s): bus.link auto uses xdp"},
+		{name: "zero-copy, two queues", base: "tuned", opts: with(zc), edits: queues, status: Warn,
+			found: "but 2 receive queues", fix: "sudo ethtool -L eth1 combined 1"},
+		{name: "copy mode", base: "tuned", opts: with(fixtureXDP{f: XDPFeatures{Redirect: true}}), status: Pass, found: "copy mode only (no zero-copy): xdp costs what mmap costs; bus.link auto uses mmap"},
+		{name: "generic only", base: "tuned", opts: with(fixtureXDP{}), status: Pass, found: "no native XDP in the driver"},
+		{name: "old kernel", base: "tuned", opts: with(fixtureXDP{err: fmt.Errorf("eth1: %w", ErrNotSupported)}), status: Pass, found: "does not report XDP features"},
+		{name: "netlink error", base: "tuned", opts: with(fixtureXDP{err: errors.New("permission denied")}), status: Warn, found: "cannot read the XDP features of eth1: permission denied"},
+		{name: "no interface", base: "tuned", opts: noInterface, status: Skip, found: "no interface configured"},
+	})
+}
+
 func TestNICNetworkManager(t *testing.T) {
 	runScenarios(t, "nic_networkmanager", []scenario{
 		{name: "not running", base: "stock", edits: []edit{remove("run/NetworkManager")}, status: Skip, found: "not running"},

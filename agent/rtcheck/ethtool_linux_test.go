@@ -67,7 +67,7 @@ func TestEthtoolInterface(t *testing.T) {
 	for _, c := range []struct {
 		id  string
 		run func(*host) verdict
-	}{{"nic_link", checkNICLink}, {"nic_coalescing", checkNICCoalescing}, {"nic_offloads", checkNICOffloads}, {"nic_rings", checkNICRings}} {
+	}{{"nic_link", checkNICLink}, {"nic_coalescing", checkNICCoalescing}, {"nic_offloads", checkNICOffloads}, {"nic_rings", checkNICRings}, {"nic_xdp", checkNICXDP}} {
 		v := c.run(h)
 		t.Logf("%s: %v %s", c.id, v.status, v.found)
 		if !v.status.valid() || v.found == "" {

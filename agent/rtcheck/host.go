@@ -24,6 +24,7 @@ type host struct {
 	iface               string
 	priority            int
 	nic                 NICInfo
+	xdp                 XDPProber
 }
 
 func newHost(o Options) *host {
@@ -36,6 +37,10 @@ func newHost(o Options) *host {
 		iface:    o.Interface,
 		priority: o.Priority,
 		nic:      o.NIC,
+		xdp:      o.XDP,
+	}
+	if h.xdp == nil {
+		h.xdp = NetlinkXDP{}
 	}
 	if h.proc == "" {
 		h.proc = "/proc"

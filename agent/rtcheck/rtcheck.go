@@ -112,6 +112,9 @@ type Options struct {
 	// NIC reads the interface's ethtool settings; nil uses the kernel's
 	// ethtool ioctls ([EthtoolNIC]).
 	NIC NICInfo
+	// XDP asks what the NIC's driver can do with XDP; nil asks the
+	// kernel's netdev netlink family ([NetlinkXDP]).
+	XDP XDPProber
 }
 
 // DefaultOptions returns options for the real host with no cycle core and no
@@ -161,6 +164,7 @@ func registry() []check {
 		nicCoalescingCheck(),
 		nicOffloadsCheck(),
 		nicRingsCheck(),
+		nicXDPCheck(),
 		nicNetworkManagerCheck(),
 	}
 }

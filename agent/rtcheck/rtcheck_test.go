@@ -84,8 +84,17 @@ func fixtureOptions(root string, nic NICInfo) Options {
 		Interface: "eth1",
 		Priority:  80,
 		NIC:       nic,
+		XDP:       fixtureXDP{f: XDPFeatures{Redirect: true, ZeroCopy: true}},
 	}
 }
+
+// fixtureXDP is an XDPProber with a fixed answer.
+type fixtureXDP struct {
+	f   XDPFeatures
+	err error
+}
+
+func (x fixtureXDP) XDPFeatures(string) (XDPFeatures, error) { return x.f, x.err }
 
 func TestFixtureTrees(t *testing.T) {
 	tests := []struct {
@@ -97,14 +106,14 @@ func TestFixtureTrees(t *testing.T) {
 			"preempt_rt": Pass, "isolcpus": Pass, "nohz_full": Pass, "rcu_nocbs": Pass,
 			"cpufreq_governor": Pass, "cstates": Pass, "irq_affinity": Pass, "clocksource": Pass,
 			"rt_throttling": Pass, "sched_fifo": Pass, "mlock": Pass, "dma_latency": Pass, "swap": Pass,
-			"nic_link": Pass, "nic_coalescing": Pass, "nic_offloads": Pass, "nic_rings": Pass,
+			"nic_link": Pass, "nic_coalescing": Pass, "nic_offloads": Pass, "nic_rings": Pass, "nic_xdp": Pass,
 			"nic_networkmanager": Pass,
 		}},
 		{"testdata/stock", stockNIC(), map[string]Status{
 			"preempt_rt": Fail, "isolcpus": Fail, "nohz_full": Fail, "rcu_nocbs": Fail,
 			"cpufreq_governor": Warn, "cstates": Warn, "irq_affinity": Fail, "clocksource": Warn,
 			"rt_throttling": Warn, "sched_fifo": Fail, "mlock": Fail, "dma_latency": Warn, "swap": Warn,
-			"nic_link": Fail, "nic_coalescing": Warn, "nic_offloads": Warn, "nic_rings": Warn,
+			"nic_link": Fail, "nic_coalescing": Warn, "nic_offloads": Warn, "nic_rings": Warn, "nic_xdp": Pass,
 			"nic_networkmanager": Warn,
 		}},
 	}

@@ -184,8 +184,8 @@ func TestRTCheckJSONAndExitCode(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &results); err != nil {
 		t.Fatalf("rtcheck --json: %v\n%s", err, out)
 	}
-	if len(results) != 18 {
-		t.Errorf("%d checks, want 18", len(results))
+	if len(results) != 19 {
+		t.Errorf("%d checks, want 19", len(results))
 	}
 	failed := false
 	for _, r := range results {

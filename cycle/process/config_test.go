@@ -1,11 +1,13 @@
 package process
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/master/link"
 )
 
 // TestMasterConfig: the configuration reaches the master as written: DC
@@ -39,5 +41,21 @@ func TestDriveConfig(t *testing.T) {
 	}
 	if _, err := driveConfig(contract.Drive{Mode: "csp", Target: contract.Target{Kind: "step"}}); err == nil {
 		t.Error("an unknown target kind translated")
+	}
+}
+
+// TestLinkKinds: bus.link accepts exactly the kinds of link the cycle
+// opens (the contract cannot import master/link, so the two lists are
+// held equal here).
+func TestLinkKinds(t *testing.T) {
+	var kinds []string
+	for _, k := range link.Kinds() {
+		kinds = append(kinds, string(k))
+	}
+	if !slices.Equal(kinds, contract.Links()) {
+		t.Errorf("master/link kinds %q, contract bus.link values %q", kinds, contract.Links())
+	}
+	if contract.DefaultLink != string(link.KindAuto) {
+		t.Errorf("default bus.link %q, want %q", contract.DefaultLink, link.KindAuto)
 	}
 }

@@ -1,13 +1,16 @@
 package process
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,23 +38,16 @@ func TestCycleAllocatesNothingAfterMaintenance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a cycle process for seconds")
 	}
-	const period = time.Millisecond
-	devices := []string{"EK1100", "EL2004", "EL2004", "EL1014", "EL1014", "EL4132", "EK1110", "AKD"}
-	const (
-		unplugged = 3 // an EL1014
-		alError   = 5 // the EL4132
-		foeSlave  = 7 // the AKD
-	)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	allocatesNothingAfterMaintenance(t, socketPairSegment)
+}
 
-	// The segment, served on one end of a socket pair; the cycle gets the
-	// other end as an inherited descriptor, as the agent hands it over.
-	devs, err := sim.ParseDevices(devices)
-	if err != nil {
-		t.Fatal(err)
-	}
-	simSeg := sim.NewSegment(devs)
+// segmentWire connects a simulated segment's end to the cycle: it returns
+// the segment's link and sets cfg and o so that Run reaches the other end.
+type segmentWire func(t *testing.T, cfg *Config, o *Options) link.Link
+
+// socketPairSegment: one end of a socket pair for the segment, the other
+// inherited by the cycle as a descriptor, as the agent hands it over.
+func socketPairSegment(t *testing.T, cfg *Config, o *Options) link.Link {
 	a, b, err := link.NewSocketPair()
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +62,48 @@ func TestCycleAllocatesNothingAfterMaintenance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.LinkFD = fd
+	return a
+}
+
+// lockedBuffer is a bytes.Buffer several goroutines may write.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func allocatesNothingAfterMaintenance(t *testing.T, wire segmentWire) {
+	const period = time.Millisecond
+	devices := []string{"EK1100", "EL2004", "EL2004", "EL1014", "EL1014", "EL4132", "EK1110", "AKD"}
+	const (
+		unplugged = 3 // an EL1014
+		alError   = 5 // the EL4132
+		foeSlave  = 7 // the AKD
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// The segment, served on the link wire gives it.
+	devs, err := sim.ParseDevices(devices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simSeg := sim.NewSegment(devs)
+	cfg := Default()
+	opts := Options{LinkFD: -1}
+	a := wire(t, &cfg, &opts)
 	simCtx, stopSim := context.WithCancel(context.Background())
 	simDone := make(chan struct{})
 	go func() { _ = simSeg.Serve(simCtx, a); close(simDone) }()
@@ -79,7 +117,6 @@ func TestCycleAllocatesNothingAfterMaintenance(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer seg.Close()
-	cfg := Default()
 	cfg.Bus.ExpectedSlaves = len(devices)
 	cfg.Bus.Timeout = Duration(100 * time.Millisecond) // a shared, loaded machine
 	cfg.Cycle.Period, cfg.Cycle.SHM = Duration(period), path
@@ -89,10 +126,17 @@ func TestCycleAllocatesNothingAfterMaintenance(t *testing.T) {
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan error, 1)
 	var report Report
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var warnings lockedBuffer // a link refused would say so here
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, &warnings), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	defer func() {
+		if w := warnings.String(); strings.Contains(w, "bus.link refused") {
+			t.Errorf("the cycle did not run on the link asked for:\n%s", w)
+		}
+	}()
 	go func() {
 		var err error
-		report, err = Run(runCtx, cfg, Options{LinkFD: fd, running: func(r *recoverer) { running <- r }}, log)
+		opts.running = func(r *recoverer) { running <- r }
+		report, err = Run(runCtx, cfg, opts, log)
 		runDone <- err
 	}()
 	requests := uint64(0) // sent to the endpoint

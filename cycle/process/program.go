@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/master/link/xdp"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -126,7 +128,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 	if p := seg.Layout().Period; p != 0 && p != period {
 		return rep, fmt.Errorf("cycle: segment %s was made for a %v cycle, configuration says %v", cfg.Cycle.SHM, p, period)
 	}
-	l, err := openCycleLink(cfg, o)
+	l, err := openCycleLink(cfg, o, log)
 	if err != nil {
 		return rep, err
 	}
@@ -306,7 +308,7 @@ func (c *steadyCounts) report(rep *Report) {
 	rep.MaintenanceRequests = c.requests() - c.requests0
 }
 
-func openCycleLink(cfg Config, o Options) (link.Link, error) {
+func openCycleLink(cfg Config, o Options, log *slog.Logger) (link.Link, error) {
 	if o.LinkFD >= 0 {
 		l, err := link.FileLink(o.LinkFD)
 		if err != nil {
@@ -317,11 +319,64 @@ func openCycleLink(cfg Config, o Options) (link.Link, error) {
 	if cfg.Bus.Interface == "" {
 		return nil, errors.New("cycle: no link: neither an inherited link nor bus.interface")
 	}
-	l, err := link.Open(cfg.Bus.Interface, nil)
+	l, err := OpenInterface(cfg.Bus.Interface, link.Kind(cfg.Bus.Link), log)
 	if err != nil {
 		return nil, &linkError{fmt.Errorf("cycle: %w", err)}
 	}
 	return l, nil
+}
+
+// OpenInterface opens the link of the kind asked for (bus.link) on
+// ifname for a master, or, when the host or the interface refuses it,
+// the next slower kind (link.Kind.Fallbacks), saying so in the log: xdp
+// needs CAP_BPF and CAP_NET_ADMIN and an interface with one receive
+// queue, and an interface can hold one XDP program only. With
+// link.KindAuto an xdp link in copy mode (no zero-copy driver) gives way
+// to mmap, which costs the same copies and system calls without taking
+// the interface's XDP hook. When every kind fails the error is the raw
+// socket's.
+func OpenInterface(ifname string, kind link.Kind, log *slog.Logger) (link.Link, error) {
+	var refused []string
+	for _, k := range kind.Fallbacks() {
+		l, err := openKind(ifname, k)
+		if err == nil && kind == link.KindAuto && k == link.KindXDP && !l.(*xdp.Socket).ZeroCopy() {
+			_ = l.Close()
+			refused = append(refused, "xdp: the driver has no zero-copy mode, and copy mode is no faster than mmap")
+			continue
+		}
+		if err != nil {
+			if k == link.KindRaw {
+				return nil, err
+			}
+			refused = append(refused, err.Error())
+			continue
+		}
+		attrs := []any{"interface", ifname, "link", k}
+		if x, ok := l.(*xdp.Socket); ok {
+			attrs = append(attrs, "xdp_mode", x.Mode(), "zero_copy", x.ZeroCopy())
+		}
+		if len(refused) > 0 {
+			attrs = append(attrs, "bus.link", kind, "passed_over", strings.Join(refused, "; "))
+		}
+		if len(refused) > 0 && kind != link.KindAuto {
+			log.Warn("bus.link refused by the host or the interface; using the next link that works", attrs...)
+		} else {
+			log.Info("link to the segment", attrs...)
+		}
+		return l, nil
+	}
+	return nil, errors.New("no link kind to try") // Fallbacks always ends with raw
+}
+
+// openKind opens one kind of link on ifname with the master's defaults.
+func openKind(ifname string, k link.Kind) (link.Link, error) {
+	switch k {
+	case link.KindXDP:
+		return xdp.Open(ifname)
+	case link.KindMmap:
+		return link.OpenMmap(ifname, nil)
+	}
+	return link.Open(ifname, nil)
 }
 
 // checkCycleFits refuses a period shorter than what the bus needs: it

@@ -128,3 +128,28 @@ func inInitialUserNamespace() bool {
 	f := strings.Fields(string(b))
 	return len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295"
 }
+
+// pthreadStacks reports whether the runtime starts its threads through
+// the C library (a binary built with cgo, dynamically linked to it): each
+// then gets a C stack of RLIMIT_STACK, 8 MiB by default, mapped in full.
+// It looks for the C library among the process's mappings.
+func pthreadStacks() bool {
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		name := f[len(f)-1]
+		if i := strings.LastIndexByte(name, '/'); i >= 0 {
+			name = name[i+1:]
+		}
+		if strings.HasPrefix(name, "libc.so") || strings.HasPrefix(name, "libc-") || strings.HasPrefix(name, "ld-musl") {
+			return true
+		}
+	}
+	return false
+}

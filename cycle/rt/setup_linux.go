@@ -195,6 +195,13 @@ func (s *Setup) Refused() []Result {
 // an unprivileged container with the default 8 MiB would lose its cycle
 // at the first heap growth after bring-up. There the touched pages stay
 // locked and the result says that later ones are not.
+//
+// A binary linked with the C library (cgo) does not lock later mappings either: the
+// runtime's threads started after this have C stacks of 8 MiB each, and
+// the kernel counts a locked mapping at its full size (on-fault or not),
+// so VmLck grew to 144–360 MiB with a few threads of 9 MiB resident
+// (docs/performance-log.md). Build the cycle program with CGO_ENABLED=0,
+// as the release image does, to have both.
 func lockMemory() error {
 	future := futureLockUnlimited() // first: it may raise the limit
 	if err := lockResident(); err != nil {
@@ -203,7 +210,18 @@ func lockMemory() error {
 	if future != nil {
 		return future
 	}
+	if pthreadStacks() {
+		return cgoFutureError{}
+	}
 	return lockFuture()
+}
+
+// cgoFutureError says why a binary built with cgo locks only the pages
+// touched so far.
+type cgoFutureError struct{}
+
+func (cgoFutureError) Error() string {
+	return "pages touched so far are locked, memory mapped later is not: this program is built with cgo, whose threads' 8 MiB C stacks would each count in full as locked memory (VmLck); build it with CGO_ENABLED=0, as the release image is"
 }
 
 // lockFuture locks mappings made from now on, page by page as they are

@@ -2,7 +2,8 @@
 // EtherType 0x88A4, EtherCAT payload) between an EtherCAT master and a
 // segment, real or simulated.
 //
-// Three kinds of [Link] are provided:
+// These kinds of [Link] are provided (and, in package master/link/xdp, an
+// AF_XDP one):
 //
 //   - [RawSocket] is an AF_PACKET SOCK_RAW socket bound to one network
 //     interface and to EtherType 0x88A4 (Linux only). It does not see the
@@ -17,6 +18,11 @@
 //     from the socket's own address, the bit an ESC's port 0 sets either
 //     way; the kernel drops the rest before it is queued. A simulated
 //     segment opens its end with [SegmentConfig].
+//   - [MmapSocket] is a RawSocket whose frames go through rings of memory
+//     shared with the kernel (PACKET_MMAP, TPACKET_V2): a frame sent is a
+//     copy into the transmit ring and one kick, an answer is read from the
+//     receive ring with its receive time and no system call. [Kind] names
+//     the kinds a master can open on an interface (the key bus.link).
 //   - [PipeEnd] is one end of an in-process pair made by [NewPipe]: frames are
 //     copied into fixed, pre-allocated slots; a full queue drops the frame and
 //     counts it, the sender never blocks.

@@ -122,7 +122,7 @@ func (c *fdConn) send(frame []byte) error {
 		case unix.EPIPE, unix.ECONNRESET:
 			return c.errs.sendClosed
 		default:
-			return &OpError{Op: "send", Link: c.name, Err: err}
+			return c.errs.sendErr(c.name, err)
 		}
 	}
 }
@@ -151,7 +151,7 @@ func (c *fdConn) recv(buf []byte, deadline time.Time) (int, error) {
 		case err == unix.ECONNRESET:
 			return 0, c.errs.recvClosed
 		case err != nil:
-			return 0, &OpError{Op: "recv", Link: c.name, Err: err}
+			return 0, c.errs.recvErr(c.name, err)
 		case n == 0 && c.eofIsClose:
 			return 0, c.errs.recvClosed
 		}
@@ -240,7 +240,7 @@ func (c *fdConn) poll(buf []byte) (n int, received int64, err error) {
 		case errno == unix.ECONNRESET:
 			return 0, 0, c.errs.recvClosed
 		case errno != 0:
-			return 0, 0, &OpError{Op: "recv", Link: c.name, Err: errno}
+			return 0, 0, c.errs.recvErr(c.name, errno)
 		case r == 0 && c.eofIsClose:
 			return 0, 0, c.errs.recvClosed
 		}
@@ -314,7 +314,7 @@ func (c *fdConn) spinRecv(buf []byte, deadline time.Time) (n int, err error, don
 		case err == unix.ECONNRESET:
 			return 0, c.errs.recvClosed, true
 		case err != nil:
-			return 0, &OpError{Op: "recv", Link: c.name, Err: err}, true
+			return 0, c.errs.recvErr(c.name, err), true
 		case n == 0 && c.eofIsClose:
 			return 0, c.errs.recvClosed, true
 		default:

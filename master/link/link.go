@@ -4,8 +4,13 @@ import (
 	"errors"
 	"net"
 	"os"
+	"syscall"
 	"time"
 )
+
+// syscallENETDOWN is the error of an operation on an interface that is
+// down, as the system calls return it.
+const syscallENETDOWN = syscall.ENETDOWN
 
 // Link sends and receives whole Ethernet frames.
 type Link interface {
@@ -173,6 +178,10 @@ type presetErrors struct {
 	recvClosed  error
 	sendClosed  error
 	statsClosed error
+	// The interface is down (ENETDOWN): a cycle meets it every period
+	// until the interface is up again, and must not allocate for it.
+	sendDown error
+	recvDown error
 }
 
 func newPresetErrors(name string) presetErrors {
@@ -181,7 +190,26 @@ func newPresetErrors(name string) presetErrors {
 		recvClosed:  &OpError{Op: "recv", Link: name, Err: ErrClosed},
 		sendClosed:  &OpError{Op: "send", Link: name, Err: ErrClosed},
 		statsClosed: &OpError{Op: "stats", Link: name, Err: ErrClosed},
+		sendDown:    &OpError{Op: "send", Link: name, Err: syscallENETDOWN},
+		recvDown:    &OpError{Op: "recv", Link: name, Err: syscallENETDOWN},
 	}
+}
+
+// sendErr returns the error of a send that failed with errno, built once
+// for the errors a cycle meets period after period.
+func (p *presetErrors) sendErr(name string, errno error) error {
+	if errno == syscallENETDOWN {
+		return p.sendDown
+	}
+	return &OpError{Op: "send", Link: name, Err: errno}
+}
+
+// recvErr is sendErr for a receive.
+func (p *presetErrors) recvErr(name string, errno error) error {
+	if errno == syscallENETDOWN {
+		return p.recvDown
+	}
+	return &OpError{Op: "recv", Link: name, Err: errno}
 }
 
 // hardwareAddr is a MAC address stored by value.

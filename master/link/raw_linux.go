@@ -69,7 +69,7 @@ func Open(ifname string, cfg *Config) (*RawSocket, error) {
 		return nil, openErr(fmt.Errorf("socket: %w", err))
 	}
 	s := &RawSocket{ifname: ifname, addr: hardwareAddr(ifi.HardwareAddr)}
-	if err := s.configure(fd, ifi.Index, cfg); err != nil {
+	if err := s.configure(fd, ifi.Index, cfg, nil); err != nil {
 		unix.Close(fd)
 		return nil, openErr(err)
 	}
@@ -83,7 +83,10 @@ func Open(ifname string, cfg *Config) (*RawSocket, error) {
 }
 
 // configure sets the socket options, binds and joins promiscuous mode.
-func (s *RawSocket) configure(fd, ifindex int, cfg *Config) error {
+// beforeBind, when not nil, runs just before the bind: a memory-mapped
+// link sets up its rings there, which the kernel refuses on a bound,
+// running socket.
+func (s *RawSocket) configure(fd, ifindex int, cfg *Config, beforeBind func(fd int) error) error {
 	// A socket bound to one EtherType never gets its own transmissions
 	// back: the kernel copies outgoing frames only to ETH_P_ALL sockets,
 	// and never to the sender. PACKET_IGNORE_OUTGOING (4.20+) makes that
@@ -115,6 +118,11 @@ func (s *RawSocket) configure(fd, ifindex int, cfg *Config) error {
 			return err
 		}
 		s.ownFramesOnly = true
+	}
+	if beforeBind != nil {
+		if err := beforeBind(fd); err != nil {
+			return err
+		}
 	}
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(EtherTypeEtherCAT), Ifindex: ifindex}); err != nil {
 		return fmt.Errorf("bind: %w", err)

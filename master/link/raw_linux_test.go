@@ -408,6 +408,11 @@ func TestRawSocketInterfaceDownAndUp(t *testing.T) {
 	if !errors.Is(err, unix.ENETDOWN) || !strings.HasPrefix(err.Error(), "link: recv on "+v.ifB+": ") {
 		t.Fatalf("Recv with the interface down = %v, want ENETDOWN naming %s", err, v.ifB)
 	}
+	frame := testFrame(100, a.HardwareAddr(), b.HardwareAddr(), 0x55)
+	if err := b.Send(frame); !errors.Is(err, unix.ENETDOWN) {
+		t.Errorf("Send with the interface down = %v, want ENETDOWN", err)
+	}
+	sendWhileDownAllocatesNothing(t, b, frame)
 	if err := v.ip("link", "set", v.ifB, "up"); err != nil {
 		t.Fatal(err)
 	}

@@ -69,3 +69,13 @@ func (s *RawSocket) OwnFramesOnly() bool { return false }
 func (s *RawSocket) Stats() (Stats, error) {
 	return Stats{}, &OpError{Op: "stats", Link: s.ifname, Err: errNotLinux()}
 }
+
+// MmapSocket is a memory-mapped packet socket; it exists only on Linux,
+// and OpenMmap fails elsewhere with an error matching
+// errors.ErrUnsupported.
+type MmapSocket struct{ RawSocket }
+
+// OpenMmap fails: packet rings are not supported on this GOOS.
+func OpenMmap(ifname string, cfg *Config) (*MmapSocket, error) {
+	return nil, &OpError{Op: "open", Link: ifname, Err: errNotLinux()}
+}
