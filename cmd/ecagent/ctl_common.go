@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,24 +16,38 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/cycle/maintenance"
+	"github.com/ecagent/ecagent/ethercat/esc"
 )
 
-// ctlFlags are the flags of the maintenance commands (slaves, reg, states,
-// crc, sii, alias, master): where the segment is, and how to print.
+// ctlFlags are the flags of the maintenance commands: which segment, and
+// how to print.
 type ctlFlags struct {
-	bus  busFlags
-	shm  *string
+	seg  segmentFlags
 	json *bool
 	// bringUp makes a segment opened here go through the agent's
 	// bring-up (PDO configuration, image mapping) before the requests.
 	bringUp bool
+	// preop takes the slaves of a segment opened here to PREOP, where
+	// their mailboxes run (under the agent they are in OP).
+	preop bool
+	// at is where the requests went, once open found out.
+	at *reached
+}
+
+// reached is the segment a command reached.
+type reached struct {
+	// agent is set when the requests go through a running agent.
+	agent bool
+	// simulated is set when the segment is the built-in simulator's
+	// (--sim, or an agent that runs it).
+	simulated bool
 }
 
 func addCtlFlags(fs *pflag.FlagSet) ctlFlags {
 	return ctlFlags{
-		bus:  addBusFlags(fs),
-		shm:  fs.String("cycle.shm", config.DefaultSHM, "shared-memory `path` of a running agent; its socket is PATH.d/ctl"),
+		seg:  addSegmentFlags(fs),
 		json: fs.Bool("json", false, "print the result as JSON"),
+		at:   &reached{},
 	}
 }
 
@@ -40,15 +55,72 @@ func addCtlFlags(fs *pflag.FlagSet) ctlFlags {
 func ctlGroups(own ...string) []flagGroup {
 	return []flagGroup{
 		{title: "Flags", flags: append(own, "json")},
-		{title: "Segment (a running agent's socket first, else opened here)",
-			flags: []string{"cycle.shm", "iface", "devices", "timeout", "log.level"}},
+		{title: "Segment (the running agent's, else --iface or --sim)", flags: segmentFlagNames},
 	}
 }
 
 // ctlNotes is the paragraph every maintenance command's help ends with.
-const ctlNotes = "When an agent runs on the segment (its socket PATH.d/ctl of --cycle.shm answers) the request " +
-	"goes to its cycle process, which carries it in its frames; else the command opens --iface (or " +
-	"the built-in simulated segment) itself. SLAVE is the ring position (0 first)."
+const ctlNotes = "The request goes to the running agent, found through its configuration " +
+	"(--cycle.shm, else ECAGENT_CYCLE_SHM, else cycle.shm of --config or ECAGENT_CONFIG, else " +
+	config.DefaultSHM + "), which carries it in its cycle's frames. Only when no agent answers does " +
+	"--iface open the interface here, and not when an agent drives it (exit 4; --second-master forces " +
+	"it); --sim uses the built-in simulated segment, and the output says so. SLAVE is the ring " +
+	"position (0 first)."
+
+// session is an open way to the segment: a running agent's maintenance
+// socket, or a segment opened here with the same Handler.
+type session struct {
+	call  func(ctx context.Context, req maintenance.Request, progress func(done, total int)) (json.RawMessage, error)
+	close func()
+}
+
+// open reaches the segment the flags name (see segmentFlags.open) and
+// records where in c.at.
+func (c ctlFlags) open(ctx context.Context, e *env, cmd string) (*session, error) {
+	t, err := c.seg.open(ctx, e)
+	if err != nil {
+		return nil, wrapUnlessUsage(cmd, err)
+	}
+	*c.at = reached{agent: t.client != nil, simulated: t.simulated}
+	if t.client != nil {
+		cl := t.client
+		return &session{
+			call: func(ctx context.Context, req maintenance.Request, progress func(done, total int)) (json.RawMessage, error) {
+				if progress != nil {
+					return cl.CallProgress(ctx, req, progress)
+				}
+				return cl.Call(ctx, req)
+			},
+			close: func() { _ = cl.Close() },
+		}, nil
+	}
+	m, _, closeBus, err := t.scan(ctx, e, 0)
+	if err != nil {
+		return nil, wrapUnlessUsage(cmd, err)
+	}
+	if c.bringUp {
+		if err := m.BringUp(ctx); err != nil {
+			closeBus()
+			return nil, fmt.Errorf("%s: bring-up: %w", cmd, err)
+		}
+	}
+	if c.preop && !c.bringUp {
+		if err := m.RequestState(ctx, esc.StatePreOp); err != nil {
+			closeBus()
+			return nil, fmt.Errorf("%s: %w", cmd, err)
+		}
+	}
+	h := maintenance.NewHandler(m, t.iface, nil)
+	return &session{
+		call: func(ctx context.Context, req maintenance.Request, progress func(done, total int)) (json.RawMessage, error) {
+			if progress != nil {
+				ctx = maintenance.WithProgress(ctx, progress)
+			}
+			return h.Call(ctx, req, os.Getuid())
+		},
+		close: closeBus,
+	}, nil
+}
 
 // call runs req on the segment the flags name and decodes its result into
 // res: through a running agent's control socket when one answers for
@@ -66,26 +138,12 @@ func (c ctlFlags) callEach(ctx context.Context, e *env, cmd string, reqs []maint
 	if after == nil {
 		after = func(int) {}
 	}
-	cl, ok, err := c.agent(ctx)
+	s, err := c.open(ctx, e, cmd)
 	if err != nil {
-		return fmt.Errorf("%s: %w", cmd, err)
+		return err
 	}
-	if ok {
-		defer cl.Close()
-		return callAll(cmd, reqs, res, after, func(req maintenance.Request) (json.RawMessage, error) { return cl.Call(ctx, req) })
-	}
-	m, _, closeBus, err := c.bus.scanBus(ctx, e, 0)
-	if err != nil {
-		return wrapUnlessUsage(cmd, err)
-	}
-	defer closeBus()
-	if c.bringUp {
-		if err := m.BringUp(ctx); err != nil {
-			return fmt.Errorf("%s: bring-up: %w", cmd, err)
-		}
-	}
-	h := maintenance.NewHandler(m, *c.bus.iface, nil)
-	return callAll(cmd, reqs, res, after, func(req maintenance.Request) (json.RawMessage, error) { return h.Call(ctx, req, os.Getuid()) })
+	defer s.close()
+	return callAll(cmd, reqs, res, after, func(req maintenance.Request) (json.RawMessage, error) { return s.call(ctx, req, nil) })
 }
 
 // callAll makes each request with call, decodes its answer into res and
@@ -104,56 +162,50 @@ func callAll(cmd string, reqs []maintenance.Request, res []any, after func(int),
 	return nil
 }
 
-// agent connects to the control socket of a running agent on the segment
-// of the flags. ok is false when no agent serves it (no socket, or one
-// nobody listens on) or the agent serves another interface: the command
-// may then open the segment itself. An agent that is there but does not
-// answer is an error: opening its segment beside it would disturb it. So
-// is a socket the client does not trust (another user's, see
-// maintenance.Dial): its answers would be forged, and the agent it stands in
-// for may be running.
-func (c ctlFlags) agent(ctx context.Context) (cl *maintenance.Client, ok bool, err error) {
-	path := maintenance.SocketPath(*c.shm)
-	cl, err = maintenance.Dial(ctx, *c.shm)
-	if errors.Is(err, maintenance.ErrNotServed) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("the maintenance socket of %s: %w", *c.shm, err)
-	}
-	hctx, cancel := context.WithTimeout(ctx, helloTimeout)
-	defer cancel()
-	raw, err := cl.Call(hctx, maintenance.Request{Op: maintenance.OpHello})
-	var hello maintenance.HelloResult
-	if err == nil {
-		err = json.Unmarshal(raw, &hello)
-	}
-	if err != nil {
-		_ = cl.Close()
-		return nil, false, fmt.Errorf("the agent's control socket %s does not answer: %w", path, err)
-	}
-	if hello.Interface != *c.bus.iface {
-		_ = cl.Close()
-		return nil, false, nil
-	}
-	return cl, true, nil
-}
-
 // helloTimeout bounds the wait for a running agent's first answer.
 const helloTimeout = 10 * time.Second
 
-// print writes res as JSON with --json, else with text.
+// print writes res as JSON with --json, else with text. On a simulated
+// segment the JSON object gets "simulated": true and the text a first
+// line saying so: no output passes a simulator off as a bus.
 func (c ctlFlags) print(w io.Writer, res any, text func(io.Writer)) error {
 	if *c.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		b, err := json.Marshal(res)
+		if err != nil {
 			return fmt.Errorf("encode JSON: %w", err)
 		}
+		if c.at.simulated && len(b) > 1 && b[0] == '{' {
+			sep := ","
+			if b[1] == '}' {
+				sep = ""
+			}
+			b = append([]byte(`{"simulated":true`+sep), b[1:]...)
+		}
+		var out bytes.Buffer
+		if err := json.Indent(&out, b, "", "  "); err != nil {
+			return fmt.Errorf("encode JSON: %w", err)
+		}
+		out.WriteByte('\n')
+		_, err = w.Write(out.Bytes())
+		return err
+	}
+	if text == nil {
 		return nil
 	}
+	c.simulatedHeader(w)
 	text(w)
 	return nil
+}
+
+// simulatedLine heads the text output of a simulated segment.
+const simulatedLine = "# simulated segment (the built-in simulator): no real slaves"
+
+// simulatedHeader writes the line that says the segment is simulated, as a
+// comment of the shells, YAML and Graphviz ("# …"), when it is.
+func (c ctlFlags) simulatedHeader(w io.Writer) {
+	if c.at.simulated {
+		fmt.Fprintln(w, simulatedLine)
+	}
 }
 
 // parseSlave parses a SLAVE argument: a ring position.

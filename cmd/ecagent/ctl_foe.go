@@ -113,26 +113,13 @@ func (c ctlFlags) foeRead(ctx context.Context, e *env, req maintenance.Request, 
 // foe runs an FoE request with progress as call does: through a running
 // agent, else on a segment opened here. agent reports which.
 func (c ctlFlags) foe(ctx context.Context, e *env, cmd string, req maintenance.Request, progress func(done, total int)) (res *maintenance.FoEResult, agent bool, err error) {
-	var raw json.RawMessage
-	cl, agent, err := c.agent(ctx)
-	switch {
-	case err != nil:
-		return nil, false, fmt.Errorf("%s: %w", cmd, err)
-	case agent:
-		defer cl.Close()
-		raw, err = cl.CallProgress(ctx, req, progress)
-	default:
-		m, _, closeBus, serr := c.bus.scanBus(ctx, e, 0)
-		if serr != nil {
-			return nil, false, wrapUnlessUsage(cmd, serr)
-		}
-		defer closeBus()
-		hctx := ctx
-		if progress != nil {
-			hctx = maintenance.WithProgress(ctx, progress)
-		}
-		raw, err = maintenance.NewHandler(m, *c.bus.iface, nil).Call(hctx, req, os.Getuid())
+	sess, err := c.open(ctx, e, cmd)
+	if err != nil {
+		return nil, false, err
 	}
+	defer sess.close()
+	agent = c.at.agent
+	raw, err := sess.call(ctx, req, progress)
 	if err != nil {
 		return nil, agent, fmt.Errorf("%s: %w", cmd, err)
 	}

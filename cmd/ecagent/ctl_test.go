@@ -170,11 +170,16 @@ func ctlCases() []ctlCase {
 		{name: "domains", args: []string{"domains"}},
 		{name: "domains-json", args: []string{"domains", "--json"}},
 		{name: "config-from-bus", args: []string{"config", "from-bus"}},
+		{name: "sdo-read", args: []string{"sdo", "read", "-p", "5", "0x1018:02"}},
+		{name: "sdo-write", args: []string{"sdo", "write", "-p", "5", "--type", "u32", "0xf008:0", "0x12345678", "--json"}},
+		{name: "upload", args: []string{"upload", "-p", "5", "1018:1", "--type", "u32"}},
+		{name: "sdos", args: []string{"sdos", "-p", "5"}},
+		{name: "scan", args: []string{"scan"}, perMode: true},
 		{name: "data", args: []string{"data"}, match: func(agent bool) string {
 			if agent { // the cycle's image, from the shared-memory segment
-				return `^Process image: 6 bytes \(cycle [1-9]\d*\)\nOutputs:\n  0x0000: ([0-9a-f]{2} ){4}[0-9a-f]{2}\nInputs:\n  0x0005: [0-9a-f]{2}\n$`
+				return `^# simulated segment \(the built-in simulator\): no real slaves\nProcess image: 6 bytes \(cycle [1-9]\d*\)\nOutputs:\n  0x0000: ([0-9a-f]{2} ){4}[0-9a-f]{2}\nInputs:\n  0x0005: [0-9a-f]{2}\n$`
 			}
-			return `^Process image: 6 bytes\nOutputs:\n  0x0000: ([0-9a-f]{2} ){4}[0-9a-f]{2}\nInputs:\n  0x0005: [0-9a-f]{2}\n$`
+			return `^# simulated segment \(the built-in simulator\): no real slaves\nProcess image: 6 bytes\nOutputs:\n  0x0000: ([0-9a-f]{2} ){4}[0-9a-f]{2}\nInputs:\n  0x0005: [0-9a-f]{2}\n$`
 		}},
 		{name: "master", args: []string{"master", "--interval", "300ms"}, match: func(agent bool) string {
 			if agent { // the cycle runs: about 1000 cycles/s (1 ms)
@@ -210,7 +215,7 @@ func TestCtlRefusals(t *testing.T) {
 			"refused without --force"},
 		{[]string{"sii", "write", "1", filepath.Join("testdata", "ctl", "crc.golden"), "--write"}, exitUsage, "SII image"},
 	} {
-		code, _, errOut := runCLI(t, context.Background(), nil, append(c.args, "--cycle.shm", noAgent, "--timeout", "100ms")...)
+		code, _, errOut := runCLI(t, context.Background(), nil, append(c.args, "--cycle.shm", noAgent, "--sim", "--timeout", "100ms")...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("%q: exit %d (want %d), stderr %q, want %q", c.args, code, c.code, errOut, c.want)
 		}
@@ -253,7 +258,7 @@ func TestCtlCommands(t *testing.T) {
 	// and send its cycle nothing: its other cycles' overrun rate.
 	from := a.overruns(t)
 	for _, c := range ctlCases() {
-		code, out, errOut := runCLI(t, ctx, nil, append(c.args, "--cycle.shm", noAgent, "--timeout", "100ms")...)
+		code, out, errOut := runCLI(t, ctx, nil, append(c.args, "--cycle.shm", noAgent, "--sim", "--timeout", "100ms")...)
 		if code != exitOK {
 			t.Fatalf("%s without agent: exit %d: %s", c.name, code, errOut)
 		}
@@ -303,7 +308,7 @@ func slaveRecovering(out string) bool {
 func TestConfigFromBusIsValid(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errOut := runCLI(t, context.Background(), nil, "config", "from-bus", "--cycle.shm",
-		filepath.Join(dir, "none.shm"), "--timeout", "100ms", "--devices", "EK1100,EL3004,EL4132")
+		filepath.Join(dir, "none.shm"), "--timeout", "100ms", "--sim", "--devices", "EK1100,EL3004,EL4132")
 	if code != exitOK || !strings.Contains(out, "- slave: 1  # EL3004") {
 		t.Fatalf("exit %d: %s\n%s", code, out, errOut)
 	}

@@ -19,7 +19,9 @@
 //
 // Exit codes: 0 success, 1 runtime failure (link, bus, I/O), 2 usage or
 // configuration error, 3 the segment is not as configured (slave count,
-// a slave refusing a state), 130 interrupted before the work was done.
+// a slave refusing a state), 4 the interface is driven by another master
+// (a maintenance command refused to open it beside the agent), 130
+// interrupted before the work was done.
 // `ecagent run` does not exit for its bus: a segment absent, silent or
 // not as configured is tried again without end (docs/operations.md). It
 // has no end of its own: SIGINT (Ctrl-C) stops it with 130,
@@ -35,6 +37,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -51,6 +55,7 @@ const (
 	exitFailure     = 1
 	exitUsage       = 2
 	exitBusMismatch = process.ExitBusMismatch
+	exitInUse       = 4
 	exitInterrupted = 130
 )
 
@@ -76,6 +81,7 @@ func commands() []command {
 		{name: "run", summary: "bring the bus to OP and run the cycle (the agent)", run: runCommand},
 		{name: "scan", summary: "list the slaves of a segment, like `ethercat slaves`", run: scanCommand},
 		{name: "sdo", summary: "read or write a CoE object (SDO) of a slave", run: sdoCommand},
+		{name: "sdos", summary: "list a slave's CoE object dictionary (SDO information)", run: sdosCommand},
 		{name: "slaves", summary: "list the slaves with live state and identity, like `ethercat slaves`", run: slavesCommand},
 		{name: "reg", summary: "read or write ESC registers of a slave by address", run: regCommand},
 		{name: "states", summary: "request an AL state of one slave or all (needs --write)", run: statesCommand},
@@ -162,24 +168,102 @@ func interruptedBy(ctx context.Context, sig os.Signal) bool {
 // it exits with exitInterrupted and prints nothing.
 var errInterrupted = errors.New("interrupted")
 
+// igHAliases are the command names of IgH's ethercat tool, each with the
+// command line it stands for here.
+func igHAliases() map[string][]string {
+	return map[string][]string{
+		"upload":    {"sdo", "read"},
+		"download":  {"sdo", "write"},
+		"reg_read":  {"reg", "read"},
+		"reg_write": {"reg", "write"},
+		"sii_read":  {"sii", "read"},
+		"sii_write": {"sii", "write"},
+		"foe_read":  {"foe", "read"},
+		"foe_write": {"foe", "write"},
+	}
+}
+
 // dispatch runs the subcommand named by args[0] and maps its error to an
 // exit code.
 func dispatch(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage(e.stdout)
 		if len(args) == 0 {
 			return exitUsage
 		}
 		return exitOK
 	}
+	if args[0] == "--version" {
+		args = []string{"version"}
+	}
+	if args[0] == "help" {
+		if len(args) == 1 {
+			usage(e.stdout)
+			return exitOK
+		}
+		// help CMD [SUB]: the command's own --help.
+		args = append(append([]string(nil), args[1:]...), "--help")
+	}
+	if alias, ok := igHAliases()[args[0]]; ok {
+		args = append(append([]string(nil), alias...), args[1:]...)
+	}
 	for _, c := range commands() {
 		if c.name == args[0] {
 			return exitCode(ctx, e, c.run(ctx, e, args[1:]))
 		}
 	}
-	fmt.Fprintf(e.stderr, "ecagent: unknown command %q\n\n", args[0])
+	fmt.Fprintf(e.stderr, "ecagent: unknown command %q", args[0])
+	if s := suggest(args[0]); s != "" {
+		fmt.Fprintf(e.stderr, "; did you mean %q?", s)
+	}
+	fmt.Fprint(e.stderr, "\n\n")
 	usage(e.stderr)
 	return exitUsage
+}
+
+// suggest returns the command or IgH name nearest to name (edit distance
+// at most 2, or a prefix), or "".
+func suggest(name string) string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	for a := range igHAliases() {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	best, bestD := "", 3
+	for _, n := range names {
+		d := editDistance(strings.ToLower(name), n)
+		if l := strings.ToLower(name); (strings.HasPrefix(n, l) && len(l) >= 2) || (strings.HasPrefix(l, n) && len(n) >= 3) {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func usage(w io.Writer) {
@@ -193,7 +277,8 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Run 'ecagent COMMAND --help' for the flags of a command, 'ecagent config schema' for")
 	fmt.Fprintln(w, "every configuration key (docs/configuration.md).")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,")
-	fmt.Fprintln(w, "3 segment not as configured, 130 interrupted (run: SIGINT; SIGTERM stops it with 0).")
+	fmt.Fprintln(w, "3 segment not as configured, 4 interface driven by another master,")
+	fmt.Fprintln(w, "130 interrupted (run: SIGINT; SIGTERM stops it with 0).")
 }
 
 // usageError marks errors in the command line or configuration.
@@ -214,10 +299,13 @@ func exitCode(ctx context.Context, e *env, err error) int {
 	}
 	fmt.Fprintf(e.stderr, "ecagent: %v\n", err)
 	var ue usageError
+	var inUse inUseError
 	var bringUp *agent.BringUpError
 	switch {
 	case errors.As(err, &ue):
 		return exitUsage
+	case errors.As(err, &inUse):
+		return exitInUse
 	case process.IsBusMismatch(err), errors.As(err, &bringUp) && bringUp.Reason == busstate.BringUpNotAsConfigured:
 		return exitBusMismatch
 	case ctx.Err() != nil:

@@ -102,6 +102,12 @@ func (h *Handler) do(ctx context.Context, req Request, uid int) (any, error) {
 		return h.foeWrite(ctx, req, uid)
 	case OpFoERead:
 		return h.foeRead(ctx, req, uid)
+	case OpSDOUpload:
+		return h.sdoUpload(ctx, req)
+	case OpSDODownload:
+		return h.sdoDownload(ctx, req, uid)
+	case OpSDOInfo:
+		return h.sdoInfo(ctx, req)
 	}
 	return nil, fmt.Errorf("unknown request %q", req.Op)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/cycle"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/master"
@@ -150,6 +151,21 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 	defer seg.Close()
 	if p := seg.Layout().Period; p != 0 && p != period {
 		return rep, fmt.Errorf("cycle: segment %s was made for a %v cycle, configuration says %v", cfg.Cycle.SHM, p, period)
+	}
+	// The interface's claim tells a second master (a maintenance command
+	// given --iface) that this process drives the segment, and through
+	// which segment its maintenance socket is reached. One held by
+	// another process is told in the log but does not stop the machine:
+	// any local user could bind the name.
+	if cfg.Bus.Interface != "" && o.LinkFD < 0 {
+		claim, err := maintenance.ClaimInterface(ctx, cfg.Bus.Interface, cfg.Cycle.SHM)
+		if err != nil {
+			log.Warn("another master holds the interface's claim: its frames and ours will disturb each other",
+				"interface", cfg.Bus.Interface, "err", err)
+		} else {
+			claim.Serve(ctx)
+			defer claim.Close()
+		}
 	}
 	l, err := openCycleLink(cfg, o)
 	if err != nil {
