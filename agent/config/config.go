@@ -244,8 +244,15 @@ const (
 const DefaultRecvSpin = 100 * time.Microsecond
 
 // DefaultSHM is the default cycle.shm: tmpfs, so the segment never touches
-// a disk.
-const DefaultSHM = "/dev/shm/ecagent.shm"
+// a disk, in a directory of the agent's own (the systemd unit's
+// RuntimeDirectory, the Helm chart's volume), where no other user can make
+// names: the maintenance commands find the agent there without being told.
+// The agent creates the directory when it is missing (DefaultSHMDir).
+const DefaultSHM = "/run/ecagent/ecagent.shm"
+
+// DefaultSHMDir is the directory of DefaultSHM, which the agent creates
+// (mode 0750) when it is missing.
+const DefaultSHMDir = "/run/ecagent"
 
 // Simulated reports whether the agent runs the built-in simulated segment
 // (bus.interface is empty).

@@ -152,7 +152,7 @@ func (d *Duration) UnmarshalText(text []byte) error {
 func (d Duration) String() string { return time.Duration(d).String() }
 
 // DefaultSHM is the default cycle.shm, the agent's default too.
-const DefaultSHM = "/dev/shm/ecagent.shm"
+const DefaultSHM = "/run/ecagent/ecagent.shm"
 
 // Default returns the configuration a file's missing keys take: the
 // agent's defaults for the same keys (agent.TestCycleConfigDefaults keeps
