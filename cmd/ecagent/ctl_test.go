@@ -203,8 +203,9 @@ func TestCtlRefusals(t *testing.T) {
 	}{
 		{[]string{"reg", "write", "1", "0x0f80", "1", "--type", "uint8"}, exitUsage, "add --write to confirm"},
 		{[]string{"states", "all", "PREOP"}, exitUsage, "add --write to confirm"},
-		{[]string{"states", "5", "BOOT", "--write"}, exitBusMismatch,
-			"refused INIT→BOOT, stays in INIT: AL status code 0x0013 (bootstrap not supported)"},
+		{[]string{"states", "5", "BOOT", "--write"}, exitFailure,
+			"no bootstrap mailbox: BOOT refused before the slave's state was touched (it stays in INIT)"},
+		{[]string{"foe", "read", "5", "fw.bin"}, exitFailure, "no bootstrap mailbox: BOOT refused before"},
 		{[]string{"states", "1", "RUN", "--write"}, exitFailure, `state "RUN": want INIT, PREOP, BOOT, SAFEOP or OP`},
 		{[]string{"reg", "read", "9", "0x0130"}, exitFailure, "slave 9: the segment has 7 slaves"},
 		{[]string{"reg", "read", "1", "0x0130", "4", "--type", "uint16"}, exitUsage, "does not match --type uint16"},

@@ -118,7 +118,10 @@ func (h *Handler) foeWrite(ctx context.Context, req Request, uid int) (*FoEResul
 	if err != nil {
 		return nil, err
 	}
-	h.report(req.Slave, uid, fmt.Sprintf("foe write %d B %s", len(req.Data), req.Name))
+	if err := h.checkBoot(ctx, s); err != nil {
+		return nil, err
+	}
+	h.reportState(req.Slave, uid, esc.StateBootstrap, fmt.Sprintf("foe write %d B %s", len(req.Data), req.Name))
 	// Under a running cycle the recovery worker would take the slave
 	// back to OP, out of BOOT, half-way through the transfer.
 	s.Hold(true)
@@ -139,8 +142,11 @@ func (h *Handler) foeRead(ctx context.Context, req Request, uid int) (*FoEResult
 	if err != nil {
 		return nil, err
 	}
+	if err := h.checkBoot(ctx, s); err != nil {
+		return nil, err
+	}
 	// Not a write of the slave's memory, but it leaves OP: recorded too.
-	h.report(req.Slave, uid, "foe read "+req.Name)
+	h.reportState(req.Slave, uid, esc.StateBootstrap, "foe read "+req.Name)
 	s.Hold(true)
 	defer s.Hold(false)
 	start := time.Now()

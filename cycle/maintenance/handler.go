@@ -152,6 +152,30 @@ func (h *Handler) report(pos int, uid int, text string) {
 	h.events.Report(ev)
 }
 
+// reportState records, before it happens, that a request of uid takes the
+// slave at pos to state on purpose: an shm.EventMaintenanceState, which
+// the agent logs and publishes as maintenance, not as a fault.
+func (h *Handler) reportState(pos int, uid int, state esc.ALState, text string) {
+	if h.events == nil {
+		return
+	}
+	var b [esc.ALStatusLen]byte
+	esc.ALStatus{State: state}.Encode(b[:])
+	ev := shm.Event{Kind: shm.EventMaintenanceState, Slave: uint16(pos), Value: uint64(uid),
+		ALState: binary.LittleEndian.Uint16(b[:])}
+	ev.SetText(text)
+	h.events.Report(ev)
+}
+
+// checkBoot refuses BOOT to s before its state is touched when its SII
+// names no bootstrap mailbox.
+func (h *Handler) checkBoot(ctx context.Context, s *master.Slave) error {
+	if _, err := h.m.BootstrapMailbox(ctx, s); err != nil {
+		return fmt.Errorf("%w: BOOT refused before the slave's state was touched (it stays in %v)", err, s.State())
+	}
+	return nil
+}
+
 // RegResult is the content of registers after a read or write.
 type RegResult struct {
 	Slave int      `json:"slave"`
@@ -239,8 +263,15 @@ func (h *Handler) states(ctx context.Context, req Request, uid int) (*StatesResu
 		}
 		targets = []*master.Slave{s}
 	}
+	if state == esc.StateBootstrap {
+		for _, s := range targets {
+			if err := h.checkBoot(ctx, s); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, s := range targets {
-		h.report(s.Position, uid, "states "+state.String())
+		h.reportState(s.Position, uid, state, "states "+state.String())
 	}
 	var reqErr error
 	if req.Slave == AllSlaves {
