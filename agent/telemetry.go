@@ -34,7 +34,7 @@ type telemetry struct {
 func newTelemetry(cfg config.Config, b Build) (*telemetry, error) {
 	reg, err := metrics.NewRegistry(metrics.Options{
 		Site: cfg.Site, Line: cfg.Line, Host: cfg.Host,
-		Target: cfg.Cycle.Period, Window: cfg.Metrics.Window,
+		Target: cfg.Cycle.Period, Window: cfg.Metrics.Window, Detail: metrics.Detail(cfg.Metrics.Detail),
 		ProcRoot: "/proc", CycleCore: cfg.Cycle.Core,
 		Version: b.Version, Revision: b.Revision,
 	})

@@ -84,7 +84,39 @@ func exported(t *testing.T) map[string]bool {
 			known[name] = true
 		}
 	}
+	for name := range recorded(t) {
+		known[name] = true
+	}
 	return known
+}
+
+// recorded is every series the shipped rules record
+// (deploy/prometheus/ecagent.rules.yml), which the fleet dashboard reads.
+func recorded(t *testing.T) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "prometheus", "ecagent.rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Groups []struct {
+			Rules []struct {
+				Record string `yaml:"record"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				out[r.Record] = true
+			}
+		}
+	}
+	return out
 }
 
 // TestQueriesReadExportedSeries parses every query of the committed

@@ -65,39 +65,45 @@ func FleetOverview() (dashboard.Dashboard, error) {
 		WithPanel(fleetStat("Agents", "Agents reporting (ecagent_build_info).",
 			fmt.Sprintf("count(%s)", series("ecagent_build_info", sel)), nil).Span(2)).
 		WithPanel(fleetStat("Agents not reporting", "Agents that reported in the dashboard's time range and do not now (the scrape fails: the agent or its host is down, or unreachable). They stay listed in the hosts table, marked stopped.",
-			fmt.Sprintf("count(%s) or vector(0)", silentAgents(sel)), thresholds(1, 1)).Span(2)).
+			fmt.Sprintf("count(%s) or vector(0)", silentAgents(sel)), thresholds(1, 10)).Span(2)).
 		WithPanel(fleetStat("Cycle processes down", "Agents whose real-time cycle process is not running.",
-			fmt.Sprintf("count(%s == 0) or vector(0)", series("ecagent_cycle_process_up", sel)), thresholds(1, 1)).Span(2)).
+			fmt.Sprintf("count(%s == 0) or vector(0)", series("ecagent_cycle_process_up", sel)), thresholds(1, 5)).Span(2)).
 		WithPanel(fleetStat("Slaves not in OP", "Slaves of all selected hosts that are not in OP without an error: lost, refused (another device at their position), or answering in another state or with the AL error bit set.",
-			fmt.Sprintf("count(%s) or vector(0)", notOperational(sel)), thresholds(1, 1)).Span(2)).
+			fmt.Sprintf("count(%s) or vector(0)", notOperational(sel)), thresholds(1, 10)).Span(2)).
 		WithPanel(fleetStat("Slaves not answering", "Slaves of all selected hosts that do not answer: lost, or another device answers at their position.",
-			fmt.Sprintf("count(%s == 0) or vector(0)", series("ecagent_slave_up", sel)), thresholds(1, 1)).Span(2)).
+			fmt.Sprintf("count(%s == 0) or vector(0)", series("ecagent_slave_up", sel)), thresholds(1, 10)).Span(2)).
 		WithPanel(fleetStat("Failed RT checks", "Host real-time checks that fail now, summed over the selected hosts.",
-			fmt.Sprintf("sum(%s) or vector(0)", series("ecagent_rt_check", sel, `status="fail"`)), thresholds(1, 1)).Span(2)).
-		WithPanel(fleetStat("Lost frames/s", "Cyclic frames lost per second, all selected hosts.",
-			fmt.Sprintf("sum(rate(%s[%s])) or vector(0)", series("ecagent_lost_frames_total", sel), rateInterval), thresholds(1e-9, 1)).
+			fmt.Sprintf("sum(%s) or vector(0)", series("ecagent_rt_check", sel, `status="fail"`)), thresholds(1, 10)).Span(2)).
+		WithPanel(fleetStat("Lost frames/s", "Cycles that lost a frame per second over the last 5 minutes (recorded), all selected hosts.",
+			fmt.Sprintf("sum(%s) or vector(0)", series("host:ecagent_lost_frames:rate5m", sel)), thresholds(1e-9, 1)).
 			Unit(unitPerSec).Span(4)).
-		WithPanel(fleetStat("Worst p99 jitter", "The largest p99 cycle jitter of any selected host over the dashboard's time range, as a share of that host's cycle period: orange from 5 %, red from 10 % (the default jitter budget of the alert rules).",
-			fmt.Sprintf("max(%s)", perPeriod(quantile(0.99, "ecagent_cycle_jitter_seconds", sel, byHost, dashRange), sel)), thresholds(0.05, 0.1)).
+		WithPanel(fleetStat("Worst p99 jitter", "The largest 5-minute p99 cycle jitter of any selected host over the dashboard's time range (recorded: host:ecagent_cycle_jitter_p99_5m:period_ratio), as a share of that host's cycle period: orange from 5 %, red from 10 % (the default jitter budget of the alert rules).",
+			fmt.Sprintf("max(max_over_time(%s[%s]))", series("host:ecagent_cycle_jitter_p99_5m:period_ratio", sel), dashRange), thresholds(0.05, 0.1)).
 			Unit(unitRatio).Span(4)).
 		WithPanel(fleetStat("Drives in fault", "CiA 402 drives of all selected hosts that are in fault now.",
-			fmt.Sprintf("count(%s != 0) or vector(0)", series("ecagent_drive_error_code", sel)), thresholds(1, 1)).Span(2)).
-		WithPanel(fleetStat("Worst p99 DC difference", "The largest p99 distributed-clock system time difference of any selected host over the dashboard's time range; EtherCAT keeps it under 1 µs.",
-			fmt.Sprintf("max(%s)", quantile(0.99, "ecagent_dc_time_difference_seconds", sel, byHost, dashRange)), thresholds(500e-9, 1e-6)).
+			fmt.Sprintf("count(%s != 0) or vector(0)", series("ecagent_drive_error_code", sel)), thresholds(1, 5)).Span(2)).
+		WithPanel(fleetStat("Worst p99 DC difference", "The largest 5-minute p99 distributed-clock system time difference of any selected host over the dashboard's time range (recorded); EtherCAT keeps it under 1 µs: orange from 500 ns, red from 1 µs.",
+			fmt.Sprintf("max(max_over_time(%s[%s]))", series("host:ecagent_dc_time_difference_seconds:p99_5m", sel), dashRange), thresholds(500e-9, 1e-6)).
 			Unit(unitSeconds).Span(2)).
+		WithRow(dashboard.NewRowBuilder("Lines")).
+		WithPanel(linesTable(sel)).
+		WithPanel(lineJitter(sel)).
 		WithRow(dashboard.NewRowBuilder("Hosts")).
 		WithPanel(hostsTable(sel)).
 		WithRow(dashboard.NewRowBuilder("Jitter")).
 		WithPanel(worstHosts(sel)).
 		WithPanel(weekOverWeek(sel)).
-		WithPanel(timeSeries("p99 cycle jitter by host", unitSeconds,
-			"99th percentile of |period − target| per host over the rate interval.").
-			WithTarget(query(quantile(0.99, "ecagent_cycle_jitter_seconds", sel, byHost, rateInterval), "{{host}}")).
+		WithPanel(timeSeries("p99 cycle jitter by host, share of the cycle period", unitRatio,
+			"99th percentile of |period − target| per host over 5 minutes (recorded: host:ecagent_cycle_jitter_p99_5m:period_ratio), as a share of the host's cycle period: orange from 5 %, red from 10 %.").
+			WithTarget(query(series("host:ecagent_cycle_jitter_p99_5m:period_ratio", sel), "{{site}} / {{line}} / {{host}}")).
+			Thresholds(thresholds(0.05, 0.1)).
+			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
 			Height(9).Span(24)).
-		WithPanel(timeSeries("Exact maximum cycle jitter by host", unitSeconds,
-			"The largest |period − target| of any cycle, from the exact window statistics (histograms blur the maximum).").
-			WithTarget(query(fmt.Sprintf("max by (%s) (max_over_time(%s[%s]))", byHost,
-				series("ecagent_cycle_jitter_window_seconds", sel, `stat="max"`), rateInterval), "{{host}}")).
+		WithPanel(timeSeries("Exact maximum cycle jitter by host, share of the cycle period", unitRatio,
+			"The largest |period − target| of any cycle in 5 minutes, from the exact window statistics (histograms blur the maximum; recorded: host:ecagent_cycle_jitter_window_max5m:period_ratio), as a share of the host's cycle period: orange from 25 %, red from 50 %.").
+			WithTarget(query(series("host:ecagent_cycle_jitter_window_max5m:period_ratio", sel), "{{site}} / {{line}} / {{host}}")).
+			Thresholds(thresholds(0.25, 0.5)).
+			ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
 			Height(9).Span(24)).
 		Build())
 }
@@ -143,45 +149,43 @@ func reporting() []dashboard.ValueMapping {
 // hostsTable is one row per host with the figures over the dashboard's
 // time range; a click on the host opens its detail dashboard.
 func hostsTable(sel string) *table.PanelBuilder {
-	jitter := "ecagent_cycle_jitter_seconds"
 	columns := []hostColumn{
 		{ref: "J", name: "agent", unit: "none", mapping: reporting(),
 			expr: fmt.Sprintf("group by (%s) (%s)\nor\n0 * group by (%s) (max_over_time(%s[%s]))", byHost, series("ecagent_build_info", sel), byHost, series("ecagent_build_info", sel), dashRange)},
 		{ref: "K", name: "cycle period", unit: unitSeconds,
 			expr: fmt.Sprintf("max by (%s) (max_over_time(%s[%s]))", byHost, series("ecagent_cycle_target_seconds", sel), dashRange)},
 		{ref: "A", name: "p99 jitter", unit: unitSeconds,
-			expr: quantile(0.99, jitter, sel, byHost, dashRange)},
+			expr: worstOver("host:ecagent_cycle_jitter_seconds:p99_5m", sel)},
 		{ref: "L", name: "p99 jitter / period", unit: unitRatio, orange: 0.05, red: 0.1,
-			expr: perPeriod(quantile(0.99, jitter, sel, byHost, dashRange), sel)},
+			expr: worstOver("host:ecagent_cycle_jitter_p99_5m:period_ratio", sel)},
 		{ref: "B", name: "max jitter", unit: unitSeconds,
-			expr: fmt.Sprintf("max by (%s) (max_over_time(%s[%s]))", byHost, series("ecagent_cycle_jitter_window_seconds", sel, `stat="max"`), dashRange)},
+			expr: worstOver("host:ecagent_cycle_jitter_window_seconds:max5m", sel)},
 		{ref: "M", name: "max jitter / period", unit: unitRatio, orange: 0.25, red: 0.5,
-			expr: perPeriod(fmt.Sprintf("max by (%s) (max_over_time(%s[%s]))", byHost, series("ecagent_cycle_jitter_window_seconds", sel, `stat="max"`), dashRange), sel)},
-		{ref: "C", name: "p99 vs week before", unit: "none", orange: 1.2, red: 1.5,
-			expr: fmt.Sprintf("(%s)\n/\n(%s)", quantile(0.99, jitter, sel, byHost, dashRange), quantileOffset(0.99, jitter, sel, byHost, dashRange, "1w"))},
+			expr: worstOver("host:ecagent_cycle_jitter_window_max5m:period_ratio", sel)},
+		{ref: "C", name: "p99 vs baseline", unit: "none", orange: 1.2, red: 1.5,
+			expr: fmt.Sprintf("max by (%s) (%s)", byHost, series("host:ecagent_cycle_jitter_p99_1h:baseline_ratio", sel))},
 		{ref: "D", name: "cycle CPU load max", unit: unitRatio, orange: 0.5, red: 0.8,
 			expr: fmt.Sprintf("max by (%s) (max_over_time(%s[%s]))", byHost, series("ecagent_cycle_cpu_load_window_ratio", sel, `stat="max"`), dashRange)},
 		{ref: "E", name: "host CPU busy", unit: unitRatio, orange: 0.7, red: 0.9,
 			expr: fmt.Sprintf("max by (%s) (avg_over_time(%s[%s]))", byHost, series("ecagent_host_cpu_busy_ratio", sel), dashRange)},
 		{ref: "F", name: "lost frames/s", unit: unitPerSec, orange: 1e-9, red: 0.01,
-			expr: fmt.Sprintf("sum by (%s) (rate(%s[%s]))", byHost, series("ecagent_lost_frames_total", sel), dashRange)},
+			expr: averageOver("host:ecagent_lost_frames:rate5m", sel)},
 		{ref: "O", name: "frames lost (share)", unit: unitRatio, orange: 1e-9, red: 1e-4,
-			expr: fmt.Sprintf("sum by (%s) (rate(%s[%s]))\n/\nsum by (%s) (rate(%s[%s]))", byHost, series("ecagent_cyclic_frames_lost_total", sel), dashRange,
-				byHost, series("ecagent_cyclic_frames_sent_total", sel), dashRange)},
+			expr: averageOver("host:ecagent_cyclic_frames_lost:ratio_rate5m", sel)},
 		{ref: "G", name: "WKC errors/s", unit: unitPerSec, orange: 1e-9, red: 0.01,
-			expr: fmt.Sprintf("sum by (%s) (rate(%s[%s]))", byHost, series("ecagent_wkc_errors_total", sel), dashRange)},
-		{ref: "H", name: "slaves not in OP", unit: unitCount, orange: 1, red: 1,
+			expr: averageOver("host:ecagent_wkc_errors:rate5m", sel)},
+		{ref: "H", name: "slaves not in OP", unit: unitCount, orange: 1, red: 3,
 			expr: fmt.Sprintf("count by (%s) %s\nor\n0 * max by (%s) (%s)", byHost, notOperational(sel), byHost, series("ecagent_bus_slaves", sel))},
-		{ref: "N", name: "slaves not answering", unit: unitCount, orange: 1, red: 1,
+		{ref: "N", name: "slaves not answering", unit: unitCount, orange: 1, red: 3,
 			expr: fmt.Sprintf("count by (%s) (%s == 0)\nor\n0 * max by (%s) (%s)", byHost, series("ecagent_slave_up", sel), byHost, series("ecagent_bus_slaves", sel))},
-		{ref: "I", name: "failed RT checks", unit: unitCount, orange: 1, red: 1,
+		{ref: "I", name: "failed RT checks", unit: unitCount, orange: 1, red: 3,
 			expr: fmt.Sprintf("sum by (%s) (%s)", byHost, series("ecagent_rt_check", sel, `status="fail"`))},
 	}
 	rename := map[string]any{}
 	order := map[string]any{"site": 0, "line": 1, "host": 2}
 	t := table.NewPanelBuilder().
 		Title("Hosts").
-		Description("One row per host that reported in the dashboard's time range, also one that stopped (agent STOPPED): p99 from the histogram, max from the exact window statistics, each also as a share of the host's cycle period (coloured: the same threshold fits every period), week comparison over the same range one week earlier; slaves and checks are as of now. Click a host for its detail.").
+		Description("One row per host that reported in the dashboard's time range, also one that stopped (agent STOPPED): the worst 5-minute p99 jitter of the range (histogram) and the largest jitter of any cycle (exact window statistics), each also as a share of the host's cycle period (coloured: the same threshold fits every period); the hourly p99 against the host's baseline (by default one week earlier; 1.5 is where EcagentJitterP99Regressed fires); rates averaged over the range; slaves and checks as of now. Every figure but the gauges is a recorded series of deploy/prometheus/ecagent.rules.yml. Click a host for its detail.").
 		Datasource(datasource()).
 		Height(12).Span(24).
 		CellHeight(common.TableCellHeightSm).
@@ -203,11 +207,7 @@ func hostsTable(sel string) *table.PanelBuilder {
 		if c.red > 0 {
 			props = append(props,
 				dashboard.DynamicConfigValue{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background", "mode": "basic"}},
-				dashboard.DynamicConfigValue{Id: "thresholds", Value: map[string]any{"mode": "absolute", "steps": []map[string]any{
-					{"value": nil, "color": "transparent"},
-					{"value": c.orange, "color": "orange"},
-					{"value": c.red, "color": "red"},
-				}}})
+				dashboard.DynamicConfigValue{Id: "thresholds", Value: cellThresholds(c.orange, c.red)})
 		}
 		t = t.OverrideByName(c.name, props)
 	}
@@ -224,9 +224,9 @@ func hostsTable(sel string) *table.PanelBuilder {
 func worstHosts(sel string) *bargauge.PanelBuilder {
 	return bargauge.NewPanelBuilder().
 		Title(fmt.Sprintf("Worst %d hosts by p99 jitter relative to their cycle period", worstN)).
-		Description("Hosts with the largest p99 cycle jitter over the dashboard's time range, as a share of each host's cycle period (so a 125 µs and a 4 ms cycle rank on the same scale): orange from 5 %, red from 10 %, the default jitter budget of the alert rules.").
+		Description("Hosts with the largest 5-minute p99 cycle jitter over the dashboard's time range (recorded), as a share of each host's cycle period (so a 125 µs and a 4 ms cycle rank on the same scale): orange from 5 %, red from 10 %, the default jitter budget of the alert rules.").
 		Datasource(datasource()).
-		WithTarget(query(fmt.Sprintf("topk(%d,\n%s\n)", worstN, perPeriod(quantile(0.99, "ecagent_cycle_jitter_seconds", sel, byHost, dashRange), sel)), "{{site}} / {{line}} / {{host}}").Instant()).
+		WithTarget(query(fmt.Sprintf("topk(%d,\n%s\n)", worstN, worstOver("host:ecagent_cycle_jitter_p99_5m:period_ratio", sel)), "{{site}} / {{line}} / {{host}}").Instant()).
 		Unit(unitRatio).
 		Orientation(common.VizOrientationHorizontal).
 		DisplayMode(common.BarGaugeDisplayModeGradient).
@@ -236,15 +236,102 @@ func worstHosts(sel string) *bargauge.PanelBuilder {
 		Height(10).Span(12)
 }
 
-// weekOverWeek plots each host's hourly p99 divided by the same hour one
-// week earlier: 1 is unchanged; the regression alert fires above 1.5.
+// weekOverWeek plots each host's hourly p99 divided by its baseline (by
+// default the same hour one week earlier): 1 is unchanged; the
+// regression alerts fire above 1.5.
 func weekOverWeek(sel string) *timeseries.PanelBuilder {
-	jitter := "ecagent_cycle_jitter_seconds"
-	expr := fmt.Sprintf("(%s)\n/\n(%s)", quantile(0.99, jitter, sel, byHost, "1h"), quantileOffset(0.99, jitter, sel, byHost, "1h", "1w"))
-	return timeSeries("p99 jitter relative to one week earlier", "none",
-		"Each host's p99 cycle jitter over the last hour divided by the same hour one week earlier. 1 means unchanged; EcagentJitterP99Regressed fires above 1.5 (and 2 % of the cycle period worse).").
-		WithTarget(query(expr, "{{host}}")).
+	return timeSeries("p99 jitter relative to the host's baseline", "none",
+		"Each host's p99 cycle jitter over the last hour divided by its baseline, by default the same hour one week earlier (recorded: host:ecagent_cycle_jitter_p99_1h:baseline_ratio). 1 means unchanged; EcagentJitterP99Regressed fires above 1.5 (and 2 % of the cycle period worse), EcagentLineJitterRegressed when half a line does.").
+		WithTarget(query(series("host:ecagent_cycle_jitter_p99_1h:baseline_ratio", sel), "{{site}} / {{line}} / {{host}}")).
 		Thresholds(thresholds(1.2, 1.5)).
 		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
 		Height(10).Span(12)
+}
+
+// worstOver is the largest value of a recorded per-host series over the
+// dashboard's time range, one per host.
+func worstOver(recorded, sel string) string {
+	return fmt.Sprintf("max by (%s) (max_over_time(%s[%s]))", byHost, series(recorded, sel), dashRange)
+}
+
+// averageOver is the mean of a recorded per-host rate over the
+// dashboard's time range, one per host.
+func averageOver(recorded, sel string) string {
+	return fmt.Sprintf("max by (%s) (avg_over_time(%s[%s]))", byHost, series(recorded, sel), dashRange)
+}
+
+// linesTable is one row per line: its hosts, the p99 of all their cycles,
+// the worst host, frames lost and the hosts that regressed. A click on a
+// line or a site narrows this dashboard to it (the drill-down); the hosts
+// table then lists that line's hosts.
+func linesTable(sel string) *table.PanelBuilder {
+	lineSel := `site=~"$site", line=~"$line"`
+	columns := []hostColumn{
+		{ref: "A", name: "hosts", unit: unitCount,
+			expr: series("line:ecagent_hosts:count", lineSel)},
+		{ref: "B", name: "p99 jitter (all cycles)", unit: unitSeconds,
+			expr: fmt.Sprintf("max by (site, line) (max_over_time(%s[%s]))", series("line:ecagent_cycle_jitter_seconds:p99_5m", lineSel), dashRange)},
+		{ref: "C", name: "worst host p99 / period", unit: unitRatio, orange: 0.05, red: 0.1,
+			expr: fmt.Sprintf("max by (site, line) (max_over_time(%s[%s]))", series("line:ecagent_cycle_jitter_p99_5m:max_period_ratio", lineSel), dashRange)},
+		{ref: "D", name: "lost frames/s", unit: unitPerSec, orange: 1e-9, red: 0.01,
+			expr: fmt.Sprintf("max by (site, line) (avg_over_time(%s[%s]))", series("line:ecagent_lost_frames:rate5m", lineSel), dashRange)},
+		{ref: "E", name: "hosts regressed", unit: unitCount, orange: 1, red: 2,
+			expr: fmt.Sprintf("count by (site, line) (%s)\nor\n0 * %s", series("host:ecagent_cycle_jitter_p99_1h:regressed", lineSel), series("line:ecagent_hosts:count", lineSel))},
+	}
+	drill := func(vars string) []dashboard.DynamicConfigValue {
+		return []dashboard.DynamicConfigValue{{Id: "links", Value: []map[string]any{{
+			"title": "This dashboard for it",
+			"url":   "/d/" + FleetUID + "?var-datasource=${datasource}&" + vars + "&${__url_time_range}",
+		}}}}
+	}
+	rename := map[string]any{}
+	order := map[string]any{"site": 0, "line": 1}
+	t := table.NewPanelBuilder().
+		Title("Lines").
+		Description("One row per line: its hosts now, the p99 jitter of all its hosts' cycles together and the worst host's p99 as a share of its cycle period (both the worst 5 minutes of the range), cycles that lost a frame per second (averaged over the range), and the hosts whose hourly p99 regressed against their baseline now (two or more and half the line: EcagentLineJitterRegressed). Click a line or a site to narrow this dashboard to it. Recorded series of deploy/prometheus/ecagent.rules.yml only.").
+		Datasource(datasource()).
+		Height(10).Span(12).
+		CellHeight(common.TableCellHeightSm).
+		SortBy([]cog.Builder[common.TableSortByFieldState]{common.NewTableSortByFieldStateBuilder().DisplayName("worst host p99 / period").Desc(true)}).
+		OverrideByName("site", drill("var-site=${__data.fields.site}")).
+		OverrideByName("line", drill("var-site=${__data.fields.site}&var-line=${__data.fields.line}"))
+	for i, c := range columns {
+		t = t.WithTarget(tableQuery(c.ref, c.expr))
+		rename["Value #"+c.ref] = c.name
+		order["Value #"+c.ref] = 2 + i
+		props := []dashboard.DynamicConfigValue{{Id: "unit", Value: c.unit}}
+		if c.red > 0 {
+			props = append(props,
+				dashboard.DynamicConfigValue{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background", "mode": "basic"}},
+				dashboard.DynamicConfigValue{Id: "thresholds", Value: cellThresholds(c.orange, c.red)})
+		}
+		t = t.OverrideByName(c.name, props)
+	}
+	return t.
+		WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
+		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+			"excludeByName": map[string]any{"Time": true},
+			"renameByName":  rename,
+			"indexByName":   order,
+		}})
+}
+
+// lineJitter plots each line's worst host, so a line that moves together
+// stands out from one host that does.
+func lineJitter(sel string) *timeseries.PanelBuilder {
+	return timeSeries("Worst host p99 jitter per line, share of the cycle period", unitRatio,
+		"Per line, the largest 5-minute p99 cycle jitter of its hosts as a share of that host's cycle period (recorded: line:ecagent_cycle_jitter_p99_5m:max_period_ratio): orange from 5 %, red from 10 %.").
+		WithTarget(query(series("line:ecagent_cycle_jitter_p99_5m:max_period_ratio", `site=~"$site", line=~"$line"`), "{{site}} / {{line}}")).
+		Thresholds(thresholds(0.05, 0.1)).
+		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
+		Height(10).Span(12)
+}
+
+// cellThresholds colour a table cell: none below orange, orange, red.
+func cellThresholds(orange, red float64) map[string]any {
+	return map[string]any{"mode": "absolute", "steps": []map[string]any{
+		{"value": nil, "color": "transparent"},
+		{"value": orange, "color": "orange"},
+		{"value": red, "color": "red"},
+	}}
 }

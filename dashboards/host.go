@@ -19,37 +19,41 @@ import (
 // quantity is a measured per-cycle figure: its histogram and window gauge.
 type quantity struct {
 	title, histogram, window, unit, what string
+	// orange and red are the thresholds of its panels: shares of the
+	// cycle period, or seconds when absolute.
+	orange, red float64
+	absolute    bool
 }
 
 // The quantities the host detail plots.
 func jitterQuantity() quantity {
 	return quantity{"Cycle jitter", "ecagent_cycle_jitter_seconds", "ecagent_cycle_jitter_window_seconds", unitSeconds,
-		"|period − target| of every cycle"}
+		"|period − target| of every cycle", 0.05, 0.1, false}
 }
 
 func wakeupQuantity() quantity {
 	return quantity{"Wake-up latency", "ecagent_wakeup_latency_seconds", "ecagent_wakeup_latency_window_seconds", unitSeconds,
-		"time from each cycle's deadline to its wake-up"}
+		"time from each cycle's deadline to its wake-up", 0.05, 0.1, false}
 }
 
 func jobQuantity() quantity {
 	return quantity{"Job duration", "ecagent_job_duration_seconds", "ecagent_job_duration_window_seconds", unitSeconds,
-		"time from each cycle's wake-up to the end of its job"}
+		"time from each cycle's wake-up to the end of its job", 0.5, 0.8, false}
 }
 
 func frameRTTQuantity() quantity {
 	return quantity{"Frame round trip", "ecagent_frame_rtt_seconds", "ecagent_frame_rtt_window_seconds", unitSeconds,
-		"time from sending the cyclic frame to receiving it back (lost frames excluded)"}
+		"time from sending the cyclic frame to receiving it back (lost frames excluded)", 0.25, 0.5, false}
 }
 
 func dcQuantity() quantity {
 	return quantity{"DC system time difference", "ecagent_dc_time_difference_seconds", "ecagent_dc_time_difference_window_seconds", unitSeconds,
-		"absolute distributed-clock system time difference, in cycles that measured it"}
+		"absolute distributed-clock system time difference, in cycles that measured it", 500e-9, 1e-6, true}
 }
 
 func dcControllerQuantity() quantity {
 	return quantity{"DC controller error", "ecagent_dc_controller_error_seconds", "ecagent_dc_controller_error_window_seconds", unitSeconds,
-		"absolute error of the controller that keeps the master's cycle on the distributed-clock reference time"}
+		"absolute error of the controller that keeps the master's cycle on the distributed-clock reference time", 0.05, 0.1, false}
 }
 
 // HostDetail builds the host detail dashboard.
@@ -63,7 +67,7 @@ func HostDetail() (dashboard.Dashboard, error) {
 	} {
 		b = rows(b, sel)
 	}
-	return withPanelIDs(b.WithRow(classicHeatmaps(sel)).Build())
+	return withPanelIDs(b.WithRow(nativeHeatmaps(sel)).Build())
 }
 
 // hostNowRow adds the row of the host's figures now.
@@ -72,8 +76,12 @@ func hostNowRow(b *dashboard.DashboardBuilder, sel string) *dashboard.DashboardB
 	return b.
 		WithRow(dashboard.NewRowBuilder("Now")).
 		WithPanel(hostStat("Cycle period", "Configured (target) cycle period.", series("ecagent_cycle_target_seconds", sel), unitSeconds)).
-		WithPanel(hostStat("p99 jitter", "p99 of |period − target| in the last closed window (exact).", series(jitter.window, sel, `stat="p99"`), unitSeconds)).
-		WithPanel(hostStat("Max jitter", "Largest |period − target| in the last closed window (exact).", series(jitter.window, sel, `stat="max"`), unitSeconds)).
+		WithPanel(hostStat("p99 jitter / period", "p99 of |period − target| in the last closed window (exact), as a share of the cycle period: orange from 5 %, red from 10 % (the default jitter budget).",
+			perCycle(series(jitter.window, sel, `stat="p99"`), sel), unitRatio).
+			Thresholds(thresholds(jitter.orange, jitter.red)).ColorMode(common.BigValueColorModeBackground)).
+		WithPanel(hostStat("Max jitter / period", "Largest |period − target| in the last closed window (exact), as a share of the cycle period: orange from 25 %, red from 50 %.",
+			perCycle(series(jitter.window, sel, `stat="max"`), sel), unitRatio).
+			Thresholds(thresholds(0.25, 0.5)).ColorMode(common.BigValueColorModeBackground)).
 		WithPanel(hostStat("Cycle process", "Whether the real-time cycle process runs.", series("ecagent_cycle_process_up", sel), "none").
 			Mappings(valueText([3]string{"1", "running", "green"}, [3]string{"0", "down", "red"})).Span(2)).
 		WithPanel(hostStat("Cycle process starts", "Times the agent started the cycle process in the dashboard's time range (restarts after a crash count here).",
@@ -95,18 +103,13 @@ func hostTimingRows(b *dashboard.DashboardBuilder, sel string) *dashboard.Dashbo
 	jitter, wakeup := jitterQuantity(), wakeupQuantity()
 	return b.
 		WithRow(dashboard.NewRowBuilder("Jitter and wake-up latency")).
-		WithPanel(heatmapPanel(jitter.title+" (native histogram)", jitter.unit,
-			"Distribution of "+jitter.what+" per time step, from the native histogram. Without native histograms in Prometheus, use the classic-bucket heatmaps at the bottom.",
-			query(heatmapNative(jitter.histogram, sel), "")).Height(9).Span(12)).
-		WithPanel(quantilePanel(jitter, sel).
-			WithTarget(query("0.1 * "+series("ecagent_cycle_target_seconds", sel), "budget (10 % of the period)")).
-			OverrideByName("budget (10 % of the period)", []dashboard.DynamicConfigValue{
-				{Id: "custom.lineStyle", Value: map[string]any{"fill": "dash", "dash": []int{10, 10}}},
-				{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "orange"}},
-			}).Height(9).Span(12)).
-		WithPanel(heatmapPanel(wakeup.title+" (native histogram)", wakeup.unit,
-			"Distribution of "+wakeup.what+" per time step, from the native histogram. Growing wake-up latency points at the scheduler or power management.",
-			query(heatmapNative(wakeup.histogram, sel), "")).Height(9).Span(12)).
+		WithPanel(heatmapPanel(jitter.title+" (classic buckets)", jitter.unit,
+			"Distribution of "+jitter.what+" per time step, from the classic buckets (1-2-5 steps from 1 µs to 10 ms), which every Prometheus stores. With native histograms ingested, the finer heatmaps are in the collapsed row at the bottom.",
+			query(heatmapClassic(jitter.histogram, sel), "{{le}}")).Height(9).Span(12)).
+		WithPanel(quantilePanel(jitter, sel).Height(9).Span(12)).
+		WithPanel(heatmapPanel(wakeup.title+" (classic buckets)", wakeup.unit,
+			"Distribution of "+wakeup.what+" per time step, from the classic buckets. Growing wake-up latency points at the scheduler or power management.",
+			query(heatmapClassic(wakeup.histogram, sel), "{{le}}")).Height(9).Span(12)).
 		WithPanel(quantilePanel(wakeup, sel).Height(9).Span(12)).
 		WithRow(dashboard.NewRowBuilder("Cycle period, job and CPU load")).
 		WithPanel(periodBand(sel).Height(9).Span(12)).
@@ -177,39 +180,46 @@ func hostStat(title, description, expr, unit string) *stat.PanelBuilder {
 }
 
 // quantilePanel plots a quantity's p50, p99 and p99.9 from the histogram
-// and the exact maximum of the window statistics, which histograms blur.
+// and the exact maximum of the window statistics, which histograms blur:
+// as a share of the cycle period with the quantity's thresholds, or in
+// seconds for the absolute ones (the DC time difference, which EtherCAT
+// bounds by 1 µs whatever the cycle).
 func quantilePanel(q quantity, sel string) *timeseries.PanelBuilder {
-	p := timeSeries(q.title+": quantiles and exact maximum", q.unit,
-		"p50, p99 and p99.9 of the "+q.what+" from the histogram over the rate interval; max is the largest value of any cycle (exact window statistic, the largest window in each step).")
+	unit, scale, how := unitRatio, func(e string) string { return perCycle(e, sel) }, "as a share of the cycle period"
+	if q.absolute {
+		unit, scale, how = q.unit, func(e string) string { return e }, "in seconds"
+	}
+	p := timeSeries(q.title+": quantiles and exact maximum", unit,
+		fmt.Sprintf("p50, p99 and p99.9 of the %s from the histogram over the rate interval; max is the largest value of any cycle (exact window statistic, the largest window in each step); %s. Dashed: orange and red thresholds.", q.what, how))
 	for _, qq := range []struct {
 		q      float64
 		legend string
 	}{{0.5, "p50"}, {0.99, "p99"}, {0.999, "p99.9"}} {
-		p = p.WithTarget(query(quantile(qq.q, q.histogram, sel, "", rateInterval), qq.legend))
+		p = p.WithTarget(query(scale(quantile(qq.q, q.histogram, sel, "", rateInterval)), qq.legend))
 	}
-	return p.WithTarget(query(fmt.Sprintf("max_over_time(%s[%s])", series(q.window, sel, `stat="max"`), rateInterval), "max (exact)")).
-		OverrideByName("max (exact)", []dashboard.DynamicConfigValue{{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "red"}}})
+	return p.WithTarget(query(scale(fmt.Sprintf("max_over_time(%s[%s])", series(q.window, sel, `stat="max"`), rateInterval)), "max (exact)")).
+		OverrideByName("max (exact)", []dashboard.DynamicConfigValue{{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "red"}}}).
+		Thresholds(thresholds(q.orange, q.red)).
+		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed))
 }
 
 // periodBand draws the cycle period's min/max band per window around the
-// target; the band's top is the exact window maximum.
+// target, as a multiple of the target (1 on time); the band's top is the
+// exact window maximum.
 func periodBand(sel string) *timeseries.PanelBuilder {
 	win := "ecagent_cycle_period_window_seconds"
-	return timeSeries("Cycle period: min/max band", unitSeconds,
-		"Shortest and longest period between two wake-ups (exact window statistics; the extremes of all windows in each step) around the configured period, and the period histogram's p0.1 and p99.9.").
-		WithTarget(query(fmt.Sprintf("min_over_time(%s[%s])", series(win, sel, `stat="min"`), rateInterval), "min")).
-		WithTarget(query(fmt.Sprintf("max_over_time(%s[%s])", series(win, sel, `stat="max"`), rateInterval), "max (exact)")).
-		WithTarget(query(series("ecagent_cycle_target_seconds", sel), "target")).
-		WithTarget(query(quantile(0.001, "ecagent_cycle_period_seconds", sel, "", rateInterval), "p0.1")).
-		WithTarget(query(quantile(0.999, "ecagent_cycle_period_seconds", sel, "", rateInterval), "p99.9")).
+	return timeSeries("Cycle period: min/max band, multiple of the target", "none",
+		"Shortest and longest period between two wake-ups (exact window statistics; the extremes of all windows in each step) and the period histogram's p0.1 and p99.9, divided by the configured period (1 is on time): orange from 1.1, red from 1.5.").
+		WithTarget(query(perCycle(fmt.Sprintf("min_over_time(%s[%s])", series(win, sel, `stat="min"`), rateInterval), sel), "min")).
+		WithTarget(query(perCycle(fmt.Sprintf("max_over_time(%s[%s])", series(win, sel, `stat="max"`), rateInterval), sel), "max (exact)")).
+		WithTarget(query(perCycle(quantile(0.001, "ecagent_cycle_period_seconds", sel, "", rateInterval), sel), "p0.1")).
+		WithTarget(query(perCycle(quantile(0.999, "ecagent_cycle_period_seconds", sel, "", rateInterval), sel), "p99.9")).
 		FillOpacity(0).
+		Thresholds(thresholds(1.1, 1.5)).
+		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
 		OverrideByName("max (exact)", []dashboard.DynamicConfigValue{
 			{Id: "custom.fillBelowTo", Value: "min"},
 			{Id: "custom.fillOpacity", Value: 20},
-		}).
-		OverrideByName("target", []dashboard.DynamicConfigValue{
-			{Id: "custom.lineStyle", Value: map[string]any{"fill": "dash", "dash": []int{10, 10}}},
-			{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "green"}},
 		})
 }
 
@@ -225,6 +235,8 @@ func cpuLoad(sel string) *timeseries.PanelBuilder {
 		WithTarget(query(series("ecagent_cycle_core_busy_ratio", sel), "cycle core busy")).
 		WithTarget(query(series("ecagent_host_cpu_busy_ratio", sel), "host busy")).
 		WithTarget(query(fmt.Sprintf("rate(%s[%s])", series("ecagent_cycle_process_cpu_seconds_total", sel), rateInterval), "cycle process CPU")).
+		Thresholds(thresholds(0.5, 0.8)).
+		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeDashed)).
 		Min(0)
 }
 
@@ -312,17 +324,19 @@ func slaveStates(sel string) *statetimeline.PanelBuilder {
 
 // slaveData is the quality of each slave's process data over time. The
 // state set ecagent_slave_data_quality{quality} becomes one code per
-// slave: 1 good, 2 stale, 3 invalid.
+// slave: 1 good, 2 stale, 3 invalid, from the series at 1 only, so it
+// reads the same whether the agent exports the zeros (metrics.detail
+// full) or not.
 func slaveData(sel string) *statetimeline.PanelBuilder {
 	var terms []string
 	for i, q := range []string{"good", "stale", "invalid"} {
-		terms = append(terms, fmt.Sprintf("%d * sum by (position, name) (%s)", i+1, series("ecagent_slave_data_quality", sel, `quality="`+q+`"`)))
+		terms = append(terms, fmt.Sprintf("%d * (%s == 1)", i+1, series("ecagent_slave_data_quality", sel, `quality="`+q+`"`)))
 	}
 	return statetimeline.NewPanelBuilder().
 		Title("Slave process data").
 		Description("Quality of each slave's process data: good while it is exchanged every cycle; stale while the values are the last ones received (the slave is lost or out of SAFEOP/OP, the cycle or the link is down, a bus alarm is raised); invalid when there are none to show (another device at its position).").
 		Datasource(datasource()).
-		WithTarget(query(strings.Join(terms, "\n+ "), "{{position}} {{name}}")).
+		WithTarget(query("sum by (position, name) (\n  "+strings.Join(terms, "\nor ")+"\n)", "{{position}} {{name}}")).
 		Mappings(dataQualities()).
 		ShowValue(common.VisibilityModeNever).
 		MergeValues(true).
@@ -336,7 +350,7 @@ func staleSlaves(sel string) *table.PanelBuilder {
 		Title("Slaves without good data").
 		Description("Slaves whose process data is stale or invalid now, and for how long (ecagent_slave_data_quality_since_timestamp_seconds).").
 		Datasource(datasource()).
-		WithTarget(tableQuery("A", fmt.Sprintf("time() - %s\nand on (%s)\n(%s == 0)",
+		WithTarget(tableQuery("A", fmt.Sprintf("time() - %s\nunless on (%s)\n(%s == 1)",
 			series("ecagent_slave_data_quality_since_timestamp_seconds", sel), bySlave, series("ecagent_slave_data_quality", sel, `quality="good"`)))).
 		OverrideByName("Value", []dashboard.DynamicConfigValue{{Id: "unit", Value: unitSeconds}}).
 		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
@@ -439,17 +453,17 @@ func mqttBuffer(sel string) *timeseries.PanelBuilder {
 
 // rtChecks shows every host real-time check's status over time. The state
 // set ecagent_rt_check{check, status} becomes one code per check: 1 pass,
-// 2 warn, 3 fail, 4 skip.
+// 2 warn, 3 fail, 4 skip, from the series at 1 only (as slaveData).
 func rtChecks(sel string) *statetimeline.PanelBuilder {
 	var terms []string
 	for i, status := range []string{"pass", "warn", "fail", "skip"} {
-		terms = append(terms, fmt.Sprintf("%d * sum by (check) (%s)", i+1, series("ecagent_rt_check", sel, `status="`+status+`"`)))
+		terms = append(terms, fmt.Sprintf("%d * (%s == 1)", i+1, series("ecagent_rt_check", sel, `status="`+status+`"`)))
 	}
 	return statetimeline.NewPanelBuilder().
 		Title("Real-time checks").
 		Description("Every host check of `ecagent rtcheck` (PREEMPT_RT, isolcpus, governor, IRQ affinity, NIC coalescing …), run every minute by the agent. `ecagent rtcheck` on the host says what a failing check found and how to fix it.").
 		Datasource(datasource()).
-		WithTarget(query(strings.Join(terms, "\n+ "), "{{check}}")).
+		WithTarget(query("sum by (check) (\n  "+strings.Join(terms, "\nor ")+"\n)", "{{check}}")).
 		Mappings(checkStatuses()).
 		ShowValue(common.VisibilityModeNever).
 		MergeValues(true).
@@ -484,14 +498,15 @@ func collectors(sel string) *statetimeline.PanelBuilder {
 		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(false))
 }
 
-// classicHeatmaps is a collapsed row of heatmaps from the classic buckets,
-// for a Prometheus that does not ingest native histograms.
-func classicHeatmaps(sel string) *dashboard.RowBuilder {
-	row := dashboard.NewRowBuilder("Classic-bucket heatmaps (Prometheus without native histograms)").Collapsed(true)
+// nativeHeatmaps is a collapsed row of heatmaps from the native
+// histograms (finer buckets), opt-in: a stock Prometheus without native
+// histograms leaves them empty.
+func nativeHeatmaps(sel string) *dashboard.RowBuilder {
+	row := dashboard.NewRowBuilder("Native-histogram heatmaps (Prometheus with native histograms)").Collapsed(true)
 	for _, q := range []quantity{jitterQuantity(), wakeupQuantity(), jobQuantity(), frameRTTQuantity()} {
-		row = row.WithPanel(heatmapPanel(q.title+" (classic buckets)", q.unit,
-			"Distribution of "+q.what+" per time step, from the classic buckets (1-2-5 steps from 1 µs to 10 ms).",
-			query(heatmapClassic(q.histogram, sel), "{{le}}")).Height(9).Span(12))
+		row = row.WithPanel(heatmapPanel(q.title+" (native histogram)", q.unit,
+			"Distribution of "+q.what+" per time step, from the native histogram (about 9 % per bucket). Empty unless Prometheus ingests native histograms (--enable-feature=native-histograms on 2.x, scrape_native_histograms on 3.x).",
+			query(heatmapNative(q.histogram, sel), "")).Height(9).Span(12))
 	}
 	return row
 }

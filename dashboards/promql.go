@@ -22,10 +22,11 @@ const bySlave = "site, line, host, position, name"
 // its place (both with AL state 0: a slave that does not answer has no
 // state), so a dead device is red, never the green of its last OP.
 func slaveState(sel string) string {
-	return fmt.Sprintf("max by (%s) (%s + 16 * %s)\n- on (%s)\nsum by (%s) (%s + ignoring (presence) 2 * %s)",
-		bySlave, series("ecagent_slave_al_state", sel), series("ecagent_slave_al_error", sel),
+	state := series("ecagent_slave_al_state", sel)
+	return fmt.Sprintf("max by (%s) (%s + 16 * %s)\n- on (%s)\n(\n  sum by (%s) ((%s == 1) or 2 * (%s == 1))\n  or on (%s) 0 * max by (%s) (%s)\n)",
+		bySlave, state, series("ecagent_slave_al_error", sel),
 		bySlave, bySlave, series("ecagent_slave_presence", sel, `presence="lost"`),
-		series("ecagent_slave_presence", sel, `presence="refused"`))
+		series("ecagent_slave_presence", sel, `presence="refused"`), bySlave, bySlave, state)
 }
 
 // notOperational selects the slaves not in OP without an error: lost and
@@ -33,12 +34,6 @@ func slaveState(sel string) string {
 func notOperational(sel string) string {
 	return fmt.Sprintf("(%s != 8 or (%s and %s == 1))",
 		series("ecagent_slave_al_state", sel), series("ecagent_slave_al_state", sel), series("ecagent_slave_al_error", sel))
-}
-
-// perPeriod divides a per-host figure in seconds by the host's configured
-// cycle period, so that one threshold fits a 125 µs and a 4 ms cycle.
-func perPeriod(expr, sel string) string {
-	return fmt.Sprintf("(%s)\n/ on (%s)\nmax by (%s) (%s)", expr, byHost, byHost, series("ecagent_cycle_target_seconds", sel))
 }
 
 // Grafana's range variables as they appear in queries.
@@ -66,13 +61,11 @@ func quantile(q float64, histogram, selector, by, window string) string {
 	return native + "\nor\n" + classic
 }
 
-// quantileOffset is quantile of the same window one week earlier.
-func quantileOffset(q float64, histogram, selector, by, window, offset string) string {
-	native := fmt.Sprintf("histogram_quantile(%g, sum%s (rate(%s[%s] offset %s)))",
-		q, grouping(by), series(histogram, selector), window, offset)
-	classic := fmt.Sprintf("histogram_quantile(%g, sum%s (rate(%s[%s] offset %s)))",
-		q, grouping(join(by, "le")), series(histogram+"_bucket", selector), window, offset)
-	return native + "\nor\n" + classic
+// perCycle divides a figure in seconds of one host (the host detail's
+// selector) by its cycle period: a share of the cycle, so that one
+// threshold fits a 125 µs and a 4 ms cycle.
+func perCycle(expr, sel string) string {
+	return fmt.Sprintf("(%s)\n/ scalar(max(%s))", expr, series("ecagent_cycle_target_seconds", sel))
 }
 
 // heatmapNative is the per-second rate of a native histogram, summed: one

@@ -87,6 +87,7 @@ var layers = []layer{
 	{pattern: "cmd/ecagent-cycle", allowed: []string{"cycle/...", "master/...", "ethercat/...", "shm", "contract", "internal/realtime/...", "internal/buildinfo"}, forbidden: []string{"sim", "ethercat/eni", "ethercat/esi"},
 		why: "the cycle program is the cycle process and nothing of the agent"},
 	{pattern: "cmd/...", allowed: []string{"..."}, why: "commands sit on top of everything"},
+	{pattern: "scripts/...", allowed: []string{"..."}, why: "benches and tools run beside the commands, on top of everything"},
 	{pattern: "dashboards", allowed: nil, why: "dashboards are built from their own definitions"},
 }
 

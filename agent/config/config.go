@@ -113,6 +113,9 @@ type Metrics struct {
 	// Window is the length of the window over which exact cycle statistics
 	// are computed.
 	Window time.Duration `koanf:"window" help:"window over which exact cycle statistics (percentiles, maximum) are computed"`
+	// Detail is standard (a fleet's series budget: state sets show their
+	// current value, error counters appear once non-zero) or full.
+	Detail string `koanf:"detail" help:"series per scrape: standard (state sets show their current value, error counters appear once non-zero) or full (every value, zeros included)"`
 }
 
 // Log configures the agent's own log output.
@@ -226,7 +229,7 @@ func Default() Config {
 			SHM:        DefaultSHM,
 		},
 		Status:  Status{Interval: 5 * time.Second},
-		Metrics: Metrics{Listen: DefaultMetricsListen, Window: 10 * time.Second},
+		Metrics: Metrics{Listen: DefaultMetricsListen, Window: 10 * time.Second, Detail: "standard"},
 		Log:     Log{Level: "info", Format: "text"},
 		MQTT:    defaultMQTT(),
 	}

@@ -344,7 +344,7 @@ func TestGoldenExample(t *testing.T) {
 			Program: "ecagent-cycle",
 		},
 		Status:  Status{Interval: 0},
-		Metrics: Metrics{Listen: "127.0.0.1:9781", WebConfig: "testdata/web-config.yaml", Window: 30 * time.Second},
+		Metrics: Metrics{Listen: "127.0.0.1:9781", WebConfig: "testdata/web-config.yaml", Window: 30 * time.Second, Detail: "full"},
 		Log:     Log{Level: "debug", Format: "json"},
 		MQTT: MQTT{
 			Enabled: false, Broker: "ssl://broker.plant:8883", Embedded: "127.0.0.1:11883", ClientID: "edge-07-agent",

@@ -23,7 +23,7 @@ func TestSchemaKeys(t *testing.T) {
 		"bus.dc.enabled", "bus.dc.sync0shift", "bus.dc.sync1", "bus.dc.driftframes", "bus.dc.startdelay", "bus.pdo",
 		"cycle.period", "cycle.core", "cycle.priority", "cycle.busywait", "cycle.recvspin", "cycle.exchange", "cycle.lockmemory", "cycle.shm", "cycle.program",
 		"status.interval",
-		"metrics.listen", "metrics.webconfig", "metrics.window",
+		"metrics.listen", "metrics.webconfig", "metrics.window", "metrics.detail",
 		"log.level", "log.format",
 		"mqtt.enabled", "mqtt.broker", "mqtt.embedded", "mqtt.clientid", "mqtt.username", "mqtt.password",
 		"mqtt.tls.ca", "mqtt.tls.cert", "mqtt.tls.key", "mqtt.tls.servername", "mqtt.tls.insecureskipverify",

@@ -109,6 +109,9 @@ func (c Config) problems(models []string, cpus func() cpuSet) []*FieldError {
 	if !inRange(c.Metrics.Window, MinWindow, MaxWindow) {
 		add("metrics.window", c.Metrics.Window, betweenDurations(MinWindow, MaxWindow))
 	}
+	if c.Metrics.Detail != "standard" && c.Metrics.Detail != "full" {
+		add("metrics.detail", c.Metrics.Detail, "must be standard or full")
+	}
 
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
 		add("log.level", c.Log.Level, "must be debug, info, warn or error")

@@ -24,6 +24,9 @@ func testOptions() Options {
 		ProcRoot:  "testdata/proc",
 		CycleCore: 1,
 		Version:   "v1.2.3", Revision: "0123abcd",
+		// Every series, zeros included, so the goldens document them all;
+		// the standard detail is tested against it (detail_test.go).
+		Detail: DetailFull,
 	}
 }
 

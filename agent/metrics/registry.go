@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,7 +50,34 @@ type Options struct {
 	// back to what github.com/prometheus/common/version knows (its
 	// linker-set variables or the Go build information).
 	Version, Revision string
+	// Detail chooses how many series a scrape carries (DetailStandard
+	// when empty).
+	Detail Detail
 }
+
+// Detail is how many series a scrape carries: the series budget of a
+// fleet (see docs/deployment.md) against the full picture of one host.
+type Detail string
+
+const (
+	// DetailStandard, the default, keeps a scrape of a healthy segment
+	// small: a state set shows its current value only (one series, 1),
+	// an error counter (ESC port and processing-unit counters, AL status
+	// code, a bring-up failure reason) appears once it is non-zero, a
+	// data quality's since-time while the quality is not good, a host check its
+	// current status only, and the Go runtime without go_memstats_*. Every query that selects the
+	// value it asks about (`{presence="lost"} == 1`, `> 0`, `!= 0`)
+	// answers the same as with DetailFull.
+	DetailStandard Detail = "standard"
+	// DetailFull exports every series of every state set and counter,
+	// zeros included.
+	DetailFull Detail = "full"
+)
+
+// Valid reports whether d is a known detail level ("" is DetailStandard).
+func (d Detail) Valid() bool { return d == "" || d == DetailStandard || d == DetailFull }
+
+func (d Detail) full() bool { return d == DetailFull }
 
 // Registry holds every ecagent series on its own prometheus.Registry (no
 // global registry): the Consumer's histograms, counters and window
@@ -71,6 +100,9 @@ type Registry struct {
 	rtSetting       *prometheus.GaugeVec
 	maintenanceUp   *prometheus.GaugeVec
 	rtCheck         *prometheus.GaugeVec
+	detail          Detail
+	errMu           sync.Mutex
+	errShown        map[string]bool // error counters exported since SetSlaves (DetailStandard)
 	dc              dcGauges
 	devices         *deviceSeries
 }
@@ -89,6 +121,9 @@ func NewRegistry(opts Options) (*Registry, error) {
 	if opts.Window < 0 {
 		return nil, fmt.Errorf("metrics: window %v, want ≥ 0: %w", opts.Window, ErrInvalidOptions)
 	}
+	if !opts.Detail.Valid() {
+		return nil, fmt.Errorf("metrics: detail %q, want %s or %s: %w", opts.Detail, DetailStandard, DetailFull, ErrInvalidOptions)
+	}
 	if opts.Window == 0 {
 		opts.Window = DefaultWindow
 	}
@@ -96,7 +131,7 @@ func NewRegistry(opts Options) (*Registry, error) {
 		opts.ProcRoot = "/proc"
 	}
 
-	r := &Registry{reg: prometheus.NewRegistry()}
+	r := &Registry{reg: prometheus.NewRegistry(), detail: opts.Detail, errShown: map[string]bool{}}
 	r.labelled = prometheus.WrapRegistererWith(prometheus.Labels{
 		labelSite: opts.Site, labelLine: opts.Line, labelHost: opts.Host,
 	}, r.reg)
@@ -109,7 +144,7 @@ func NewRegistry(opts Options) (*Registry, error) {
 	r.consumer = c
 
 	r.busSlaves = b.gauge(nameBusSlaves)
-	r.slaves = newSlaveStates(b.catalog)
+	r.slaves = newSlaveStates(b.catalog, opts.Detail)
 	b.register(r.slaves)
 	r.slavePortErrors = b.gaugeVec(nameSlavePortErrors, labelPosition, labelName, labelPort, labelCounter)
 	r.slaveESCErrors = b.gaugeVec(nameSlaveESCErrors, labelPosition, labelName, labelCounter)
@@ -133,7 +168,14 @@ func NewRegistry(opts Options) (*Registry, error) {
 		extra["revision"] = opts.Revision
 	}
 	b.register(version.NewCollector("ecagent", version.WithExtraConstLabels(extra)))
-	b.register(collectors.NewGoCollector())
+	if opts.Detail.full() {
+		b.register(collectors.NewGoCollector())
+	} else {
+		// The Go runtime without its 25 go_memstats_* series: the
+		// agent's memory is process_resident_memory_bytes, and the
+		// series budget of a fleet has better uses.
+		b.register(collectors.NewGoCollector(collectors.WithGoCollectorMemStatsMetricsDisabled()))
+	}
 	b.register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if b.err != nil {
 		return nil, b.err
@@ -178,6 +220,9 @@ type Slave struct {
 func (r *Registry) SetSlaves(slaves []Slave) {
 	r.slavePortErrors.Reset()
 	r.slaveESCErrors.Reset()
+	r.errMu.Lock()
+	clear(r.errShown)
+	r.errMu.Unlock()
 	r.devices.setSlaves(slaves)
 	r.busSlaves.Set(float64(len(slaves)))
 }
@@ -198,17 +243,38 @@ type ESCErrorCounters struct {
 }
 
 // SetSlaveErrorCounters sets the ESC error counter gauges of one slave.
+// With DetailStandard a counter's series appears once it is non-zero and
+// stays until the next SetSlaves, so a healthy segment costs no series
+// and an erring port keeps its history.
 func (r *Registry) SetSlaveErrorCounters(position int, name string, c ESCErrorCounters) {
 	pos := strconv.Itoa(position)
 	for port, p := range c.Ports {
 		portLabel := strconv.Itoa(port)
-		r.slavePortErrors.WithLabelValues(pos, name, portLabel, "invalid_frame").Set(float64(p.InvalidFrame))
-		r.slavePortErrors.WithLabelValues(pos, name, portLabel, "rx_error").Set(float64(p.RXError))
-		r.slavePortErrors.WithLabelValues(pos, name, portLabel, "forwarded_rx_error").Set(float64(p.ForwardedRXError))
-		r.slavePortErrors.WithLabelValues(pos, name, portLabel, "lost_link").Set(float64(p.LostLink))
+		r.setErrorCounter(r.slavePortErrors, p.InvalidFrame, pos, name, portLabel, "invalid_frame")
+		r.setErrorCounter(r.slavePortErrors, p.RXError, pos, name, portLabel, "rx_error")
+		r.setErrorCounter(r.slavePortErrors, p.ForwardedRXError, pos, name, portLabel, "forwarded_rx_error")
+		r.setErrorCounter(r.slavePortErrors, p.LostLink, pos, name, portLabel, "lost_link")
 	}
-	r.slaveESCErrors.WithLabelValues(pos, name, "processing_unit").Set(float64(c.ProcessingUnit))
-	r.slaveESCErrors.WithLabelValues(pos, name, "pdi").Set(float64(c.PDI))
+	r.setErrorCounter(r.slaveESCErrors, c.ProcessingUnit, pos, name, "processing_unit")
+	r.setErrorCounter(r.slaveESCErrors, c.PDI, pos, name, "pdi")
+}
+
+// setErrorCounter sets one error counter's series: always with
+// DetailFull, else once it is non-zero or its series exists already.
+func (r *Registry) setErrorCounter(vec *prometheus.GaugeVec, v uint8, labels ...string) {
+	if !r.detail.full() {
+		key := strings.Join(labels, "\x00")
+		r.errMu.Lock()
+		shown := r.errShown[key]
+		if v != 0 && !shown {
+			r.errShown[key] = true
+		}
+		r.errMu.Unlock()
+		if v == 0 && !shown {
+			return
+		}
+	}
+	vec.WithLabelValues(labels...).Set(float64(v))
 }
 
 // CycleProcessStarted records that the agent started the cycle process
@@ -292,9 +358,10 @@ const (
 func checkStatuses() []CheckStatus { return []CheckStatus{CheckPass, CheckWarn, CheckFail, CheckSkip} }
 
 // SetRTCheck records the current status of a host check as a state set:
-// ecagent_rt_check{check, status} is 1 for status and 0 for the other
-// statuses, so `ecagent_rt_check{status="fail"} == 1` alerts on a failing
-// check and a change of status never leaves a stale series behind.
+// ecagent_rt_check{check, status} is 1 for status. With DetailFull the
+// other statuses are 0; with DetailStandard they are not exported. Either
+// way `ecagent_rt_check{status="fail"} == 1` alerts on a failing check and
+// a change of status never leaves a stale series behind.
 func (r *Registry) SetRTCheck(check string, status CheckStatus) error {
 	if check == "" {
 		return fmt.Errorf("metrics: rt check with an empty name: %w", ErrInvalidArgument)
@@ -307,11 +374,14 @@ func (r *Registry) SetRTCheck(check string, status CheckStatus) error {
 		return fmt.Errorf("metrics: rt check %s: status %q, want pass, warn, fail or skip: %w", check, status, ErrInvalidArgument)
 	}
 	for _, s := range checkStatuses() {
-		v := 0.0
-		if s == status {
-			v = 1
+		switch {
+		case s == status:
+			r.rtCheck.WithLabelValues(check, string(s)).Set(1)
+		case r.detail.full():
+			r.rtCheck.WithLabelValues(check, string(s)).Set(0)
+		default:
+			r.rtCheck.DeleteLabelValues(check, string(s))
 		}
-		r.rtCheck.WithLabelValues(check, string(s)).Set(v)
 	}
 	return nil
 }

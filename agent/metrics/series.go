@@ -183,22 +183,22 @@ func busSeries() []Series {
 			Conditional: "once the cycle process brought the bus up"},
 		{Name: nameSlaveALStatus, Type: TypeGauge, Labels: []string{labelPosition, labelName},
 			Help:        "AL status code of a slave (register 0x0134) while its AL status has the error bit set; 0 otherwise.",
-			Conditional: "once the cycle process brought the bus up"},
+			Conditional: "while a slave reports an AL status code (always with metrics.detail full)"},
 		{Name: nameSlavePresence, Type: TypeGauge, Labels: []string{labelPosition, labelName, labelPresence},
-			Help:        "Presence of a configured slave as a state set: 1 for the current one (present, lost, refused: another device at its position, reconnecting), 0 for the others.",
+			Help:        "Presence of a configured slave as a state set: 1 for the current one (present, lost, refused: another device at its position, reconnecting); with metrics.detail full also 0 for the others.",
 			Conditional: "once the cycle process brought the bus up"},
 		{Name: nameSlaveQuality, Type: TypeGauge, Labels: []string{labelPosition, labelName, labelQuality},
-			Help:        "Quality of a slave's process data as a state set: 1 for the current one (good: exchanged in the last cycle; stale: the last values received; invalid: none to show), 0 for the others.",
+			Help:        "Quality of a slave's process data as a state set: 1 for the current one (good: exchanged in the last cycle; stale: the last values received; invalid: none to show); with metrics.detail full also 0 for the others.",
 			Conditional: "once the cycle process brought the bus up"},
 		{Name: nameSlaveQualitySince, Type: TypeGauge, Labels: []string{labelPosition, labelName},
 			Help:        "Unix time at which a slave's process data took its current quality.",
-			Conditional: "once the cycle process brought the bus up"},
+			Conditional: "while a slave's data is not good (always with metrics.detail full)"},
 		{Name: nameSlavePortErrors, Type: TypeGauge, Labels: []string{labelPosition, labelName, labelPort, labelCounter},
 			Help:        "ESC error counter of a slave's port (registers 0x0300-0x030B, 0x0310-0x0313; saturates at 255): invalid_frame, rx_error, forwarded_rx_error or lost_link.",
-			Conditional: "once the agent read the slaves' error counters"},
+			Conditional: "once the agent read the slaves' error counters and one counted (always with metrics.detail full)"},
 		{Name: nameSlaveESCErrors, Type: TypeGauge, Labels: []string{labelPosition, labelName, labelCounter},
 			Help:        "ESC error counter of a slave not tied to a port (registers 0x030C-0x030D; saturates at 255): processing_unit or pdi.",
-			Conditional: "once the agent read the slaves' error counters"},
+			Conditional: "once the agent read the slaves' error counters and one counted (always with metrics.detail full)"},
 	}
 }
 
@@ -236,9 +236,9 @@ func processSeries() []Series {
 		{Name: nameProcessStarts, Type: TypeCounter, Help: "Times the agent started the cycle process."},
 		{Name: nameBringUpFailures, Type: TypeGauge, Labels: []string{labelReason},
 			Help: "Bring-ups of the cycle process that failed in a row since one last ran, under the reason of the last " +
-				"(link, no-answer, not-as-configured, failed); 0 under the other reasons, and under all once a cycle process runs. " +
+				"(link, no-answer, not-as-configured, failed); 0 (with metrics.detail full) under the other reasons, and under all once a cycle process runs. " +
 				"The agent tries again without end, backing off from 0.1 s to 10 s.",
-			Conditional: "once the agent has its bus model"},
+			Conditional: "after a failed bring-up (always with metrics.detail full, once the agent has its bus model)"},
 		{Name: nameProcessCPU, Type: TypeCounter, Help: "CPU time (user and system) the running cycle process has used, from /proc/PID/stat.",
 			Conditional: "while the cycle process runs"},
 		{Name: nameHostBusy, Type: TypeGauge, Help: "Busy fraction of all CPUs of the host between the last two readings of /proc/stat (at most one reading per second).",

@@ -25,12 +25,14 @@ import (
 //     SAFEOP+ERR is al_state 4 with al_error 1 (and, when the slave said
 //     why, the code in ecagent_slave_al_status_code).
 //   - ecagent_slave_presence and ecagent_slave_data_quality are state
-//     sets: one series per value, 1 for the current one and 0 for the
-//     others, so a change flips two series instead of creating one and
-//     `{presence="lost"} == 1` selects the lost slaves.
+//     sets: 1 for the current value, and with DetailFull one series per
+//     other value at 0 (so a change flips two series instead of creating
+//     one); either way `{presence="lost"} == 1` selects the lost slaves.
 //   - ecagent_slave_data_quality_since_timestamp_seconds is the Unix time
 //     the data quality took its current value; `time() - …` is how long
-//     a slave's values have been stale.
+//     a slave's values have been stale. With DetailStandard it is
+//     exported while the quality is not good, and the AL status code
+//     while it is not 0.
 //
 // ecagent_cycle_process_up is rendered here too, from the same snapshot
 // (CycleRunning and not CycleStalled), so that no scrape shows the cycle
@@ -43,13 +45,15 @@ type slaveStates struct {
 	processUp atomic.Bool
 
 	up, alState, alError, alStatus, presence, quality, since, cycleUp, bringUp *prometheus.Desc
+	detail                                                                     Detail
 }
 
-func newSlaveStates(catalog []Series) *slaveStates {
+func newSlaveStates(catalog []Series, detail Detail) *slaveStates {
 	desc := func(name string, extra ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, helpOf(catalog, name), append([]string{labelPosition, labelName}, extra...), nil)
 	}
 	return &slaveStates{
+		detail:   detail,
 		up:       desc(nameSlaveUp),
 		alState:  desc(nameSlaveALState),
 		alError:  desc(nameSlaveALError),
@@ -84,7 +88,9 @@ func (c *slaveStates) Collect(ch chan<- prometheus.Metric) {
 		if f := bus.BringUp; !bus.CycleRunning && f.Failures > 0 && f.Reason == r {
 			n = float64(f.Failures)
 		}
-		ch <- prometheus.MustNewConstMetric(c.bringUp, prometheus.GaugeValue, n, r.String())
+		if n > 0 || c.detail.full() {
+			ch <- prometheus.MustNewConstMetric(c.bringUp, prometheus.GaugeValue, n, r.String())
+		}
 	}
 	for i := range bus.Slaves {
 		s := &bus.Slaves[i]
@@ -95,14 +101,21 @@ func (c *slaveStates) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.up, oneIf(bus.Answering(i)))
 		gauge(c.alState, float64(bus.ALState(i)))
 		gauge(c.alError, oneIf(s.AL.Error))
-		gauge(c.alStatus, float64(s.ALStatusCode))
+		full := c.detail.full()
+		if full || s.ALStatusCode != 0 {
+			gauge(c.alStatus, float64(s.ALStatusCode))
+		}
 		for _, p := range busstate.Presences {
-			gauge(c.presence, oneIf(s.Presence == p), p.String())
+			if full || s.Presence == p {
+				gauge(c.presence, oneIf(s.Presence == p), p.String())
+			}
 		}
 		for _, q := range busstate.Qualities {
-			gauge(c.quality, oneIf(s.Quality == q), q.String())
+			if full || s.Quality == q {
+				gauge(c.quality, oneIf(s.Quality == q), q.String())
+			}
 		}
-		if !s.Since.IsZero() {
+		if !s.Since.IsZero() && (full || s.Quality != busstate.QualityGood) {
 			gauge(c.since, float64(s.Since.UnixNano())/1e9)
 		}
 	}

@@ -106,6 +106,20 @@ func slaveLines(t *testing.T, r *Registry) []string {
 // TestSlaveStatesRenderTheModel checks that every slave series says what
 // the bus model says, above all that a slave that does not answer is
 // never shown in OP.
+// standardSlaveLines is what DetailStandard shows of full's lines: no AL
+// status code while it is 0, no since-time while the data is good.
+func standardSlaveLines(full []string) []string {
+	var out []string
+	for _, l := range full {
+		l = strings.Replace(l, " code=0 ", " code= ", 1)
+		if strings.Contains(l, " quality=good ") {
+			l = l[:strings.LastIndex(l, " since=")] + " since="
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
 func TestSlaveStatesRenderTheModel(t *testing.T) {
 	slaves := []busstate.SlaveInfo{{Position: 0, Name: "EK1100"}, {Position: 1, Name: "EL2004"}, {Position: 2, Name: "EL1014"}}
 	op := esc.ALStatus{State: esc.StateOp}
@@ -157,13 +171,21 @@ func TestSlaveStatesRenderTheModel(t *testing.T) {
 			"2 EL1014 up=1 al=8 err=0 code=0 presence=present quality=good since=0",
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := newTestRegistry(t, testOptions())
-			r.SetBusModel(testModel(t, slaves, tc.events...))
-			if got := slaveLines(t, r); !slices.Equal(got, tc.want) {
-				t.Errorf("scrape says\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(tc.want, "\n\t"))
-			}
-		})
+		for _, detail := range []Detail{DetailFull, DetailStandard} {
+			t.Run(tc.name+"/"+string(detail), func(t *testing.T) {
+				opts := testOptions()
+				opts.Detail = detail
+				r := newTestRegistry(t, opts)
+				r.SetBusModel(testModel(t, slaves, tc.events...))
+				want := tc.want
+				if detail == DetailStandard {
+					want = standardSlaveLines(tc.want)
+				}
+				if got := slaveLines(t, r); !slices.Equal(got, want) {
+					t.Errorf("scrape says\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
+				}
+			})
+		}
 	}
 }
 

@@ -27,11 +27,12 @@ const (
 	rulesFile     = "ecagent.rules.yml"
 	siteRulesFile = "ecagent-site.rules.yml"
 	configFile    = "prometheus.yml"
+	agentFile     = "agent.yml"
 	runbookFile   = "RUNBOOK.md"
 	testsGlob     = "tests/*.test.yml"
 	// nativeTests are the test files that need promtool 3.x, whose series
 	// notation has native histograms.
-	nativeTests = "jitter-native.test.yml regression.test.yml dc-native.test.yml"
+	nativeTests = "jitter-native.test.yml regression.test.yml dc-native.test.yml line-regression.test.yml"
 	// promtoolModule is what .ci/run installs.
 	promtoolModule = "github.com/prometheus/prometheus/cmd/promtool@v0.316.0"
 )
@@ -85,6 +86,7 @@ func TestPromtoolCheck(t *testing.T) {
 	bin, _ := promtool(t)
 	runPromtool(t, bin, "check", "rules", rulesFile, siteRulesFile)
 	runPromtool(t, bin, "check", "config", configFile)
+	runPromtool(t, bin, "check", "config", "--agent", agentFile)
 }
 
 func TestPromtoolTestRules(t *testing.T) {

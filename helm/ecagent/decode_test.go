@@ -12,6 +12,8 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -20,6 +22,16 @@ import (
 type object struct {
 	kind, name string
 	obj        any
+}
+
+// prometheusAgent is the Prometheus Operator's v1alpha1 PrometheusAgent
+// as the chart renders it (its spec is CommonPrometheusFields, plus a mode
+// the chart leaves out), without the v1alpha1 package's dependency on the
+// apiextensions API server.
+type prometheusAgent struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              monitoringv1.CommonPrometheusFields `json:"spec"`
 }
 
 // newTyped returns an empty typed object for a manifest's apiVersion and
@@ -44,6 +56,12 @@ func newTyped(apiVersion, kind string) (any, bool) {
 		return &monitoringv1.PodMonitor{}, true
 	case "monitoring.coreos.com/v1/PrometheusRule":
 		return &monitoringv1.PrometheusRule{}, true
+	case "monitoring.coreos.com/v1alpha1/PrometheusAgent":
+		return &prometheusAgent{}, true
+	case "rbac.authorization.k8s.io/v1/Role":
+		return &rbacv1.Role{}, true
+	case "rbac.authorization.k8s.io/v1/RoleBinding":
+		return &rbacv1.RoleBinding{}, true
 	}
 	return nil, false
 }

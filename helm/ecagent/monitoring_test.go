@@ -12,6 +12,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -60,6 +61,7 @@ func checkMonitoring(t *testing.T, ds *appsv1.DaemonSet, r rendered, scenario st
 		"guaranteed-qos":  {"ConfigMap", "DaemonSet", "Service", "ServiceAccount"},
 		"nonroot":         {"ConfigMap", "DaemonSet", "Secret", "Service", "ServiceAccount"},
 		"webconfig":       {"ConfigMap", "DaemonSet", "Service", "ServiceAccount", "ServiceMonitor"},
+		"fleet":           {"ConfigMap", "DaemonSet", "PrometheusAgent", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceMonitor"},
 	}[scenario]
 	var kinds []string
 	for k := range r {
@@ -71,6 +73,44 @@ func checkMonitoring(t *testing.T, ds *appsv1.DaemonSet, r rendered, scenario st
 	}
 	for _, o := range r["PrometheusRule"] {
 		checkRules(t, o.(*monitoringv1.PrometheusRule))
+	}
+	for _, o := range r["PrometheusAgent"] {
+		checkRemoteWrite(t, o.(*prometheusAgent), r, matches)
+	}
+}
+
+// checkRemoteWrite checks that the agent-mode Prometheus scrapes this
+// release's monitor, remote-writes native histograms to the store, and
+// runs as a ServiceAccount its Role lets discover the pods.
+func checkRemoteWrite(t *testing.T, pa *prometheusAgent, r rendered, matches func(sel, labels map[string]string) bool) {
+	t.Helper()
+	selected := 0
+	for _, o := range r["ServiceMonitor"] {
+		if sel := pa.Spec.ServiceMonitorSelector; sel != nil && matches(sel.MatchLabels, o.(*monitoringv1.ServiceMonitor).Labels) {
+			selected++
+		}
+	}
+	for _, o := range r["PodMonitor"] {
+		if sel := pa.Spec.PodMonitorSelector; sel != nil && matches(sel.MatchLabels, o.(*monitoringv1.PodMonitor).Labels) {
+			selected++
+		}
+	}
+	if selected != 1 {
+		t.Errorf("PrometheusAgent selects %d of the release's monitors, want 1", selected)
+	}
+	if len(pa.Spec.RemoteWrite) != 1 || pa.Spec.RemoteWrite[0].URL == "" ||
+		pa.Spec.RemoteWrite[0].SendNativeHistograms == nil || !*pa.Spec.RemoteWrite[0].SendNativeHistograms {
+		t.Errorf("PrometheusAgent remoteWrite %+v, want one URL with native histograms", pa.Spec.RemoteWrite)
+	}
+	bound := false
+	for _, o := range r["RoleBinding"] {
+		rb := o.(*rbacv1.RoleBinding)
+		for _, s := range rb.Subjects {
+			bound = bound || (s.Kind == "ServiceAccount" && s.Name == pa.Spec.ServiceAccountName)
+		}
+	}
+	if !bound {
+		t.Errorf("PrometheusAgent runs as %q, which no RoleBinding grants discovery", pa.Spec.ServiceAccountName)
 	}
 }
 

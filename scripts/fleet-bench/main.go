@@ -1,0 +1,513 @@
+// Command fleet-bench runs an emulated ecagent fleet through real engines
+// and measures what the fleet costs and whether its alerts tell the truth.
+//
+// Each of N emulated agents renders the real metrics pipeline: a
+// metrics.Registry (its Consumer, bus model, slave, DC, real-time and host
+// collectors) fed with synthetic cycle samples that evolve like a bus
+// (log-normal wake-up latency with rare long spikes, frames lost now and
+// then, a slave lost every few minutes and found again, the WKC broken
+// meanwhile, DC difference and controller error on half the lines), with
+// its own site, line and host labels. Most are served on loopback by the
+// real metrics endpoint and scraped by Prometheus in agent mode
+// (deploy/prometheus/agent.yml) that remote-writes them to the store;
+// every --push-every-th one pushes through the real OTLP exporter
+// (agent/metrics/otlp) to the OpenTelemetry Collector (deploy/otelcol), which
+// remote-writes them as native histograms. The store is two Thanos
+// receivers on one hashring, read through Thanos query; Thanos rule
+// evaluates deploy/prometheus/ecagent.rules.yml through query and writes
+// its recordings back.
+//
+// Regressions are injected at 40 % of the run into --regress-hosts hosts
+// (on lines of their own) and every host of --regress-lines lines: their
+// wake-up latency grows fivefold. The regression rules compare an hour
+// with the same hour a week earlier; the bench compresses that time scale
+// (docs/deployment.md, "The fleet bench"): the hour becomes a sixth of the
+// run, the week half of it, every for: a twenty-fourth, so the first part
+// of the run is the hosts' "last week". At the end every query of the
+// fleet dashboard (deploy/grafana/dashboards/ecagent-fleet-overview.json,
+// all sites, lines and hosts) is timed against Thanos query.
+//
+// Usage (the engines from scripts/engines and Debian's prometheus):
+//
+//	go run ./scripts/fleet-bench --hosts 1000 --duration 12m
+//
+// The last line is
+//
+//	fleet: N hosts, S series/host, G KB gzip/scrape, ingest X samples/s, query p99 Y ms (panel P), regressions alerted A of B, false alerts F
+//
+// and --json writes every figure measured.
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command line.
+type options struct {
+	hosts, hostsPerLine, linesPerSite, pushEvery int
+	regressHosts, regressLines                   int
+	duration, scrape, eval, queryRange           time.Duration
+	rate                                         float64
+	queryRepeats, workers                        int
+	dir, jsonOut                                 string
+	keep                                         bool
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("fleet-bench", flag.ContinueOnError)
+	fs.IntVar(&o.hosts, "hosts", 100, "emulated agents")
+	fs.DurationVar(&o.duration, "duration", 10*time.Minute, "length of the run (the regression time scale follows it)")
+	fs.DurationVar(&o.scrape, "scrape-interval", 15*time.Second, "scrape and OTLP export interval")
+	fs.DurationVar(&o.eval, "eval-interval", 0, "rule evaluation interval (0: the scrape interval)")
+	fs.IntVar(&o.hostsPerLine, "hosts-per-line", 10, "hosts per line")
+	fs.IntVar(&o.linesPerSite, "lines-per-site", 10, "lines per site")
+	fs.IntVar(&o.pushEvery, "push-every", 4, "every n-th host pushes OTLP through the collector instead of being scraped (0: none)")
+	fs.IntVar(&o.regressHosts, "regress-hosts", 3, "hosts whose jitter regresses, each on a line of its own")
+	fs.IntVar(&o.regressLines, "regress-lines", 1, "lines whose hosts all regress")
+	fs.Float64Var(&o.rate, "rate", 200, "cycle samples per second and host fed to the registry (a real 1 kHz agent feeds 1000)")
+	fs.IntVar(&o.queryRepeats, "query-repeats", 5, "times each dashboard query is timed")
+	fs.DurationVar(&o.queryRange, "query-range", 6*time.Hour, "time range of the timed dashboard queries (the fleet dashboard's default)")
+	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "goroutines feeding the hosts")
+	fs.StringVar(&o.dir, "dir", "", "work directory for the engines' data and logs (default: a new temporary one)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work directory")
+	fs.StringVar(&o.jsonOut, "json", "", "write every figure to this file as JSON")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.eval == 0 {
+		o.eval = o.scrape
+	}
+	lines := (o.hosts + o.hostsPerLine - 1) / o.hostsPerLine
+	switch {
+	case o.hosts < 1 || o.hostsPerLine < 2 || o.linesPerSite < 1:
+		return o, fmt.Errorf("--hosts %d, --hosts-per-line %d, --lines-per-site %d: want ≥ 1, ≥ 2, ≥ 1", o.hosts, o.hostsPerLine, o.linesPerSite)
+	case o.regressHosts+o.regressLines > lines:
+		return o, fmt.Errorf("--regress-hosts %d + --regress-lines %d: the fleet has %d lines, each regression needs one", o.regressHosts, o.regressLines, lines)
+	case o.duration < 20*o.scrape:
+		return o, fmt.Errorf("--duration %v: want at least 20 scrape intervals (%v)", o.duration, 20*o.scrape)
+	}
+	return o, nil
+}
+
+// report is every figure of a run.
+type report struct {
+	Hosts           int                `json:"hosts"`
+	Scraped         int                `json:"scraped"`
+	Pushed          int                `json:"pushed_otlp"`
+	SeriesPerHost   int                `json:"series_per_host"`
+	ScrapeBytes     int                `json:"scrape_bytes_text"`
+	ScrapeGzipBytes int                `json:"scrape_bytes_text_gzip"`
+	ScrapeProtoGzip int                `json:"scrape_bytes_protobuf_gzip"`
+	ScrapeServe     time.Duration      `json:"scrape_serve_ns"`
+	HeapPerHost     int64              `json:"heap_bytes_per_host"`
+	IngestPerSec    float64            `json:"ingest_samples_per_s"`
+	RemoteWriteBps  float64            `json:"remote_write_bytes_per_s"`
+	WALBytesPerSec  float64            `json:"store_wal_bytes_per_s"`
+	SeriesInStore   float64            `json:"series_in_store"`
+	OTLPSeries      float64            `json:"otlp_series_in_store"`
+	QueryP99        time.Duration      `json:"query_p99_ns"`
+	QueryP99Panel   string             `json:"query_p99_panel"`
+	QueryMax        time.Duration      `json:"query_max_ns"`
+	Queries         int                `json:"queries"`
+	QueryErrors     []string           `json:"query_errors,omitempty"`
+	RuleErrors      []string           `json:"rule_errors,omitempty"`
+	Injected        []string           `json:"injected"`
+	Alerted         []string           `json:"alerted"`
+	FalseAlerts     []string           `json:"false_alerts"`
+	Engines         map[string]engCost `json:"engines"`
+	BenchCPU        float64            `json:"bench_cpu_cores"`
+	Timescale       map[string]string  `json:"timescale"`
+}
+
+// engCost is an engine's CPU (cores, averaged over the measured part) and
+// resident memory at the end.
+type engCost struct {
+	Cores float64 `json:"cores"`
+	RSS   int64   `json:"rss_bytes"`
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleet-bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	r, err := run(ctx, o, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleet-bench:", err)
+		os.Exit(1)
+	}
+	if o.jsonOut != "" {
+		b, _ := json.MarshalIndent(r, "", "  ")
+		if err := os.WriteFile(o.jsonOut, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "fleet-bench:", err)
+			os.Exit(1)
+		}
+	}
+	printReport(os.Stdout, o, r)
+}
+
+func run(ctx context.Context, o options, log *slog.Logger) (*report, error) {
+	bin, err := findBinaries()
+	if err != nil {
+		return nil, err
+	}
+	dir := o.dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "fleet-bench-"); err != nil {
+			return nil, err
+		}
+		if !o.keep {
+			defer os.RemoveAll(dir)
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+
+	ts := timescale{window: o.duration / 6, baseline: o.duration / 2, forDur: max(2*o.eval, o.duration/24)}
+	shipped, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "prometheus", "ecagent.rules.yml"))
+	if err != nil {
+		return nil, err
+	}
+	rulesFile := filepath.Join(dir, "ecagent.rules.yml")
+	if err := os.WriteFile(rulesFile, rulesFor(shipped, ts), 0o644); err != nil {
+		return nil, err
+	}
+
+	log.Info("starting engines", "dir", dir)
+	eng, err := startEngines(ctx, dir, bin, rulesFile, o.eval, o.scrape)
+	if err != nil {
+		return nil, err
+	}
+	defer eng.stop()
+	log.Info("engines up", "query", "http://"+eng.queryHTTP, "rule", "http://"+eng.ruleHTTP, "otlp", eng.otlpHTTP, "remote_write", eng.receiveWrite)
+
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fctx, cancelFleet := context.WithCancel(ctx)
+	defer cancelFleet()
+	fl, err := newFleet(fctx, fleetOptions{hosts: o.hosts, hostsPerLine: o.hostsPerLine, linesPerSite: o.linesPerSite,
+		pushEvery: o.pushEvery, rate: o.rate, window: 10 * time.Second, otlpEndpoint: eng.otlpHTTP,
+		otlpInterval: o.scrape, seed: 1}, log)
+	if err != nil {
+		return nil, err
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+
+	r := &report{Hosts: o.hosts, Engines: map[string]engCost{}, Timescale: map[string]string{
+		"[1h]": promDuration(ts.window), "offset 1w": promDuration(ts.baseline), "for": promDuration(ts.forDur)}}
+	r.HeapPerHost = int64(after.HeapInuse-before.HeapInuse) / int64(o.hosts)
+	scraped := fl.scraped()
+	r.Scraped, r.Pushed = len(scraped), o.hosts-len(scraped)
+	var targets []string
+	for _, h := range scraped {
+		targets = append(targets, h.addr)
+	}
+	go fl.run(fctx, o.workers)
+	if len(targets) > 0 {
+		if err := eng.startScraper(ctx, bin, targets, o.scrape); err != nil {
+			return nil, err
+		}
+	}
+	start := time.Now()
+	log.Info("fleet running", "hosts", o.hosts, "scraped", r.Scraped, "otlp", r.Pushed, "duration", o.duration,
+		"window", ts.window, "baseline", ts.baseline, "for", ts.forDur)
+
+	// What is injected, and what may alert.
+	injectAt := start.Add(o.duration * 4 / 10)
+	injected := map[string]bool{}
+	var regress []*host
+	lines := map[int][]*host{}
+	for _, h := range fl.hosts {
+		lines[h.lineIndex] = append(lines[h.lineIndex], h)
+	}
+	var lineIdx []int
+	for li := range lines {
+		lineIdx = append(lineIdx, li)
+	}
+	sort.Ints(lineIdx)
+	// Lone hosts on lines of their own, spread over the fleet, the first
+	// one a pushing host if there are any; then whole lines.
+	step := max(1, len(lineIdx)/max(1, o.regressHosts+o.regressLines))
+	for k := range o.regressHosts {
+		hs := lines[lineIdx[k*step]]
+		pick := hs[0]
+		if k == 0 {
+			for _, h := range hs {
+				if h.push {
+					pick = h
+					break
+				}
+			}
+		}
+		regress = append(regress, pick)
+		injected[firing{"EcagentJitterP99Regressed", pick.site, pick.line, pick.name}.String()] = true
+	}
+	for k := range o.regressLines {
+		hs := lines[lineIdx[(o.regressHosts+k)*step]]
+		regress = append(regress, hs...)
+		injected[firing{"EcagentLineJitterRegressed", hs[0].site, hs[0].line, ""}.String()] = true
+	}
+	for k := range injected {
+		r.Injected = append(r.Injected, k)
+	}
+	sort.Strings(r.Injected)
+
+	alertNames := []string{"EcagentJitterP99Regressed", "EcagentLineJitterRegressed"}
+	seen := map[string]time.Time{}
+	var ing0, rw0, wal0 float64
+	var t0 time.Time
+	cpu0 := map[string]procStat{}
+	self0, _ := readProcStat(os.Getpid())
+	tick := time.NewTicker(o.eval)
+	defer tick.Stop()
+	injectedDone := false
+	end := start.Add(o.duration)
+	for time.Now().Before(end) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+		now := time.Now()
+		if !injectedDone && now.After(injectAt) {
+			for _, h := range regress {
+				h.regressed.Store(true)
+			}
+			injectedDone = true
+			log.Info("regressions injected", "hosts", len(regress), "expected", r.Injected)
+			// The measured part of the run starts here: the fleet is
+			// warm, every engine has its series.
+			t0 = now
+			ing0, rw0, wal0 = eng.ingested(), eng.remoteWritten(), eng.walBytes()
+			for _, p := range eng.procs {
+				cpu0[p.name], _ = readProcStat(p.cmd.Process.Pid)
+			}
+			self0, _ = readProcStat(os.Getpid())
+		}
+		fs, err := firingAlerts("http://"+eng.ruleHTTP, alertNames)
+		if err != nil {
+			log.Warn("reading the ruler's alerts", "err", err)
+			continue
+		}
+		for _, f := range fs {
+			if _, ok := seen[f.String()]; !ok {
+				seen[f.String()] = now
+				log.Info("alert firing", "alert", f.String(), "at", now.Sub(start).Round(time.Second), "injected", injected[f.String()])
+			}
+		}
+	}
+	dt := time.Since(t0).Seconds()
+	r.IngestPerSec = (eng.ingested() - ing0) / dt
+	r.RemoteWriteBps = (eng.remoteWritten() - rw0) / dt
+	r.WALBytesPerSec = (eng.walBytes() - wal0) / dt
+	for _, p := range eng.procs {
+		st, _ := readProcStat(p.cmd.Process.Pid)
+		r.Engines[p.name] = engCost{Cores: (st.cpu - cpu0[p.name].cpu).Seconds() / dt, RSS: st.rss}
+	}
+	self, _ := readProcStat(os.Getpid())
+	r.BenchCPU = (self.cpu - self0.cpu).Seconds() / dt
+	for k := range seen {
+		if injected[k] {
+			r.Alerted = append(r.Alerted, k)
+		} else {
+			r.FalseAlerts = append(r.FalseAlerts, k)
+		}
+	}
+	sort.Strings(r.Alerted)
+	sort.Strings(r.FalseAlerts)
+	r.RuleErrors, _ = ruleErrors("http://" + eng.ruleHTTP)
+
+	api := "http://" + eng.queryHTTP
+	r.SeriesInStore, _, _ = scalar(api, `count({__name__=~"ecagent_.+"})`)
+	r.OTLPSeries, _, _ = scalar(api, `count({__name__=~"ecagent_.+", instance=~".+/.+/.+"})`)
+
+	if len(scraped) > 0 {
+		if err := measureScrape(scraped, r); err != nil {
+			return nil, err
+		}
+	}
+	if err := timeDashboard(api, o, r); err != nil {
+		return nil, err
+	}
+	cancelFleet()
+	return r, nil
+}
+
+// ingested is the samples the receivers appended so far.
+func (e *engines) ingested() float64 {
+	sum := 0.0
+	for _, a := range e.receiveHTTP {
+		v, _ := counterSum(a, "prometheus_tsdb_head_samples_appended_total")
+		sum += v
+	}
+	return sum
+}
+
+// remoteWritten is the bytes Prometheus and the collector sent to the
+// store so far (the collector's are not counted by its basic telemetry).
+func (e *engines) remoteWritten() float64 {
+	if e.promWeb == "" {
+		return 0
+	}
+	v, _ := counterSum(e.promWeb, "prometheus_remote_storage_bytes_total")
+	return v
+}
+
+// walBytes is the size of the receivers' TSDB directories.
+func (e *engines) walBytes() float64 {
+	total := int64(0)
+	for i := range e.receiveHTTP {
+		_ = filepath.Walk(filepath.Join(e.dir, fmt.Sprintf("receive-%d", i)), func(_ string, fi os.FileInfo, err error) error {
+			if err == nil && !fi.IsDir() {
+				total += fi.Size()
+			}
+			return nil
+		})
+	}
+	return float64(total)
+}
+
+// measureScrape fetches every scraped host once the way Prometheus does
+// (gzip), and one host in text and protobuf, for the series count and the
+// bytes of a scrape.
+func measureScrape(hosts []*host, r *report) error {
+	get := func(addr, accept string) ([]byte, int, time.Duration, error) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+		req.Header.Set("Accept", accept)
+		req.Header.Set("Accept-Encoding", "gzip")
+		start := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		defer resp.Body.Close()
+		wire, err := io.ReadAll(resp.Body)
+		took := time.Since(start)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(wire))
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("scrape of %s not gzipped: %w", addr, err)
+		}
+		plain, err := io.ReadAll(zr)
+		return plain, len(wire), took, err
+	}
+	const text = "text/plain;version=0.0.4"
+	const proto = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+	plain, gz, _, err := get(hosts[0].addr, text)
+	if err != nil {
+		return err
+	}
+	r.ScrapeBytes, r.ScrapeGzipBytes = len(plain), gz
+	for _, l := range strings.Split(string(plain), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			r.SeriesPerHost++
+		}
+	}
+	if _, gz, _, err := get(hosts[0].addr, proto); err == nil {
+		r.ScrapeProtoGzip = gz
+	}
+	var total time.Duration
+	n := min(len(hosts), 200)
+	for _, h := range hosts[:n] {
+		_, _, took, err := get(h.addr, proto)
+		if err != nil {
+			return err
+		}
+		total += took
+	}
+	r.ScrapeServe = total / time.Duration(n)
+	return nil
+}
+
+// timeDashboard times every query of the fleet dashboard against the
+// store, --query-repeats times each.
+func timeDashboard(api string, o options, r *report) error {
+	qs, err := fleetQueries(filepath.Join(repoRoot(), "deploy", "grafana", "dashboards", "ecagent-fleet-overview.json"))
+	if err != nil {
+		return err
+	}
+	rateInterval := 4 * o.scrape
+	step := max(o.queryRange/720, o.scrape) // a panel ~700 px wide
+	step = step.Truncate(time.Second)
+	var all []timed
+	for range o.queryRepeats {
+		for _, q := range qs {
+			t := timeQuery(api, q, o.queryRange, rateInterval, step)
+			if t.err != nil {
+				r.QueryErrors = append(r.QueryErrors, q.panel+": "+t.err.Error())
+			}
+			all = append(all, t)
+		}
+	}
+	r.Queries = len(qs)
+	if len(all) == 0 {
+		return fmt.Errorf("the fleet dashboard has no queries")
+	}
+	slices.SortFunc(all, func(a, b timed) int { return int(a.latency - b.latency) })
+	i := (len(all)*99 + 99) / 100
+	r.QueryP99 = all[min(i, len(all))-1].latency
+	r.QueryMax = all[len(all)-1].latency
+	r.QueryP99Panel = all[len(all)-1].panel
+	return nil
+}
+
+// printReport prints the figures, the summary line last.
+func printReport(w io.Writer, o options, r *report) {
+	fmt.Fprintf(w, "scrape of one host: %d series, %.1f KB text, %.1f KB gzip text, %.1f KB gzip protobuf, served in %.2f ms\n",
+		r.SeriesPerHost, float64(r.ScrapeBytes)/1024, float64(r.ScrapeGzipBytes)/1024, float64(r.ScrapeProtoGzip)/1024, float64(r.ScrapeServe)/1e6)
+	fmt.Fprintf(w, "heap per emulated host (registry, windows, exporter): %.0f KB\n", float64(r.HeapPerHost)/1024)
+	fmt.Fprintf(w, "store: %.0f ecagent series (%.0f from OTLP), %.0f samples/s appended, WAL %.0f B/s; Prometheus agent remote-write %.0f B/s\n",
+		r.SeriesInStore, r.OTLPSeries, r.IngestPerSec, r.WALBytesPerSec, r.RemoteWriteBps)
+	names := make([]string, 0, len(r.Engines))
+	for n := range r.Engines {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := r.Engines[n]
+		fmt.Fprintf(w, "engine %-17s %.3f cores, %.0f MB RSS\n", n, c.Cores, float64(c.RSS)/(1<<20))
+	}
+	fmt.Fprintf(w, "fleet-bench itself (the emulated agents): %.3f cores\n", r.BenchCPU)
+	fmt.Fprintf(w, "timescale: %v\n", r.Timescale)
+	fmt.Fprintf(w, "dashboard: %d queries x %d, p99 %.0f ms, max %.0f ms (%s)\n", r.Queries, o.queryRepeats,
+		float64(r.QueryP99)/1e6, float64(r.QueryMax)/1e6, r.QueryP99Panel)
+	for _, e := range r.QueryErrors {
+		fmt.Fprintln(w, "query error:", e)
+	}
+	for _, e := range r.RuleErrors {
+		fmt.Fprintln(w, "rule error:", e)
+	}
+	fmt.Fprintf(w, "injected: %s\n", strings.Join(r.Injected, ", "))
+	fmt.Fprintf(w, "alerted: %s\n", strings.Join(r.Alerted, ", "))
+	fmt.Fprintf(w, "false alerts: %s\n", strings.Join(r.FalseAlerts, ", "))
+	fmt.Fprintf(w, "fleet: %d hosts, %d series/host, %.1f KB gzip/scrape, ingest %.0f samples/s, query p99 %.0f ms (panel %s), regressions alerted %d of %d, false alerts %d\n",
+		r.Hosts, r.SeriesPerHost, float64(r.ScrapeGzipBytes)/1024, r.IngestPerSec, float64(r.QueryP99)/1e6, r.QueryP99Panel,
+		len(r.Alerted), len(r.Injected), len(r.FalseAlerts))
+}
