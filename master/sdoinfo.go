@@ -98,6 +98,14 @@ func (m *Master) sdoInfo(ctx context.Context, s *Slave, op coe.InfoOpCode, arg u
 			return nil, &coe.AbortError{Index: arg, SubIndex: sub, Code: code}
 		case want:
 		default:
+			if len(out) == 0 {
+				// The late answer of an earlier request (a repeat after
+				// a frame that seemed lost): not this one's; the wait
+				// goes on, as for an emergency.
+				m.log.Warn("mailbox: ignoring an SDO information answer of another request", "slave", s.String(),
+					"opcode", msg.Info.OpCode.String(), "want", want.String())
+				continue
+			}
 			return nil, fmt.Errorf("%w: %v, want %v", ErrUnexpectedResponse, msg.Info.OpCode, want)
 		}
 		if len(out)+len(msg.InfoData) > maxInfoBytes {

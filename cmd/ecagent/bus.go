@@ -34,8 +34,9 @@ type segmentFlags struct {
 	fs           *pflag.FlagSet
 }
 
-// segmentFlagNames are the flags of addSegmentFlags, in the help's order.
-var segmentFlagNames = []string{"config", "cycle.shm", "iface", "sim", "devices", "second-master", "timeout", "log.level"}
+// segmentFlagNames are the flags of addSegmentFlags the help shows, in
+// its order (--timeout and --log.level are accepted too).
+var segmentFlagNames = []string{"config", "cycle.shm", "iface", "sim", "devices", "second-master"}
 
 func addSegmentFlags(fs *pflag.FlagSet) segmentFlags {
 	def := config.Default()

@@ -31,7 +31,7 @@ func configHelp() help {
 			"ecagent config schema | less",
 			"ecagent config schema --json | jq -r '.keys[].key'",
 			"ecagent config check /etc/ecagent/ecagent.yaml",
-			"ecagent config from-bus > bus.yaml   # the segment as it is (own flags and help)",
+			"ecagent config from-bus > bus.yaml   # the segment as it is",
 		},
 	}
 }

@@ -23,6 +23,7 @@ import (
 // how to print.
 type ctlFlags struct {
 	seg  segmentFlags
+	sel  slaveSelector
 	json *bool
 	// bringUp makes a segment opened here go through the agent's
 	// bring-up (PDO configuration, image mapping) before the requests.
@@ -45,6 +46,7 @@ type reached struct {
 
 func addCtlFlags(fs *pflag.FlagSet) ctlFlags {
 	return ctlFlags{
+		sel:  addSlaveSelector(fs),
 		seg:  addSegmentFlags(fs),
 		json: fs.Bool("json", false, "print the result as JSON"),
 		at:   &reached{},
@@ -54,18 +56,125 @@ func addCtlFlags(fs *pflag.FlagSet) ctlFlags {
 // ctlGroups are the help's groups of the common flags.
 func ctlGroups(own ...string) []flagGroup {
 	return []flagGroup{
-		{title: "Flags", flags: append(own, "json")},
+		{title: "Flags", flags: append(append([]string{"position", "alias"}, own...), "json")},
 		{title: "Segment (the running agent's, else --iface or --sim)", flags: segmentFlagNames},
 	}
 }
 
 // ctlNotes is the paragraph every maintenance command's help ends with.
-const ctlNotes = "The request goes to the running agent, found through its configuration " +
-	"(--cycle.shm, else ECAGENT_CYCLE_SHM, else cycle.shm of --config or ECAGENT_CONFIG, else " +
-	config.DefaultSHM + "), which carries it in its cycle's frames. Only when no agent answers does " +
-	"--iface open the interface here, and not when an agent drives it (exit 4; --second-master forces " +
-	"it); --sim uses the built-in simulated segment, and the output says so. SLAVE is the ring " +
-	"position (0 first)."
+const ctlNotes = "It goes through the running agent, found as the agent finds its segment " +
+	"(--cycle.shm, ECAGENT_CYCLE_SHM, --config, else " + config.DefaultSHM + "); --iface opens an " +
+	"interface no agent drives, --sim the simulator (docs/toolbox.md)."
+
+// slaveSelector is IgH's way of naming a slave: -p/--position N (the ring
+// position), or -a/--alias ALIAS[:OFFSET] (the slave with that station
+// alias, or the OFFSET-th after it; -p with -a is the offset).
+type slaveSelector struct {
+	position *int
+	alias    *string
+	// resolved is the ring position the selector named, once resolve ran
+	// (-1 when none was given).
+	resolved *int
+}
+
+// selectedSlave in a Request's Slave stands for the slave of the
+// selector, which resolve fills in.
+const selectedSlave = -2
+
+func addSlaveSelector(fs *pflag.FlagSet) slaveSelector {
+	return slaveSelector{
+		position: fs.IntP("position", "p", -1, "the slave at ring `N` (0 first); with -a, the offset"),
+		alias:    fs.StringP("alias", "a", "", "the slave with station alias `A[:OFF]`, or OFF after it"),
+		resolved: new(int),
+	}
+}
+
+// given reports whether -p or -a names a slave.
+func (s slaveSelector) given() bool { return *s.position >= 0 || *s.alias != "" }
+
+// takeSlave returns the slave the command line names: the selector's, or
+// else args[at], a ring position (SLAVE, the older form), which it takes
+// out of args.
+func (c ctlFlags) takeSlave(args []string, at int) (int, []string, error) {
+	if c.sel.given() {
+		return selectedSlave, args, nil
+	}
+	if at >= len(args) {
+		return 0, nil, usageError{errors.New("name the slave: -p N (ring position) or -a ALIAS[:OFFSET]")}
+	}
+	n, err := parseSlave(args[at])
+	if err != nil {
+		return 0, nil, err
+	}
+	return n, append(append([]string(nil), args[:at]...), args[at+1:]...), nil
+}
+
+// resolve puts the selector's ring position into the requests that stand
+// for it, asking the segment for its slaves when -a names one by alias.
+func (c ctlFlags) resolve(ctx context.Context, cmd string, s *session, reqs []maintenance.Request) error {
+	*c.sel.resolved = -1
+	if !c.sel.given() {
+		return nil
+	}
+	pos := *c.sel.position
+	if *c.sel.alias != "" {
+		a, off, hasOff := strings.Cut(*c.sel.alias, ":")
+		alias, err := strconv.ParseUint(a, 0, 16)
+		if err != nil {
+			return usageError{fmt.Errorf("-a %q: want ALIAS[:OFFSET], ALIAS 1 to 65535", *c.sel.alias)}
+		}
+		offset := max(pos, 0)
+		if hasOff {
+			o, err := strconv.ParseUint(off, 10, 16)
+			if err != nil {
+				return usageError{fmt.Errorf("-a %q: OFFSET %q is not a number", *c.sel.alias, off)}
+			}
+			offset = int(o)
+		}
+		raw, err := s.call(ctx, maintenance.Request{Op: maintenance.OpSlaves}, nil)
+		if err != nil {
+			return fmt.Errorf("%s: %w", cmd, err)
+		}
+		var list maintenance.SlavesResult
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return fmt.Errorf("%s: decode result: %w", cmd, err)
+		}
+		pos = -1
+		for i, sl := range list.Slaves {
+			if alias != 0 && sl.Alias == uint16(alias) {
+				pos = i + offset
+				break
+			}
+		}
+		switch {
+		case pos < 0:
+			return fmt.Errorf("%s: no slave has station alias %d", cmd, alias)
+		case pos >= len(list.Slaves):
+			return fmt.Errorf("%s: alias %d offset %d is past the last slave (%d slaves)", cmd, alias, offset, len(list.Slaves))
+		}
+	}
+	*c.sel.resolved = pos
+	for i := range reqs {
+		if reqs[i].Slave == selectedSlave {
+			reqs[i].Slave = pos
+		}
+	}
+	return nil
+}
+
+// wholeSegment refuses -p and -a for a command about the whole segment.
+func (c ctlFlags) wholeSegment(cmd string) error {
+	if c.sel.given() {
+		return usageError{fmt.Errorf("%s shows the whole segment: -p and -a name no slave here", cmd)}
+	}
+	return nil
+}
+
+// selected reports whether position is one the selector lets through:
+// every one without -p or -a.
+func (c ctlFlags) selected(position int) bool {
+	return *c.sel.resolved < 0 || position == *c.sel.resolved
+}
 
 // session is an open way to the segment: a running agent's maintenance
 // socket, or a segment opened here with the same Handler.
@@ -143,6 +252,9 @@ func (c ctlFlags) callEach(ctx context.Context, e *env, cmd string, reqs []maint
 		return err
 	}
 	defer s.close()
+	if err := c.resolve(ctx, cmd, s, reqs); err != nil {
+		return err
+	}
 	return callAll(cmd, reqs, res, after, func(req maintenance.Request) (json.RawMessage, error) { return s.call(ctx, req, nil) })
 }
 

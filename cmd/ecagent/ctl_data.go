@@ -23,6 +23,9 @@ func dataCommand(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
+	if err := c.wholeSegment("data"); err != nil {
+		return err
+	}
 	c.bringUp = true
 	var res maintenance.DataResult
 	if err := c.call(ctx, e, "data", []maintenance.Request{{Op: maintenance.OpData}}, &res); err != nil {

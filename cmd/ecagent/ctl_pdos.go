@@ -11,14 +11,14 @@ import (
 
 func pdosCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "pdos", help{
-		usage: "[--json]",
+		usage: "[-p N] [--json]",
 		about: "Print each slave's process-data SyncManagers, the PDOs assigned to them and their mapped " +
 			"entries, with each entry's place in the process image (byte.bit), like `ethercat pdos`.",
 		groups: ctlGroups(),
 		notes: "Where the assignment came from is printed per slave: the SII, the slave's CoE objects " +
 			"(0x1C12/0x1C13) or the configuration (bus.pdo). On a segment opened here the command " +
 			"brings the bus up as the agent would, to map the image. " + ctlNotes,
-		examples: []string{"ecagent pdos", "ecagent pdos --json | jq '.slaves[1].rxpdos'"},
+		examples: []string{"ecagent pdos -p 3", "ecagent pdos --json | jq '.slaves[1].rx_pdos'"},
 	})
 	c := addCtlFlags(fs)
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
@@ -29,6 +29,13 @@ func pdosCommand(ctx context.Context, e *env, args []string) error {
 	if err := c.call(ctx, e, "pdos", []maintenance.Request{{Op: maintenance.OpPDOs}}, &res); err != nil {
 		return err
 	}
+	kept := res.Slaves[:0]
+	for _, s := range res.Slaves {
+		if c.selected(s.Position) {
+			kept = append(kept, s)
+		}
+	}
+	res.Slaves = kept
 	return c.print(e.stdout, &res, func(w io.Writer) { printPDOs(w, res) })
 }
 
@@ -43,6 +50,9 @@ func domainsCommand(ctx context.Context, e *env, args []string) error {
 	})
 	c := addCtlFlags(fs)
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
+		return err
+	}
+	if err := c.wholeSegment("domains"); err != nil {
 		return err
 	}
 	c.bringUp = true

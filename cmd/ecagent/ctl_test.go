@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/master"
 )
 
 // ctlAgent is an `ecagent run` on the built-in simulated segment, whose
@@ -175,6 +177,10 @@ func ctlCases() []ctlCase {
 		{name: "upload", args: []string{"upload", "-p", "5", "1018:1", "--type", "u32"}},
 		{name: "sdos", args: []string{"sdos", "-p", "5"}},
 		{name: "scan", args: []string{"scan"}, perMode: true},
+		{name: "slaves-p3", args: []string{"slaves", "-p", "3"}, perMode: true},
+		{name: "pdos-p3", args: []string{"pdos", "-p", "3"}},
+		{name: "reg-read-p3", args: []string{"reg_read", "-p", "3", "0x0010", "-t", "uint16"}},
+		{name: "crc-p3-json", args: []string{"crc", "-p", "3", "--interval", "0", "--json"}},
 		{name: "data", args: []string{"data"}, match: func(agent bool) string {
 			if agent { // the cycle's image, from the shared-memory segment
 				return `^# simulated segment \(the built-in simulator\): no real slaves\nProcess image: 6 bytes \(cycle [1-9]\d*\)\nOutputs:\n  0x0000: ([0-9a-f]{2} ){4}[0-9a-f]{2}\nInputs:\n  0x0005: [0-9a-f]{2}\n$`
@@ -323,5 +329,21 @@ func TestConfigFromBusIsValid(t *testing.T) {
 	out, _ = helpOf(t, "config", "from-bus")
 	if n := strings.Count(out, "\n"); n > 40 || !strings.Contains(out, "Example") {
 		t.Errorf("config from-bus --help: %d lines:\n%s", n, out)
+	}
+}
+
+// TestStatsRatesCoverEveryCounter: each counter of master.Stats gets its
+// rate, frames sent included (it stayed 0 when listed by hand).
+func TestStatsRatesCoverEveryCounter(t *testing.T) {
+	var a, b master.Stats
+	vb := reflect.ValueOf(&b).Elem()
+	for i := range vb.NumField() {
+		vb.Field(i).SetUint(uint64(10 * (i + 1)))
+	}
+	r := reflect.ValueOf(statsRates(a, b, 10*time.Second))
+	for i := range r.NumField() {
+		if got := r.Field(i).Uint(); got != uint64(i+1) {
+			t.Errorf("rate of %s: %d, want %d", r.Type().Field(i).Name, got, i+1)
+		}
 	}
 }

@@ -40,6 +40,9 @@ func scanCommand(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer sess.close()
+	if err := c.resolve(ctx, "scan", sess, nil); err != nil {
+		return err
+	}
 	var list maintenance.SlavesResult
 	if err := callAll("scan", []maintenance.Request{{Op: maintenance.OpSlaves}}, []any{&list}, func(int) {},
 		func(r maintenance.Request) (json.RawMessage, error) { return sess.call(ctx, r, nil) }); err != nil {
@@ -48,10 +51,15 @@ func scanCommand(ctx context.Context, e *env, args []string) error {
 	if *expected > 0 && len(list.Slaves) != *expected {
 		return fmt.Errorf("scan: %w", &master.SlaveCountError{Expected: *expected, Found: len(list.Slaves)})
 	}
-	res := scanResult{Slaves: list.Slaves}
+	res := scanResult{Slaves: []maintenance.SlaveInfo{}}
+	for _, s := range list.Slaves {
+		if c.selected(s.Position) {
+			res.Slaves = append(res.Slaves, s)
+		}
+	}
 	failed := 0
 	if *sdo {
-		for _, s := range list.Slaves {
+		for _, s := range res.Slaves {
 			var d maintenance.SDOInfoResult
 			err := callAll("scan", []maintenance.Request{{Op: maintenance.OpSDOInfo, Slave: s.Position, Values: true}}, []any{&d},
 				func(int) {}, func(r maintenance.Request) (json.RawMessage, error) { return sess.call(ctx, r, nil) })

@@ -48,7 +48,7 @@ func sdoCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "sdo", help{
 		usage:  "read|write -p N INDEX:SUB [VALUE] [--type T]",
 		about:  "Read (upload) or write (download) one CoE object entry of a slave through its mailbox.",
-		groups: ctlGroups("position", "type"),
+		groups: ctlGroups("type"),
 		notes: "INDEX and SUB are hex, 0x optional, as vendors write them: 6000:11 is sub-index 0x11 of " +
 			"object 0x6000. VALUE is decimal or 0x hex for the integer types, hex digits (: or space " +
 			"between bytes allowed) for bytes; put a negative VALUE after -- . A write is logged as a " +
@@ -60,11 +60,10 @@ func sdoCommand(ctx context.Context, e *env, args []string) error {
 			"ecagent upload -p 1 6000:11 --sim --devices EK1100,EL3004",
 		},
 	})
-	slave := fs.IntP("position", "p", -1, "ring `position` of the slave (required)")
-	fs.IntVar(slave, "slave", -1, "ring position of the slave (older name of --position)")
-	_ = fs.MarkHidden("slave")
-	typ := fs.String("type", "", "value `type`: u8, u16, u32, i8, i16, i32 or bytes (write: required)")
+	typ := fs.StringP("type", "t", "", "value `type`: u8, u16, u32, i8, i16, i32 or bytes (write: required)")
 	c := addCtlFlags(fs)
+	fs.IntVar(c.sel.position, "slave", -1, "ring position of the slave (older name of --position)")
+	_ = fs.MarkHidden("slave")
 	c.preop = true
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -72,7 +71,11 @@ func sdoCommand(ctx context.Context, e *env, args []string) error {
 		}
 		return usageError{err}
 	}
-	req, err := parseSDORequest(fs.Args(), *slave, *typ)
+	slave := -1
+	if c.sel.given() {
+		slave = selectedSlave
+	}
+	req, err := parseSDORequest(fs.Args(), slave, *typ)
 	if err != nil {
 		return usageError{err}
 	}
@@ -125,8 +128,8 @@ func parseSDORequest(args []string, slave int, typ string) (sdoRequest, error) {
 	default:
 		return r, fmt.Errorf("sdo: %q is neither read nor write", args[0])
 	}
-	if slave < 0 {
-		return r, errors.New("sdo: -p/--position is required")
+	if slave == -1 {
+		return r, errors.New("sdo: name the slave: -p N (ring position) or -a ALIAS[:OFFSET]")
 	}
 	r.slave = slave
 	if typ != "" {
@@ -248,7 +251,7 @@ func sdosCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "sdos", help{
 		usage:  "[-p N] [--values]",
 		about:  "List the CoE object dictionary of one slave, or of every slave, as the SDO information service describes it.",
-		groups: ctlGroups("position", "values"),
+		groups: ctlGroups("values"),
 		notes: "Each object with its entries: index:sub, data type, bit length, access (PREOP, SAFEOP, OP) " +
 			"and name; --values adds the values up to 64 bytes that may be read. Slaves without a CoE " +
 			"mailbox get one line. " + ctlNotes,
@@ -257,7 +260,6 @@ func sdosCommand(ctx context.Context, e *env, args []string) error {
 			"ecagent sdos --values --json > dictionary.json",
 		},
 	})
-	pos := fs.IntP("position", "p", -1, "ring `position` of the slave (default: every slave)")
 	values := fs.Bool("values", false, "read the short values too")
 	c := addCtlFlags(fs)
 	c.preop = true
@@ -270,8 +272,11 @@ func sdosCommand(ctx context.Context, e *env, args []string) error {
 	}
 	defer sess.close()
 	call := func(r maintenance.Request) (json.RawMessage, error) { return sess.call(ctx, r, nil) }
-	positions := []int{*pos}
-	if *pos < 0 {
+	if err := c.resolve(ctx, "sdos", sess, nil); err != nil {
+		return err
+	}
+	positions := []int{*c.sel.resolved}
+	if *c.sel.resolved < 0 {
 		var list maintenance.SlavesResult
 		if err := callAll("sdos", []maintenance.Request{{Op: maintenance.OpSlaves}}, []any{&list}, func(int) {}, call); err != nil {
 			return err

@@ -32,7 +32,7 @@ func TestSDOCommandOnSimulatedSegment(t *testing.T) {
 		{"wrong length", []string{"write", "--slave", "1", "--type", "u16", "0xF008:0", "7"}, exitFailure, "", "0x06070013"},
 		{"slave without mailbox", []string{"read", "--slave", "0", "0x1000:0"}, exitFailure, "", "no CoE mailbox"},
 		{"slave out of range", []string{"read", "-p", "7", "0x1000:0"}, exitFailure, "", "the segment has 3 slaves"},
-		{"no slave", []string{"read", "0x1000:0"}, exitUsage, "", "-p/--position is required"},
+		{"no slave", []string{"read", "0x1000:0"}, exitUsage, "", "name the slave: -p N"},
 		{"write without type", []string{"write", "--slave", "1", "0xF008:0", "1"}, exitUsage, "", "--type is required"},
 		{"bad object", []string{"read", "--slave", "1", "0x1018"}, exitUsage, "", "want INDEX:SUB"},
 		{"value out of range", []string{"write", "--slave", "1", "--type", "u8", "0xF008:0", "256"}, exitUsage, "", `value "256" as u8`},

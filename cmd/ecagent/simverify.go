@@ -34,7 +34,7 @@ func simVerifyHelp() help {
 			"Exit status 1 when the score is below the --min bar.",
 		examples: []string{
 			"ecagent sim verify line3.pcapng --devices EK1100,EL2004,EL1014,AKD --min 99",
-			"ecagent sim verify run.pcapng --devices EK1100,sii/el3004.bin --json | jq .groups",
+			"ecagent sim verify run.pcapng --devices EK1100,el3004.bin --json | jq .groups",
 		},
 	}
 }

@@ -247,7 +247,7 @@ type SlaveStatus struct {
 	Code     uint16 `json:"code"`
 	// CodeText is the code's standard meaning (ETG.1000.6 Table 11), ""
 	// for code 0.
-	CodeText string `json:"codetext,omitempty"`
+	CodeText string `json:"code_text,omitempty"`
 }
 
 func (h *Handler) states(ctx context.Context, req Request, uid int) (*StatesResult, error) {
@@ -332,10 +332,10 @@ type PortCounters struct {
 	// RXError (0x0301+2p) physical-layer RX errors, ForwardedRX
 	// (0x0308+p) errors a slave before this one found, LostLink
 	// (0x0310+p) link losses.
-	InvalidFrame uint8 `json:"invalidframe"`
-	RXError      uint8 `json:"rxerror"`
-	ForwardedRX  uint8 `json:"forwardedrx"`
-	LostLink     uint8 `json:"lostlink"`
+	InvalidFrame uint8 `json:"invalid_frame"`
+	RXError      uint8 `json:"rx_error"`
+	ForwardedRX  uint8 `json:"forwarded_rx"`
+	LostLink     uint8 `json:"lost_link"`
 }
 
 func (h *Handler) crc(ctx context.Context) (*CRCResult, error) {
