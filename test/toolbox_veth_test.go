@@ -88,18 +88,6 @@ func TestToolboxThroughAgentOverVeth(t *testing.T) {
 	}
 	cyclePID := m[1]
 
-	// Every slave in OP first (recovery may still be at work).
-	var before busCounters
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		before = readBusCounters(t, addr)
-		if allOP(before.states) && len(before.states) == 7 && before.faults["cycle-started"] >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slaves not in OP: %v", before.states)
-		}
-	}
-
 	ecagent := func(env []string, args ...string) (string, string, int) {
 		t.Helper()
 		c := exec.Command(bin, args...)
@@ -115,8 +103,7 @@ func TestToolboxThroughAgentOverVeth(t *testing.T) {
 		}
 		return string(out), stderr.String(), code
 	}
-	start := time.Now()
-	for _, c := range []struct {
+	commands := []struct {
 		args []string
 		want string
 	}{
@@ -127,24 +114,89 @@ func TestToolboxThroughAgentOverVeth(t *testing.T) {
 		{[]string{"upload", "-p", "5", "0xf008:0", "--type", "u32"}, "= 0x00001234"},
 		{[]string{"sdos", "-p", "5"}, `0x1018 RECORD "Identity"`},
 		{[]string{"scan"}, "7 slaves"},
+		{[]string{"pdos", "-p", "3"}, "EL1014"},
+		{[]string{"reg", "read", "-p", "3", "0x0130", "-t", "uint16"}, "0x0008"},
+		{[]string{"reg_read", "-a", "0:3", "0x0010", "-t", "uint16"}, "0x1004"},
+		{[]string{"sii", "read", "-p", "1", "--json"}, `"data": "`},
+		{[]string{"diag", "-p", "5"}, "AL state: OP"},
+		{[]string{"slaves", "-p", "3"}, "EL1014"},
 		{[]string{"scan", "--sdo"}, `"Product code"`},
-	} {
-		out, errOut, code := ecagent(environ, c.args...)
-		if code != 0 || !strings.Contains(out, c.want) {
-			t.Errorf("ecagent %s: exit %d, want %q in:\n%s%s", strings.Join(c.args, " "), code, c.want, out, errOut)
+	}
+	// One pass of every command, with the agent's counters before and
+	// after. On a host loaded by others a stall of the cycle or the
+	// simulator beyond the process data watchdog (100 ms) takes a slave
+	// out of OP whatever the commands do: such a pass is told by the frames
+	// lost in as long a time without commands, and tried again; a command
+	// that disturbs the bus disturbs every pass.
+	const passes = 3
+	for pass := 1; ; pass++ {
+		var before busCounters
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			before = readBusCounters(t, addr)
+			if allOP(before.states) && len(before.states) == 7 && before.faults["cycle-started"] >= 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("slaves not in OP: %v", before.states)
+			}
 		}
-		if strings.Contains(out, "simulated") {
-			t.Errorf("ecagent %s through the agent of a veth segment says simulated:\n%s", strings.Join(c.args, " "), out)
+		start := time.Now()
+		for _, c := range commands {
+			out, errOut, code := ecagent(environ, c.args...)
+			if code != 0 || !strings.Contains(out, c.want) {
+				t.Errorf("ecagent %s: exit %d, want %q in:\n%s%s", strings.Join(c.args, " "), code, c.want, out, errOut)
+			}
+			if strings.Contains(out, "simulated") {
+				t.Errorf("ecagent %s through the agent of a veth segment says simulated:\n%s", strings.Join(c.args, " "), out)
+			}
 		}
+		took := time.Since(start)
+		after := readBusCounters(t, addr)
+		time.Sleep(took) // the control window: a span of time, not a synchronisation
+		idle := readBusCounters(t, addr)
+		during, without := after.lost-before.lost, idle.lost-after.lost
+		t.Logf("pass %d: cycles with a lost frame: %v in %v of commands, %v in as long without", pass, during,
+			took.Round(time.Millisecond), without)
+		var problems []string
+		if after.wkc != before.wkc {
+			problems = append(problems, fmt.Sprintf("working-counter errors %v → %v", before.wkc, after.wkc))
+		}
+		if during > 10 && during > 4*without+10 {
+			problems = append(problems, fmt.Sprintf("%v cycles lost a frame in %v, %v in as long without", during,
+				took.Round(time.Millisecond), without))
+		}
+		for kind, n := range after.faults {
+			// Bus alarms follow lost frames, compared above.
+			if n != before.faults[kind] && !strings.HasPrefix(kind, "bus-alarm") {
+				problems = append(problems, fmt.Sprintf("bus events %s: %v → %v", kind, before.faults[kind], n))
+			}
+		}
+		if !allOP(after.states) || len(after.states) != 7 {
+			problems = append(problems, fmt.Sprintf("slaves after the commands: %v, want all in OP (8)", after.states))
+		}
+		if len(problems) == 0 || t.Failed() {
+			break
+		}
+		hostStalled := without > 0 || idle.wkc != after.wkc
+		if pass == passes || !hostStalled {
+			t.Errorf("the commands disturbed the agent's cycle (pass %d, host stalls in the control window: %v): %s",
+				pass, hostStalled, strings.Join(problems, "; "))
+			break
+		}
+		t.Logf("pass %d not clean, on a host that stalls the cycle without commands too: %s", pass, strings.Join(problems, "; "))
 	}
 
 	// A second master on the agent's interface, the agent's segment not
 	// named: refused, naming the cycle process and its segment.
 	other := []string{"PATH=" + os.Getenv("PATH")}
+	wkcBefore := readBusCounters(t, addr).wkc
 	_, errOut, code := ecagent(other, "slaves", "--iface", w.MasterEnd, "--cycle.shm", "/dev/shm/ecagent-tbx-none.shm")
 	if code != 4 || !strings.Contains(errOut, "pid "+cyclePID) || !strings.Contains(errOut, shmPath) ||
 		!strings.Contains(errOut, "--second-master") {
 		t.Errorf("second master: exit %d (want 4), stderr:\n%s", code, errOut)
+	}
+	if wkc := readBusCounters(t, addr).wkc; wkc != wkcBefore {
+		t.Errorf("the refused second master cost the agent working-counter errors: %v → %v", wkcBefore, wkc)
 	}
 	// Neither an agent nor --iface nor --sim: a usage error, no data.
 	out, errOut, code := ecagent(other, "slaves", "--cycle.shm", "/nonexistent/x.shm")
@@ -156,31 +208,6 @@ func TestToolboxThroughAgentOverVeth(t *testing.T) {
 		t.Errorf("slaves --sim --json: exit %d\n%s", code, out)
 	}
 
-	took := time.Since(start)
-	after := readBusCounters(t, addr)
-	if after.wkc != before.wkc {
-		t.Errorf("the commands cost the agent's cycle working-counter errors: %v → %v", before.wkc, after.wkc)
-	}
-	// A frame lost is the host's doing (its answer came too late: other
-	// real-time processes on two shared cores), not a command's: the
-	// commands' cycles lose no more than as long a time without them.
-	time.Sleep(took) // the control window: a span of time, not a synchronisation
-	idle := readBusCounters(t, addr)
-	during, without := after.lost-before.lost, idle.lost-after.lost
-	t.Logf("cycles with a lost frame: %v in %v of commands, %v in as long without", during, took.Round(time.Millisecond), without)
-	if during > 10 && during > 4*without+10 {
-		t.Errorf("the commands cost the agent's cycle frames: %v cycles lost one in %v, %v in as long without them",
-			during, took.Round(time.Millisecond), without)
-	}
-	for kind, n := range after.faults {
-		// Bus alarms follow lost frames, compared above.
-		if n != before.faults[kind] && !strings.HasPrefix(kind, "bus-alarm") {
-			t.Errorf("bus events %s: %v → %v", kind, before.faults[kind], n)
-		}
-	}
-	if !allOP(after.states) || len(after.states) != 7 {
-		t.Errorf("slaves after the commands: %v, want all in OP (8)", after.states)
-	}
 	if err := a.cmd.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the agent died: %v\n%s", err, a.log())
 	}

@@ -121,7 +121,7 @@ func (c ctlFlags) resolve(ctx context.Context, cmd string, s *session, reqs []ma
 		a, off, hasOff := strings.Cut(*c.sel.alias, ":")
 		alias, err := strconv.ParseUint(a, 0, 16)
 		if err != nil {
-			return usageError{fmt.Errorf("-a %q: want ALIAS[:OFFSET], ALIAS 1 to 65535", *c.sel.alias)}
+			return usageError{fmt.Errorf("-a %q: want ALIAS[:OFFSET], ALIAS 0 (the first slave) to 65535", *c.sel.alias)}
 		}
 		offset := max(pos, 0)
 		if hasOff {
@@ -141,7 +141,8 @@ func (c ctlFlags) resolve(ctx context.Context, cmd string, s *session, reqs []ma
 		}
 		pos = -1
 		for i, sl := range list.Slaves {
-			if alias != 0 && sl.Alias == uint16(alias) {
+			// Alias 0 counts from the first slave, as IgH's tool does.
+			if alias == 0 || sl.Alias == uint16(alias) {
 				pos = i + offset
 				break
 			}

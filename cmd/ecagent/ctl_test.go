@@ -180,6 +180,15 @@ func ctlCases() []ctlCase {
 		{name: "slaves-p3", args: []string{"slaves", "-p", "3"}, perMode: true},
 		{name: "pdos-p3", args: []string{"pdos", "-p", "3"}},
 		{name: "reg-read-p3", args: []string{"reg_read", "-p", "3", "0x0010", "-t", "uint16"}},
+		{name: "diag-p5", args: []string{"diag", "-p", "5"}, match: func(agent bool) string {
+			// Counters a host stall may move (the watchdog's) are not pinned.
+			if agent {
+				return `(?s)^# simulated segment.*\nslave 5 \(0x1006 EL4132\)\nAL state: OP\n.*\n0 +EBUS +up .*` +
+					`Watchdog: process data 100\.0 ms \(running, expired \d+ times\).*SM2 0x1100\+4 buffered, written by the master, enabled, watchdog on\n` +
+					`FMMUs:\n  FMMU0 logical 0x00000001\+4 → 0x1100, write, active\n$`
+			}
+			return `(?s)^# simulated segment.*\nslave 5 \(0x1006 EL4132\)\nAL state: INIT\n.*SyncManagers:\nFMMUs:\n$`
+		}},
 		{name: "crc-p3-json", args: []string{"crc", "-p", "3", "--interval", "0", "--json"}},
 		{name: "data", args: []string{"data"}, match: func(agent bool) string {
 			if agent { // the cycle's image, from the shared-memory segment

@@ -79,25 +79,27 @@ type env struct {
 func commands() []command {
 	return []command{
 		{name: "run", summary: "bring the bus to OP and run the cycle (the agent)", run: runCommand},
-		{name: "scan", summary: "list the slaves of a segment, like `ethercat slaves`", run: scanCommand},
+		{name: "scan", summary: "the slave table, with --sdo the object dictionaries", run: scanCommand},
 		{name: "sdo", summary: "read or write a CoE object (SDO) of a slave", run: sdoCommand},
 		{name: "sdos", summary: "list a slave's CoE object dictionary (SDO information)", run: sdosCommand},
-		{name: "slaves", summary: "list the slaves with live state and identity, like `ethercat slaves`", run: slavesCommand},
+		{name: "slaves", summary: "the slaves with live state and identity (ethercat slaves)", run: slavesCommand},
 		{name: "reg", summary: "read or write ESC registers of a slave by address", run: regCommand},
 		{name: "states", summary: "request an AL state of one slave or all (needs --write)", run: statesCommand},
-		{name: "crc", summary: "print the port error counters (0x0300-0x0313) with their growth per second", run: crcCommand},
+		{name: "diag", summary: "one slave's AL code, ports, counters, watchdogs, SMs, FMMUs", run: diagCommand},
+		{name: "crc", summary: "the port error counters (0x0300-0x0313), growth per second", run: crcCommand},
 		{name: "sii", summary: "dump a slave's SII EEPROM, or write one (needs --write)", run: siiCommand},
 		{name: "alias", summary: "set a slave's station alias in its SII (needs --write)", run: aliasCommand},
-		{name: "foe", summary: "write a file (firmware) to a slave over FoE in BOOT, or read one (write needs --write)", run: foeCommand},
+		{name: "foe", summary: "write (--write) or read a file over FoE in BOOT (firmware)", run: foeCommand},
 		{name: "graph", summary: "print the segment's topology as a Graphviz DOT graph", run: graphCommand},
-		{name: "master", summary: "print the master's counters: frames, losses, retries, with rates", run: masterCommand},
-		{name: "pdos", summary: "print PDO assignment and mapping per SyncManager with image offsets", run: pdosCommand},
-		{name: "domains", summary: "print the process image layout: each slave's outputs and inputs", run: domainsCommand},
-		{name: "data", summary: "print the process image as a hex dump, outputs then inputs", run: dataCommand},
+		{name: "master", summary: "the master's counters: frames, losses, retries, with rates", run: masterCommand},
+		{name: "pdos", summary: "PDO assignment and mapping per SyncManager, image offsets", run: pdosCommand},
+		{name: "domains", summary: "the process image layout: each slave's outputs and inputs", run: domainsCommand},
+		{name: "data", summary: "the process image as a hex dump, outputs then inputs", run: dataCommand},
 		{name: "sim", summary: "serve a simulated EtherCAT segment on a network interface", run: simCommand},
 		{name: "bench", summary: "run the cycle for N cycles and report jitter, latency and load", run: benchCommand},
 		{name: "rtcheck", summary: "check this host's real-time tuning and say how to fix it", run: rtcheckCommand},
-		{name: "config", summary: "print the configuration schema, or check a configuration file", run: configCommand},
+		{name: "config", summary: "the configuration schema, a file's check, from-bus", run: configCommand},
+		{name: "completion", summary: "print a bash or zsh completion script", run: completionCommand},
 		{name: "version", summary: "print the version and build information", run: versionCommand},
 	}
 }
@@ -274,8 +276,9 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'ecagent COMMAND --help' for the flags of a command, 'ecagent config schema' for")
-	fmt.Fprintln(w, "every configuration key (docs/configuration.md).")
+	fmt.Fprintln(w, "IgH names: upload, download, reg_read, reg_write, sii_read, sii_write, foe_read,")
+	fmt.Fprintln(w, "foe_write. 'ecagent help COMMAND' shows a command's flags, 'ecagent config")
+	fmt.Fprintln(w, "schema' every configuration key, 'ecagent completion bash|zsh' a completion script.")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,")
 	fmt.Fprintln(w, "3 segment not as configured, 4 interface driven by another master,")
 	fmt.Fprintln(w, "130 interrupted (run: SIGINT; SIGTERM stops it with 0).")

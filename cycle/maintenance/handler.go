@@ -108,6 +108,8 @@ func (h *Handler) do(ctx context.Context, req Request, uid int) (any, error) {
 		return h.sdoDownload(ctx, req, uid)
 	case OpSDOInfo:
 		return h.sdoInfo(ctx, req)
+	case OpDiag:
+		return h.diag(ctx, req)
 	}
 	return nil, fmt.Errorf("unknown request %q", req.Op)
 }
