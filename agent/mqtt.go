@@ -278,7 +278,7 @@ func mqttBus(info *process.BusInfo) mqtt.Bus {
 		for _, sig := range s.Signals {
 			ms.Entries = append(ms.Entries, mqtt.Entry{
 				Output: sig.Output, PDO: sig.PDO, PDOName: sig.PDOName, Index: sig.Index, SubIndex: sig.SubIndex,
-				Name: sig.Name, DataType: sig.DataType, Bits: sig.Bits, Offset: sig.Offset,
+				Name: sig.Name, DataType: sig.DataType, Bits: sig.Bits, Offset: sig.Offset, Unit: sig.Unit,
 			})
 		}
 		bus.Slaves = append(bus.Slaves, ms)

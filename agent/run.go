@@ -10,6 +10,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/esinames"
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle/rt"
@@ -58,10 +59,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	}
 	c := newConsumer(cfg, log, tel)
 	c.mqtt, c.otlp = mq, ot
-	tel.setBusModel(c.model)      // every scrape shows the bus as the model does
-	mq.setBusModel(c.model)       // every message shows the bus as the model does
-	sd := newServiceNotifier(log) // systemd Type=notify (agent/systemd.go)
-	sup := &cycleSupervisor{cfg: cfg, log: log, c: c, sd: sd, status: status, backoff: restartMin}
+	tel.setBusModel(c.model)        // every scrape shows the bus as the model does
+	mq.setBusModel(c.model)         // every message shows the bus as the model does
+	sd := newServiceNotifier(log)   // systemd Type=notify (agent/systemd.go)
+	names := loadESINames(cfg, log) // PDO entry names, units and types from bus.esi (agent/esi.go)
+	sup := &cycleSupervisor{cfg: cfg, log: log, c: c, sd: sd, status: status, backoff: restartMin, names: names}
 	if err := sup.begin(); err != nil {
 		mq.stop()
 		sd.close()
@@ -158,6 +160,8 @@ type cycleSupervisor struct {
 	// restarting is set once a cycle process died: the next to run is
 	// a restart.
 	restarting bool
+	// names are the ESI descriptions of bus.esi, nil without any.
+	names *esinames.Catalog
 }
 
 // begin makes the first attempt. An error starting the cycle process is
@@ -215,6 +219,7 @@ func (s *cycleSupervisor) step() {
 
 // running takes up a cycle process in cyclic operation.
 func (s *cycleSupervisor) running(cp *CycleProcess) {
+	annotate(s.names, cp.Info(), s.log)
 	s.c.attach(cp)
 	s.c.mqtt.attach(cp)
 	s.sd.cycleRunning(cp)

@@ -189,8 +189,11 @@ func (d *Device) finish(ac *access, f *frameContext) {
 				s.full = false
 				d.wakeMailbox() // room for the next message
 				st := uint8(smStatusReadEvent)
-				if d.spec.fw.reopen {
+				switch d.spec.fw.afterRead {
+				case reopenMailbox:
 					st = smStatusReopened
+				case clearReadEvent:
+					st = 0
 				}
 				d.setSMStatus(i, st)
 			} else {
@@ -223,7 +226,7 @@ func (d *Device) registersWritten(lo, hi int, f *frameContext) {
 	}
 	if overlaps(lo, hi, int(esc.RegALControl), int(esc.RegALControl)+1) {
 		v := uint16(regs[esc.RegALControl]) | uint16(regs[esc.RegALControl+1])<<8
-		d.esm.control(v, d, f.arrival)
+		d.esm.control(v, d, f.arrival, d.esm.time.draw(d.rng))
 		d.stateChanged()
 	}
 	if overlaps(lo, hi, int(esc.RegRxErrorCounter), int(esc.RegLostLinkCounter)+3) {

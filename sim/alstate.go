@@ -22,7 +22,7 @@ type stateMachine struct {
 	bootstrap bool  // the device has a bootstrap mailbox
 	delay     int   // frames between a request and its outcome, when framed
 	framed    bool  // count frames (WithStateChangeDelay), not time
-	time      int64 // ns between a request and its outcome (firmware.esm)
+	time      span  // ns between a request and its outcome (firmware.esm)
 	dueAt     int64 // segment time the pending request is decided
 
 	state   esc.ALState
@@ -56,16 +56,16 @@ type transitionChecker interface {
 
 // control handles a write of v to AL control at segment time now. In
 // device emulation mode the status follows at once; otherwise the request
-// is decided after the controller's time (by advance) or, framed, after
-// the delay in frames (by tick).
-func (m *stateMachine) control(v uint16, check transitionChecker, now int64) {
+// is decided after took, the controller's time drawn from m.time (by
+// advance) or, framed, after the delay in frames (by tick).
+func (m *stateMachine) control(v uint16, check transitionChecker, now, took int64) {
 	if m.emulated {
 		m.state, m.err, m.code = esc.ALState(v&0x0F), v&0x10 != 0, esc.ALNoError
 		return
 	}
 	m.pending, m.request, m.left, m.armed, m.taken = true, v, m.delay, true, false
-	m.dueAt = now + m.time
-	if (m.framed && m.delay == 0) || (!m.framed && m.time == 0) {
+	m.dueAt = now + took
+	if (m.framed && m.delay == 0) || (!m.framed && took == 0) {
 		m.decide(check)
 	}
 }

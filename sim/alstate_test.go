@@ -36,7 +36,7 @@ func TestHeldALError(t *testing.T) {
 		if s.release {
 			m.holdErr = esc.ALNoError
 		}
-		m.control(s.control, acceptAll{}, 0)
+		m.control(s.control, acceptAll{}, 0, 0)
 		if m.state != s.state || m.err != s.err || m.code != s.code {
 			t.Errorf("%s: state %v err %v code %#x, want %v %v %#x", s.name, m.state, m.err, uint16(m.code), s.state, s.err, uint16(s.code))
 		}

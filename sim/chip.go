@@ -22,6 +22,12 @@ type chip struct {
 	dlControl [4]byte
 	// sii is how long the EEPROM interface takes for its commands.
 	sii siiTiming
+	// ownConfig says the controller takes PDI control 0x0140 and ESC
+	// configuration 0x0141 from config, its own configuration, rather
+	// than from SII word 0 (an FPGA IP core or a controller configured
+	// by its host, as the AKD's).
+	ownConfig bool
+	config    [2]byte
 	// dcAlways says the system time unit (0x0910–0x09FF) exists whatever the
 	// ESC configuration; otherwise it exists only when the SII's ESC
 	// configuration byte enables the SYNC or LATCH unit (bits 2 and 3).
@@ -52,6 +58,8 @@ var (
 		siiControl:     0x0040,
 		siiBelowSafeOp: 0x0010,
 		sii:            siiI2C,
+		// DL control powers up as the ET1100's (the real EL1004: 0xC7).
+		dlControl: [4]byte{2: 0xC7},
 	}
 	// chipEL2889 is the EL2889's controller: ET1100 features and DC, but
 	// only 3 FMMUs and 4 SyncManagers.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 
 	"github.com/ecagent/ecagent/ethercat/esc"
@@ -54,6 +55,12 @@ type Device struct {
 	off      bool // the device has lost power (Faults.Disappear)
 	ctx      frameContext
 	spec     deviceSpec // what the device was built from, for a power cycle
+	// rng draws the device's times (firmware, EEPROM) from their spans;
+	// nil takes the typical value of each (a segment without WithSeed).
+	rng *rand.Rand
+	// note says how the device's profile was chosen when it is not the
+	// one of its exact identity (an unknown revision), else "".
+	note string
 }
 
 // deviceSpec is what building a device needs beyond its SII image.
@@ -73,6 +80,9 @@ type deviceSpec struct {
 	app func(*Device) application
 	// flash holds the files written through FoE (set by newDevice).
 	flash *flash
+	// notes say what the description the device was built from (an ESI)
+	// holds that it does not honour; see Device.Notes.
+	notes []string
 }
 
 // Defaults applied when a segment option does not say otherwise.
@@ -112,22 +122,29 @@ func (d *Device) powerUp(image []byte, spec deviceSpec) error {
 	now := d.now()
 	drift := d.clock.driftPPB
 	*d = Device{mu: d.mu, seg: d.seg, downPort: d.downPort, hasNext: d.hasNext,
-		name: spec.name, sii: desc, chip: spec.chip, spec: spec}
+		name: spec.name, sii: desc, chip: spec.chip, spec: spec, rng: d.rng, note: d.note}
 	if spec.ports != 0 {
 		d.chip.info.PortDescriptor = spec.ports
 	}
 	d.nfmmu, d.nsm = int(d.chip.info.FMMUs), int(d.chip.info.SyncManagers)
 	escConfig := image[1]
+	if d.chip.ownConfig {
+		escConfig = d.chip.config[1]
+	}
 	d.hasDC = d.chip.dcAlways || escConfig&0x0C != 0
 	d.mem = &memory{acc: newAccessMap(d.nfmmu, d.nsm, d.hasDC), ramEnd: 0x1000 + d.chip.ramBytes()}
 	regs := d.mem.b[:]
 	d.chip.info.Encode(regs[esc.RegType:])
 	copy(regs[esc.RegDLControl:], d.chip.dlControl[:])
 	loadConfiguration(regs, image)
+	if d.chip.ownConfig {
+		copy(regs[esc.RegPDIControl:], d.chip.config[:])
+	}
 	d.resetRegisters()
 
 	owned := append([]byte(nil), image...)
 	d.eeprom = newEEPROMInterface(owned, d.chip.siiControl, d.chip.sii, siiTimeBased)
+	d.eeprom.rng = d.rng
 	d.eeprom.sync(regs)
 
 	d.esm = stateMachine{
@@ -267,6 +284,9 @@ func (d *Device) updateDLStatus() {
 	s := esc.DLStatus{
 		PDIOperational: !d.eeprom.badCRC,
 		WatchdogOK:     regs[esc.RegPDIControl] != 0,
+		// ESC configuration 0x0141 bit 1: enhanced link detection on all
+		// ports (ET1100 datasheet section II, 0x0110 bit 2).
+		ExtendedLink: regs[esc.RegESCConfig]&0x02 != 0,
 	}
 	for p := range esc.PortCount {
 		link := p == 0 || (p == d.downPort && d.hasNext)

@@ -62,21 +62,26 @@ const (
 // emulated by the drive's processor: 0x0502 reads 0x0020 (emulation, bit
 // 5; 4-byte reads, bit 6 clear), and a command is done within the frame
 // that issued it (the real AKD is never seen busy). DL control 0x0102
-// powers up as 0x07 (RX FIFO size only). The information block
-// (0x0000–0x0009) and PDI control (0x0140) still are an ET1100's: the
-// values of the AKD's own controller are not known here.
+// powers up as 0x07 (RX FIFO size only). The information block is the
+// real AKD's (issue 37): type 0x04, revision 0x02, features 0x0184; its
+// build and its FMMU, SyncManager and RAM counts are not known and stay
+// an ET1100's. PDI control and ESC configuration read 0x08/0x0C whatever
+// SII word 0 holds (0x0009 in the real image): the drive configures its
+// controller itself.
 var chipAKD = chip{
-	info: esc.Info{Type: 0x11, Revision: 0x00, Build: 0x0003, FMMUs: 8, SyncManagers: 8,
-		RAMSizeKiB: 8, PortDescriptor: 0x0F, Features: 0x00FC},
+	info: esc.Info{Type: 0x04, Revision: 0x02, Build: 0x0003, FMMUs: 8, SyncManagers: 8,
+		RAMSizeKiB: 8, PortDescriptor: 0x0F, Features: 0x0184},
 	siiControl: esc.SIIEmulation,
 	dlControl:  [4]byte{2: 0x07},
 	dcAlways:   true,
+	ownConfig:  true,
+	config:     [2]byte{0x08, 0x0C},
 }
 
 // akdSpec is the simulator's description of an AKD beyond its SII.
 func akdSpec() deviceSpec {
 	return deviceSpec{name: "AKD", chip: chipAKD, esmDelay: defaultESMDelay, mailboxDelay: defaultMailboxDelay,
-		fw: fwGeneric, objects: func(od *objectDictionary) { driveObjects(od); akdShipped(od) }, app: newDrive}
+		fw: fwAKD, objects: func(od *objectDictionary) { driveObjects(od); akdShipped(od) }, app: newDrive}
 }
 
 // ErrNotADrive is matched (errors.Is) by the errors of drive operations on

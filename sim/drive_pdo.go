@@ -17,7 +17,7 @@ func (dr *drive) readOutputs() {
 	dr.maxTorquePD = -1
 	for k := range pd.entries {
 		e := &pd.entries[k]
-		if !e.out || e.index == 0 {
+		if !e.out || e.index == 0 || e.again {
 			continue
 		}
 		v := dr.d.readBits(dr.d.smArea(e.sm)*8+e.bit, e.bits)

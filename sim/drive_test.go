@@ -14,8 +14,13 @@ import (
 // Process image of the AKD's default mapping (0x1600 and 0x1A00), as the
 // rig maps it: outputs at logical 0x0000, inputs at 0x0100.
 const (
-	akdOutLen = 14 // controlword, mode, pad, target position, velocity, torque
-	akdInLen  = 16 // statusword, mode display, pad, position, velocity, torque, error code
+	// 0x1600: controlword, mode, pad, target position, velocity, torque;
+	// 0x1601–0x1603: controlword and mode, target position, velocity.
+	akdOutLen = 14 + 3 + 6 + 6
+	// 0x1A00: statusword, mode display, pad, position, velocity, torque,
+	// error code; 0x1A01–0x1A03: statusword and mode display, position,
+	// velocity.
+	akdInLen  = 16 + 3 + 6 + 6
 	rigInAddr = 0x100
 )
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"math/rand/v2"
 
 	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/ethercat/sii"
@@ -18,15 +19,16 @@ type eepromInterface struct {
 	idle       uint16 // control/status value when idle (chip dependent)
 	extra      uint16 // state dependent bits ORed into the control value
 	timing     siiTiming
-	busyFrames int    // ≥0: frames a command stays busy after the frame that wrote it; <0: time-based
-	doneAt     int64  // time-based: segment time the running command completes
-	refuseTill int64  // segment time the EEPROM's own write cycle ends
-	busyLeft   int    // frames left (1 while a time-based command runs); 0 when idle
-	armed      bool   // the command was written during the current frame
-	cmd        uint16 // command in progress (esc.SIICmdRead, …)
-	addr       uint32 // word address of the command in progress
-	errors     uint16 // sticky error bits of the last command
-	badCRC     bool   // the image's header checksum is wrong
+	busyFrames int        // ≥0: frames a command stays busy after the frame that wrote it; <0: time-based
+	doneAt     int64      // time-based: segment time the running command completes
+	refuseTill int64      // segment time the EEPROM's own write cycle ends
+	busyLeft   int        // frames left (1 while a time-based command runs); 0 when idle
+	armed      bool       // the command was written during the current frame
+	cmd        uint16     // command in progress (esc.SIICmdRead, …)
+	addr       uint32     // word address of the command in progress
+	errors     uint16     // sticky error bits of the last command
+	badCRC     bool       // the image's header checksum is wrong
+	rng        *rand.Rand // the device's generator for the read time (nil: typical)
 }
 
 func newEEPROMInterface(image []byte, idle uint16, t siiTiming, busyFrames int) eepromInterface {
@@ -94,7 +96,7 @@ func (e *eepromInterface) command(regs []byte, now int64) {
 	default:
 		e.cmd, e.addr = cmd, addr
 		e.busyLeft = 1
-		e.doneAt = now + e.timing.duration(cmd)
+		e.doneAt = now + e.timing.duration(cmd, e.rng)
 		if cmd == esc.SIICmdWrite {
 			e.refuseTill = now + e.timing.writeCycle
 		}

@@ -26,17 +26,17 @@ func TestStateChangeTakesControllerTime(t *testing.T) {
 			siiMailboxSMs(t, seg, 0x1001)
 			*now = 10_000_000
 			one(t, seg, phys(wire.FPWR, 0x1001, 0x0120, le16b(0x02)))
-			step := (c.fw.esm - 1) / int64(polls)
+			step := (c.fw.esm.typ - 1) / int64(polls)
 			for i := 1; i <= polls; i++ {
 				*now = 10_000_000 + int64(i)*step
 				if st := alStatus(t, seg, 0x1001); st != 0x01 {
 					t.Fatalf("%s: AL status %#04x %d ns after the PREOP request (%d polls), want INIT until %d ns",
-						c.model, st, int64(i)*step, polls, c.fw.esm)
+						c.model, st, int64(i)*step, polls, c.fw.esm.typ)
 				}
 			}
-			*now = 10_000_000 + c.fw.esm
+			*now = 10_000_000 + c.fw.esm.typ
 			if st := alStatus(t, seg, 0x1001); st != 0x02 {
-				t.Fatalf("%s: AL status %#04x %d ns after the PREOP request, want PREOP", c.model, st, c.fw.esm)
+				t.Fatalf("%s: AL status %#04x %d ns after the PREOP request, want PREOP", c.model, st, c.fw.esm.typ)
 			}
 		}
 	}
@@ -55,17 +55,17 @@ func TestMailboxAnswerTakesControllerTime(t *testing.T) {
 		}
 		// SDO upload of 0x1000:00.
 		mbxWrite(t, seg, 0x1001, coeSDORequest, []byte{0x40, 0x00, 0x10, 0x00, 0, 0, 0, 0})
-		step := (fwBeckhoffTerminal.mailbox - 1) / int64(polls)
+		step := (fwBeckhoffTerminal.mailbox.typ - 1) / int64(polls)
 		for i := 1; i <= polls; i++ {
 			*now = 100_000_000 + int64(i)*step
 			if st := one(t, seg, phys(wire.FPRD, 0x1001, 0x080D, []byte{0})).Data[0]; st&smStatusFull != 0 {
 				t.Fatalf("send mailbox full %d ns after the request (%d polls), want empty until %d ns",
-					int64(i)*step, polls, fwBeckhoffTerminal.mailbox)
+					int64(i)*step, polls, fwBeckhoffTerminal.mailbox.typ)
 			}
 		}
-		*now = 100_000_000 + fwBeckhoffTerminal.mailbox
+		*now = 100_000_000 + fwBeckhoffTerminal.mailbox.typ
 		if st := one(t, seg, phys(wire.FPRD, 0x1001, 0x080D, []byte{0})).Data[0]; st&smStatusFull == 0 {
-			t.Fatalf("send mailbox status %#02x %d ns after the request, want full", st, fwBeckhoffTerminal.mailbox)
+			t.Fatalf("send mailbox status %#02x %d ns after the request, want full", st, fwBeckhoffTerminal.mailbox.typ)
 		}
 	}
 }

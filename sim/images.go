@@ -187,8 +187,11 @@ func mailboxTerminalSMs(out, in uint16) []sii.SyncManager {
 // analogInPDOs are the TxPDOs of a 4-channel analog input terminal: per
 // channel status bits and a 16-bit value (32 bits), at PDO indexes
 // base+step·c. Strings: 5 first channel name, 6–13 entry names, then the
-// other channels' names from 15.
-func analogInPDOs(step uint16) []sii.PDO {
+// other channels' names from 15. With ownState the TxPDO state and toggle
+// bits are the channel's own sub-indexes 0x0F and 0x10 after pads of 1
+// and 6 bits (EL3004 revision 0x00150000: ten entries, issue 37), else
+// those of the PDO's 0x18xx object after a pad of 7 bits (nine entries).
+func analogInPDOs(step uint16, ownState bool) []sii.PDO {
 	var pdos []sii.PDO
 	for c := range 4 {
 		idx := 0x1A00 + step*uint16(c)
@@ -209,6 +212,13 @@ func analogInPDOs(step uint16) []sii.PDO {
 				{Index: 0x1800 + idx - 0x1A00, SubIndex: 9, NameIndex: 13, DataType: typeBool, BitLength: 1},
 				{Index: obj, SubIndex: 0x11, NameIndex: 14, DataType: typeInt16, BitLength: 16},
 			}})
+		if ownState {
+			es := pdos[c].Entries
+			pdos[c].Entries = append(es[:5:5], sii.PDOEntry{BitLength: 1}, sii.PDOEntry{BitLength: 6},
+				sii.PDOEntry{Index: obj, SubIndex: 0x0F, NameIndex: 12, DataType: typeBool, BitLength: 1},
+				sii.PDOEntry{Index: obj, SubIndex: 0x10, NameIndex: 13, DataType: typeBool, BitLength: 1},
+				es[8])
+		}
 	}
 	return pdos
 }
@@ -216,10 +226,15 @@ func analogInPDOs(step uint16) []sii.PDO {
 var analogInEntryNames = []string{"Status", "Underrange", "Overrange", "Limit 1", "Limit 2", "Error",
 	"TxPDO State", "TxPDO Toggle", "Value"}
 
-// el3004 is the EL3004 of the mailbox capture. Read there: the header,
-// the first strings, General, FMMU and SyncManager categories; the
-// Strings category is 0xC3 words with 21 strings.
-func el3004() *sii.Device {
+// el3004 is the EL3004 of the given revision. Revision 0x00150000 is the
+// one of the mailbox capture (read there: the header, the first strings,
+// General, FMMU and SyncManager categories; the Strings category is 0xC3
+// words with 21 strings), its PDOs those of the real units (issue 37).
+// Revision 0x00110000 has the distributed clock (its system time answers,
+// issue 37: ESC configuration with the SYNC and LATCH units) and the
+// older PDO layout with the 0x18xx state bits; the rest of it is taken
+// from 0x00150000.
+func el3004(revision uint32) *sii.Device {
 	ss := []string{"EL3004", "AnaIn", "Analoge Eingangsklemmen (EL3xxx)", "EL3004 4K. Ana. Eingang -10-+10V",
 		"AI Standard Channel 1"}
 	ss = append(ss, analogInEntryNames...)
@@ -230,14 +245,17 @@ func el3004() *sii.Device {
 		ss = append(ss, fmt.Sprintf("AI Compact Channel %d", c))
 	}
 	d := &sii.Device{
-		Header:  mailboxHeader(0x0BBC3052, 0x00150000),
+		Header:  mailboxHeader(0x0BBC3052, revision),
 		Strings: fitStrings(0xC3*2, 3, ss),
 		General: &sii.General{GroupIndex: 2, OrderIndex: 1, NameIndex: 4, Reserved04: 0x0C,
 			CoEDetails: sii.CoESDO | sii.CoESDOInfo | sii.CoEPDOAssign, FoEDetails: 1,
 			Flags: sii.GeneralMailboxDataLinkLayer, EBusCurrent: 130, Reserved0E: [2]byte{3, 0}, PhysicalPorts: 0x0033},
 		FMMUs:        []sii.FMMUUsage{sii.FMMUInputs, sii.FMMUSyncManagerStatus},
 		SyncManagers: mailboxTerminalSMs(0, 0x10),
-		TxPDOs:       analogInPDOs(2),
+		TxPDOs:       analogInPDOs(2, revision >= 0x00150000),
+	}
+	if revision < 0x00150000 {
+		d.Header.PDIControl |= 0x0C00 // ESC configuration: SYNC and LATCH units
 	}
 	for c := range 4 {
 		d.TxPDOs = append(d.TxPDOs, sii.PDO{Index: 0x1A01 + 2*uint16(c), SyncManager: sii.NoSyncManager,
@@ -264,7 +282,7 @@ func el3204() *sii.Device {
 			Flags: sii.GeneralMailboxDataLinkLayer, EBusCurrent: 190, Reserved0E: [2]byte{3, 0}, PhysicalPorts: 0x0033},
 		FMMUs:        []sii.FMMUUsage{sii.FMMUInputs, sii.FMMUSyncManagerStatus},
 		SyncManagers: mailboxTerminalSMs(0, 0x10),
-		TxPDOs:       analogInPDOs(1),
+		TxPDOs:       analogInPDOs(1, false),
 	}
 	d.Categories = beckhoffLayout(d, sii.CategoryTxPDO)
 	return d
@@ -301,8 +319,12 @@ func analogOut(order string, n int, product uint32) *sii.Device {
 // ek1914 is the EK1914 of the mailbox capture: a coupler with an
 // application controller and a 256-byte mailbox; the capture read its
 // header, the first two strings, General, FMMU and SyncManager categories
-// (Strings: 0x2C words, 5 strings). Its PDOs are ours: two standard
-// inputs and outputs in 8-byte SyncManagers.
+// (Strings: 0x2C words, 5 strings). Its PDOs are the real units' (issue
+// 37): 0x1A00 maps six entries (0x6000:01 8 bits, 0x6001:01 and :02,
+// a pad of 6, 0x6000:03 and 0x6000:02 16 bits each), 0x1600 the same with
+// 0x70xx; both are assigned with a second PDO each, 0x1A01 of five and
+// 0x1601 of seven entries, whose contents are ours (what the real ones map
+// is not known here), sized so that the 8-byte SyncManagers stay full.
 func ek1914() *sii.Device {
 	h := header(0x077A2C52, 0x00120000, word0Micro)
 	h.StandardMailbox = sii.Mailbox{ReceiveOffset: 0x1000, ReceiveSize: 0x100, SendOffset: 0x1100, SendSize: 0x100}
@@ -321,22 +343,46 @@ func ek1914() *sii.Device {
 			{StartAddress: 0x1200, Length: 8, Control: 0x24, Enable: 1, Type: sii.SMProcessDataOut},
 			{StartAddress: 0x1900, Length: 8, Control: 0x20, Enable: 1, Type: sii.SMProcessDataIn},
 		},
-		TxPDOs: []sii.PDO{{Index: 0x1A00, SyncManager: 3, NameIndex: 3, Flags: sii.PDOMandatory, Entries: []sii.PDOEntry{
-			{Index: 0x6000, SubIndex: 1, NameIndex: 1, DataType: typeBool, BitLength: 1},
-			{Index: 0x6000, SubIndex: 2, NameIndex: 1, DataType: typeBool, BitLength: 1},
-			{BitLength: 62}}}},
-		RxPDOs: []sii.PDO{{Index: 0x1600, SyncManager: 2, NameIndex: 3, Flags: sii.PDOMandatory, Entries: []sii.PDOEntry{
-			{Index: 0x7000, SubIndex: 1, NameIndex: 1, DataType: typeBool, BitLength: 1},
-			{Index: 0x7000, SubIndex: 2, NameIndex: 1, DataType: typeBool, BitLength: 1},
-			{BitLength: 62}}}},
+		TxPDOs: []sii.PDO{ek1914PDO(0x1A00, 0x6000), {Index: 0x1A01, SyncManager: 3, NameIndex: 3, Flags: sii.PDOMandatory,
+			Entries: []sii.PDOEntry{
+				{Index: 0x6010, SubIndex: 1, NameIndex: 1, DataType: typeBool, BitLength: 1},
+				{Index: 0x6010, SubIndex: 2, NameIndex: 1, DataType: typeBool, BitLength: 1},
+				{Index: 0x6010, SubIndex: 3, NameIndex: 1, DataType: typeBool, BitLength: 1},
+				{Index: 0x6010, SubIndex: 4, NameIndex: 1, DataType: typeBool, BitLength: 1},
+				{BitLength: 12}}}},
+		RxPDOs: []sii.PDO{ek1914PDO(0x1600, 0x7000), {Index: 0x1601, SyncManager: 2, NameIndex: 3, Flags: sii.PDOMandatory,
+			Entries: []sii.PDOEntry{
+				{Index: 0x7010, SubIndex: 1, NameIndex: 1, DataType: typeBool, BitLength: 1},
+				{Index: 0x7010, SubIndex: 2, NameIndex: 1, DataType: typeBool, BitLength: 1},
+				{Index: 0x7010, SubIndex: 3, NameIndex: 1, DataType: typeBool, BitLength: 1},
+				{Index: 0x7010, SubIndex: 4, NameIndex: 1, DataType: typeBool, BitLength: 1},
+				{BitLength: 10},
+				{Index: 0x7010, SubIndex: 5, NameIndex: 1, DataType: typeBool, BitLength: 1},
+				{Index: 0x7010, SubIndex: 6, NameIndex: 1, DataType: typeBool, BitLength: 1}}}},
 	}
 	d.Categories = []sii.Category{
 		{Type: sii.CategoryStrings, Count: 5}, {Type: sii.CategoryGeneral, Count: 32},
 		{Type: sii.CategoryFMMU, Count: 3}, {Type: sii.CategorySyncManager, Count: 4},
 		{Type: categorySyncUnit, Raw: []byte{0xF0, 0xFF}},
-		{Type: sii.CategoryTxPDO, Count: 1}, {Type: sii.CategoryRxPDO, Count: 1},
+		{Type: sii.CategoryTxPDO, Count: 2}, {Type: sii.CategoryRxPDO, Count: 2},
 	}
 	return d
+}
+
+// ek1914PDO is the EK1914's first PDO, index, on objects base (0x6000
+// inputs, 0x7000 outputs) and base+1 (issue 37).
+func ek1914PDO(index, base uint16) sii.PDO {
+	sm := uint8(3)
+	if base == 0x7000 {
+		sm = 2
+	}
+	return sii.PDO{Index: index, SyncManager: sm, NameIndex: 3, Flags: sii.PDOMandatory, Entries: []sii.PDOEntry{
+		{Index: base, SubIndex: 1, NameIndex: 1, DataType: typeUint8, BitLength: 8},
+		{Index: base + 1, SubIndex: 1, NameIndex: 1, DataType: typeBool, BitLength: 1},
+		{Index: base + 1, SubIndex: 2, NameIndex: 1, DataType: typeBool, BitLength: 1},
+		{BitLength: 6},
+		{Index: base, SubIndex: 3, NameIndex: 1, DataType: typeUint16, BitLength: 16},
+		{Index: base, SubIndex: 2, NameIndex: 1, DataType: typeUint16, BitLength: 16}}}
 }
 
 // el3004Objects adds what the mailbox capture shows of the EL3004's
@@ -363,10 +409,12 @@ func analogOutObjects(deviceType uint32) func(*objectDictionary) {
 // real AKD's EEPROM (testdata/real-hw/sii/akd.bin): identity,
 // 1 KiB mailboxes at 0x1800/0x1C00, process data SyncManagers at 0x1100
 // and 0x1140 sized by the master, the General, FMMU, SyncManager and DC
-// categories and the vendor categories with the part number. The PDOs
-// are ours where the drive's default mapping needs it: the flexible 0x1600
-// and 0x1A00 carry the CiA 402 default mapping of the simulated drive and
-// are assigned; 0x1601–0x1603 and 0x1A01–0x1A03 are empty; the fixed
+// categories and the vendor categories with the part number. The four
+// flexible PDOs each way are assigned, as on the real drive (issue 37):
+// 0x1601–0x1603 map the controlword and the mode of operation, the target
+// position or the target velocity, 0x1A01–0x1A03 the statusword and the
+// mode display, the actual position or the actual velocity. 0x1600 and
+// 0x1A00 are ours: the CiA 402 mapping of the simulated drive. The fixed
 // 0x1701, 0x1702, 0x1724, 0x1B01, 0x1B24 and 0x1B26 are the real AKD's
 // (they make their objects mappable into the flexible PDOs too).
 func akd() *sii.Device {
@@ -455,7 +503,9 @@ func akdRxPDOs() []sii.PDO {
 		rx(0x1600, 2, 0, controlword, e(objModesOfOperation, 0, akdNameModes, typeInt8, 8), sii.PDOEntry{BitLength: 8},
 			e(objTargetPosition, 0, akdNameTargetPosition, typeInt32, 32), e(objTargetVelocity, 0, akdNameTargetVelocity, typeInt32, 32),
 			e(objTargetTorque, 0, akdNameTargetTorque, typeInt16, 16)),
-		rx(0x1601, none, 0), rx(0x1602, none, 0), rx(0x1603, none, 0),
+		rx(0x1601, 2, 0, controlword, e(objModesOfOperation, 0, akdNameModes, typeInt8, 8)),
+		rx(0x1602, 2, 0, controlword, e(objTargetPosition, 0, akdNameTargetPosition, typeInt32, 32)),
+		rx(0x1603, 2, 0, controlword, e(objTargetVelocity, 0, akdNameTargetVelocity, typeInt32, 32)),
 		rx(0x1701, none, sii.PDOFixedContent, e(objInterpolationData, 1, akdNameSetPoint, typeInt32, 32), controlword),
 		rx(0x1702, none, sii.PDOFixedContent, e(objTargetVelocity, 0, akdNameTargetVelocity, typeInt32, 32), controlword),
 		rx(0x1724, none, sii.PDOFixedContent, e(objTargetPosition, 0, akdNameTargetPosition, typeInt32, 32), controlword,
@@ -475,7 +525,9 @@ func akdTxPDOs() []sii.PDO {
 		tx(0x1A00, 3, 0, statusword, e(objModesDisplay, 0, akdNameModesDisplay, typeInt8, 8), sii.PDOEntry{BitLength: 8},
 			e(objPositionActual, 0, akdNamePosition, typeInt32, 32), e(objVelocityActual, 0, akdNameVelocity, typeInt32, 32),
 			e(objTorqueActual, 0, akdNameTorque, typeInt16, 16), e(objErrorCode, 0, akdNameErrorCode, typeUint16, 16)),
-		tx(0x1A01, none, 0), tx(0x1A02, none, 0), tx(0x1A03, none, 0),
+		tx(0x1A01, 3, 0, statusword, e(objModesDisplay, 0, akdNameModesDisplay, typeInt8, 8)),
+		tx(0x1A02, 3, 0, statusword, e(objPositionActual, 0, akdNamePosition, typeInt32, 32)),
+		tx(0x1A03, 3, 0, statusword, e(objVelocityActual, 0, akdNameVelocity, typeInt32, 32)),
 		tx(0x1B01, none, sii.PDOFixedContent, e(objPositionInternal, 0, akdNamePositionInternal, typeInt32, 32), statusword),
 		tx(0x1B24, none, sii.PDOFixedContent, e(objPositionActual, 0, akdNamePosition, typeInt32, 32), statusword),
 		tx(0x1B26, none, sii.PDOFixedContent, statusword, e(objPositionActual, 0, akdNamePosition, typeInt32, 32),

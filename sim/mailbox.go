@@ -143,8 +143,9 @@ func (m *mailbox) received(sm int, now int64) {
 	}
 	m.d.mbxWake = true
 	m.pending, m.armed, m.left = true, true, m.delay
-	m.dueAt = now + m.fw.mailbox
-	if (m.framed && m.delay == 0) || (!m.framed && m.fw.mailbox == 0) {
+	took := m.fw.mailbox.draw(m.d.rng)
+	m.dueAt = now + took
+	if (m.framed && m.delay == 0) || (!m.framed && took == 0) {
 		m.pending = false
 		m.serve()
 		m.deliver()

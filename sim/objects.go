@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"sort"
 
+	"github.com/ecagent/ecagent/ethercat/coe"
 	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/ethercat/sii"
 )
@@ -46,6 +47,10 @@ type entry struct {
 	// current PDO assignment puts them (an output without a mapping reads
 	// its value, an input zeros).
 	process bool
+	// rights are the access rights a device description (ESI) gives the
+	// entry, per state, with its PDO mappability; 0 derives them from
+	// access and the PDO mapping objects (see mailbox.entryAccess).
+	rights coe.Access
 }
 
 // object is one object of the CoE object dictionary.

@@ -159,16 +159,16 @@ func TestPDOWriteAborts(t *testing.T) {
 // for 5 bytes (40 bits) of inputs.
 func tightEL3004(tb testing.TB) *Segment {
 	tb.Helper()
-	desc := el3004()
+	desc := el3004(0x00150000)
 	desc.SyncManagers = append(desc.SyncManagers, sii.SyncManager{StartAddress: 0x1190, Type: sii.SMUnused})
 	desc.Categories = nil
 	img, err := sii.Encode(desc)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for _, m := range builtinModels() {
-		if m.spec.name == "EL3004" {
-			d, err := newDevice(img, m.spec)
+	if p, ok := profileByName("EL3004"); ok {
+		{
+			d, err := newDevice(img, p.spec)
 			if err != nil {
 				tb.Fatal(err)
 			}

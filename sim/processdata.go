@@ -95,6 +95,10 @@ type pdEntry struct {
 	out   bool
 	sm    int // SII SyncManager index
 	bit   int // offset in that SyncManager's process data
+	// again marks an output entry whose object an earlier output entry
+	// maps too (the real AKD's four assigned RxPDOs each carry the
+	// controlword): the application takes the first.
+	again bool
 }
 
 // processData locates a device's process data: the process-data
@@ -157,6 +161,13 @@ func (d *Device) layoutProcessData() {
 			e := &pd.entries[k]
 			e.out, e.sm, e.bit = out, i, bits
 			bits += e.bits
+			e.again = false
+			for j := range k {
+				if o := &pd.entries[j]; out && o.out && e.index != 0 && o.index == e.index && o.sub == e.sub {
+					e.again = true
+					break
+				}
+			}
 		}
 		pd.sms = append(pd.sms, pdSyncManager{sm: i, out: out, start: int(sm.StartAddress), bits: bits})
 		if out {

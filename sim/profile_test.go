@@ -83,7 +83,7 @@ func TestALControlIsAMailbox(t *testing.T) {
 	if d := one(t, seg, phys(wire.FPWR, 0x1001, 0x0120, le16b(0x01))); d.WKC != 0 {
 		t.Errorf("second AL control write before the controller read the first: WKC %d, want 0", d.WKC)
 	}
-	*now += fwBeckhoffTerminal.esm
+	*now += fwBeckhoffTerminal.esm.typ
 	if st := alStatus(t, seg, 0x1001); st != 0x02 {
 		t.Fatalf("AL status %#04x, want PREOP (the first request)", st)
 	}

@@ -1,6 +1,9 @@
 package sim
 
-import "github.com/ecagent/ecagent/ethercat/esc"
+import (
+	"github.com/ecagent/ecagent/ethercat/coe"
+	"github.com/ecagent/ecagent/ethercat/esc"
+)
 
 // Reading and writing object dictionary entries for SDO transfers: values
 // of process data entries, complete access, write permissions and what a
@@ -136,8 +139,21 @@ func (m *mailbox) writable(e *entry) uint32 {
 		return abortReadOnly
 	case e.access == writablePreOp && m.d.esm.state != esc.StatePreOp:
 		return abortDeviceState
+	case e.rights != 0 && e.rights&writeRight(m.d.esm.state) == 0:
+		return abortDeviceState // an ESI's write restriction
 	}
 	return 0
+}
+
+// writeRight is the access bit that allows a write in state st.
+func writeRight(st esc.ALState) coe.Access {
+	switch st {
+	case esc.StateSafeOp:
+		return coe.AccessWriteSafeOp
+	case esc.StateOp:
+		return coe.AccessWriteOp
+	}
+	return coe.AccessWritePreOp
 }
 
 // writeComplete stores a complete access download into o: from sub-index

@@ -190,6 +190,9 @@ func (m *mailbox) describeEntry(o *object, e *entry) coe.EntryDescription {
 // mapping objects (0x1600… and 0x1A00…) map it, and into TxPDOs when
 // none does (inputs are the common case).
 func (m *mailbox) entryAccess(index uint16, e *entry) coe.Access {
+	if e.rights != 0 {
+		return e.rights
+	}
 	a := coe.AccessRead
 	switch e.access {
 	case writablePreOp:

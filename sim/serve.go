@@ -299,6 +299,9 @@ func (s *Segment) RunInterface(ctx context.Context, ifname string) error {
 		id := d.Identity()
 		logger.Info("simulated device", "position", i, "device", d.Name(),
 			"vendor", fmt.Sprintf("%#08x", id.VendorID), "product", fmt.Sprintf("%#08x", id.ProductCode))
+		for _, n := range d.Notes() {
+			logger.Warn("simulated device: its description is not fully honoured", "position", i, "device", d.Name(), "note", n)
+		}
 	}
 	err = s.Serve(ctx, l)
 	st := s.Stats()

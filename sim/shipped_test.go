@@ -16,7 +16,7 @@ func TestShippedAssignments(t *testing.T) {
 		{"AKD", 0x1C12, []uint16{0x1600, 0x1601, 0x1602, 0x1603}},
 		{"AKD", 0x1C13, []uint16{0x1A00, 0x1A01, 0x1A02, 0x1A03}},
 		{"EK1914", 0x1C13, []uint16{0x1A00, 0x1A01}},
-		{"EK1914", 0x1C12, []uint16{0x1600}},
+		{"EK1914", 0x1C12, []uint16{0x1600, 0x1601}},
 	} {
 		d, err := NewDevice(c.model)
 		if err != nil {

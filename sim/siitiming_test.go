@@ -43,16 +43,16 @@ func TestSIIReadTakesTimeNotFrames(t *testing.T) {
 			seg, now := clockedSeg(t, []string{name})
 			*now = 1_000_000
 			siiCommand(t, seg, 0x1001, esc.SIICmdRead, 0)
-			step := (siiI2C.read - 1) / int64(polls)
+			step := (siiI2C.read.typ - 1) / int64(polls)
 			for i := 1; i <= polls; i++ {
 				*now = 1_000_000 + int64(i)*step
 				if st := siiStatus(t, seg, 0x1001); st&esc.SIIBusy == 0 {
-					t.Fatalf("%s: idle %d ns after the read command (%d polls), want busy for %d ns", name, int64(i)*step, polls, siiI2C.read)
+					t.Fatalf("%s: idle %d ns after the read command (%d polls), want busy for %d ns", name, int64(i)*step, polls, siiI2C.read.typ)
 				}
 			}
-			*now = 1_000_000 + siiI2C.read
+			*now = 1_000_000 + siiI2C.read.typ
 			if st := siiStatus(t, seg, 0x1001); st&esc.SIIBusy != 0 {
-				t.Fatalf("%s: busy %d ns after the read command, want done", name, siiI2C.read)
+				t.Fatalf("%s: busy %d ns after the read command, want done", name, siiI2C.read.typ)
 			}
 			got := one(t, seg, phys(wire.FPRD, 0x1001, 0x0508, make([]byte, 8))).Data
 			if want := seg.Devices()[0].SII()[:8]; string(got) != string(want) {
@@ -79,7 +79,7 @@ func TestSIIWriteCycle(t *testing.T) {
 	}
 	*now++
 	siiCommand(t, seg, 0x1001, esc.SIICmdRead, 0x40)
-	*now += siiI2C.read
+	*now += siiI2C.read.typ
 	if st := siiStatus(t, seg, 0x1001); st&(esc.SIIBusy|esc.SIICommandError) != 0 {
 		t.Fatalf("0x0502 = %#04x after the write cycle, want idle without error", st)
 	}
@@ -99,7 +99,7 @@ func TestSIIChecksumBitFollowsReload(t *testing.T) {
 	}
 	*now += siiI2C.writeCycle
 	siiCommand(t, seg, 0x1001, esc.SIICmdReload, 0)
-	*now += siiI2C.read
+	*now += siiI2C.read.typ
 	if st := siiStatus(t, seg, 0x1001); st&esc.SIIChecksumError == 0 {
 		t.Errorf("0x0502 = %#04x after reloading a changed configuration area, want bit 11", st)
 	}

@@ -63,7 +63,7 @@ func TestLoadBadInputExactText(t *testing.T) {
 			`config: unknown key "zzzzzzzz" ($FILE:1)`},
 		// Bad list items.
 		{"device name with a space", loadCase{file: "bus:\n  devices: [EK1100, \"EL 2004\"]\n"},
-			`config: bus.devices[1] = "EL 2004" ($FILE:2): must be a model name without spaces or a path to an SII image ending in .bin`},
+			`config: bus.devices[1] = "EL 2004" ($FILE:2): must be a model name without spaces, a path to an SII image ending in .bin or an ESI device, FILE.xml[:DEVICE][@REVISION]`},
 		{"PDO entry of 65 bits", loadCase{file: "bus:\n  pdo:\n    - slave: 1\n      rxpdos:\n        - index: 0x1601\n          entries: [\"0x6040:00/65\"]\n"},
 			`config: bus.pdo[0].rxpdos[0].entries[0] = "0x6040:00/65" ($FILE:6): 65 bits: an entry has 1..64 bits`},
 		{"PDO slave not a number", loadCase{file: "bus:\n  pdo:\n    - slave: x\n"},

@@ -39,10 +39,15 @@ type Bus struct {
 	// Interface is the network interface of the segment; "" selects the
 	// built-in simulated segment made of Devices.
 	Interface string `koanf:"interface" help:"network interface of the EtherCAT segment, e.g. eth1; empty runs the built-in simulated segment (in a process of its own)"`
-	// Devices lists the simulated segment's devices in bus order: model names
-	// or paths of SII EEPROM images ending in .bin (see [IsSIIImage]). Only
-	// used, and only checked, when Interface is "".
-	Devices []string `koanf:"devices" help:"devices of the simulated segment in bus order: model names or paths of SII EEPROM images (*.bin); used only when bus.interface is empty"`
+	// Devices lists the simulated segment's devices in bus order: model names,
+	// paths of SII EEPROM images ending in .bin (see [IsSIIImage]) or
+	// devices of ESI files, FILE.xml[:DEVICE][@REVISION] (see
+	// [IsESIDevice]). Only used, and only checked, when Interface is "".
+	Devices []string `koanf:"devices" help:"devices of the simulated segment in bus order: model names, paths of SII EEPROM images (*.bin) or devices of ESI files (FILE.xml[:DEVICE][@REVISION]); used only when bus.interface is empty"`
+	// ESI lists directories (or files) of ESI device descriptions whose
+	// PDO entry names, units and data types the agent gives the process
+	// data of the devices found on the bus.
+	ESI []string `koanf:"esi" help:"directories or files of ESI device descriptions (ETG.2000 XML, e.g. TwinCAT's ESI folder): PDO entry names, units and data types for MQTT, metrics and the toolbox, for any device found whose identity they describe"`
 	// ExpectedSlaves is the number of slaves the segment must have; 0 accepts
 	// whatever is found.
 	ExpectedSlaves int `koanf:"expectedslaves" help:"number of slaves the segment must have; 0 accepts what is found"`

@@ -480,14 +480,21 @@ func (l *loader) missingFiles(cfg Config, failed map[string]bool) []error {
 	var errs []error
 	if cfg.Simulated() && !failed["bus.devices"] {
 		for i, d := range cfg.Bus.Devices {
-			if !IsSIIImage(d) {
+			what, path := "the SII image", d
+			switch {
+			case IsESIDevice(d):
+				what, path = "the ESI file", esiFile(d)
+			case !IsSIIImage(d):
 				continue
 			}
-			if problem := fileProblem(d); problem != "" {
+			if problem := fileProblem(path); problem != "" {
 				errs = append(errs, &FieldError{Key: fmt.Sprintf("bus.devices[%d]", i), Value: d,
-					Source: l.origin["bus.devices"], Problem: "cannot use the SII image: " + problem})
+					Source: l.origin["bus.devices"], Problem: "cannot use " + what + ": " + problem})
 			}
 		}
+	}
+	if !failed["bus.esi"] {
+		errs = append(errs, esiProblems(cfg.Bus.ESI, l.origin["bus.esi"])...)
 	}
 	if p := cfg.Cycle.Program; strings.ContainsRune(p, '/') && !failed["cycle.program"] {
 		// A name without a slash is looked up in $PATH when the agent

@@ -202,6 +202,10 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`bus.devices = ""`, "at least one device"}},
 		{"missing SII image", loadCase{file: "bus:\n  devices: [EK1100, $DIR/nope.bin]\n"},
 			[]string{`bus.devices[1] = "`, "nope.bin", "cannot use the SII image: no such file or directory"}},
+		{"missing ESI file", loadCase{file: "bus:\n  devices: [EK1100, \"$DIR/acme.xml:AI2@#x10\"]\n"},
+			[]string{`bus.devices[1] = "`, "acme.xml:AI2@#x10", "cannot use the ESI file: no such file or directory"}},
+		{"missing ESI directory", loadCase{file: "bus:\n  esi: [$DIR/esi]\n"},
+			[]string{`bus.esi[0] = "`, "cannot read the ESI directory or file: no such file or directory"}},
 		{"unknown key", loadCase{file: "cycle:\n  period: 1ms\n  perod: 2ms\n"},
 			[]string{`config: unknown key "cycle.perod" ($FILE:3); did you mean "cycle.period"?`}},
 		{"unknown key in the wrong section", loadCase{file: "bus:\n  period: 2ms\n"},
@@ -327,6 +331,7 @@ func TestGoldenExample(t *testing.T) {
 		Site: "plant-hh", Line: "press-3", Host: "edge-07",
 		Bus: Bus{
 			Devices:        []string{"EK1100", "EL2004", "EL1014", "EK1110"},
+			ESI:            []string{"testdata"},
 			ExpectedSlaves: 4,
 			Timeout:        20 * time.Millisecond,
 			StateTimeout:   10 * time.Second,

@@ -19,7 +19,7 @@ func TestSchemaKeys(t *testing.T) {
 	s := newSchema()
 	want := []string{
 		"site", "line", "host",
-		"bus.interface", "bus.devices", "bus.expectedslaves", "bus.timeout", "bus.statetimeout", "bus.alarmcycles",
+		"bus.interface", "bus.devices", "bus.esi", "bus.expectedslaves", "bus.timeout", "bus.statetimeout", "bus.alarmcycles",
 		"bus.dc.enabled", "bus.dc.sync0shift", "bus.dc.sync1", "bus.dc.driftframes", "bus.dc.startdelay", "bus.pdo",
 		"cycle.period", "cycle.core", "cycle.priority", "cycle.busywait", "cycle.recvspin", "cycle.exchange", "cycle.lockmemory", "cycle.shm", "cycle.program",
 		"status.interval",

@@ -134,13 +134,13 @@ func deviceProblems(devices, models []string) []*FieldError {
 	for i, d := range devices {
 		key := fmt.Sprintf("bus.devices[%d]", i)
 		switch {
-		case IsSIIImage(d):
+		case IsSIIImage(d), IsESIDevice(d):
 			// A path; Load checks that the file exists.
 		case d == "" || strings.IndexFunc(d, unicode.IsSpace) >= 0:
-			out = append(out, &FieldError{Key: key, Value: d, Problem: "must be a model name without spaces or a path to an SII image ending in .bin"})
+			out = append(out, &FieldError{Key: key, Value: d, Problem: "must be a model name without spaces, a path to an SII image ending in .bin or an ESI device, FILE.xml[:DEVICE][@REVISION]"})
 		case models == nil || slices.Contains(models, d):
 		default:
-			problem := "unknown model; must be one of " + strings.Join(models, ", ") + ", or a path to an SII image ending in .bin"
+			problem := "unknown model; must be one of " + strings.Join(models, ", ") + ", a path to an SII image ending in .bin or an ESI device, FILE.xml[:DEVICE][@REVISION]"
 			if i := slices.IndexFunc(models, func(m string) bool { return strings.EqualFold(m, d) }); i >= 0 {
 				problem = fmt.Sprintf("unknown model; did you mean %q? (%s)", models[i], strings.TrimPrefix(problem, "unknown model; "))
 			}

@@ -162,7 +162,7 @@ func TestValidateWithModels(t *testing.T) {
 		t.Fatal("ValidateWithModels accepted EL9999")
 	}
 	for _, want := range []string{
-		`bus.devices[1] = "EL9999": unknown model; must be one of EK1100, EK1110, EL1014, EL2004, EL4132, or a path to an SII image ending in .bin`,
+		`bus.devices[1] = "EL9999": unknown model; must be one of EK1100, EK1110, EL1014, EL2004, EL4132, a path to an SII image ending in .bin or an ESI device, FILE.xml[:DEVICE][@REVISION]`,
 		`bus.devices[2] = "el1014": unknown model; did you mean "EL1014"?`,
 	} {
 		if !strings.Contains(err.Error(), want) {

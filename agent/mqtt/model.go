@@ -45,7 +45,8 @@ type Entry struct {
 	Name     string
 	DataType uint8 // ETG.1000.6 base data type
 	Bits     int
-	Offset   int // first bit, counted from the slave's first input (output) bit
+	Offset   int    // first bit, counted from the slave's first input (output) bit
+	Unit     string // the unit the device's ESI gives the entry (bus.esi), "" for none
 }
 
 // ValueType is how a signal's value is published.
@@ -343,6 +344,7 @@ func signalsOf(s Slave, outputBytes int) []Signal {
 		sig.DefaultName = entryName(e)
 		sig.Name = sig.DefaultName
 		sig.Type, sig.Signed, sig.Real = typeOf(e)
+		sig.Unit = e.Unit // the raw value's unit, from the ESI; a catalogue scaling below replaces it
 		if e.Output {
 			sig.bit = s.OutputOffset + e.Offset
 		} else {

@@ -46,7 +46,7 @@ func addSegmentFlags(fs *pflag.FlagSet) segmentFlags {
 		shm:          fs.String("cycle.shm", "", "the running agent's shared memory `PATH` (default: the configuration's)"),
 		iface:        fs.String("iface", "", "network `IF` to open here when no agent answers"),
 		sim:          fs.Bool("sim", false, "use the built-in simulated segment (--devices)"),
-		devices:      fs.StringSlice("devices", def.Bus.Devices, "the simulated devices of --sim: models or SII images"),
+		devices:      fs.StringSlice("devices", def.Bus.Devices, "the devices of --sim: models, SII images or ESI FILE.xml[:DEVICE]"),
 		secondMaster: fs.Bool("second-master", false, "open --iface even though an agent drives it (disturbs it)"),
 		timeout:      fs.Duration("timeout", def.Bus.Timeout, "how long one frame waits for its answer"),
 		level:        fs.String("log.level", "warn", "log level: debug, info, warn or error"),

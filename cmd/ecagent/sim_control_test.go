@@ -66,13 +66,16 @@ func startSim(t *testing.T, args ...string) *simRig {
 		r.stop(t)
 		master.Close()
 	})
-	for range 200 {
-		if _, err := os.Stat(r.socket); err == nil {
+	// The socket's file appears at bind, before listen: ready is when a
+	// connection is accepted.
+	for range 500 {
+		if c, err := net.Dial("unix", r.socket); err == nil {
+			c.Close()
 			return r
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("control socket %s never appeared: %s", r.socket, errOut.String())
+	t.Fatalf("control socket %s never accepted a connection: %s", r.socket, errOut.String())
 	return nil
 }
 

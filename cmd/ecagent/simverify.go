@@ -31,7 +31,9 @@ func simVerifyHelp() help {
 		notes: "Answers are paired with their requests by datagram index and frame order, so captures of " +
 			"masters with several frames in flight score right. A capture that starts after the master " +
 			"configured the devices is detected and the segment preset to match; --preset-address overrides. " +
-			"Exit status 1 when the score is below the --min bar.",
+			"Device times are drawn from each device's measured spread with --seed (printed; the same seed " +
+			"gives the same result). Bytes no model can know (a mailbox read past the message, reserved " +
+			"registers) are counted apart, not scored. Exit status 1 when the score is below the --min bar.",
 		examples: []string{
 			"ecagent sim verify line3.pcapng --devices EK1100,EL2004,EL1014,AKD --min 99",
 			"ecagent sim verify run.pcapng --devices EK1100,el3004.bin --json | jq .groups",
@@ -49,6 +51,7 @@ func simVerifyCommand(_ context.Context, e *env, args []string) error {
 	examples := fs.Int("examples", 1, "differing datagrams shown per group")
 	presetAddr := fs.Uint16("preset-address", 0, "start with station addresses from this one on (0: detect)")
 	presetState := fs.String("preset-state", "PREOP", "with --preset-address: INIT or PREOP")
+	seed := fs.Uint64("seed", 1, "seed of the devices' time draws (the same seed, the same result)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
@@ -63,7 +66,7 @@ func simVerifyCommand(_ context.Context, e *env, args []string) error {
 		// master finding none); no --devices at all is a mistake.
 		return usageError{errors.New("sim verify: --devices is required (the devices the capture was made with)")}
 	}
-	opts := replay.Options{Examples: max(*examples, 1)}
+	opts := replay.Options{Examples: max(*examples, 1), Segment: []sim.Option{sim.WithSeed(*seed)}}
 	if *presetAddr != 0 {
 		st, ok := esc.ParseALState(strings.ToUpper(*presetState))
 		if !ok || (st != esc.StateInit && st != esc.StatePreOp) {
@@ -85,11 +88,18 @@ func simVerifyCommand(_ context.Context, e *env, args []string) error {
 	if err != nil {
 		return usageError{fmt.Errorf("sim verify: --devices: %w", err)}
 	}
+	var notes []string
+	for _, d := range devs {
+		if n := d.ProfileNote(); n != "" {
+			notes = append(notes, n)
+		}
+	}
 	r, err := replay.Run(c, devs, opts)
 	if err != nil {
 		return fmt.Errorf("sim verify: %s: %w", path, err)
 	}
 	rep := newVerifyReport(filepath.Base(path), *devices, c, r)
+	rep.Seed, rep.Notes = *seed, notes
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -110,6 +120,8 @@ func simVerifyCommand(_ context.Context, e *env, args []string) error {
 type verifyReport struct {
 	Capture    string        `json:"capture"`
 	Devices    []string      `json:"devices"`
+	Notes      []string      `json:"profile_notes,omitempty"` // devices without a profile of their revision
+	Seed       uint64        `json:"seed"`
 	Exchanges  int           `json:"exchanges"`
 	Lost       int           `json:"lost_requests"`
 	Strays     int           `json:"stray_answers"`
@@ -119,6 +131,7 @@ type verifyReport struct {
 	Score      float64       `json:"score_percent"`
 	WKCScore   float64       `json:"wkc_percent"`
 	Unanswered int           `json:"unanswered"`
+	Undefined  int           `json:"undefined_bytes"` // not scored: no model can know them
 	Groups     []verifyGroup `json:"groups"`
 }
 
@@ -146,7 +159,7 @@ type verifyExample struct {
 func newVerifyReport(name string, devices []string, c *replay.Capture, r *replay.Result) verifyReport {
 	rep := verifyReport{Capture: name, Devices: devices, Exchanges: len(c.Exchanges), Lost: r.Lost,
 		Strays: r.Strays, Datagrams: r.Datagrams, Same: r.Same, Score: round2(r.Score()),
-		WKCScore: round2(r.WKCScore()), Unanswered: r.Unanswered, Groups: []verifyGroup{}}
+		WKCScore: round2(r.WKCScore()), Unanswered: r.Unanswered, Undefined: r.Undefined, Groups: []verifyGroup{}}
 	if r.Setup != nil {
 		rep.Preset = fmt.Sprintf("0x%04x %v", r.Setup.FirstStation, r.Setup.State)
 	}
@@ -174,8 +187,12 @@ func (rep *verifyReport) writeText(w io.Writer) error {
 	if rep.Preset != "" {
 		fmt.Fprintf(&b, " (preset: %s, the capture starts mid-session)", rep.Preset)
 	}
-	fmt.Fprintf(&b, "\nfidelity  %.1f%% identical (WKC %.1f%%) of %d datagrams, %d unanswered\n",
-		rep.Score, rep.WKCScore, rep.Datagrams, rep.Unanswered)
+	fmt.Fprintf(&b, ", seed %d\n", rep.Seed)
+	for _, n := range rep.Notes {
+		fmt.Fprintf(&b, "profile   %s\n", n)
+	}
+	fmt.Fprintf(&b, "fidelity  %.1f%% identical (WKC %.1f%%) of %d datagrams, %d unanswered; %d bytes undefined, not scored\n",
+		rep.Score, rep.WKCScore, rep.Datagrams, rep.Unanswered, rep.Undefined)
 	if len(rep.Groups) == 0 {
 		b.WriteString("no differences\n")
 		_, err := io.WriteString(w, b.String())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,5 +153,43 @@ func TestSimVerifyUsageErrors(t *testing.T) {
 	}
 	if code, _, _ := runVerify(t, "no-such.pcapng", "--devices", "EK1100"); code != exitFailure {
 		t.Errorf("missing capture: exit %d, want %d", code, exitFailure)
+	}
+}
+
+// TestSimVerifySameSeedSameJSON: the devices' times are drawn from their
+// spreads with the seed the output names; the same seed gives byte-
+// identical JSON, and the seeds show the spread.
+func TestSimVerifySameSeedSameJSON(t *testing.T) {
+	capture := filepath.Join(realCaptures, "ethercrab-ek1914-el3004-mailbox.pcapng")
+	outs := map[string]bool{}
+	for _, seed := range []string{"5", "5", "6", "7", "8"} {
+		code, js, errOut := runVerify(t, capture, "--devices", "EK1914,EL3004", "--seed", seed, "--json")
+		if code != exitOK {
+			t.Fatalf("--seed %s: exit %d: %s", seed, code, errOut)
+		}
+		var rep verifyReport
+		if err := json.Unmarshal([]byte(js), &rep); err != nil || fmt.Sprint(rep.Seed) != seed {
+			t.Fatalf("--seed %s: seed %d in the output (%v)", seed, rep.Seed, err)
+		}
+		if seed == "5" && len(outs) == 1 && !outs[js] {
+			t.Errorf("--seed 5 twice: the JSON differs")
+		}
+		outs[js] = true
+	}
+	if len(outs) < 2 {
+		t.Errorf("four seeds gave the same result: no spread")
+	}
+}
+
+// TestSimVerifySaysWhichProfile: a device of a revision without a profile
+// is simulated with the nearest revision's, and the output says so.
+func TestSimVerifySaysWhichProfile(t *testing.T) {
+	capture := filepath.Join(realCaptures, "ethercrab-ek1914-el3004-mailbox.pcapng")
+	code, out, errOut := runVerify(t, capture, "--devices", "EK1914,EL3004@0x00130000")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "EL3004 revision 0x00130000: no profile, that of revision 0x00150000 instead") {
+		t.Errorf("no note of the profile used in:\n%s", out)
 	}
 }

@@ -96,6 +96,10 @@ type SignalInfo struct {
 	// Offset is the entry's first bit counted from the slave's first
 	// input (or output) bit, as Command.BitOffset counts them.
 	Offset int `json:"offset"`
+	// Unit is the entry's unit from the device's ESI (e.g. mV): the agent
+	// sets it (agent/esinames); the cycle process, which reads no ESI,
+	// writes none.
+	Unit string `json:"unit,omitempty"`
 }
 
 // RTSetting is the outcome of one real-time setting of the cycle thread.

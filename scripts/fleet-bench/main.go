@@ -287,7 +287,19 @@ func run(ctx context.Context, o options, log *slog.Logger) (*report, error) {
 	defer tick.Stop()
 	injectedDone := false
 	end := start.Add(o.duration)
-	for time.Now().Before(end) {
+	// On a loaded host the ruler and the store lag: an alert on its way
+	// at the end gets up to a window more (the regressions still on), and
+	// the run ends as soon as every injected one has fired.
+	grace := end.Add(ts.window)
+	allFired := func() bool {
+		for k := range injected {
+			if _, ok := seen[k]; !ok {
+				return false
+			}
+		}
+		return len(injected) > 0
+	}
+	for now := time.Now(); now.Before(end) || (now.Before(grace) && !allFired()); now = time.Now() {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -397,19 +409,32 @@ func (e *engines) walBytes() float64 {
 // bytes of a scrape.
 func measureScrape(hosts []*host, r *report) error {
 	get := func(addr, accept string) ([]byte, int, time.Duration, error) {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
-		req.Header.Set("Accept", accept)
-		req.Header.Set("Accept-Encoding", "gzip")
-		start := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, 0, 0, err
-		}
-		defer resp.Body.Close()
-		wire, err := io.ReadAll(resp.Body)
-		took := time.Since(start)
-		if err != nil {
-			return nil, 0, 0, err
+		var wire []byte
+		var took time.Duration
+		// The endpoint serves one scrape at a time and answers another
+		// with 503 meanwhile: the agent-mode Prometheus may be scraping it.
+		for try := 0; ; try++ {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+			req.Header.Set("Accept", accept)
+			req.Header.Set("Accept-Encoding", "gzip")
+			start := time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			wire, err = io.ReadAll(resp.Body)
+			took = time.Since(start)
+			resp.Body.Close()
+			if err != nil {
+				return nil, 0, 0, err
+			}
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+			if try == 20 || (resp.StatusCode != http.StatusServiceUnavailable && resp.StatusCode != http.StatusTooManyRequests) {
+				return nil, 0, 0, fmt.Errorf("scrape of %s: %s: %.200s", addr, resp.Status, wire)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 		zr, err := gzip.NewReader(bytes.NewReader(wire))
 		if err != nil {

@@ -64,10 +64,33 @@ func Run(c *Capture, devices []*sim.Device, o Options) (*Result, error) {
 		if answered {
 			got = datagrams(frame)
 		}
-		r.compare(n, &ex, datagrams(ex.Answer), got)
+		want := datagrams(ex.Answer)
+		r.compare(n, &ex, want, got, undefinedBytes(seg, ex.Request, want))
 	}
 	r.sortGroups()
 	return r, nil
+}
+
+// undefinedBytes returns, per answered datagram, which of its bytes no
+// model can know (sim.Segment.UndefinedBytes), or nil where all are
+// defined.
+func undefinedBytes(seg *sim.Segment, request []byte, want []wire.Datagram) [][]bool {
+	sent := datagrams(request)
+	var out [][]bool
+	for k := range want {
+		if k >= len(sent) {
+			break
+		}
+		u := make([]bool, len(want[k].Data))
+		if seg.UndefinedBytes(&sent[k], want[k].Data, u) == 0 {
+			continue
+		}
+		if out == nil {
+			out = make([][]bool, len(want))
+		}
+		out[k] = u
+	}
+	return out
 }
 
 // IsTimeRegister tells the datagrams compared on their working counter

@@ -15,8 +15,13 @@ type Result struct {
 	SameWKC    int // answered with the same WKC
 	Unanswered int // in frames the simulator did not return
 	Lost       int // requests without a recorded answer (not replayed)
-	Strays     int // recorded answers to requests the capture does not hold
-	Setup      *Setup
+	// Undefined counts the bytes, in datagrams answered with the real
+	// working counter, whose value no model can know (a mailbox read
+	// past the message, reserved registers; sim.Segment.UndefinedBytes):
+	// they are not compared, and reported apart.
+	Undefined int
+	Strays    int // recorded answers to requests the capture does not hold
+	Setup     *Setup
 	// Groups are the mismatches by command and register, the largest
 	// group first.
 	Groups   []Group
@@ -72,8 +77,9 @@ type Mismatch struct {
 }
 
 // compare scores one exchange: want are the real answer's datagrams, got
-// the simulator's (nil when it did not answer).
-func (r *Result) compare(n int, ex *Exchange, want, got []wire.Datagram) {
+// the simulator's (nil when it did not answer), undef the undefined bytes
+// of each of want (nil, or nil for a datagram, when there are none).
+func (r *Result) compare(n int, ex *Exchange, want, got []wire.Datagram, undef [][]bool) {
 	sent := datagrams(ex.Request)
 	for k := range want {
 		w := &want[k]
@@ -90,27 +96,40 @@ func (r *Result) compare(n int, ex *Exchange, want, got []wire.Datagram) {
 		}
 		g := &got[k]
 		m.SimWKC, m.Sim = g.WKC, g.Data
+		var u []bool
+		if k < len(undef) {
+			u = undef[k]
+		}
 		wkcOK := g.WKC == w.WKC
 		if wkcOK {
 			r.SameWKC++
+			for _, x := range u {
+				if x {
+					r.Undefined++
+				}
+			}
 		}
-		if wkcOK && (IsTimeRegister(w) || string(g.Data) == string(w.Data)) {
+		if wkcOK && (IsTimeRegister(w) || firstDifference(w.Data, g.Data, u) < 0) {
 			r.Same++
 			continue
 		}
-		m.Offset = firstDifference(w.Data, g.Data)
+		m.Offset = max(firstDifference(w.Data, g.Data, u), 0)
 		r.add(w, m, !wkcOK)
 	}
 }
 
-// firstDifference returns the first index at which a and b differ, or 0.
-func firstDifference(a, b []byte) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
+// firstDifference returns the first index at which a and b differ, not
+// counting the bytes undef marks, or -1 when they do not.
+func firstDifference(a, b []byte, undef []bool) int {
+	for i := range max(len(a), len(b)) {
+		if i < len(undef) && undef[i] {
+			continue
+		}
+		if i >= len(a) || i >= len(b) || a[i] != b[i] {
 			return i
 		}
 	}
-	return 0
+	return -1
 }
 
 func (r *Result) add(w *wire.Datagram, m Mismatch, wkc bool) {
