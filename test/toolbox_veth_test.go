@@ -120,6 +120,8 @@ func TestToolboxThroughAgentOverVeth(t *testing.T) {
 		{[]string{"sii", "read", "-p", "1", "--json"}, `"data": "`},
 		{[]string{"diag", "-p", "5"}, "AL state: OP"},
 		{[]string{"slaves", "-p", "3"}, "EL1014"},
+		{[]string{"rescan"}, "Answering now:  7"},
+		{[]string{"xml", "-p", "5"}, `ProductCode="#x10243052"`},
 		{[]string{"scan", "--sdo"}, `"Product code"`},
 	}
 	// One pass of every command, with the agent's counters before and

@@ -189,6 +189,8 @@ func ctlCases() []ctlCase {
 			}
 			return `(?s)^# simulated segment.*\nslave 5 \(0x1006 EL4132\)\nAL state: INIT\n.*SyncManagers:\nFMMUs:\n$`
 		}},
+		{name: "rescan", args: []string{"rescan"}},
+		{name: "eoe", args: []string{"eoe"}},
 		{name: "crc-p3-json", args: []string{"crc", "-p", "3", "--interval", "0", "--json"}},
 		{name: "data", args: []string{"data"}, match: func(agent bool) string {
 			if agent { // the cycle's image, from the shared-memory segment

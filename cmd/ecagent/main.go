@@ -86,6 +86,9 @@ func commands() []command {
 		{name: "reg", summary: "read or write ESC registers of a slave by address", run: regCommand},
 		{name: "states", summary: "request an AL state of one slave or all (needs --write)", run: statesCommand},
 		{name: "diag", summary: "one slave's AL code, ports, counters, watchdogs, SMs, FMMUs", run: diagCommand},
+		{name: "xml", summary: "an ESI-shaped description of a slave from its SII and dictionary", run: xmlCommand},
+		{name: "rescan", summary: "count the slaves answering now against the known ones", run: rescanCommand},
+		{name: "eoe", summary: "list the slaves with Ethernet over EtherCAT (EoE)", run: eoeCommand},
 		{name: "crc", summary: "the port error counters (0x0300-0x0313), growth per second", run: crcCommand},
 		{name: "sii", summary: "dump a slave's SII EEPROM, or write one (needs --write)", run: siiCommand},
 		{name: "alias", summary: "set a slave's station alias in its SII (needs --write)", run: aliasCommand},
@@ -309,7 +312,8 @@ func exitCode(ctx context.Context, e *env, err error) int {
 		return exitUsage
 	case errors.As(err, &inUse):
 		return exitInUse
-	case process.IsBusMismatch(err), errors.As(err, &bringUp) && bringUp.Reason == busstate.BringUpNotAsConfigured:
+	case process.IsBusMismatch(err), errors.As(err, &bringUp) && bringUp.Reason == busstate.BringUpNotAsConfigured,
+		errors.As(err, new(*rescanMismatch)):
 		return exitBusMismatch
 	case ctx.Err() != nil:
 		return exitInterrupted

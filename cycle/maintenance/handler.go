@@ -110,6 +110,8 @@ func (h *Handler) do(ctx context.Context, req Request, uid int) (any, error) {
 		return h.sdoInfo(ctx, req)
 	case OpDiag:
 		return h.diag(ctx, req)
+	case OpRescan:
+		return h.rescan(ctx)
 	}
 	return nil, fmt.Errorf("unknown request %q", req.Op)
 }
