@@ -17,6 +17,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/mqtt"
 	"github.com/ecagent/ecagent/agent/mqtt/broker"
@@ -344,7 +345,7 @@ func (b *mqttBridge) event(ev *shm.Event) {
 }
 
 // window passes on the statistics of a closed window.
-func (b *mqttBridge) window(r metrics.WindowReport) {
+func (b *mqttBridge) window(r cyclestats.Report) {
 	if b == nil {
 		return
 	}

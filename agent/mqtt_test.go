@@ -12,6 +12,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/mqtt"
 	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
@@ -136,7 +137,7 @@ func TestStartMQTTDisabledOrPortBusy(t *testing.T) {
 	// A nil bridge ignores every call.
 	var b *mqttBridge
 	b.detach("x")
-	b.window(metrics.WindowReport{})
+	b.window(cyclestats.Report{})
 	b.stop()
 }
 

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/metrics/otlp"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -73,13 +73,13 @@ func (o *otlpExport) observe(s *shm.Sample) {
 	}
 }
 
-func (o *otlpExport) segment(s metrics.SegmentCounts) {
+func (o *otlpExport) segment(s cyclestats.SegmentCounts) {
 	if o != nil {
 		o.exp.SetSegment(s)
 	}
 }
 
-func (o *otlpExport) window(r metrics.WindowReport) {
+func (o *otlpExport) window(r cyclestats.Report) {
 	if o != nil {
 		o.exp.Window(r)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/esinames"
-	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/shm"
@@ -354,9 +354,7 @@ func (c *consumer) drain() {
 			break
 		}
 	}
-	totals := metrics.SegmentCounts{RingDrops: ring.Drops(), FramesLate: c.cp.seg.Heartbeat().Late()}
-	totals.FramesSent, totals.FramesLost = c.cp.seg.Heartbeat().Frames()
-	totals.LinkReceived, totals.LinkDrops = c.cp.seg.Heartbeat().Link()
+	totals := cyclestats.ReadSegment(ring, c.cp.seg.Heartbeat())
 	c.tel.reg.Consumer().SetSegment(totals)
 	c.otlp.segment(totals)
 	var ev shm.Event

@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/metrics/otlp"
 	"github.com/ecagent/ecagent/agent/metrics/otlp/otlptest"
@@ -261,7 +262,7 @@ func otlpInstruments(t *testing.T) []instrument {
 		exp.Observe(&s)
 		reg.Consumer().Observe(&s)
 	}
-	exp.SetSegment(metrics.SegmentCounts{})
+	exp.SetSegment(cyclestats.SegmentCounts{})
 	exp.Window(reg.Consumer().CloseWindow())
 	exp.Emergency(1, "AKD", 0x2310)
 	exp.SetDriveState(1, "AKD", 8)

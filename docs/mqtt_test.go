@@ -10,7 +10,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/mqtt"
 	"github.com/ecagent/ecagent/agent/mqtt/broker"
 	"github.com/ecagent/ecagent/agent/mqtt/ruleparse"
@@ -189,7 +189,7 @@ func docEvents() []shm.Event {
 }
 
 // windowReport is a closed window of 100 cycles with distributed clocks.
-func windowReport(t *testing.T) metrics.WindowReport {
+func windowReport(t *testing.T) cyclestats.Report {
 	reg := agentRegistry(t)
 	for i := range 100 {
 		d := int64(1e9 + i*1e6)

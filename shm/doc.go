@@ -85,7 +85,7 @@
 //     cycle process on a new one. Everything starts again from 0 there:
 //     ring positions, sample cycle numbers, the heartbeat's frame and
 //     link totals;
-//     the agent carries its counters over (metrics.Deriver.Restart).
+//     the agent carries its counters over (cyclestats.Deriver.Restart).
 //     Commands queued for the old bus state die with the old segment. A
 //     writer that died in the middle of an image or heartbeat update
 //     leaves its sequence odd; the readers of that segment give up on it.

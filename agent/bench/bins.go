@@ -3,7 +3,7 @@ package bench
 import (
 	"fmt"
 
-	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 )
 
 // minJitterStep is the narrowest bin edge of the jitter distribution, in

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 )
 
 // DefaultBlocks is the number of blocks of the interleaved comparison

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 )
 
 func TestBlockOrder(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 )
 
 // CyclictestPackage is the Debian package that provides cyclictest.

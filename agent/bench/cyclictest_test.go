@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 )
 
 // cyclictestOf builds a one-thread cyclictest report from latencies in µs

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/metrics"
-	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -24,7 +24,7 @@ const MaxExactValues = 1 << 21
 // safe for concurrent use.
 type Recorder struct {
 	target  int64 // ns
-	deriver *metrics.Deriver
+	deriver *cyclestats.Deriver
 
 	period, wake, job, rtt *stats.Window
 	wakeHist               *stats.LinearHistogram // 1 µs bins of wake-up latency
@@ -68,7 +68,7 @@ func NewRecorder(target time.Duration, cycles uint64, histogramMicros int) (*Rec
 		return nil, fmt.Errorf("bench: histogram of %d µs, want ≥ 1", histogramMicros)
 	}
 	capacity := int(min(max(cycles, 1), MaxExactValues))
-	r := &Recorder{target: int64(target), deriver: metrics.NewDeriver(target)}
+	r := &Recorder{target: int64(target), deriver: cyclestats.NewDeriver(target)}
 	var err error
 	for _, w := range []**stats.Window{&r.period, &r.wake, &r.job, &r.rtt} {
 		if *w, err = stats.NewWindow(capacity); err != nil {
@@ -120,7 +120,7 @@ func (r *Recorder) Observe(s *shm.Sample) {
 	// The per-sample figures are the ones the metrics endpoint derives;
 	// only the period follows the bench's own schedule rule above.
 	f := r.deriver.Derive(s)
-	lat, _ := f.Raw(metrics.QuantityWakeupLatency)
+	lat, _ := f.Raw(cyclestats.QuantityWakeupLatency)
 	r.wake.Add(lat)
 	if lat < 0 {
 		// A wake-up before the deadline means the sleep was cut short
@@ -133,20 +133,20 @@ func (r *Recorder) Observe(s *shm.Sample) {
 	r.blockHist.Add(lat)
 	r.blockMax = max(r.blockMax, lat)
 	r.wakeWholeMicro += uint64(lat / 1000)
-	job, _ := f.Raw(metrics.QuantityJobDuration)
+	job, _ := f.Raw(cyclestats.QuantityJobDuration)
 	r.job.Add(job)
 
 	r.expectedWKC = s.ExpectedWKC
 	r.wkcMin, r.wkcMax = min(r.wkcMin, s.WKC), max(r.wkcMax, s.WKC)
-	r.lost += uint64(f.Count(metrics.CounterLostFrames))
-	if rtt, ok := f.Raw(metrics.QuantityFrameRTT); ok {
+	r.lost += uint64(f.Count(cyclestats.CounterLostFrames))
+	if rtt, ok := f.Raw(cyclestats.QuantityFrameRTT); ok {
 		r.rtt.Add(rtt)
 		// The counter of a lost frame is unknown: never a WKC error too.
-		r.wkcErrors += uint64(f.Count(metrics.CounterWKCErrors))
+		r.wkcErrors += uint64(f.Count(cyclestats.CounterWKCErrors))
 	}
-	r.overruns += uint64(f.Count(metrics.CounterOverruns))
-	r.skipped += uint64(f.Count(metrics.CounterSkipped))
-	if f.Count(metrics.CounterYieldLate) > 0 {
+	r.overruns += uint64(f.Count(cyclestats.CounterOverruns))
+	r.skipped += uint64(f.Count(cyclestats.CounterSkipped))
+	if f.Count(cyclestats.CounterYieldLate) > 0 {
 		r.yieldLate++
 		r.yieldLateMax = max(r.yieldLateMax, lat)
 	}

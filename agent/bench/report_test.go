@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/internal/testsupport"
 )

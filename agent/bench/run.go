@@ -12,6 +12,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -205,10 +206,7 @@ func (d *drainer) drain() {
 		}
 		d.ring.Commit()
 		if d.consumer != nil {
-			totals := metrics.SegmentCounts{RingDrops: d.ring.Drops(), FramesLate: d.heartbeat.Late()}
-			totals.FramesSent, totals.FramesLost = d.heartbeat.Frames()
-			totals.LinkReceived, totals.LinkDrops = d.heartbeat.Link()
-			d.consumer.SetSegment(totals)
+			d.consumer.SetSegment(cyclestats.ReadSegment(d.ring, d.heartbeat))
 		}
 		if n < len(d.buf) {
 			return

@@ -6,7 +6,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -194,15 +195,15 @@ func TestWindowGauges(t *testing.T) {
 	if got := gaugeByLabel(t, family(t, r, nameDCTimeDiffWin), labelStat, "max"); !math.IsNaN(got) {
 		t.Errorf("DC window max = %g, want NaN for an empty window", got)
 	}
-	if rep.Counts[CounterCycles] != 1000 || rep.WakeupLatency.Max != 1_000_000 || rep.WakeupLatency.P999 != 999_000 {
+	if rep.Counts[cyclestats.CounterCycles] != 1000 || rep.Windows[cyclestats.QuantityWakeupLatency].Max != 1_000_000 || rep.Windows[cyclestats.QuantityWakeupLatency].P999 != 999_000 {
 		t.Errorf("report: cycles %d, latency max %d p99.9 %d; want 1000, 1000000, 999000",
-			rep.Counts[CounterCycles], rep.WakeupLatency.Max, rep.WakeupLatency.P999)
+			rep.Counts[cyclestats.CounterCycles], rep.Windows[cyclestats.QuantityWakeupLatency].Max, rep.Windows[cyclestats.QuantityWakeupLatency].P999)
 	}
 
 	// The next window starts empty.
 	rep = c.CloseWindow()
-	if rep.Counts[CounterCycles] != 0 || rep.WakeupLatency.Count != 0 {
-		t.Errorf("second window: cycles %d, latencies %d, want 0", rep.Counts[CounterCycles], rep.WakeupLatency.Count)
+	if rep.Counts[cyclestats.CounterCycles] != 0 || rep.Windows[cyclestats.QuantityWakeupLatency].Count != 0 {
+		t.Errorf("second window: cycles %d, latencies %d, want 0", rep.Counts[cyclestats.CounterCycles], rep.Windows[cyclestats.QuantityWakeupLatency].Count)
 	}
 	if got := gaugeByLabel(t, family(t, r, nameWakeupWin), labelStat, "max"); !math.IsNaN(got) {
 		t.Errorf("empty window: wake-up max = %g, want NaN", got)
@@ -234,15 +235,15 @@ func TestPeriodAndJitter(t *testing.T) {
 		name      string
 		got, want int64
 	}{
-		{"period count", rep.Period.Count, 3},
-		{"period min", rep.Period.Min, 980_000},
-		{"period max", rep.Period.Max, 1_010_000},
-		{"jitter min", rep.Jitter.Min, 5_000},
-		{"jitter max", rep.Jitter.Max, 20_000},
+		{"period count", rep.Windows[cyclestats.QuantityPeriod].Count, 3},
+		{"period min", rep.Windows[cyclestats.QuantityPeriod].Min, 980_000},
+		{"period max", rep.Windows[cyclestats.QuantityPeriod].Max, 1_010_000},
+		{"jitter min", rep.Windows[cyclestats.QuantityJitter].Min, 5_000},
+		{"jitter max", rep.Windows[cyclestats.QuantityJitter].Max, 20_000},
 		{"signed jitter min", rep.SignedJitter.Min, -20_000},
 		{"signed jitter max", rep.SignedJitter.Max, 10_000},
 		{"signed jitter p50", rep.SignedJitter.P50, 5_000},
-		{"cycles", rep.Counts[CounterCycles], 5},
+		{"cycles", rep.Counts[cyclestats.CounterCycles], 5},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -261,8 +262,8 @@ func TestPeriodAndJitter(t *testing.T) {
 	c.Restart()
 	s := shm.Sample{Cycle: 6, Wake: 6_000_000, End: 6_001_000}
 	c.Observe(&s)
-	if rep := c.CloseWindow(); rep.Period.Count != 0 {
-		t.Errorf("period after Restart: count %d, want 0", rep.Period.Count)
+	if rep := c.CloseWindow(); rep.Windows[cyclestats.QuantityPeriod].Count != 0 {
+		t.Errorf("period after Restart: count %d, want 0", rep.Windows[cyclestats.QuantityPeriod].Count)
 	}
 }
 
@@ -292,10 +293,10 @@ func TestCounters(t *testing.T) {
 		s.Flags, s.Skipped, s.DCDiff = sm.flags, sm.skipped, sm.dcDiff
 		c.Observe(&s)
 	}
-	c.SetSegment(SegmentCounts{RingDrops: 7})
+	c.SetSegment(segment(cyclestats.CounterRingDrops, 7))
 	counters := map[string]float64{
 		nameCycles: 10, nameLostFrames: 2, nameWKCErrors: 1, nameOverruns: 2, nameSkipped: 3, nameRingDrops: 7,
-		nameLateAnswers: 1, nameAcyclicCycles: 2, nameAcyclicOverruns: 1, nameYieldLate: 1,
+		nameLateAnswers: 1, nameAcyclicCycles: 2, nameAcyclicOver: 1, nameYieldLate: 1,
 	}
 	for name, want := range counters {
 		if got := family(t, r, name).GetMetric()[0].GetCounter().GetValue(); got != want {
@@ -314,14 +315,14 @@ func TestCounters(t *testing.T) {
 	}
 
 	rep := c.CloseWindow()
-	if rep.Counts[CounterLostFrames] != 2 || rep.Counts[CounterWKCErrors] != 1 || rep.Counts[CounterOverruns] != 2 || rep.Counts[CounterSkipped] != 3 || rep.DCTimeDifference.Max != 150 {
+	if rep.Counts[cyclestats.CounterLostFrames] != 2 || rep.Counts[cyclestats.CounterWKCErrors] != 1 || rep.Counts[cyclestats.CounterOverruns] != 2 || rep.Counts[cyclestats.CounterSkipped] != 3 || rep.Windows[cyclestats.QuantityDCTimeDifference].Max != 150 {
 		t.Errorf("report %+v: want 2 lost, 1 WKC error, 2 overruns, 3 skipped, DC max 150", rep)
 	}
-	if rep.Counts[CounterLateAnswers] != 1 || rep.Counts[CounterAcyclicCycles] != 2 || rep.Counts[CounterAcyclicOverruns] != 1 || rep.Counts[CounterYieldLate] != 1 {
+	if rep.Counts[cyclestats.CounterLateAnswers] != 1 || rep.Counts[cyclestats.CounterAcyclicCycles] != 2 || rep.Counts[cyclestats.CounterAcyclicOverruns] != 1 || rep.Counts[cyclestats.CounterYieldLate] != 1 {
 		t.Errorf("report: %d late answers, %d acyclic cycles, %d acyclic overruns, %d yield-late; want 1, 2, 1, 1",
-			rep.Counts[CounterLateAnswers], rep.Counts[CounterAcyclicCycles], rep.Counts[CounterAcyclicOverruns], rep.Counts[CounterYieldLate])
+			rep.Counts[cyclestats.CounterLateAnswers], rep.Counts[cyclestats.CounterAcyclicCycles], rep.Counts[cyclestats.CounterAcyclicOverruns], rep.Counts[cyclestats.CounterYieldLate])
 	}
-	if rep = c.CloseWindow(); rep.Counts[CounterLateAnswers] != 0 || rep.Counts[CounterAcyclicCycles] != 0 || rep.Counts[CounterAcyclicOverruns] != 0 || rep.Counts[CounterYieldLate] != 0 {
+	if rep = c.CloseWindow(); rep.Counts[cyclestats.CounterLateAnswers] != 0 || rep.Counts[cyclestats.CounterAcyclicCycles] != 0 || rep.Counts[cyclestats.CounterAcyclicOverruns] != 0 || rep.Counts[cyclestats.CounterYieldLate] != 0 {
 		t.Errorf("next window: %+v, want the counts back at 0", rep)
 	}
 }
@@ -373,7 +374,7 @@ func TestDCControllerError(t *testing.T) {
 	// 40, 250, 1500, 7, 0 in that order; population stddev about 577.6.
 	want := stats.Summary{Count: 5, Sampled: 5, Min: 0, Max: 1500, MinAt: 4, MaxAt: 2,
 		P50: 40, P90: 1500, P99: 1500, P999: 1500, P9999: 1500}
-	got := rep.DCControllerError
+	got := rep.Windows[cyclestats.QuantityDCControllerError]
 	if !closeTo(got.Mean, 359.4) || !closeTo(got.StdDev, math.Sqrt(333661.44)) {
 		t.Errorf("report DCControllerError mean %g stddev %g, want 359.4 and %g", got.Mean, got.StdDev, math.Sqrt(333661.44))
 	}
@@ -381,8 +382,8 @@ func TestDCControllerError(t *testing.T) {
 	if got != want {
 		t.Errorf("report DCControllerError %+v, want %+v", got, want)
 	}
-	if rep.DCTimeDifference.Count != 1 {
-		t.Errorf("DC time difference count %d, want 1 (only one sample had SampleDCValid)", rep.DCTimeDifference.Count)
+	if rep.Windows[cyclestats.QuantityDCTimeDifference].Count != 1 {
+		t.Errorf("DC time difference count %d, want 1 (only one sample had SampleDCValid)", rep.Windows[cyclestats.QuantityDCTimeDifference].Count)
 	}
 	win := family(t, r, nameDCCtlErrWin)
 	for stat, v := range map[string]float64{"min": 0, "max": 1500e-9, "mean": 359.4e-9, "p50": 40e-9, "p99": 1500e-9} {
@@ -486,7 +487,7 @@ func TestConcurrentGather(t *testing.T) {
 			c.Observe(next())
 			if i%5000 == 4999 {
 				c.CloseWindow()
-				c.SetSegment(SegmentCounts{RingDrops: uint64(i)})
+				c.SetSegment(segment(cyclestats.CounterRingDrops, uint64(i)))
 			}
 		}
 	}()

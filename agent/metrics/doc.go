@@ -16,12 +16,9 @@
 //	n := ring.Drain(buf)
 //	for i := range buf[:n] { c.Observe(&buf[i]) }
 //	ring.Commit()
-//	totals := metrics.SegmentCounts{RingDrops: ring.Drops(), FramesLate: seg.Heartbeat().Late()}
-//	totals.FramesSent, totals.FramesLost = seg.Heartbeat().Frames()
-//	totals.LinkReceived, totals.LinkDrops = seg.Heartbeat().Link()
-//	c.SetSegment(totals)
+//	c.SetSegment(cyclestats.ReadSegment(ring, seg.Heartbeat()))
 //	// every metrics.window, same goroutine:
-//	report := c.CloseWindow()
+//	report := c.CloseWindow() // a cyclestats.Report, for MQTT and OTLP too
 //
 //	srv, err := metrics.NewServer(reg, metrics.ServerOptions{Listen: cfg.Metrics.Listen,
 //		WebConfigFile: cfg.Metrics.WebConfig, Ready: busInOPAndCycleRunning})
@@ -73,15 +70,11 @@
 //     for the number of values behind each. The max is exact (histograms
 //     blur it); percentiles are nearest-rank, so each is a measured value.
 //     The signed jitter (period − target) is the period's statistic minus
-//     ecagent_cycle_target_seconds; WindowReport carries it directly.
-//   - Counters: ecagent_cycles_total, ecagent_cycle_overruns_total,
-//     ecagent_cycle_skipped_total, ecagent_lost_frames_total,
-//     ecagent_late_answers_total, ecagent_wkc_errors_total,
-//     ecagent_sample_ring_drops_total, ecagent_cyclic_frames_sent_total,
-//     ecagent_cyclic_frames_lost_total, ecagent_cyclic_frames_late_total,
-//     ecagent_link_frames_received_total,
-//     ecagent_link_kernel_drops_total,
-//     ecagent_cycle_process_starts_total,
+//     ecagent_cycle_target_seconds; cyclestats.Report carries it directly.
+//   - Counters: one per counter of package cyclestats, ecagent_<stem>_total
+//     (ecagent_cycles_total, ecagent_lost_frames_total, …, the segment's
+//     ecagent_sample_ring_drops_total and frame and link totals; the
+//     README's table lists them all), ecagent_cycle_process_starts_total,
 //     ecagent_cycle_process_cpu_seconds_total, and per slave
 //     ecagent_coe_emergencies_total{position,name} (CoE emergency
 //     messages, 0 from the scan on) and
@@ -150,16 +143,19 @@
 //
 // # One definition of a sample's figures
 //
-// What a cycle sample measures is defined once: Quantity and Counter list
-// the figures, each with its names, unit and help text (Quantity.Info,
-// Counter.Info), and Documented takes its entries for them from there.
-// Deriver.Derive computes the Figures of each sample (which quantities it
-// measured and their values, what it adds to each counter), and
-// WindowReport.Values gives a closed window's statistics of a quantity in
-// its unit. The Consumer records those figures as Prometheus series;
-// package agent/metrics/otlp records the same figures, from its own Deriver, as
-// OpenTelemetry instruments named after the same table. Neither renderer
-// computes a figure of its own.
+// What a cycle sample measures is defined once, in package cyclestats:
+// Quantity and Counter list the figures, each with a row (stem, unit,
+// help text), and Documented takes its entries for them from there,
+// naming each family after its row (HistogramName, WindowName,
+// CounterName). cyclestats.Deriver computes the Figures of each sample
+// (which quantities it measured and their values, what it adds to each
+// counter), cyclestats.Windows the exact statistics of each window, and
+// cyclestats.Report.Values gives a closed window's statistics of a
+// quantity in its unit. The Consumer records those figures as Prometheus
+// series; package agent/metrics/otlp records the same figures, from its own
+// Deriver, as OpenTelemetry instruments named after the same rows, and
+// package mqtt publishes the window reports. None of them computes a
+// figure of its own.
 //
 // # Cost
 //

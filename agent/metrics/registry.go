@@ -12,22 +12,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/collectors/version"
 
-	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/contract"
 )
 
-// Window capacity bounds (values kept per quantity for exact percentiles).
-const (
-	// MaxWindowCapacity caps the values a window keeps per quantity
-	// (2 MiB each). It holds a 10 s window at 20 kHz (50 µs cycles);
-	// longer windows at high rates get percentiles from a uniform random
-	// sample (stats.Summary.Approximate), while min, max, mean and stddev
-	// stay exact.
-	MaxWindowCapacity = 1 << 18
-	// DefaultWindow is the window CloseWindow is expected to be called at
-	// when Options.Window is zero.
-	DefaultWindow = 10 * time.Second
-)
+// DefaultWindow is the window CloseWindow is expected to be called at
+// when Options.Window is zero.
+const DefaultWindow = 10 * time.Second
 
 // Options configures a Registry.
 type Options struct {
@@ -442,69 +433,54 @@ func (b *builder) histogram(name string, buckets []float64) prometheus.Histogram
 
 // consumer builds the Consumer and registers its series.
 func (b *builder) consumer(opts Options) (*Consumer, error) {
-	c := &Consumer{deriver: NewDeriver(opts.Target)}
-	for k, info := range counterTable() {
-		if Counter(k) < numSampleCounters {
-			c.counters[k] = b.counter(info.Name)
+	windows, err := cyclestats.NewWindows(opts.Target, opts.Window)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	c := &Consumer{windows: windows}
+	deriver := windows.Deriver()
+	for k := range cyclestats.NumCounters {
+		if !k.Segment() {
+			c.counters[k] = b.counter(CounterName(k))
+			continue
 		}
+		// The segment holds the segment counters as running totals.
+		name := CounterName(k)
+		b.register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: helpOf(b.catalog, name)},
+			func() float64 { return float64(deriver.SegmentCount(k)) }))
 	}
 	// ecagent_expected_wkc is collected only once a sample has set it: a
 	// gauge has no "unknown" value and 0 would be a wrong one.
 	b.register(&optionalGauge{
 		desc: prometheus.NewDesc(nameExpectedWKC, helpOf(b.catalog, nameExpectedWKC), nil, nil),
 		value: func() (float64, bool) {
-			v, ok := c.deriver.ExpectedWKC()
+			v, ok := deriver.ExpectedWKC()
 			return float64(v), ok
 		},
 	})
-	for k := numSampleCounters; k < NumCounters; k++ {
-		name := k.Info().Name
-		b.register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: helpOf(b.catalog, name)},
-			func() float64 { return float64(c.deriver.SegmentCount(k)) }))
-	}
 	b.gauge(nameTarget).Set(opts.Target.Seconds())
 
-	capacity := WindowCapacity(opts.Window, opts.Target)
-	buckets := [NumQuantities][]float64{
-		QuantityPeriod:            periodBuckets(opts.Target),
-		QuantityJitter:            timingBuckets(),
-		QuantityWakeupLatency:     timingBuckets(),
-		QuantityJobDuration:       timingBuckets(),
-		QuantityFrameRTT:          timingBuckets(),
-		QuantityDCTimeDifference:  dcBuckets(),
-		QuantityDCControllerError: dcBuckets(),
-		QuantityCPULoad:           loadBuckets(),
+	buckets := [cyclestats.NumQuantities][]float64{
+		cyclestats.QuantityPeriod:            periodBuckets(opts.Target),
+		cyclestats.QuantityJitter:            timingBuckets(),
+		cyclestats.QuantityWakeupLatency:     timingBuckets(),
+		cyclestats.QuantityJobDuration:       timingBuckets(),
+		cyclestats.QuantityFrameRTT:          timingBuckets(),
+		cyclestats.QuantityDCTimeDifference:  dcBuckets(),
+		cyclestats.QuantityDCControllerError: dcBuckets(),
+		cyclestats.QuantityCPULoad:           loadBuckets(),
 	}
 	samples := b.gaugeVec(nameWindowSamples, labelQuantity)
-	for q, info := range quantityTable() {
-		c.hist[q] = b.histogram(info.Histogram, buckets[q])
-		win := b.gaugeVec(info.Window, labelStat)
+	for q := range cyclestats.NumQuantities {
+		c.hist[q] = b.histogram(HistogramName(q), buckets[q])
+		win := b.gaugeVec(WindowName(q), labelStat)
 		for i, stat := range WindowStats() {
 			c.winGauges[q][i] = win.WithLabelValues(stat)
 			c.winGauges[q][i].Set(math.NaN())
 		}
-		c.winSamples[q] = samples.WithLabelValues(info.Label)
-		if Quantity(q) < numWindows {
-			w, err := stats.NewWindow(capacity)
-			if err != nil {
-				return nil, fmt.Errorf("metrics: window for %s: %w", info.Label, err)
-			}
-			c.windows[q] = w
-		}
+		c.winSamples[q] = samples.WithLabelValues(q.String())
 	}
 	return c, nil
-}
-
-// WindowCapacity returns the number of values a window of the given length
-// keeps per quantity at the given cycle period: every value of the window
-// plus 10 % (a late CloseWindow), at most MaxWindowCapacity.
-func WindowCapacity(window, period time.Duration) int {
-	if period <= 0 || window <= 0 {
-		return 1
-	}
-	n := window / period
-	n += n/10 + 16
-	return int(min(n, MaxWindowCapacity))
 }
 
 // optionalGauge is a gauge that is collected only while value reports

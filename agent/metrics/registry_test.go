@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/ecagent/ecagent/agent/busstate"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/internal/testsupport"
@@ -48,7 +49,7 @@ func populate(t testing.TB, r *Registry) {
 		}
 		c.Observe(&s)
 	}
-	c.SetSegment(SegmentCounts{RingDrops: 2})
+	c.SetSegment(segment(cyclestats.CounterRingDrops, 2))
 	c.CloseWindow()
 
 	r.SetSlaves([]Slave{
@@ -280,24 +281,6 @@ func TestNewRegistryOptions(t *testing.T) {
 				t.Errorf("NewRegistry = %v, want ErrInvalidOptions", err)
 			}
 		})
-	}
-}
-
-// TestWindowCapacity checks the window sizing.
-func TestWindowCapacity(t *testing.T) {
-	tests := []struct {
-		window, period time.Duration
-		want           int
-	}{
-		{10 * time.Second, time.Millisecond, 11_016},
-		{10 * time.Second, 250 * time.Microsecond, 44_016},
-		{time.Hour, 50 * time.Microsecond, MaxWindowCapacity},
-		{0, time.Millisecond, 1},
-	}
-	for _, tt := range tests {
-		if got := WindowCapacity(tt.window, tt.period); got != tt.want {
-			t.Errorf("WindowCapacity(%v, %v) = %d, want %d", tt.window, tt.period, got, tt.want)
-		}
 	}
 }
 

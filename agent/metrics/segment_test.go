@@ -1,6 +1,10 @@
 package metrics
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ecagent/ecagent/agent/cyclestats"
+)
 
 // TestSegmentCounters checks that the counters the segment holds as
 // running totals (ring drops, frames sent, lost and late, the link's frames
@@ -17,37 +21,49 @@ func TestSegmentCounters(t *testing.T) {
 		{true, 0, 15}, // another new segment
 		{false, 1, 16},
 	}
-	for _, tc := range []struct {
-		name string
-		set  func(c *Consumer, n uint64)
-	}{
-		{nameRingDrops, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{RingDrops: n}) }},
-		{nameFramesSent, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{FramesSent: n}) }},
-		{nameFramesLost, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{FramesLost: n}) }},
-		{nameFramesLate, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{FramesLate: n}) }},
-		{nameLinkReceived, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{LinkReceived: n}) }},
-		{nameLinkDrops, func(c *Consumer, n uint64) { c.SetSegment(SegmentCounts{LinkDrops: n}) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for set := range cyclestats.NumCounters {
+		if !set.Segment() {
+			continue
+		}
+		t.Run(set.String(), func(t *testing.T) {
 			r := newTestRegistry(t, testOptions())
 			c := r.Consumer()
 			for _, s := range steps {
 				if s.restart {
 					c.Restart()
 				}
-				tc.set(c, s.set)
-				for _, name := range []string{nameRingDrops, nameFramesSent, nameFramesLost, nameFramesLate, nameLinkReceived, nameLinkDrops} {
+				c.SetSegment(segment(set, s.set))
+				for k := range cyclestats.NumCounters {
+					if !k.Segment() {
+						continue
+					}
 					want := uint64(0)
-					if name == tc.name {
+					if k == set {
 						want = s.want
 					}
-					if got := family(t, r, name).GetMetric()[0].GetCounter().GetValue(); got != float64(want) {
-						t.Errorf("after setting %s to %d: %s is %g, want %d", tc.name, s.set, name, got, want)
+					if got := family(t, r, CounterName(k)).GetMetric()[0].GetCounter().GetValue(); got != float64(want) {
+						t.Errorf("after setting %s to %d: %s is %g, want %d", set, s.set, k, got, want)
 					}
 				}
 			}
 		})
 	}
+}
+
+// segment returns the segment totals that hold n for counter c and 0 for
+// the others.
+func segment(c cyclestats.Counter, n uint64) cyclestats.SegmentCounts {
+	var s cyclestats.SegmentCounts
+	s[c] = n
+	return s
+}
+
+// totals returns the segment totals of the frames sent and lost and the
+// ring drops.
+func totals(sent, lost, drops uint64) cyclestats.SegmentCounts {
+	var s cyclestats.SegmentCounts
+	s[cyclestats.CounterFramesSent], s[cyclestats.CounterFramesLost], s[cyclestats.CounterRingDrops] = sent, lost, drops
+	return s
 }
 
 // TestWindowFrames: a window reports the frames sent and lost, and the
@@ -70,9 +86,9 @@ func TestWindowFrames(t *testing.T) {
 		if step.restart {
 			c.Restart()
 		}
-		c.SetSegment(SegmentCounts{FramesSent: step.sent, FramesLost: step.lost, RingDrops: step.drops})
+		c.SetSegment(totals(step.sent, step.lost, step.drops))
 		rep := c.CloseWindow()
-		if got := [3]int64{rep.Counts[CounterFramesSent], rep.Counts[CounterFramesLost], rep.Counts[CounterRingDrops]}; got != [3]int64{step.wantSent, step.wantLost, step.wantDrops} {
+		if got := [3]int64{rep.Counts[cyclestats.CounterFramesSent], rep.Counts[cyclestats.CounterFramesLost], rep.Counts[cyclestats.CounterRingDrops]}; got != [3]int64{step.wantSent, step.wantLost, step.wantDrops} {
 			t.Errorf("totals %d, %d, %d: window of %d frames sent, %d lost, %d dropped; want %d, %d, %d",
 				step.sent, step.lost, step.drops, got[0], got[1], got[2], step.wantSent, step.wantLost, step.wantDrops)
 		}
@@ -93,28 +109,28 @@ func TestSegmentRestart(t *testing.T) {
 			t.Errorf("%s: ring drops %g, frames sent %g, lost %g; want %g, %g, %g", step, d, s, l, drops, sent, lost)
 		}
 	}
-	c.SetSegment(SegmentCounts{RingDrops: 5, FramesSent: 100, FramesLost: 3})
+	c.SetSegment(totals(100, 3, 5))
 	c.Restart() // a new cycle process, its totals below the old ones
 	check("before its first totals", 5, 100, 3)
-	c.SetSegment(SegmentCounts{RingDrops: 1, FramesSent: 10, FramesLost: 1})
+	c.SetSegment(totals(10, 1, 1))
 	check("the new segment's first totals", 6, 110, 4)
 	c.CloseWindow()
 
 	c.Restart() // another cycle process, its totals already past the old ones
-	c.SetSegment(SegmentCounts{RingDrops: 7, FramesSent: 500, FramesLost: 9})
+	c.SetSegment(totals(500, 9, 7))
 	check("after Restart", 13, 610, 13)
-	if rep := c.CloseWindow(); rep.Counts[CounterFramesSent] != 500 || rep.Counts[CounterFramesLost] != 9 || rep.Counts[CounterRingDrops] != 7 {
+	if rep := c.CloseWindow(); rep.Counts[cyclestats.CounterFramesSent] != 500 || rep.Counts[cyclestats.CounterFramesLost] != 9 || rep.Counts[cyclestats.CounterRingDrops] != 7 {
 		t.Errorf("window after Restart: %d frames sent, %d lost, %d dropped; want 500, 9, 7",
-			rep.Counts[CounterFramesSent], rep.Counts[CounterFramesLost], rep.Counts[CounterRingDrops])
+			rep.Counts[cyclestats.CounterFramesSent], rep.Counts[cyclestats.CounterFramesLost], rep.Counts[cyclestats.CounterRingDrops])
 	}
 
 	c.Restart()
 	c.Attached() // found running: a week of frames before this agent
-	c.SetSegment(SegmentCounts{RingDrops: 40, FramesSent: 600_000_000, FramesLost: 12_000})
-	c.SetSegment(SegmentCounts{RingDrops: 42, FramesSent: 600_001_000, FramesLost: 12_002})
-	if rep := c.CloseWindow(); rep.Counts[CounterFramesSent] != 1000 || rep.Counts[CounterFramesLost] != 2 || rep.Counts[CounterRingDrops] != 2 {
+	c.SetSegment(totals(600_000_000, 12_000, 40))
+	c.SetSegment(totals(600_001_000, 12_002, 42))
+	if rep := c.CloseWindow(); rep.Counts[cyclestats.CounterFramesSent] != 1000 || rep.Counts[cyclestats.CounterFramesLost] != 2 || rep.Counts[cyclestats.CounterRingDrops] != 2 {
 		t.Errorf("first window after attaching: %d frames sent, %d lost, %d dropped; want 1000, 2, 2",
-			rep.Counts[CounterFramesSent], rep.Counts[CounterFramesLost], rep.Counts[CounterRingDrops])
+			rep.Counts[cyclestats.CounterFramesSent], rep.Counts[cyclestats.CounterFramesLost], rep.Counts[cyclestats.CounterRingDrops])
 	}
 	check("after attaching", 13+42, 610+600_001_000, 13+12_002)
 }

@@ -3,6 +3,8 @@ package metrics
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ecagent/ecagent/agent/cyclestats"
 )
 
 // SeriesType is the Prometheus type of a documented series, spelled as in
@@ -34,42 +36,32 @@ type Series struct {
 	Conditional string
 }
 
-// Metric family names. Histograms are in base units (seconds or a ratio);
-// counters end in _total; window gauges repeat the histogram's name with
-// "window" before the unit.
+// HistogramName returns the Prometheus name of quantity q's histogram,
+// from its row: ecagent_<stem>_seconds, or _ratio for a ratio.
+func HistogramName(q cyclestats.Quantity) string { return "ecagent_" + q.Info().Stem + unitSuffix(q) }
+
+// WindowName returns the Prometheus name of quantity q's window gauges:
+// its histogram's name with "window" before the unit.
+func WindowName(q cyclestats.Quantity) string {
+	return "ecagent_" + q.Info().Stem + "_window" + unitSuffix(q)
+}
+
+// CounterName returns the Prometheus name of counter c, from its row:
+// ecagent_<stem>_total.
+func CounterName(c cyclestats.Counter) string { return "ecagent_" + c.Info().Stem + "_total" }
+
+// unitSuffix is the base unit's suffix of q's names.
+func unitSuffix(q cyclestats.Quantity) string {
+	if q.Info().Unit == cyclestats.UnitRatio {
+		return "_ratio"
+	}
+	return "_seconds"
+}
+
+// Metric family names besides those of the quantities and counters of the
+// cycle (HistogramName, WindowName, CounterName). Counters end in _total.
 const (
-	nameCyclePeriod       = "ecagent_cycle_period_seconds"
-	nameCycleJitter       = "ecagent_cycle_jitter_seconds"
-	nameWakeupLatency     = "ecagent_wakeup_latency_seconds"
-	nameJobDuration       = "ecagent_job_duration_seconds"
-	nameFrameRTT          = "ecagent_frame_rtt_seconds"
-	nameDCTimeDiff        = "ecagent_dc_time_difference_seconds"
-	nameDCCtlErr          = "ecagent_dc_controller_error_seconds"
-	nameCPULoad           = "ecagent_cycle_cpu_load_ratio"
-	nameCyclePeriodWin    = "ecagent_cycle_period_window_seconds"
-	nameCycleJitterWin    = "ecagent_cycle_jitter_window_seconds"
-	nameWakeupWin         = "ecagent_wakeup_latency_window_seconds"
-	nameJobWin            = "ecagent_job_duration_window_seconds"
-	nameFrameRTTWin       = "ecagent_frame_rtt_window_seconds"
-	nameDCTimeDiffWin     = "ecagent_dc_time_difference_window_seconds"
-	nameDCCtlErrWin       = "ecagent_dc_controller_error_window_seconds"
-	nameCPULoadWin        = "ecagent_cycle_cpu_load_window_ratio"
 	nameWindowSamples     = "ecagent_window_samples"
-	nameCycles            = "ecagent_cycles_total"
-	nameOverruns          = "ecagent_cycle_overruns_total"
-	nameSkipped           = "ecagent_cycle_skipped_total"
-	nameLostFrames        = "ecagent_lost_frames_total"
-	nameLateAnswers       = "ecagent_late_answers_total"
-	nameWKCErrors         = "ecagent_wkc_errors_total"
-	nameRingDrops         = "ecagent_sample_ring_drops_total"
-	nameFramesSent        = "ecagent_cyclic_frames_sent_total"
-	nameFramesLost        = "ecagent_cyclic_frames_lost_total"
-	nameFramesLate        = "ecagent_cyclic_frames_late_total"
-	nameLinkReceived      = "ecagent_link_frames_received_total"
-	nameLinkDrops         = "ecagent_link_kernel_drops_total"
-	nameAcyclicCycles     = "ecagent_acyclic_cycles_total"
-	nameAcyclicOverruns   = "ecagent_acyclic_cycle_overruns_total"
-	nameYieldLate         = "ecagent_cycle_yield_late_total"
 	nameTarget            = "ecagent_cycle_target_seconds"
 	nameExpectedWKC       = "ecagent_expected_wkc"
 	nameBusSlaves         = "ecagent_bus_slaves"
@@ -133,31 +125,33 @@ const (
 func FleetLabels() []string { return []string{labelSite, labelLine, labelHost} }
 
 // WindowStats returns the values of the stat label of the window gauges
-// (ecagent_*_window_*), in the order the README lists them. Percentiles
-// use the nearest-rank definition of package agent/metrics/stats, so every
-// figure is a value that was actually measured.
+// (ecagent_*_window_*), in cyclestats.Stat order, the order the README
+// lists them. Percentiles use the nearest-rank definition of package
+// agent/cyclestats/stats, so every figure is a value that was actually
+// measured.
 func WindowStats() []string {
-	return []string{"min", "max", "mean", "stddev", "p50", "p90", "p99", "p999"}
+	out := make([]string, cyclestats.NumStats)
+	for st := range cyclestats.NumStats {
+		out[st] = st.String()
+	}
+	return out
 }
-
-// NumWindowStats is the number of window statistics, len(WindowStats()).
-const NumWindowStats = 8
 
 // Documented returns every metric family the agent exports (besides the
 // standard go_* and process_* families of the agent process itself), in a
 // stable order. Each call returns a fresh slice.
 func Documented() []Series {
 	out := make([]Series, 0, 64)
-	for _, q := range quantityTable() {
-		out = append(out, Series{Name: q.Histogram, Type: TypeHistogram, Help: q.Help})
+	for q := range cyclestats.NumQuantities {
+		out = append(out, Series{Name: HistogramName(q), Type: TypeHistogram, Help: q.Info().Help})
 	}
-	for _, q := range quantityTable() {
-		out = append(out, Series{Name: q.Window, Type: TypeGauge, Labels: []string{labelStat}, Help: q.WindowHelp})
+	for q := range cyclestats.NumQuantities {
+		out = append(out, Series{Name: WindowName(q), Type: TypeGauge, Labels: []string{labelStat}, Help: q.Info().WindowHelp})
 	}
 	out = append(out, Series{Name: nameWindowSamples, Type: TypeGauge, Labels: []string{labelQuantity},
 		Help: "Number of values behind the window statistics of a quantity in the last closed window."})
-	for _, c := range counterTable() {
-		out = append(out, Series{Name: c.Name, Type: TypeCounter, Help: c.Help})
+	for c := range cyclestats.NumCounters {
+		out = append(out, Series{Name: CounterName(c), Type: TypeCounter, Help: c.Info().Help})
 	}
 	for _, group := range [][]Series{busSeries(), devicesSeries(), eventSeries(), processSeries(), setupSeries()} {
 		out = append(out, group...)

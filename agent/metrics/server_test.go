@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/internal/testsupport/leakcheck"
 )
 
@@ -176,8 +177,8 @@ func TestServerScrape(t *testing.T) {
 			}
 		}
 	}
-	if native != int(NumQuantities) {
-		t.Errorf("%d ecagent histograms with native buckets (schema 3) in the protobuf scrape, want %d", native, NumQuantities)
+	if native != int(cyclestats.NumQuantities) {
+		t.Errorf("%d ecagent histograms with native buckets (schema 3) in the protobuf scrape, want %d", native, cyclestats.NumQuantities)
 	}
 
 	// OpenMetrics on request.

@@ -32,7 +32,7 @@ func TestSampleAllocatesNothing(t *testing.T) {
 		now := time.Now()
 		step := func() {
 			now = now.Add(time.Millisecond)
-			p.sample(now, time.Millisecond)
+			p.sampler.sample(now, time.Millisecond)
 			for {
 				m, ok := p.out.pop()
 				if !ok {
@@ -47,8 +47,8 @@ func TestSampleAllocatesNothing(t *testing.T) {
 		if n := testing.AllocsPerRun(200, step); n != 0 {
 			t.Errorf("scheme %d: a sample allocates %v times", scheme, n)
 		}
-		if p.states[1].seq < 200 {
-			t.Fatalf("nothing was sampled (seq %d)", p.states[1].seq)
+		if p.sampler.states[1].seq < 200 {
+			t.Fatalf("nothing was sampled (seq %d)", p.sampler.states[1].seq)
 		}
 	}
 }
@@ -59,7 +59,7 @@ func BenchmarkSample(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		now = now.Add(time.Millisecond)
-		p.sample(now, time.Millisecond)
+		p.sampler.sample(now, time.Millisecond)
 		for {
 			m, ok := p.out.pop()
 			if !ok {
@@ -84,14 +84,14 @@ func BenchmarkPublishToMosquitto(b *testing.B) {
 	model, _ := NewModel(referenceBus(), p.cfg.Rules)
 	p.SetBus(model, &fakeImage{img: make([]byte, model.ImageBytes)}, &fakeRing{})
 	p.out.drain()
-	go p.runSession()
-	defer func() { close(p.closing); <-p.sessionDone }()
-	for deadline := time.Now().Add(10 * time.Second); !p.connected.Load(); time.Sleep(time.Millisecond) {
+	go p.session.run()
+	defer func() { close(p.closing); <-p.session.sessionDone }()
+	for deadline := time.Now().Add(10 * time.Second); !p.session.connected.Load(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			b.Fatal("not connected to the broker within 10 s")
 		}
 	}
-	base := p.delivered.Load()
+	base := p.session.delivered.Load()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
@@ -99,15 +99,15 @@ func BenchmarkPublishToMosquitto(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		now = now.Add(time.Millisecond)
-		p.sample(now, time.Millisecond)
+		p.sampler.sample(now, time.Millisecond)
 		for p.out.Len() > 4096 {
 			time.Sleep(100 * time.Microsecond)
 		}
 	}
 	want := base + uint64(b.N)*6
-	for deadline := time.Now().Add(time.Minute); p.delivered.Load() < want; time.Sleep(100 * time.Microsecond) {
+	for deadline := time.Now().Add(time.Minute); p.session.delivered.Load() < want; time.Sleep(100 * time.Microsecond) {
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d messages delivered a minute after the last was given", p.delivered.Load()-base, want-base)
+			b.Fatalf("%d of %d messages delivered a minute after the last was given", p.session.delivered.Load()-base, want-base)
 		}
 	}
 	b.StopTimer()

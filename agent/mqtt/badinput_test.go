@@ -293,7 +293,7 @@ func TestSparkplugCommandBadInput(t *testing.T) {
 			h := newCommandHarness(t, SchemeSparkplug, true)
 			h.p.command(tt.topic, tt.payload)
 			h.expect(t, tt.want...)
-			if h.p.rebirth.Load() {
+			if h.p.session.rebirth.Load() {
 				t.Error("a bad command asked for a rebirth")
 			}
 		})
@@ -321,7 +321,7 @@ func TestCommandHarnessAccepts(t *testing.T) {
 	if n := len(sp.ring.all()); n != 1 {
 		t.Errorf("Sparkplug: %d commands reached the ring, want 1", n)
 	}
-	if !sp.p.rebirth.Load() {
+	if !sp.p.session.rebirth.Load() {
 		t.Error("NCMD rebirth did not ask for a rebirth")
 	}
 }

@@ -10,8 +10,7 @@ import "time"
 // retained state topic (JSON) or the node's Bus metrics (Sparkplug),
 // although no bus is attached.
 func (p *Publisher) BringUpFailed(reason, text string, failures int, retryIn time.Duration, at time.Time) {
-	p.eventLocked(at, func(o *jsonObject) {
-		o.string("kind", "bring-up-failed")
+	p.sequencer.event(at, "bring-up-failed", func(o *jsonObject) {
 		o.string("reason", reason)
 		o.string("error", text)
 		o.int("failures", int64(failures))
@@ -24,17 +23,4 @@ func (p *Publisher) BringUpFailed(reason, text string, failures int, retryIn tim
 // also while no bus is attached (SetBus): a cycle process starting or
 // failing to bring the bus up changes what the state says before there
 // is a bus to publish.
-func (p *Publisher) BusStateChanged() {
-	select {
-	case p.poke <- struct{}{}:
-	default:
-	}
-}
-
-// renderDetachedStateLocked renders the bus's own state while no bus is
-// attached: there are no devices to render. smu is held.
-func (p *Publisher) renderDetachedStateLocked(now time.Time) {
-	v := p.viewLocked(now, 0)
-	p.shown = v.version
-	p.sch.busChanged(&v.busView)
-}
+func (p *Publisher) BusStateChanged() { p.sampler.pokeState() }

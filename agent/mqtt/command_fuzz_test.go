@@ -97,7 +97,7 @@ func FuzzCommand(f *testing.F) {
 					}
 				case sparkplug.NCMD:
 					isCommand = true
-					if decoded && pl.Timestamp != 0 && staleCommand(sparkplugStamp(&pl).ms, time.Now()) != nil {
+					if decoded && pl.Timestamp != 0 && staleCommand(sparkplugSent(&pl), time.Now()) != nil {
 						want = 1
 					}
 				}
@@ -126,7 +126,7 @@ func FuzzCommand(f *testing.F) {
 				t.Fatalf("a retained command refused as %+v, not as retained", r)
 			}
 		}
-		if retained && isCommand && h.p.rebirth.Load() {
+		if retained && isCommand && h.p.session.rebirth.Load() {
 			t.Fatal("a retained NCMD asked for a rebirth")
 		}
 		cmds := h.ring.all()
@@ -154,5 +154,5 @@ func (h *commandHarness) reset() {
 	h.ring.cmds = h.ring.cmds[:0]
 	h.ring.mu.Unlock()
 	h.log.take()
-	h.p.rebirth.Store(false)
+	h.p.session.rebirth.Store(false)
 }

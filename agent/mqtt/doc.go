@@ -37,9 +37,21 @@
 // Every output renders the bus's state from one busstate.Model
 // (SetBusModel): a slave's data that is not good is published when its
 // quality changes only, marked "stale" (with "stale_since") or "invalid",
-// with the last good values. The schemes are implementations of one
-// internal interface (scheme.go) over the same sampling, outbox and
-// session.
+// with the last good values.
+//
+// A scheme is a [Renderer] (render.go): it turns values — a [BusView], a
+// [DeviceView], a window's cyclestats.Report, an [Event], a [Refusal] —
+// into [Message]s, and a command message into [Action]s, and publishes
+// nothing itself. [NewJSONRenderer] and [NewSparkplugRenderer] are the two
+// shipped; Config.Renderer takes any other, written outside this package.
+// The [Publisher] is the same for every scheme, made of parts with one
+// lock and one job each, taken in this order: the sampler (sampler.go:
+// the bus being published, snapshots, changes of its state), the writes
+// (writes.go: validation, the command ring, the writes awaiting the
+// cycle's answer), the refusals (refusals.go), the sequencer
+// (sequence.go: the numbering of windows and events) and the outbox; the
+// session (session.go: the broker connection) holds none of them while it
+// talks to the broker.
 //
 // The Sparkplug B scheme publishes NBIRTH/NDATA/NDEATH for the agent (the
 // edge node; NDATA carries the window statistics) and DBIRTH/DDATA/DDEATH

@@ -22,63 +22,20 @@ func (p *Publisher) Event(ev *shm.Event, at time.Time) {
 	case !ok || e.Origin != contract.OriginCycle || e.Route == contract.RouteNone:
 		return
 	case e.Route == contract.RouteWriteAnswer:
-		p.answerWrite(ev, e, at)
+		p.writes.answer(ev, e, at)
 		return
 	}
-	model := p.current.Load()
-	p.eventLocked(at, func(o *jsonObject) { appendShmEvent(o, ev, e, model) })
-	select {
-	case p.poke <- struct{}{}:
-	default:
-	}
+	model := p.sampler.current.Load()
+	p.sequencer.event(at, e.Name, func(o *jsonObject) { appendShmEvent(o, ev, e, model) })
+	p.sampler.pokeState()
 }
 
-// answerWrite answers the write that the cycle's answer ev (of row e)
-// answers, if it was one of this publisher's.
-func (p *Publisher) answerWrite(ev *shm.Event, e contract.EventInfo, at time.Time) {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	w, ok := p.pending[ev.Value]
-	if !ok {
-		return // not one of ours
-	}
-	delete(p.pending, ev.Value)
-	if ev.Kind == contract.EventCommandRejected {
-		p.rejectLocked(at, reject(RejectCycleRefused, "the cycle refused it: %s", ev.TextString()), w.slave, w.signal, w.topic)
-		return
-	}
-	p.eventLocked(at, func(o *jsonObject) {
-		o.string("kind", e.Name)
-		o.uint("cycle", ev.Cycle)
-		o.string("slave", w.slave)
-		o.string("signal", w.signal)
-		o.float("value", w.value)
-		o.string("topic", w.topic)
-	})
-}
-
-// eventLocked queues one JSON event on …/events. Any lock but qmu may be
-// held.
-func (p *Publisher) eventLocked(at time.Time, fill func(o *jsonObject)) {
-	p.qmu.Lock()
-	defer p.qmu.Unlock()
-	p.eventSeq++
-	o := beginObject(p.out.buffer())
-	o.int("ts", at.UnixMilli())
-	o.uint("seq", p.eventSeq)
-	fill(&o)
-	p.push(message{topic: p.eventsTopic(), payload: o.end(), qos: p.sch.eventsQoS()}, at)
-}
-
-func (p *Publisher) eventsTopic() string { return p.cfg.Root + "/events" }
-
-// appendShmEvent fills a JSON event from a cycle event of row e: its
-// kind and cycle; for an event about one slave, its position ("slave")
+// appendShmEvent fills a JSON event from a cycle event of row e, after
+// its time, number and kind: its cycle; for an event about one slave, its position ("slave")
 // and published name ("slave_name", when the bus model knows it); then
 // the fields the row shows (busstate.AppendEventFields): error codes are
 // numbers with their "meaning".
 func appendShmEvent(o *jsonObject, ev *shm.Event, e contract.EventInfo, model *Model) {
-	o.string("kind", e.Name)
 	o.uint("cycle", ev.Cycle)
 	if e.PerSlave {
 		appendSlave(o, ev, model)

@@ -3,7 +3,7 @@ package mqtt
 import (
 	"sync"
 
-	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -101,7 +101,7 @@ func (r *fakeRing) all() []shm.Command {
 }
 
 // cycles returns the counts of a window that observed n cycles.
-func cycles(n int64) (c [metrics.NumCounters]int64) {
-	c[metrics.CounterCycles] = n
+func cycles(n int64) (c [cyclestats.NumCounters]int64) {
+	c[cyclestats.CounterCycles] = n
 	return c
 }

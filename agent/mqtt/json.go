@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/busstate"
-	"github.com/ecagent/ecagent/agent/metrics"
-	"github.com/ecagent/ecagent/agent/metrics/stats"
 	"github.com/ecagent/ecagent/internal/jsonstr"
 )
 
@@ -118,82 +116,6 @@ func appendProcessData(b []byte, d *Device, vals []uint64, h pdHeader) []byte {
 			o.b = jsonstr.Append(o.b, s.Unit)
 		}
 		o.b = append(o.b, '}')
-	}
-	return o.end()
-}
-
-// statsCount is a count of the stats message: its key and its counter.
-type statsCount struct {
-	key string
-	c   metrics.Counter
-}
-
-// statsCounts are the counts of the stats message, in its order.
-func statsCounts() []statsCount {
-	return []statsCount{
-		{"cycles", metrics.CounterCycles}, {"overruns", metrics.CounterOverruns},
-		{"skipped", metrics.CounterSkipped}, {"lost_frames", metrics.CounterLostFrames},
-		{"frames_sent", metrics.CounterFramesSent}, {"frames_lost", metrics.CounterFramesLost},
-		{"wkc_errors", metrics.CounterWKCErrors}, {"late_answers", metrics.CounterLateAnswers},
-		{"acyclic_cycles", metrics.CounterAcyclicCycles}, {"acyclic_overruns", metrics.CounterAcyclicOverruns},
-		{"yield_late", metrics.CounterYieldLate}, {"ring_drops", metrics.CounterRingDrops},
-	}
-}
-
-// appendStats appends the stats payload of one statistics window: counts,
-// and for each timing quantity its summary in nanoseconds; cpu_load is
-// job time over the target period. seq counts the stats messages.
-func appendStats(b []byte, r *metrics.WindowReport, tsMillis int64, seq uint64) []byte {
-	o := beginObject(b)
-	o.int("ts", tsMillis)
-	o.uint("seq", seq)
-	o.int("target_ns", r.Target)
-	for _, c := range statsCounts() {
-		o.int(c.key, r.Counts[c.c])
-	}
-	for _, q := range []struct {
-		key string
-		s   *stats.Summary
-	}{
-		{"period_ns", &r.Period}, {"jitter_ns", &r.Jitter}, {"wakeup_latency_ns", &r.WakeupLatency},
-		{"job_ns", &r.JobDuration}, {"frame_rtt_ns", &r.FrameRTT}, {"dc_difference_ns", &r.DCTimeDifference},
-		{"dc_controller_error_ns", &r.DCControllerError},
-	} {
-		o.key(q.key)
-		o.b = appendSummary(o.b, q.s, 1)
-	}
-	if r.Target > 0 {
-		o.key("cpu_load")
-		o.b = appendSummary(o.b, &r.JobDuration, 1/float64(r.Target))
-	}
-	return o.end()
-}
-
-// appendSummary appends a window summary, every figure multiplied by unit
-// (1 keeps integers).
-func appendSummary(b []byte, s *stats.Summary, unit float64) []byte {
-	o := beginObject(b)
-	o.int("count", s.Count)
-	if s.Count == 0 {
-		return o.end()
-	}
-	put := func(k string, v float64) {
-		if unit == 1 && v == float64(int64(v)) {
-			o.int(k, int64(v))
-			return
-		}
-		o.float(k, v*unit)
-	}
-	put("min", float64(s.Min))
-	put("max", float64(s.Max))
-	o.float("mean", s.Mean*unit)
-	o.float("stddev", s.StdDev*unit)
-	put("p50", float64(s.P50))
-	put("p90", float64(s.P90))
-	put("p99", float64(s.P99))
-	put("p999", float64(s.P999))
-	if s.Approximate {
-		o.bool("approximate", true)
 	}
 	return o.end()
 }

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/busstate"
-	"github.com/ecagent/ecagent/agent/metrics"
-	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 )
 
 func TestAppendProcessData(t *testing.T) {
@@ -75,13 +75,13 @@ func BenchmarkAppendProcessData(b *testing.B) {
 }
 
 func TestAppendStats(t *testing.T) {
-	r := metrics.WindowReport{Target: 1_000_000,
-		Jitter:            stats.Summary{Count: 999, Min: 100, Max: 9000, Mean: 400.5, P99: 2000},
-		JobDuration:       stats.Summary{Count: 1000, Min: 10000, Max: 500000, Mean: 20000},
-		DCControllerError: stats.Summary{Count: 500, Min: 3, Max: 420, Mean: 55.5, P99: 300}}
-	for c, n := range map[metrics.Counter]int64{metrics.CounterCycles: 1000, metrics.CounterOverruns: 2, metrics.CounterLostFrames: 1,
-		metrics.CounterFramesSent: 2000, metrics.CounterFramesLost: 2, metrics.CounterLateAnswers: 3, metrics.CounterAcyclicCycles: 40,
-		metrics.CounterAcyclicOverruns: 1, metrics.CounterYieldLate: 5, metrics.CounterRingDrops: 6} {
+	r := cyclestats.Report{Target: 1_000_000}
+	r.Windows[cyclestats.QuantityJitter] = stats.Summary{Count: 999, Min: 100, Max: 9000, Mean: 400.5, P99: 2000}
+	r.Windows[cyclestats.QuantityJobDuration] = stats.Summary{Count: 1000, Min: 10000, Max: 500000, Mean: 20000}
+	r.Windows[cyclestats.QuantityDCControllerError] = stats.Summary{Count: 500, Min: 3, Max: 420, Mean: 55.5, P99: 300}
+	for c, n := range map[cyclestats.Counter]int64{cyclestats.CounterCycles: 1000, cyclestats.CounterOverruns: 2, cyclestats.CounterLostFrames: 1,
+		cyclestats.CounterFramesSent: 2000, cyclestats.CounterFramesLost: 2, cyclestats.CounterLateAnswers: 3, cyclestats.CounterAcyclicCycles: 40,
+		cyclestats.CounterAcyclicOverruns: 1, cyclestats.CounterYieldLate: 5, cyclestats.CounterRingDrops: 6} {
 		r.Counts[c] = n
 	}
 	var got struct {

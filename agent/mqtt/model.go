@@ -159,82 +159,25 @@ type Model struct {
 // usable anyway.
 func NewModel(bus Bus, rules Rules) (*Model, []error) {
 	m := &Model{ImageBytes: bus.OutputBytes + bus.InputBytes}
-	var problems []error
 	for _, s := range bus.Slaves {
 		d := Device{Slave: s, DefaultName: defaultSlaveName(s), Interval: rules.Interval, OnChange: rules.OnChange}
 		d.Name = d.DefaultName
 		d.Signals = signalsOf(s, bus.OutputBytes)
 		m.Devices = append(m.Devices, d)
 	}
+	var problems []error
 	for _, r := range rules.Slaves {
-		d := m.findDevice(r.Slave, false)
-		if d == nil {
-			problems = append(problems, fmt.Errorf("mqtt.slaves: no slave %q on the bus", r.Slave))
-			continue
-		}
-		if r.Name != "" {
-			d.Name = r.Name
-		}
-		if r.Interval > 0 {
-			d.Interval = r.Interval
-		}
-		if r.HasOnChange {
-			d.OnChange = r.OnChange
-		}
+		problems = append(problems, m.applySlaveRule(r)...)
 	}
-	seen := map[string]bool{}
-	for i := range m.Devices {
-		d := &m.Devices[i]
-		if seen[d.Name] {
-			problems = append(problems, fmt.Errorf("mqtt.slaves: two slaves named %q; keeping %s for the second", d.Name, d.DefaultName))
-			d.Name = d.DefaultName
-		}
-		seen[d.Name] = true
-	}
+	problems = append(problems, m.dedupeDeviceNames()...)
 	for _, r := range rules.Signals {
-		d := m.findDevice(r.Slave, true)
-		if d == nil {
-			problems = append(problems, fmt.Errorf("mqtt.signals: no slave %q on the bus", r.Slave))
-			continue
-		}
-		s := d.findSignal(r.Signal)
-		if s == nil {
-			problems = append(problems, fmt.Errorf("mqtt.signals: slave %s has no signal %q (it has %s)", d.Name, r.Signal, d.signalNames()))
-			continue
-		}
-		if err := s.apply(r); err != nil {
-			problems = append(problems, fmt.Errorf("mqtt.signals: %s/%s: %w", d.Name, s.Name, err))
-		}
+		problems = append(problems, m.applySignalRule(r)...)
 	}
 	for i := range m.Devices {
 		dedupeSignalNames(&m.Devices[i])
 	}
 	for _, r := range rules.Writes {
-		d := m.findDevice(r.Slave, true)
-		if d == nil {
-			problems = append(problems, fmt.Errorf("mqtt.writes.allow: no slave %q on the bus", r.Slave))
-			continue
-		}
-		if r.Signal == DriveFaultReset {
-			d.FaultReset = true
-			continue
-		}
-		matched := false
-		for k := range d.Signals {
-			s := &d.Signals[k]
-			if !s.Output || (r.Signal != "*" && r.Signal != s.Name && r.Signal != s.DefaultName) {
-				continue
-			}
-			matched = true
-			s.Writable = true
-			s.Min, s.Max = s.bounds()
-			if r.Limited {
-				s.Min, s.Max = max(s.Min, r.Min), min(s.Max, r.Max)
-			}
-		}
-		if !matched {
-			problems = append(problems, fmt.Errorf("mqtt.writes.allow: slave %s has no output %q", d.Name, r.Signal))
-		}
+		problems = append(problems, m.applyWriteRule(r)...)
 	}
 	alias := uint64(1)
 	for i := range m.Devices {
@@ -244,6 +187,87 @@ func NewModel(bus Bus, rules Rules) (*Model, []error) {
 		}
 	}
 	return m, problems
+}
+
+// applySlaveRule renames a slave, or sets its interval or on-change
+// publication (mqtt.slaves).
+func (m *Model) applySlaveRule(r ruleparse.SlaveRule) []error {
+	d := m.findDevice(r.Slave, false)
+	if d == nil {
+		return []error{fmt.Errorf("mqtt.slaves: no slave %q on the bus", r.Slave)}
+	}
+	if r.Name != "" {
+		d.Name = r.Name
+	}
+	if r.Interval > 0 {
+		d.Interval = r.Interval
+	}
+	if r.HasOnChange {
+		d.OnChange = r.OnChange
+	}
+	return nil
+}
+
+// dedupeDeviceNames gives a slave renamed like one before it its default
+// name back.
+func (m *Model) dedupeDeviceNames() []error {
+	var problems []error
+	seen := map[string]bool{}
+	for i := range m.Devices {
+		d := &m.Devices[i]
+		if seen[d.Name] {
+			problems = append(problems, fmt.Errorf("mqtt.slaves: two slaves named %q; keeping %s for the second", d.Name, d.DefaultName))
+			d.Name = d.DefaultName
+		}
+		seen[d.Name] = true
+	}
+	return problems
+}
+
+// applySignalRule names, types or scales a signal (mqtt.signals).
+func (m *Model) applySignalRule(r ruleparse.SignalRule) []error {
+	d := m.findDevice(r.Slave, true)
+	if d == nil {
+		return []error{fmt.Errorf("mqtt.signals: no slave %q on the bus", r.Slave)}
+	}
+	s := d.findSignal(r.Signal)
+	if s == nil {
+		return []error{fmt.Errorf("mqtt.signals: slave %s has no signal %q (it has %s)", d.Name, r.Signal, d.signalNames())}
+	}
+	if err := s.apply(r); err != nil {
+		return []error{fmt.Errorf("mqtt.signals: %s/%s: %w", d.Name, s.Name, err)}
+	}
+	return nil
+}
+
+// applyWriteRule makes the outputs a rule names writable, within its
+// bounds, or allows a slave's drive fault reset (mqtt.writes.allow).
+func (m *Model) applyWriteRule(r ruleparse.WriteRule) []error {
+	d := m.findDevice(r.Slave, true)
+	if d == nil {
+		return []error{fmt.Errorf("mqtt.writes.allow: no slave %q on the bus", r.Slave)}
+	}
+	if r.Signal == DriveFaultReset {
+		d.FaultReset = true
+		return nil
+	}
+	matched := false
+	for k := range d.Signals {
+		s := &d.Signals[k]
+		if !s.Output || (r.Signal != "*" && r.Signal != s.Name && r.Signal != s.DefaultName) {
+			continue
+		}
+		matched = true
+		s.Writable = true
+		s.Min, s.Max = s.bounds()
+		if r.Limited {
+			s.Min, s.Max = max(s.Min, r.Min), min(s.Max, r.Max)
+		}
+	}
+	if !matched {
+		return []error{fmt.Errorf("mqtt.writes.allow: slave %s has no output %q", d.Name, r.Signal)}
+	}
+	return nil
 }
 
 // Device returns the device published as name.

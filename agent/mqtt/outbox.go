@@ -17,11 +17,11 @@ type message struct {
 	// made is when the message was produced (Unix nanoseconds), for the
 	// publish delay.
 	made int64
-	// kind says what the scheme makes of the message at send time
-	// (scheme.prepare); device names the device a device message is about
+	// kind says what the renderer makes of the message at send time
+	// (Renderer.Prepare); device names the device a device message is about
 	// ("" for messages of an earlier run, read from the buffer file), and
 	// dev and gen locate it in the bus attached by the gen-th SetBus.
-	kind   msgKind
+	kind   MessageKind
 	device string
 	dev    int
 	gen    uint64
@@ -29,22 +29,6 @@ type message struct {
 	// none.
 	wseq uint64
 }
-
-// msgKind is what a message in the outbox is to its scheme.
-type msgKind uint8
-
-// The message kinds. The zero value is a message sent as it is.
-const (
-	_ msgKind = iota // a plain message
-	// kindData is a device's process data.
-	kindData
-	// kindBirth is a device's birth, rendered when it is sent (so that it
-	// carries the values and state of that moment, and is sent once per
-	// connection); it has no payload until then and is not saved.
-	kindBirth
-	// kindDeath is a device's death.
-	kindDeath
-)
 
 // outbox is the bounded FIFO of messages waiting for the broker. When it
 // is full, pushing drops the oldest message and counts it: a dropped
@@ -233,7 +217,7 @@ func (o *outbox) Dropped() uint64 { return o.dropped.Load() }
 // logLocked logs m in the write-ahead log when logging is on (births are
 // rendered when sent, and never logged).
 func (o *outbox) logLocked(m *message) {
-	if o.wal != nil && o.logging && m.wseq == 0 && m.kind != kindBirth {
+	if o.wal != nil && o.logging && m.wseq == 0 && m.kind != KindBirth {
 		m.wseq = o.wal.append(m)
 	}
 }

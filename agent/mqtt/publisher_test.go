@@ -10,8 +10,8 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/ecagent/ecagent/agent/metrics"
-	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/internal/testsupport/leakcheck"
 	"github.com/ecagent/ecagent/shm"
@@ -214,7 +214,9 @@ func TestPublisherJSON(t *testing.T) {
 		}
 	}
 
-	p.Window(&metrics.WindowReport{Target: 1e6, Counts: cycles(10), Jitter: stats.Summary{Count: 9, Max: 5000}}, time.Now())
+	r := cyclestats.Report{Target: 1e6, Counts: cycles(10)}
+	r.Windows[cyclestats.QuantityJitter] = stats.Summary{Count: 9, Max: 5000}
+	p.Window(&r, time.Now())
 	m = sub.waitFor(t, "/stats", 5*time.Second, nil)
 	if !strings.Contains(string(m.payload), `"cycles":10`) || !strings.Contains(string(m.payload), `"max":5000`) {
 		t.Errorf("stats %s", m.payload)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,12 +28,11 @@ type refusal struct {
 }
 
 // refusalGate decides which refusals are answered in full, and gathers
-// the others until their summary. Safe for concurrent use.
+// the others until their summary. Its owner guards it (refusals.mu).
 type refusalGate struct {
 	interval time.Duration
 	burst    int
 
-	mu        sync.Mutex
 	windowEnd time.Time // when the current interval ends
 	full      int       // refusals answered in full in it
 	quiet     uint64    // refusals in it not answered in full
@@ -50,9 +50,7 @@ type refusalSummary struct {
 // admit reports whether the refusal r at now is answered in full, and
 // returns the summary of the interval that ended before now, if any.
 func (g *refusalGate) admit(now time.Time, r *refusal) (full bool, sum *refusalSummary) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	sum = g.rollLocked(now)
+	sum = g.roll(now)
 	if g.full < g.burst {
 		g.full++
 		return true, sum
@@ -67,12 +65,6 @@ func (g *refusalGate) admit(now time.Time, r *refusal) (full bool, sum *refusalS
 
 // roll returns the summary of the interval if it ended by now.
 func (g *refusalGate) roll(now time.Time) *refusalSummary {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.rollLocked(now)
-}
-
-func (g *refusalGate) rollLocked(now time.Time) *refusalSummary {
 	if now.Before(g.windowEnd) {
 		return nil
 	}
@@ -84,51 +76,70 @@ func (g *refusalGate) rollLocked(now time.Time) *refusalSummary {
 	return sum
 }
 
-// rejectLocked counts a refused write and answers it on …/events, and on
-// the scheme's own topics (Sparkplug: NDATA) — in full up to the gate's
-// burst per interval, then by a summary. Any lock but qmu may be held.
-func (p *Publisher) rejectLocked(at time.Time, re *RejectError, slave, signal, topic string) {
-	p.rejectMu.Lock()
-	p.rejected[re.Code]++
-	p.rejectMu.Unlock()
-	if p.log.Enabled(context.Background(), slog.LevelDebug) {
-		p.log.Debug("mqtt: write rejected", "topic", topic, "code", string(re.Code), "reason", re.Reason)
-	}
+// refusals counts the refused writes by reason and answers them: a log
+// line, a command-rejected event and the renderer's own answer
+// (Renderer.Refused), in full up to the gate's burst per interval, then
+// by a summary. Safe for concurrent use; any lock but the sequencer's may
+// be held when it is called.
+type refusals struct {
+	log       *slog.Logger
+	r         Renderer
+	out       *outbox
+	seq       *sequencer
+	connected *atomic.Bool // the session's
+
+	mu       sync.Mutex // guards rejected and gate
+	rejected map[RejectCode]uint64
+	gate     refusalGate
+	quiet    atomic.Uint64 // refusals answered by a summary
+}
+
+// reject counts a refused write and answers it.
+func (f *refusals) reject(at time.Time, re *RejectError, slave, signal, topic string) {
 	r := refusal{re: *re, slave: slave, signal: signal, topic: topic}
-	full, sum := p.refusals.admit(at, &r)
-	p.summarize(sum)
+	f.mu.Lock()
+	f.rejected[re.Code]++
+	full, sum := f.gate.admit(at, &r)
+	f.mu.Unlock()
+	if f.log.Enabled(context.Background(), slog.LevelDebug) {
+		f.log.Debug("mqtt: write rejected", "topic", topic, "code", string(re.Code), "reason", re.Reason)
+	}
+	f.summarize(sum)
 	if !full {
-		p.quietRejected.Add(1)
+		f.quiet.Add(1)
 		return
 	}
-	p.log.Info("mqtt: write refused", "topic", topic, "code", string(re.Code), "reason", re.Reason)
-	p.eventLocked(at, func(o *jsonObject) {
-		o.string("kind", "command-rejected")
+	f.log.Info("mqtt: write refused", "topic", topic, "code", string(re.Code), "reason", re.Reason)
+	f.seq.event(at, "command-rejected", func(o *jsonObject) {
 		o.string("code", string(re.Code))
 		o.string("reason", re.Reason)
 		o.string("slave", slave)
 		o.string("signal", signal)
 		o.string("topic", topic)
 	})
-	p.sch.refused(re, slave, signal, topic, at, 1)
+	f.answer(&Refusal{Err: *re, Slave: slave, Signal: signal, Topic: topic, Count: 1, At: at})
 }
 
-// flushRefusals answers the refusals of an interval that ended by now
-// with their summary; the sampler calls it, so that the summary comes
-// when a flood stops too.
-func (p *Publisher) flushRefusals(now time.Time) { p.summarize(p.refusals.roll(now)) }
+// flush answers the refusals of an interval that ended by now with their
+// summary; the sampler calls it, so that the summary comes when a flood
+// stops too.
+func (f *refusals) flush(now time.Time) {
+	f.mu.Lock()
+	sum := f.gate.roll(now)
+	f.mu.Unlock()
+	f.summarize(sum)
+}
 
 // summarize answers the refusals of sum, if any: one warning, one
-// commands-rejected event, one Sparkplug NDATA.
-func (p *Publisher) summarize(sum *refusalSummary) {
+// commands-rejected event, one answer of the renderer.
+func (f *refusals) summarize(sum *refusalSummary) {
 	if sum == nil {
 		return
 	}
 	l := &sum.last
-	p.log.Warn("mqtt: writes refused, summarised", "count", sum.count, "since", sum.since, "until", sum.until,
+	f.log.Warn("mqtt: writes refused, summarised", "count", sum.count, "since", sum.since, "until", sum.until,
 		"last_topic", l.topic, "last_code", string(l.re.Code), "last_reason", l.re.Reason)
-	p.eventLocked(sum.until, func(o *jsonObject) {
-		o.string("kind", "commands-rejected")
+	f.seq.event(sum.until, "commands-rejected", func(o *jsonObject) {
 		o.uint("count", sum.count)
 		o.int("since", sum.since.UnixMilli())
 		o.int("until", sum.until.UnixMilli())
@@ -138,5 +149,22 @@ func (p *Publisher) summarize(sum *refusalSummary) {
 		o.string("last_signal", l.signal)
 		o.string("last_topic", l.topic)
 	})
-	p.sch.refused(&l.re, l.slave, l.signal, l.topic, sum.until, sum.count)
+	f.answer(&Refusal{Err: l.re, Slave: l.slave, Signal: l.signal, Topic: l.topic, Count: sum.count, At: sum.until})
+}
+
+// answer queues the renderer's answer to r.
+func (f *refusals) answer(r *Refusal) {
+	r.Offline = !f.connected.Load()
+	queue(f.out, f.r.Refused(nil, r), r.At)
+}
+
+// counts returns the refusals by reason and those answered by a summary.
+func (f *refusals) counts() (map[RejectCode]uint64, uint64) {
+	byCode := map[RejectCode]uint64{}
+	f.mu.Lock()
+	for k, v := range f.rejected {
+		byCode[k] = v
+	}
+	f.mu.Unlock()
+	return byCode, f.quiet.Load()
 }

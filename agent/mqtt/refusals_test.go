@@ -47,7 +47,7 @@ func TestRefusalFlood(t *testing.T) {
 			p.command(topic, payload)
 		}
 		took := time.Since(start)
-		p.flushRefusals(time.Now().Add(2 * time.Hour))
+		p.refusals.flush(time.Now().Add(2 * time.Hour))
 
 		st := p.Stats()
 		if st.Rejected[RejectDisabled] != n || st.RejectedQuiet != n-burst || st.Accepted != 0 {

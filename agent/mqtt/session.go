@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/ecagent/ecagent/agent/mqtt/mqttconn"
@@ -43,105 +45,155 @@ func reconnectWait(backoff time.Duration) time.Duration {
 	return half + rand.N(backoff-half+1)
 }
 
-// runSession connects, serves the connection until it breaks, and
-// reconnects with exponential back-off (jittered, capped at MaxReconnect),
-// until Close. A session taken over again and again backs off for longer
+// session is the connection to the broker: it connects, announces,
+// subscribes and sends what the outbox holds, and reconnects when the
+// connection breaks. Its goroutine (run) owns the connection and what the
+// renderer keeps per connection; the others read its counters and state,
+// which are atomic.
+type session struct {
+	cfg       *Config
+	log       *slog.Logger
+	r         Renderer
+	out       *outbox
+	sampler   *sampler   // the bus to announce, births to render
+	seq       *sequencer // the takeover event
+	bdSeq     *bdSeqStore
+	onMessage func(topic string, payload []byte, retained bool)
+	closing   <-chan struct{}
+
+	conn                                        atomic.Pointer[mqttconn.Conn] // the connection being served, or nil
+	connected, rebirth                          atomic.Bool
+	published, delivered, reconnects, takeovers atomic.Uint64
+
+	wake        chan struct{} // wakes the session for a rebirth
+	grace       time.Duration // set by Close before closing: how long goodbye may flush
+	sessionDone chan struct{}
+	// pm is the message Prepare readies: the session's, so that passing
+	// it to the renderer moves nothing to the heap.
+	pm Message
+}
+
+// requestRebirth makes the session announce again (Sparkplug's rebirth).
+func (s *session) requestRebirth() {
+	s.rebirth.Store(true)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run connects, serves the connection until it breaks, and reconnects
+// with exponential back-off (jittered, capped at MaxReconnect), until
+// Close. A session taken over again and again backs off for longer
 // (takeover.go).
-func (p *Publisher) runSession() {
-	defer close(p.sessionDone)
-	backoff := p.cfg.ReconnectMin
+func (s *session) run() {
+	defer close(s.sessionDone)
+	backoff := s.cfg.ReconnectMin
 	first, wasUp := true, false
 	var tk takeoverWatch
 	for {
 		select {
-		case <-p.closing:
+		case <-s.closing:
 			return
 		default:
 		}
-		c, err := p.connect()
+		c, err := s.connect()
 		if err != nil {
 			select {
-			case <-p.closing: // the dial was cancelled by Close
+			case <-s.closing: // the dial was cancelled by Close
 				return
 			default:
 			}
-			p.out.setLogging(true)
+			s.out.setLogging(true)
 			if wasUp || first {
-				p.log.Warn("mqtt: cannot reach the broker; buffering", "broker", p.cfg.Broker, "err", err,
-					"retry_in", backoff, "buffered", p.out.Len())
+				s.log.Warn("mqtt: cannot reach the broker; buffering", "broker", s.cfg.Broker, "err", err,
+					"retry_in", backoff, "buffered", s.out.Len())
 			} else {
-				p.log.Debug("mqtt: still cannot reach the broker", "err", err, "buffered", p.out.Len())
+				s.log.Debug("mqtt: still cannot reach the broker", "err", err, "buffered", s.out.Len())
 			}
 			first, wasUp = false, false
 			tk.reset()
-			select {
-			case <-p.closing:
+			if !s.sleep(reconnectWait(backoff)) {
 				return
-			case <-time.After(reconnectWait(backoff)):
 			}
-			backoff = min(2*backoff, p.cfg.ReconnectMax)
+			backoff = min(2*backoff, s.cfg.ReconnectMax)
 			continue
 		}
 		if !first {
-			p.reconnects.Add(1)
+			s.reconnects.Add(1)
 		}
 		first, wasUp = false, true
-		backoff = p.cfg.ReconnectMin
-		p.connected.Store(true)
-		p.out.setLogging(false)
-		p.log.Info("mqtt: connected", "broker", p.cfg.Broker, "client_id", p.cfg.ClientID, "buffered", p.out.Len())
-		p.conn.Store(c)
-		up := time.Now()
-		err = p.serve(c)
-		p.conn.Store(nil)
-		p.connected.Store(false)
-		if errors.Is(err, errClosing) {
+		backoff = s.cfg.ReconnectMin
+		if !s.live(c, &tk) {
 			return
-		}
-		p.out.setLogging(true) // what is queued now, the messages in flight included
-		p.log.Warn("mqtt: connection lost", "err", err, "buffered", p.out.Len())
-		if wait, ok := tk.ended(err, time.Since(up), p.cfg.TakeoverBackoff); ok {
-			p.takenOver(&tk, wait)
-			select {
-			case <-p.closing:
-				return
-			case <-time.After(wait):
-			}
 		}
 	}
 }
 
-// connect opens one connection, with the will of this connection: status
-// offline (JSON) or NDEATH with a new bdSeq (Sparkplug).
-func (p *Publisher) connect() (*mqttconn.Conn, error) {
-	bdSeq, err := p.bdSeq.next()
-	if err != nil {
-		p.log.Warn("mqtt: the bdSeq is not kept for the next run", "err", err)
+// live serves the connection c until it breaks, and waits out a takeover
+// back-off; false when Close ended it.
+func (s *session) live(c *mqttconn.Conn, tk *takeoverWatch) bool {
+	s.connected.Store(true)
+	s.out.setLogging(false)
+	s.log.Info("mqtt: connected", "broker", s.cfg.Broker, "client_id", s.cfg.ClientID, "buffered", s.out.Len())
+	s.conn.Store(c)
+	up := time.Now()
+	err := s.serve(c)
+	s.conn.Store(nil)
+	s.connected.Store(false)
+	if errors.Is(err, errClosing) {
+		return false
 	}
-	will := p.sch.will(bdSeq)
+	s.out.setLogging(true) // what is queued now, the messages in flight included
+	s.log.Warn("mqtt: connection lost", "err", err, "buffered", s.out.Len())
+	if wait, ok := tk.ended(err, time.Since(up), s.cfg.TakeoverBackoff); ok {
+		s.takenOver(tk, wait)
+		return s.sleep(wait)
+	}
+	return true
+}
+
+// sleep waits d; false when Close came first.
+func (s *session) sleep(d time.Duration) bool {
+	select {
+	case <-s.closing:
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// connect opens one connection, with the renderer's will for a new bdSeq
+// (status offline, or NDEATH).
+func (s *session) connect() (*mqttconn.Conn, error) {
+	bdSeq, err := s.bdSeq.next()
+	if err != nil {
+		s.log.Warn("mqtt: the bdSeq is not kept for the next run", "err", err)
+	}
+	will := s.r.Will(bdSeq)
 	// Close must not wait for a dial to a broker that does not answer:
 	// closing cancels it.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
 		select {
-		case <-p.closing:
+		case <-s.closing:
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
 	return mqttconn.Dial(ctx, mqttconn.Options{
-		Broker:       p.cfg.Broker,
-		TLS:          p.cfg.TLS,
-		ClientID:     p.cfg.ClientID,
+		Broker:       s.cfg.Broker,
+		TLS:          s.cfg.TLS,
+		ClientID:     s.cfg.ClientID,
 		CleanSession: true, // Sparkplug requires it; the outbox does the buffering
 		KeepAlive:    keepAlive,
-		Username:     p.cfg.Username,
-		Password:     p.cfg.Password,
-		Will:         &mqttconn.Will{Topic: will.topic, Payload: will.payload, QoS: will.qos, Retain: will.retain},
-		Timeout:      p.cfg.Timeout,
+		Username:     s.cfg.Username,
+		Password:     s.cfg.Password,
+		Will:         &mqttconn.Will{Topic: will.Topic, Payload: will.Payload, QoS: will.QoS, Retain: will.Retain},
+		Timeout:      s.cfg.Timeout,
 		MaxInflight:  maxInflight,
-		OnMessage:    p.message,
+		OnMessage:    s.onMessage,
 	})
 }
 
@@ -174,57 +226,55 @@ func (f *flights) messages() []message {
 // serve announces the node on c, subscribes to commands, and pumps the
 // outbox until the connection breaks (or Close). Messages still in flight
 // then go back to the front of the outbox.
-func (p *Publisher) serve(c *mqttconn.Conn) (err error) {
+func (s *session) serve(c *mqttconn.Conn) (err error) {
 	inflight := new(flights)
 	seq := uint64(0)
 	defer func() {
 		if errors.Is(err, errClosing) {
-			p.goodbye(c, inflight, &seq)
+			s.goodbye(c, inflight, &seq)
 			return
 		}
 		_ = c.Disconnect()
-		p.out.requeue(inflight.messages())
+		s.out.requeue(inflight.messages())
 	}()
-	if err := p.announce(c, &seq); err != nil {
+	if err := s.announce(c, &seq); err != nil {
 		return err
 	}
-	if err := p.subscribe(c); err != nil {
+	if err := s.subscribe(c); err != nil {
 		return err
 	}
-	timer := time.NewTimer(p.cfg.Timeout)
+	timer := time.NewTimer(s.cfg.Timeout)
 	defer timer.Stop()
-	// m is taken out of the loop: prepare(&m), an interface call, moves
-	// it to the heap, once per connection rather than once per message.
 	var m message
 	for {
-		if p.rebirth.Swap(false) {
-			if err := p.flushInflight(c, inflight, time.Time{}); err != nil {
+		if s.rebirth.Swap(false) {
+			if err := s.flushInflight(c, inflight, time.Time{}); err != nil {
 				return err
 			}
-			if err := p.announce(c, &seq); err != nil {
+			if err := s.announce(c, &seq); err != nil {
 				return err
 			}
 		}
 		for inflight.len() < maxInflight {
 			var ok bool
-			if m, ok = p.out.pop(); !ok {
+			if m, ok = s.out.pop(); !ok {
 				break
 			}
-			if !p.sch.prepare(&m) {
-				p.out.finish(m)
+			if !s.prepare(&m) {
+				s.out.finish(m)
 				continue
 			}
-			id, err := p.send(c, m, &seq)
+			id, err := s.send(c, m, &seq)
 			inflight.push(flight{m: m, id: id, sent: time.Now()})
 			if err != nil {
 				return fmt.Errorf("publish to %s: %w", m.topic, err)
 			}
 		}
-		if p.popAcked(c, inflight) {
+		if s.popAcked(c, inflight) {
 			// Acknowledged while the last batch was sent: send more
 			// before waiting, unless told to stop.
 			select {
-			case <-p.closing:
+			case <-s.closing:
 				return errClosing
 			case <-c.Done():
 				return fmt.Errorf("connection lost: %w", c.Err())
@@ -235,20 +285,20 @@ func (p *Publisher) serve(c *mqttconn.Conn) (err error) {
 		var acks <-chan struct{}
 		if inflight.len() > 0 {
 			acks = c.Acks()
-			timer.Reset(time.Until(inflight.front().sent.Add(p.cfg.Timeout)))
+			timer.Reset(time.Until(inflight.front().sent.Add(s.cfg.Timeout)))
 		}
 		select {
-		case <-p.closing:
+		case <-s.closing:
 			return errClosing
 		case <-c.Done():
 			return fmt.Errorf("connection lost: %w", c.Err())
-		case <-p.out.ready:
-		case <-p.wake:
+		case <-s.out.ready:
+		case <-s.wake:
 		case <-acks:
-			p.popAcked(c, inflight)
+			s.popAcked(c, inflight)
 		case <-timer.C:
-			if inflight.len() > 0 && time.Since(inflight.front().sent) >= p.cfg.Timeout {
-				return fmt.Errorf("no acknowledgement within %v", p.cfg.Timeout)
+			if inflight.len() > 0 && time.Since(inflight.front().sent) >= s.cfg.Timeout {
+				return fmt.Errorf("no acknowledgement within %v", s.cfg.Timeout)
 			}
 		}
 	}
@@ -256,11 +306,11 @@ func (p *Publisher) serve(c *mqttconn.Conn) (err error) {
 
 // popAcked takes the acknowledged messages off the front of inflight,
 // and says whether there were any.
-func (p *Publisher) popAcked(c *mqttconn.Conn, inflight *flights) bool {
+func (s *session) popAcked(c *mqttconn.Conn, inflight *flights) bool {
 	popped := false
 	for inflight.len() > 0 && c.Acked(inflight.front().id) {
-		p.delivered.Add(1)
-		p.out.finish(inflight.front().m)
+		s.delivered.Add(1)
+		s.out.finish(inflight.front().m)
 		inflight.popFront()
 		popped = true
 	}
@@ -269,38 +319,38 @@ func (p *Publisher) popAcked(c *mqttconn.Conn, inflight *flights) bool {
 
 // send hands m to the client; a Sparkplug message gets the next seq. It
 // returns the packet identifier to wait for (0 at QoS 0).
-func (p *Publisher) send(c *mqttconn.Conn, m message, seq *uint64) (uint16, error) {
+func (s *session) send(c *mqttconn.Conn, m message, seq *uint64) (uint16, error) {
 	payload := m.payload
 	if m.sparkplug {
 		payload = sparkplug.AppendSeq(payload, *seq)
 		*seq = (*seq + 1) % 256
 	}
-	p.published.Add(1)
+	s.published.Add(1)
 	return c.Publish(m.topic, payload, m.qos, m.retain)
 }
 
 // waitAck waits until the publication with packet identifier id is
 // acknowledged, until deadline.
-func (p *Publisher) waitAck(c *mqttconn.Conn, topic string, id uint16, deadline time.Time) error {
+func (s *session) waitAck(c *mqttconn.Conn, topic string, id uint16, deadline time.Time) error {
 	if err := c.Wait(id, time.Until(deadline)); err != nil {
 		if c.Err() == nil {
-			return fmt.Errorf("publish to %s: no acknowledgement within %v", topic, p.cfg.Timeout)
+			return fmt.Errorf("publish to %s: no acknowledgement within %v", topic, s.cfg.Timeout)
 		}
 		return fmt.Errorf("publish to %s: %w", topic, err)
 	}
-	p.delivered.Add(1)
+	s.delivered.Add(1)
 	return nil
 }
 
 // flushInflight waits (bounded) until every message in flight is
 // acknowledged, so that births follow the data sent before them.
-func (p *Publisher) flushInflight(c *mqttconn.Conn, inflight *flights, limit time.Time) error {
+func (s *session) flushInflight(c *mqttconn.Conn, inflight *flights, limit time.Time) error {
 	for inflight.len() > 0 {
 		f := inflight.front()
-		if err := p.waitAck(c, f.m.topic, f.id, earliest(f.sent.Add(p.cfg.Timeout), limit)); err != nil {
+		if err := s.waitAck(c, f.m.topic, f.id, earliest(f.sent.Add(s.cfg.Timeout), limit)); err != nil {
 			return err
 		}
-		p.out.finish(f.m)
+		s.out.finish(f.m)
 		inflight.popFront()
 	}
 	return nil
@@ -308,13 +358,13 @@ func (p *Publisher) flushInflight(c *mqttconn.Conn, inflight *flights, limit tim
 
 // publishNow publishes one message directly (not through the outbox) and
 // waits, bounded, for its acknowledgement.
-func (p *Publisher) publishNow(c *mqttconn.Conn, topic string, qos byte, retain bool, payload []byte, limit time.Time) error {
+func (s *session) publishNow(c *mqttconn.Conn, topic string, qos byte, retain bool, payload []byte, limit time.Time) error {
 	id, err := c.Publish(topic, payload, qos, retain)
-	p.published.Add(1)
+	s.published.Add(1)
 	if err != nil {
 		return fmt.Errorf("publish to %s: %w", topic, err)
 	}
-	return p.waitAck(c, topic, id, earliest(time.Now().Add(p.cfg.Timeout), limit))
+	return s.waitAck(c, topic, id, earliest(time.Now().Add(s.cfg.Timeout), limit))
 }
 
 // earliest returns the earlier of a and limit; a zero limit is none.
@@ -325,43 +375,60 @@ func earliest(a, limit time.Time) time.Time {
 	return a
 }
 
-// announce publishes what a new connection (or a rebirth) starts with —
-// the scheme says what: status and meta (JSON), NBIRTH and the DBIRTHs
-// (Sparkplug) — with seq from 0 for the messages that carry one.
-func (p *Publisher) announce(c *mqttconn.Conn, seq *uint64) error {
-	p.smu.Lock()
-	var v *busView
-	if p.model != nil {
-		cycle, ok := p.image.Snapshot(p.img)
-		if !ok {
-			clear(p.img)
-		}
-		sv := p.viewLocked(time.Now(), cycle)
-		v = &sv.busView
+// prepare readies m for this connection (Renderer.Prepare): a birth with
+// the view of its device now, under the sampler's lock. It reports false
+// for a message not to send.
+func (s *session) prepare(m *message) bool {
+	m.exported(&s.pm)
+	var ok bool
+	if m.kind == KindBirth {
+		ok = s.sampler.prepareBirth(s.r, &s.pm)
+	} else {
+		ok = s.r.Prepare(&s.pm, nil)
 	}
-	ms := p.sch.announce(nil, v, p.bdSeq.current())
-	p.smu.Unlock()
+	m.payload, s.pm = s.pm.Payload, Message{}
+	return ok
+}
+
+// announce publishes what a new connection (or a rebirth) starts with —
+// the renderer says what: status and meta (JSON), NBIRTH and the DBIRTHs
+// (Sparkplug) — with seq from 0 for the messages that carry one.
+func (s *session) announce(c *mqttconn.Conn, seq *uint64) error {
+	ms := s.sampler.announce(s.r, s.bdSeq.current())
 	*seq = 0
 	for _, m := range ms {
-		if m.sparkplug {
-			m.payload = sparkplug.AppendSeq(m.payload, *seq)
+		if m.Sparkplug {
+			m.Payload = sparkplug.AppendSeq(m.Payload, *seq)
 			*seq = (*seq + 1) % 256
 		}
-		if err := p.publishNow(c, m.topic, m.qos, m.retain, m.payload, time.Time{}); err != nil {
+		if err := s.publishNow(c, m.Topic, m.QoS, m.Retain, m.Payload, time.Time{}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// subscribe subscribes to the scheme's command topics (writes always, so
-// that refused writes are answered); the connection hands what arrives to
-// command.
-func (p *Publisher) subscribe(c *mqttconn.Conn) error {
-	if err := c.Subscribe(p.sch.subscriptions()); err != nil {
+// subscribe subscribes to the renderer's topics: its command topics
+// (writes always, so that refused writes are answered) and, apart, the
+// optional ones, whose refusal is logged, not fatal. The connection hands
+// what arrives to onMessage.
+func (s *session) subscribe(c *mqttconn.Conn) error {
+	required, optional := map[string]byte{}, map[string]byte{}
+	for _, sub := range s.r.Subscriptions() {
+		if sub.Optional {
+			optional[sub.Filter] = sub.QoS
+		} else {
+			required[sub.Filter] = sub.QoS
+		}
+	}
+	if err := c.Subscribe(required); err != nil {
 		return err
 	}
-	p.subscribeMeta(c)
+	if len(optional) > 0 {
+		if err := c.Subscribe(optional); err != nil {
+			s.log.Warn("mqtt: a subscription the scheme can do without was refused", "err", err)
+		}
+	}
 	return nil
 }
 
@@ -369,32 +436,28 @@ func (p *Publisher) subscribe(c *mqttconn.Conn) error {
 // buffered (for up to Close's grace), then publishes status offline or
 // NDEATH, which a graceful disconnect does not make the broker send.
 // What could not be delivered stays in the outbox.
-func (p *Publisher) goodbye(c *mqttconn.Conn, inflight *flights, seq *uint64) {
-	deadline := time.Now().Add(p.grace)
-	err := p.flushInflight(c, inflight, deadline)
+func (s *session) goodbye(c *mqttconn.Conn, inflight *flights, seq *uint64) {
+	deadline := time.Now().Add(s.grace)
+	err := s.flushInflight(c, inflight, deadline)
 	for err == nil && time.Now().Before(deadline) {
-		m, ok := p.out.pop()
+		m, ok := s.out.pop()
 		if !ok {
 			break
 		}
-		if !p.sch.prepare(&m) {
-			p.out.finish(m)
+		if !s.prepare(&m) {
+			s.out.finish(m)
 			continue
 		}
-		id, perr := p.send(c, m, seq)
+		id, perr := s.send(c, m, seq)
 		inflight.push(flight{m: m, id: id, sent: time.Now()})
 		if err = perr; err == nil {
-			err = p.flushInflight(c, inflight, deadline)
+			err = s.flushInflight(c, inflight, deadline)
 		}
 	}
-	p.out.requeue(inflight.messages())
+	s.out.requeue(inflight.messages())
 	if err == nil {
-		m := p.sch.goodbye(p.bdSeq.current())
-		_ = p.publishNow(c, m.topic, m.qos, m.retain, m.payload, time.Now().Add(goodbyeAck))
+		m := s.r.Goodbye(s.bdSeq.current())
+		_ = s.publishNow(c, m.Topic, m.QoS, m.Retain, m.Payload, time.Now().Add(goodbyeAck))
 	}
 	_ = c.Disconnect()
 }
-
-// command dispatches a live message (not retained) on a command topic to
-// the scheme. It must not block.
-func (p *Publisher) command(topic string, payload []byte) { p.message(topic, payload, false) }

@@ -12,73 +12,57 @@ import (
 // The Sparkplug commands: NCMD and DCMD, the metrics they name and the
 // values they carry.
 
-// command takes NCMD (rebirth) and DCMD (writes, by name — the metric's
-// or the signal's — or by alias).
-func (s *sparkplugScheme) command(topic string, payload []byte) {
-	p := s.p
+// Command takes NCMD (rebirth) and DCMD (writes, by name — the metric's
+// or the signal's — or by alias), each stamped with the payload's time.
+func (s *SparkplugRenderer) Command(as []Action, topic string, payload []byte, model *Model) []Action {
 	t, ok := sparkplug.ParseTopic(topic)
 	if !ok || t.Group != s.group || t.Node != s.node {
-		return
+		return as
 	}
 	var pl sparkplug.Payload
 	err := sparkplug.DecodePayload(payload, &pl)
-	sent := sparkplugStamp(&pl)
+	sent := sparkplugSent(&pl)
 	switch t.Type {
 	case sparkplug.NCMD:
 		if err != nil {
-			p.log.Warn("mqtt: malformed NCMD", "err", err)
-			return
+			s.log.Warn("mqtt: malformed NCMD", "err", err)
+			return as
 		}
-		if now := time.Now(); sent.ok {
-			if re := staleCommand(sent.ms, now); re != nil {
-				p.wmu.Lock()
-				p.rejectLocked(now, re, "", "", topic)
-				p.wmu.Unlock()
-				return
-			}
-		}
+		a := Action{Kind: ActionNode, Topic: topic, Sent: sent}
 		for _, m := range pl.Metrics {
 			if (m.Name == sparkplug.MetricRebirth || (m.Name == "" && m.HasAlias && m.Alias == aliasRebirth)) && m.DataType == sparkplug.Boolean && m.Bool {
-				p.log.Info("mqtt: rebirth requested")
-				p.rebirth.Store(true)
-				select {
-				case p.wake <- struct{}{}:
-				default:
-				}
+				a.Rebirth = true
 			}
 		}
+		return append(as, a)
 	case sparkplug.DCMD:
 		if err == nil && len(pl.Metrics) > maxDCMDMetrics {
 			err = fmt.Errorf("DCMD with %d metrics; at most %d per message", len(pl.Metrics), maxDCMDMetrics)
 		}
 		if err != nil {
-			p.wmu.Lock()
-			p.rejectLocked(time.Now(), reject(RejectMalformed, "%v", err), t.Device, "", topic)
-			p.wmu.Unlock()
-			return
+			return append(as, Action{Kind: ActionRefuse, Slave: t.Device, Topic: topic, Err: reject(RejectMalformed, "%v", err)})
 		}
 		for i := range pl.Metrics {
 			m := &pl.Metrics[i]
-			name := s.signalName(t.Device, m)
-			p.write(t.Device, name, topic, sent, func(sig *Signal) (float64, uint64, error) {
-				return checkValue(metricValue(m), sig)
-			})
+			as = append(as, Action{Kind: ActionWrite, Slave: t.Device, Signal: signalName(model, t.Device, m), Topic: topic, Sent: sent,
+				Value: func(sig *Signal) (float64, uint64, error) { return checkValue(metricValue(m), sig) }})
 		}
 	}
+	return as
 }
 
-// sparkplugStamp is a command payload's timestamp (Sparkplug requires one
-// in NCMD and DCMD; 0 is taken for none). One beyond the int64
-// milliseconds is far in the future, and stays so.
-func sparkplugStamp(pl *sparkplug.Payload) stamp {
+// sparkplugSent is the time a command payload says it was sent
+// (Sparkplug requires one in NCMD and DCMD; 0 is taken for none). One
+// beyond the int64 milliseconds is far in the future, and stays so.
+func sparkplugSent(pl *sparkplug.Payload) time.Time {
 	if pl.Timestamp == 0 {
-		return stamp{}
+		return time.Time{}
 	}
-	return stamp{ms: int64(min(pl.Timestamp, math.MaxInt64)), ok: true}
+	return time.UnixMilli(int64(min(pl.Timestamp, math.MaxInt64)))
 }
 
-// commandOf: NCMD and DCMD of this node.
-func (s *sparkplugScheme) commandOf(topic string) (slave, signal string, ok bool) {
+// CommandOf: NCMD and DCMD of this node.
+func (s *SparkplugRenderer) CommandOf(topic string) (slave, signal string, ok bool) {
 	t, ok := sparkplug.ParseTopic(topic)
 	if !ok || t.Group != s.group || t.Node != s.node || (t.Type != sparkplug.NCMD && t.Type != sparkplug.DCMD) {
 		return "", "", false
@@ -86,11 +70,10 @@ func (s *sparkplugScheme) commandOf(topic string) (slave, signal string, ok bool
 	return t.Device, "", true
 }
 
-// signalName returns the name of the device's signal a command metric
-// means: by alias, by metric name ("Outputs/Channel 1/Output") or by
-// signal name; the metric's name when none fits.
-func (s *sparkplugScheme) signalName(device string, m *sparkplug.Metric) string {
-	model := s.p.current.Load()
+// signalName returns the name of the signal of the device of model a
+// command metric means: by alias, by metric name ("Outputs/Channel
+// 1/Output") or by signal name; the metric's name when none fits.
+func signalName(model *Model, device string, m *sparkplug.Metric) string {
 	var d *Device
 	if model != nil {
 		d = model.Device(device)

@@ -105,9 +105,10 @@ func TestPublisherSparkplug(t *testing.T) {
 		Root: "ecagent/sp/edge1", Rules: rules, WritesEnabled: true})
 
 	nbirth := sub.waitFor(t, "/NBIRTH/edge1", 5*time.Second, nil)
-	// 6 devices at 200 Hz: seq wraps about five times a second. The sleep
-	// does not synchronise: it lets seq wrap before the change below.
-	time.Sleep(500 * time.Millisecond)
+	// 6 devices at 200 Hz: seq wraps about five times a second. Twice
+	// before the change below (and the rebirth, which starts seq again):
+	// the message after the NBIRTH (seq 0) and 2×256 more.
+	sub.waitFrom(t, 2*256+1, "", 20*time.Second, nil)
 	img.set(5, 0b0000_0010)
 	sub.waitFor(t, "/DDATA/edge1/EL1014-3", 5*time.Second, func(r received) bool {
 		p, err := mqtttest.DecodeSparkplug(r.payload)
@@ -134,7 +135,7 @@ func TestPublisherSparkplug(t *testing.T) {
 	sub.waitFrom(t, from, "/DBIRTH/edge1/EL3204-7", 5*time.Second, nil)
 
 	// Writes as DCMD, by name and by alias; a refusal goes to the events.
-	model := p.model
+	model := p.sampler.model
 	alias := model.Device("EL4132-5").Signal("ao_output_channel_1.analog_output").Alias
 	dcmd := func(device string, m sparkplug.Metric) {
 		b := sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: uint64(time.Now().UnixMilli()), Metrics: []sparkplug.Metric{m}})

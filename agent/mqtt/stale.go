@@ -35,46 +35,78 @@ const brokerRetainedReason = "retained command ignored: the embedded broker refu
 
 // message takes a publication from the broker, on the connection's reader
 // goroutine (it must not block): a command delivered with the retain flag
-// is refused; anything else goes to the scheme.
+// is refused; anything else goes to the renderer, and the publisher
+// carries out what it asks for.
 func (p *Publisher) message(topic string, payload []byte, retained bool) {
 	if retained && p.refuseRetained(topic, retainedReason) {
 		return
 	}
-	p.sch.command(topic, payload)
+	for _, a := range p.r.Command(nil, topic, payload, p.sampler.current.Load()) {
+		p.do(&a)
+	}
+}
+
+// command dispatches a live message (not retained) on a command topic to
+// the renderer. It must not block.
+func (p *Publisher) command(topic string, payload []byte) { p.message(topic, payload, false) }
+
+// do carries out one action of a command. A write is checked and handed
+// to the cycle (writes); a command to the agent itself runs once, when it
+// is sent, or not at all: one stamped further than MaxCommandAge from the
+// agent's clock is refused.
+func (p *Publisher) do(a *Action) {
+	now := time.Now()
+	switch a.Kind {
+	case ActionWrite:
+		p.writes.write(a.Slave, a.Signal, a.Topic, a.Sent, a.Value)
+	case ActionNode:
+		if re := staleCommand(a.Sent, now); re != nil {
+			p.refusals.reject(now, re, a.Slave, a.Signal, a.Topic)
+			return
+		}
+		if a.Rebirth {
+			p.log.Info("mqtt: rebirth requested")
+			p.session.requestRebirth()
+		}
+	case ActionRefuse:
+		p.refusals.reject(now, a.Err, a.Slave, a.Signal, a.Topic)
+	case ActionPublish:
+		queue(p.out, []Message{a.Message}, now)
+	}
 }
 
 // RefuseRetained answers a command the embedded broker refused because it
 // was published with the retain flag on topic: a command-rejected event
 // (code retained), as if it had been delivered. Topics that are not the
-// scheme's command topics are ignored. It must not block: the broker
+// renderer's command topics are ignored. It must not block: the broker
 // calls it on the publishing client's goroutine.
 func (p *Publisher) RefuseRetained(topic string) { p.refuseRetained(topic, brokerRetainedReason) }
 
 // refuseRetained refuses the retained command on topic with reason, and
 // reports whether topic is a command topic at all.
 func (p *Publisher) refuseRetained(topic, reason string) bool {
-	slave, signal, ok := p.sch.commandOf(topic)
+	slave, signal, ok := p.r.CommandOf(topic)
 	if !ok {
 		return false
 	}
-	p.wmu.Lock()
-	p.rejectLocked(time.Now(), reject(RejectRetained, "%s", reason), slave, signal, topic)
-	p.wmu.Unlock()
+	p.refusals.reject(time.Now(), reject(RejectRetained, "%s", reason), slave, signal, topic)
 	return true
 }
 
-// staleCommand returns the refusal of a command whose timestamp sent
-// (milliseconds since the Unix epoch) lies further than MaxCommandAge
-// from now, or nil.
-func staleCommand(sent int64, now time.Time) *RejectError {
-	at := time.UnixMilli(sent)
-	switch age := now.Sub(at); {
+// staleCommand returns the refusal of a command sent at sent (zero: it
+// says nothing of when) that lies further than MaxCommandAge from now,
+// or nil.
+func staleCommand(sent, now time.Time) *RejectError {
+	if sent.IsZero() {
+		return nil
+	}
+	switch age := now.Sub(sent); {
 	case age > MaxCommandAge:
 		return reject(RejectStale, "stale command: sent at %s, %v ago; commands older than %v are refused (check that the sender's clock and the agent's agree)",
-			at.UTC().Format(time.RFC3339Nano), age.Round(time.Millisecond), MaxCommandAge)
+			sent.UTC().Format(time.RFC3339Nano), age.Round(time.Millisecond), MaxCommandAge)
 	case age < -MaxCommandAge:
 		return reject(RejectStale, "command from the future: sent at %s, %v ahead of the agent's clock; the clocks must agree within %v",
-			at.UTC().Format(time.RFC3339Nano), (-age).Round(time.Millisecond), MaxCommandAge)
+			sent.UTC().Format(time.RFC3339Nano), (-age).Round(time.Millisecond), MaxCommandAge)
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ func TestRetainedCommandsAreRefused(t *testing.T) {
 				return
 			}
 			h.expect(t, rejection{RejectRetained, retainedReason})
-			if h.p.rebirth.Load() {
+			if h.p.session.rebirth.Load() {
 				t.Error("a retained NCMD asked for a rebirth")
 			}
 			if n := h.p.Stats().Rejected[RejectRetained]; n != 1 {
@@ -138,8 +138,8 @@ func TestStaleCommandsAreRefused(t *testing.T) {
 			if len(got) != 1 || got[0].Code != RejectStale || !strings.Contains(got[0].Reason, tt.stale) {
 				t.Fatalf("refusals %q, want one stale refusal saying %q", got, tt.stale)
 			}
-			if len(h.ring.all()) != 0 || h.p.rebirth.Load() {
-				t.Fatalf("a stale command ran: commands %+v, rebirth %v", h.ring.all(), h.p.rebirth.Load())
+			if len(h.ring.all()) != 0 || h.p.session.rebirth.Load() {
+				t.Fatalf("a stale command ran: commands %+v, rebirth %v", h.ring.all(), h.p.session.rebirth.Load())
 			}
 		})
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/busstate"
-	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
 	"github.com/ecagent/ecagent/shm"
@@ -55,7 +55,7 @@ func TestSparkplugLostSlave(t *testing.T) {
 	t.Cleanup(func() { _ = p.Close(time.Second) })
 
 	sub.waitFor(t, "/DDATA/n/EL1014-3", 5*time.Second, nil)
-	p.Window(&metrics.WindowReport{Target: 1e6, Counts: cycles(10)}, time.Now())
+	p.Window(&cyclestats.Report{Target: 1e6, Counts: cycles(10)}, time.Now())
 	sub.waitFor(t, "/NDATA/n", 5*time.Second, nil)
 	apply(state, p, shm.EventSlaveLost, 3)
 	sub.waitFor(t, "/DDEATH/n/EL1014-3", 5*time.Second, nil)

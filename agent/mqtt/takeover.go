@@ -69,16 +69,15 @@ func (w *takeoverWatch) ended(err error, lived, first time.Duration) (time.Durat
 
 // takenOver counts a takeover, logs it and queues its event; the session
 // then waits wait.
-func (p *Publisher) takenOver(w *takeoverWatch, wait time.Duration) {
-	n := p.takeovers.Add(1)
+func (s *session) takenOver(w *takeoverWatch, wait time.Duration) {
+	n := s.takeovers.Add(1)
 	now := time.Now()
-	p.log.Error("mqtt: the broker keeps closing the agent's connection right after it is made: another client is probably "+
+	s.log.Error("mqtt: the broker keeps closing the agent's connection right after it is made: another client is probably "+
 		"connecting with the agent's client id and taking its session over; backing off (see docs/mqtt.md for the broker's configuration)",
-		"client_id", p.cfg.ClientID, "cut_short_in_a_row", w.cut, "last_lasted", w.last.Round(time.Millisecond),
+		"client_id", s.cfg.ClientID, "cut_short_in_a_row", w.cut, "last_lasted", w.last.Round(time.Millisecond),
 		"retry_in", wait.Round(time.Millisecond), "takeovers", n)
-	p.eventLocked(now, func(o *jsonObject) {
-		o.string("kind", "session-takeover")
-		o.string("client_id", p.cfg.ClientID)
+	s.seq.event(now, "session-takeover", func(o *jsonObject) {
+		o.string("client_id", s.cfg.ClientID)
 		o.int("connections", int64(w.cut))
 		o.int("lasted_ms", w.last.Milliseconds())
 		o.int("retry_in_ms", wait.Milliseconds())

@@ -123,7 +123,7 @@ func TestSessionTakeoverBacksOff(t *testing.T) {
 	}
 	// The retained status flipped as many times as the agent connected
 	// (online, will offline, …): bounded, and online at the end.
-	status.waitFor(t, "/status", 5*time.Second, func(m received) bool { return string(m.payload) == "online" && m.at.After(start.Add(contested)) })
+	status.waitFor(t, "/status", 3*maxBackoffIn(backoff, int(st.Takeovers)), func(m received) bool { return string(m.payload) == "online" && m.at.After(start.Add(contested)) })
 	if flips := countPayload(status.all(), "offline"); flips > int(st.Reconnects)+1 {
 		t.Errorf("status went offline %d times for %d reconnects", flips, st.Reconnects)
 	}

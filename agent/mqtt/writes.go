@@ -1,9 +1,11 @@
 package mqtt
 
 import (
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/mqtt/cmdparse"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -20,132 +22,166 @@ type pendingWrite struct {
 	topic         string
 }
 
-// stamp is when a command says it was sent, in milliseconds since the
-// Unix epoch; the zero stamp says nothing.
-type stamp struct {
-	ms int64
-	ok bool
+// writes validates the writes from MQTT and hands them to the cycle as
+// commands (the shared-memory command ring), remembering each until the
+// cycle answers it. Safe for concurrent use; its lock is taken after the
+// sampler's and before the refusals'.
+type writes struct {
+	enabled  bool
+	ref      *refusals
+	seq      *sequencer
+	bus      *atomic.Pointer[Model] // the bus published now (the sampler's)
+	accepted atomic.Uint64
+
+	wmu     sync.Mutex // guards what follows
+	sink    CommandSink
+	pending map[uint64]pendingWrite
+	cmdSeq  uint64
+}
+
+// setSink makes the writes go to sink (nil: refused, the cycle process
+// being away).
+func (w *writes) setSink(sink CommandSink) {
+	w.wmu.Lock()
+	w.sink = sink
+	w.wmu.Unlock()
 }
 
 // write validates one write (value as decoded from the payload) and hands
-// it to the cycle; a refusal is answered on …/events. A write whose stamp
-// is further than MaxCommandAge from the agent's clock is refused as
-// stale.
-func (p *Publisher) write(slave, signal, topic string, sent stamp, value func(*Signal) (float64, uint64, error)) {
+// it to the cycle; a refusal is answered on …/events. A write whose time
+// sent (zero: it says none) is further than MaxCommandAge from the
+// agent's clock is refused as stale.
+func (w *writes) write(slave, signal, topic string, sent time.Time, value func(*Signal) (float64, uint64, error)) {
 	now := time.Now()
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	if !p.cfg.WritesEnabled {
-		p.rejectLocked(now, reject(RejectDisabled, "writes from MQTT are disabled (mqtt.writes.enabled is false)"), slave, signal, topic)
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	refuse := func(re *RejectError) { w.ref.reject(now, re, slave, signal, topic) }
+	if !w.enabled {
+		refuse(reject(RejectDisabled, "writes from MQTT are disabled (mqtt.writes.enabled is false)"))
 		return
 	}
-	model := p.current.Load()
+	model := w.bus.Load()
 	if model == nil {
-		p.rejectLocked(now, reject(RejectCycleDown, "the cycle process is not running"), slave, signal, topic)
+		refuse(reject(RejectCycleDown, "the cycle process is not running"))
 		return
 	}
 	d := model.Device(slave)
 	if d == nil {
-		p.rejectLocked(now, reject(RejectUnknown, "no slave %q", slave), slave, signal, topic)
+		refuse(reject(RejectUnknown, "no slave %q", slave))
 		return
 	}
-	if sent.ok {
-		if re := staleCommand(sent.ms, now); re != nil {
-			p.rejectLocked(now, re, slave, signal, topic)
-			return
-		}
+	if re := staleCommand(sent, now); re != nil {
+		refuse(re)
+		return
 	}
 	if signal == DriveFaultReset {
-		p.resetDriveLocked(now, d, slave, topic)
+		w.resetDriveLocked(now, d, slave, topic)
 		return
 	}
 	s := d.Signal(signal)
 	if s == nil {
-		p.rejectLocked(now, reject(RejectUnknown, "slave %s has no signal %q", slave, signal), slave, signal, topic)
+		refuse(reject(RejectUnknown, "slave %s has no signal %q", slave, signal))
 		return
 	}
 	if !s.Output {
-		p.rejectLocked(now, reject(RejectNotWritable, "%s/%s is an input", slave, signal), slave, signal, topic)
+		refuse(reject(RejectNotWritable, "%s/%s is an input", slave, signal))
 		return
 	}
 	if !s.Writable {
-		p.rejectLocked(now, reject(RejectNotWritable, "%s/%s is not in mqtt.writes.allow", slave, signal), slave, signal, topic)
+		refuse(reject(RejectNotWritable, "%s/%s is not in mqtt.writes.allow", slave, signal))
 		return
 	}
 	v, raw, err := value(s)
 	if err != nil {
-		p.rejectLocked(now, asReject(err), slave, signal, topic)
+		refuse(asReject(err))
 		return
 	}
-	if p.commands == nil {
-		p.rejectLocked(now, reject(RejectCycleDown, "the cycle process is not running"), slave, signal, topic)
-		return
-	}
-	p.cmdSeq++
-	cmd := shm.Command{Seq: p.cmdSeq, Value: raw, BitOffset: uint32(s.BitOffset), Kind: shm.CommandSetOutputs,
+	cmd := shm.Command{Value: raw, BitOffset: uint32(s.BitOffset), Kind: shm.CommandSetOutputs,
 		Slave: uint16(d.Slave.Position), BitLen: uint16(s.Bits)}
-	if !p.commands.Push(&cmd) {
-		p.rejectLocked(now, reject(RejectQueueFull, "the command ring is full"), slave, signal, topic)
+	if re := w.pushLocked(&cmd); re != nil {
+		refuse(re)
 		return
 	}
-	p.accepted.Add(1)
-	p.rememberLocked(pendingWrite{slave: slave, signal: signal, value: v, topic: topic})
+	w.rememberLocked(pendingWrite{slave: slave, signal: signal, value: v, topic: topic})
 }
 
-// rememberLocked keeps the write just handed to the cycle (p.cmdSeq) until
+// pushLocked hands cmd to the cycle with the next sequence number, or
+// returns why it cannot.
+func (w *writes) pushLocked(cmd *shm.Command) *RejectError {
+	if w.sink == nil {
+		return reject(RejectCycleDown, "the cycle process is not running")
+	}
+	w.cmdSeq++
+	cmd.Seq = w.cmdSeq
+	if !w.sink.Push(cmd) {
+		return reject(RejectQueueFull, "the command ring is full")
+	}
+	w.accepted.Add(1)
+	return nil
+}
+
+// rememberLocked keeps the write just handed to the cycle (w.cmdSeq) until
 // the cycle answers it, forgetting the oldest beyond maxPending.
-func (p *Publisher) rememberLocked(w pendingWrite) {
-	if len(p.pending) >= maxPending {
-		oldest := p.cmdSeq
-		for seq := range p.pending {
+func (w *writes) rememberLocked(pw pendingWrite) {
+	if len(w.pending) >= maxPending {
+		oldest := w.cmdSeq
+		for seq := range w.pending {
 			oldest = min(oldest, seq)
 		}
-		delete(p.pending, oldest)
+		delete(w.pending, oldest)
 	}
-	p.pending[p.cmdSeq] = w
+	w.pending[w.cmdSeq] = pw
 }
 
 // resetDriveLocked hands a drive fault reset to the cycle, whose drive
 // helper for the slave answers it (a slave without one refuses).
-func (p *Publisher) resetDriveLocked(now time.Time, d *Device, slave, topic string) {
+func (w *writes) resetDriveLocked(now time.Time, d *Device, slave, topic string) {
 	if !d.FaultReset {
-		p.rejectLocked(now, reject(RejectNotWritable, "%s/%s is not in mqtt.writes.allow", slave, DriveFaultReset), slave, DriveFaultReset, topic)
+		w.ref.reject(now, reject(RejectNotWritable, "%s/%s is not in mqtt.writes.allow", slave, DriveFaultReset), slave, DriveFaultReset, topic)
 		return
 	}
-	if p.commands == nil {
-		p.rejectLocked(now, reject(RejectCycleDown, "the cycle process is not running"), slave, DriveFaultReset, topic)
+	cmd := shm.Command{Kind: shm.CommandResetDriveFault, Slave: uint16(d.Slave.Position)}
+	if re := w.pushLocked(&cmd); re != nil {
+		w.ref.reject(now, re, slave, DriveFaultReset, topic)
 		return
 	}
-	p.cmdSeq++
-	cmd := shm.Command{Seq: p.cmdSeq, Kind: shm.CommandResetDriveFault, Slave: uint16(d.Slave.Position)}
-	if !p.commands.Push(&cmd) {
-		p.rejectLocked(now, reject(RejectQueueFull, "the command ring is full"), slave, DriveFaultReset, topic)
-		return
-	}
-	p.accepted.Add(1)
-	p.rememberLocked(pendingWrite{slave: slave, signal: DriveFaultReset, value: 1, topic: topic})
+	w.rememberLocked(pendingWrite{slave: slave, signal: DriveFaultReset, value: 1, topic: topic})
 }
 
-// handleJSONWrite takes a message on <root>/set/<slave>/<signal>.
-func (p *Publisher) handleJSONWrite(topic string, payload []byte) {
-	slave, signal, ok := commandTarget(topic[len(p.cfg.Root)+len("/set/"):])
+// answer matches the cycle's answer ev (of row e of the event catalogue)
+// to the write it answers, if it was one of this publisher's: a
+// command-done event, or the write's refusal.
+func (w *writes) answer(ev *shm.Event, e contract.EventInfo, at time.Time) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	pw, ok := w.pending[ev.Value]
 	if !ok {
-		p.wmu.Lock()
-		p.rejectLocked(time.Now(), reject(RejectUnknown, "want %s/set/<slave>/<signal>", p.cfg.Root), "", "", topic)
-		p.wmu.Unlock()
+		return // not one of ours
+	}
+	delete(w.pending, ev.Value)
+	if ev.Kind == contract.EventCommandRejected {
+		w.ref.reject(at, reject(RejectCycleRefused, "the cycle refused it: %s", ev.TextString()), pw.slave, pw.signal, pw.topic)
 		return
 	}
-	v, err := cmdparse.Parse(payload)
-	var sent stamp
-	if err == nil && v.HasTS {
-		sent = stamp{ms: v.TS, ok: true}
-	}
-	p.write(slave, signal, topic, sent, func(s *Signal) (float64, uint64, error) {
-		if err != nil {
-			return 0, 0, reject(RejectMalformed, "%s", err.Error())
-		}
-		return checkValue(jsonValue(v), s)
+	w.seq.event(at, e.Name, func(o *jsonObject) {
+		o.uint("cycle", ev.Cycle)
+		o.string("slave", pw.slave)
+		o.string("signal", pw.signal)
+		o.float("value", pw.value)
+		o.string("topic", pw.topic)
 	})
+}
+
+// abandon refuses the writes still waiting for the cycle's answer, the
+// cycle process stopping (reason), and stops taking writes.
+func (w *writes) abandon(at time.Time, reason string) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	w.sink = nil
+	for seq, pw := range w.pending {
+		w.ref.reject(at, reject(RejectCycleDown, "the cycle process stopped before applying it: %s", reason), pw.slave, pw.signal, pw.topic)
+		delete(w.pending, seq)
+	}
 }
 
 // maxDCMDMetrics bounds the writes one DCMD may carry: each is answered

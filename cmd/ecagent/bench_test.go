@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 )
 
 // benchSHM returns a segment path unique to this test process and test.

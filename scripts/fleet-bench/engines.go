@@ -253,20 +253,39 @@ func startEngines(ctx context.Context, dir string, bin binaries, rulesFile strin
 		return nil, err
 	}
 	next := func() string { p := ports[0]; ports = ports[1:]; return p }
-	// Two receivers on one hashring: each series lives on one of them
-	// (replication factor 1), the other forwards to it.
+	grpcs, err := e.startReceivers(ctx, bin, next)
+	if err == nil {
+		err = e.startQuery(ctx, bin, next, grpcs)
+	}
+	if err == nil {
+		err = e.startRule(ctx, bin, next, rulesFile, eval)
+	}
+	if err == nil {
+		err = e.startCollector(ctx, bin, next, otlpInterval)
+	}
+	if err != nil {
+		e.stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// startReceivers starts two receivers on one hashring: each series lives
+// on one of them (replication factor 1), the other forwards to it. It
+// returns their gRPC addresses.
+func (e *engines) startReceivers(ctx context.Context, bin binaries, next func() string) ([]string, error) {
 	type recv struct{ http, grpc, write, capnp string }
 	rs := []recv{{next(), next(), next(), next()}, {next(), next(), next(), next()}}
 	ring := []map[string]any{{"hashring": "default", "endpoints": []string{rs[0].grpc, rs[1].grpc}}}
 	ringJSON, _ := json.Marshal(ring)
-	ringFile := filepath.Join(dir, "hashring.json")
+	ringFile := filepath.Join(e.dir, "hashring.json")
 	if err := os.WriteFile(ringFile, ringJSON, 0o644); err != nil {
 		return nil, err
 	}
 	for i, r := range rs {
 		name := fmt.Sprintf("receive-%d", i)
 		if err := e.start(name, bin.thanos, nil, "receive",
-			"--tsdb.path", filepath.Join(dir, name),
+			"--tsdb.path", filepath.Join(e.dir, name),
 			"--http-address", r.http, "--grpc-address", r.grpc,
 			"--remote-write.address", r.write,
 			"--receive.capnproto-address", r.capnp,
@@ -282,7 +301,6 @@ func startEngines(ctx context.Context, dir string, bin binaries, rulesFile strin
 			"--tsdb.retention", "1d",
 			"--tsdb.enable-native-histograms",
 			"--log.level", "warn"); err != nil {
-			e.stop()
 			return nil, err
 		}
 		e.receiveHTTP = append(e.receiveHTTP, r.http)
@@ -290,33 +308,37 @@ func startEngines(ctx context.Context, dir string, bin binaries, rulesFile strin
 	e.receiveWrite = "http://" + rs[0].write + "/api/v1/receive"
 	for i, r := range rs {
 		if err := e.waitReady(ctx, fmt.Sprintf("receive-%d", i), "http://"+r.http+"/-/ready", 60*time.Second); err != nil {
-			e.stop()
 			return nil, err
 		}
 	}
+	return []string{rs[0].grpc, rs[1].grpc}, nil
+}
 
+// startQuery starts the querier over the receivers at their gRPC
+// addresses.
+func (e *engines) startQuery(ctx context.Context, bin binaries, next func() string, receivers []string) error {
 	e.queryHTTP = next()
 	queryGRPC := next()
 	if err := e.start("query", bin.thanos, nil, "query",
 		"--http-address", e.queryHTTP, "--grpc-address", queryGRPC,
-		"--endpoint", rs[0].grpc, "--endpoint", rs[1].grpc,
+		"--endpoint", receivers[0], "--endpoint", receivers[1],
 		// The Prometheus replica's label: one series whichever
 		// replica shipped it.
 		"--query.replica-label", "replica",
 		"--log.level", "warn"); err != nil {
-		e.stop()
-		return nil, err
+		return err
 	}
-	if err := e.waitReady(ctx, "query", "http://"+e.queryHTTP+"/-/ready", 60*time.Second); err != nil {
-		e.stop()
-		return nil, err
-	}
+	return e.waitReady(ctx, "query", "http://"+e.queryHTTP+"/-/ready", 60*time.Second)
+}
 
+// startRule starts the ruler on rulesFile, evaluating every eval through
+// the querier and writing its recordings to the store.
+func (e *engines) startRule(ctx context.Context, bin binaries, next func() string, rulesFile string, eval time.Duration) error {
 	e.ruleHTTP = next()
 	ruleGRPC := next()
 	rw := fmt.Sprintf("remote_write:\n  - url: %s\n    name: store\n    queue_config: {batch_send_deadline: %s}\n", e.receiveWrite, promDuration(min(eval/2, 5*time.Second)))
 	if err := e.start("rule", bin.thanos, nil, "rule",
-		"--data-dir", filepath.Join(dir, "rule"),
+		"--data-dir", filepath.Join(e.dir, "rule"),
 		"--rule-file", rulesFile,
 		"--eval-interval", promDuration(eval),
 		"--query", e.queryHTTP,
@@ -324,14 +346,14 @@ func startEngines(ctx context.Context, dir string, bin binaries, rulesFile strin
 		"--http-address", e.ruleHTTP, "--grpc-address", ruleGRPC,
 		"--label", `ruler="fleet-bench"`,
 		"--log.level", "warn"); err != nil {
-		e.stop()
-		return nil, err
+		return err
 	}
-	if err := e.waitReady(ctx, "rule", "http://"+e.ruleHTTP+"/-/ready", 60*time.Second); err != nil {
-		e.stop()
-		return nil, err
-	}
+	return e.waitReady(ctx, "rule", "http://"+e.ruleHTTP+"/-/ready", 60*time.Second)
+}
 
+// startCollector starts the OpenTelemetry Collector with the shipped
+// configuration, writing to the store.
+func (e *engines) startCollector(ctx context.Context, bin binaries, next func() string, otlpInterval time.Duration) error {
 	grpc, httpAddr, telem := next(), next(), next()
 	host, port, _ := net.SplitHostPort(telem)
 	if err := e.start("otelcol", bin.otelcol, []string{
@@ -340,16 +362,11 @@ func startEngines(ctx context.Context, dir string, bin binaries, rulesFile strin
 		"OTELCOL_BATCH_TIMEOUT=" + promDuration(min(otlpInterval/2, 5*time.Second)),
 		"OTELCOL_TELEMETRY_HOST=" + host, "OTELCOL_TELEMETRY_PORT=" + port,
 	}, "--config", filepath.Join(repoRoot(), "deploy", "otelcol", "config.yaml")); err != nil {
-		e.stop()
-		return nil, err
+		return err
 	}
 	e.otlpHTTP = "http://" + httpAddr
 	e.otelTelem = telem
-	if err := e.waitReady(ctx, "otelcol", "http://"+telem+"/metrics", 60*time.Second); err != nil {
-		e.stop()
-		return nil, err
-	}
-	return e, nil
+	return e.waitReady(ctx, "otelcol", "http://"+telem+"/metrics", 60*time.Second)
 }
 
 // startScraper starts Prometheus in agent mode over the fleet's targets.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/busstate"
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/metrics/otlp"
 	"github.com/ecagent/ecagent/agent/rtcheck"
@@ -220,7 +221,9 @@ func (h *host) step(now time.Time, samples float64, s *shm.Sample) {
 			h.exp.Observe(s)
 		}
 	}
-	seg := metrics.SegmentCounts{FramesSent: h.sent, FramesLost: h.lost, LinkReceived: h.sent - h.lost}
+	var seg cyclestats.SegmentCounts
+	seg[cyclestats.CounterFramesSent], seg[cyclestats.CounterFramesLost] = h.sent, h.lost
+	seg[cyclestats.CounterLinkReceived] = h.sent - h.lost
 	c.SetSegment(seg)
 	if h.exp != nil {
 		h.exp.SetSegment(seg)

@@ -173,25 +173,16 @@ func run(ctx context.Context, o options, log *slog.Logger) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := o.dir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "fleet-bench-"); err != nil {
-			return nil, err
-		}
-		if !o.keep {
-			defer os.RemoveAll(dir)
-		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-
-	ts := timescale{window: o.duration / 6, baseline: o.duration / 2, forDur: max(2*o.eval, o.duration/24)}
-	shipped, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "prometheus", "ecagent.rules.yml"))
+	dir, remove, err := runDir(o)
 	if err != nil {
 		return nil, err
 	}
-	rulesFile := filepath.Join(dir, "ecagent.rules.yml")
-	if err := os.WriteFile(rulesFile, rulesFor(shipped, ts), 0o644); err != nil {
+	if remove {
+		defer os.RemoveAll(dir)
+	}
+	ts := timescale{window: o.duration / 6, baseline: o.duration / 2, forDur: max(2*o.eval, o.duration/24)}
+	rulesFile, err := writeRules(dir, ts)
+	if err != nil {
 		return nil, err
 	}
 
@@ -203,24 +194,16 @@ func run(ctx context.Context, o options, log *slog.Logger) (*report, error) {
 	defer eng.stop()
 	log.Info("engines up", "query", "http://"+eng.queryHTTP, "rule", "http://"+eng.ruleHTTP, "otlp", eng.otlpHTTP, "remote_write", eng.receiveWrite)
 
-	var before runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
 	fctx, cancelFleet := context.WithCancel(ctx)
 	defer cancelFleet()
-	fl, err := newFleet(fctx, fleetOptions{hosts: o.hosts, hostsPerLine: o.hostsPerLine, linesPerSite: o.linesPerSite,
-		pushEvery: o.pushEvery, rate: o.rate, window: 10 * time.Second, otlpEndpoint: eng.otlpHTTP,
-		otlpInterval: o.scrape, seed: 1}, log)
+	fl, heapPerHost, err := buildFleet(fctx, o, eng, log)
 	if err != nil {
 		return nil, err
 	}
-	var after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&after)
 
 	r := &report{Hosts: o.hosts, Engines: map[string]engCost{}, Timescale: map[string]string{
 		"[1h]": promDuration(ts.window), "offset 1w": promDuration(ts.baseline), "for": promDuration(ts.forDur)}}
-	r.HeapPerHost = int64(after.HeapInuse-before.HeapInuse) / int64(o.hosts)
+	r.HeapPerHost = heapPerHost
 	scraped := fl.scraped()
 	r.Scraped, r.Pushed = len(scraped), o.hosts-len(scraped)
 	var targets []string
@@ -237,10 +220,79 @@ func run(ctx context.Context, o options, log *slog.Logger) (*report, error) {
 	log.Info("fleet running", "hosts", o.hosts, "scraped", r.Scraped, "otlp", r.Pushed, "duration", o.duration,
 		"window", ts.window, "baseline", ts.baseline, "for", ts.forDur)
 
-	// What is injected, and what may alert.
-	injectAt := start.Add(o.duration * 4 / 10)
-	injected := map[string]bool{}
-	var regress []*host
+	regress, injected := pickRegressions(fl, o)
+	for k := range injected {
+		r.Injected = append(r.Injected, k)
+	}
+	sort.Strings(r.Injected)
+	w := watch{eng: eng, log: log, start: start, injectAt: start.Add(o.duration * 4 / 10), grace: ts.window,
+		regress: regress, injected: injected, seen: map[string]time.Time{}}
+	if err := w.run(ctx, o, r); err != nil {
+		return nil, err
+	}
+	w.account(r)
+
+	api := "http://" + eng.queryHTTP
+	r.SeriesInStore, _, _ = scalar(api, `count({__name__=~"ecagent_.+"})`)
+	r.OTLPSeries, _, _ = scalar(api, `count({__name__=~"ecagent_.+", instance=~".+/.+/.+"})`)
+
+	if len(scraped) > 0 {
+		if err := measureScrape(scraped, r); err != nil {
+			return nil, err
+		}
+	}
+	if err := timeDashboard(api, o, r); err != nil {
+		return nil, err
+	}
+	cancelFleet()
+	return r, nil
+}
+
+// buildFleet builds the fleet of o, pushing to eng's collector, and
+// returns it with the heap its hosts took, per host.
+func buildFleet(ctx context.Context, o options, eng *engines, log *slog.Logger) (*fleet, int64, error) {
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fl, err := newFleet(ctx, fleetOptions{hosts: o.hosts, hostsPerLine: o.hostsPerLine, linesPerSite: o.linesPerSite,
+		pushEvery: o.pushEvery, rate: o.rate, window: 10 * time.Second, otlpEndpoint: eng.otlpHTTP,
+		otlpInterval: o.scrape, seed: 1}, log)
+	if err != nil {
+		return nil, 0, err
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return fl, int64(after.HeapInuse-before.HeapInuse) / int64(o.hosts), nil
+}
+
+// runDir returns the directory of the run's files: o.dir, made if need
+// be, or a fresh temporary one, to remove after the run unless o.keep.
+func runDir(o options) (dir string, remove bool, err error) {
+	if o.dir != "" {
+		return o.dir, false, os.MkdirAll(o.dir, 0o755)
+	}
+	dir, err = os.MkdirTemp("", "fleet-bench-")
+	return dir, err == nil && !o.keep, err
+}
+
+// writeRules writes the shipped Prometheus rules, on the run's timescale,
+// into dir and returns the file's path.
+func writeRules(dir string, ts timescale) (string, error) {
+	shipped, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "prometheus", "ecagent.rules.yml"))
+	if err != nil {
+		return "", err
+	}
+	rulesFile := filepath.Join(dir, "ecagent.rules.yml")
+	return rulesFile, os.WriteFile(rulesFile, rulesFor(shipped, ts), 0o644)
+}
+
+// pickRegressions chooses the hosts whose jitter regresses and returns
+// them with the alerts they must make: lone hosts on lines of their own,
+// spread over the fleet, the first one a pushing host if there are any;
+// then whole lines.
+func pickRegressions(fl *fleet, o options) (regress []*host, injected map[string]bool) {
+	injected = map[string]bool{}
 	lines := map[int][]*host{}
 	for _, h := range fl.hosts {
 		lines[h.lineIndex] = append(lines[h.lineIndex], h)
@@ -250,8 +302,6 @@ func run(ctx context.Context, o options, log *slog.Logger) (*report, error) {
 		lineIdx = append(lineIdx, li)
 	}
 	sort.Ints(lineIdx)
-	// Lone hosts on lines of their own, spread over the fleet, the first
-	// one a pushing host if there are any; then whole lines.
 	step := max(1, len(lineIdx)/max(1, o.regressHosts+o.regressLines))
 	for k := range o.regressHosts {
 		hs := lines[lineIdx[k*step]]
@@ -272,79 +322,108 @@ func run(ctx context.Context, o options, log *slog.Logger) (*report, error) {
 		regress = append(regress, hs...)
 		injected[firing{"EcagentLineJitterRegressed", hs[0].site, hs[0].line, ""}.String()] = true
 	}
-	for k := range injected {
-		r.Injected = append(r.Injected, k)
-	}
-	sort.Strings(r.Injected)
+	return regress, injected
+}
 
+// watch is the measured part of a run: it injects the regressions, reads
+// the ruler's alerts every evaluation and keeps the engines' figures from
+// the injection on.
+type watch struct {
+	eng      *engines
+	log      *slog.Logger
+	start    time.Time
+	injectAt time.Time
+	grace    time.Duration // how long past the run an alert on its way may take
+	regress  []*host
+	injected map[string]bool
+	seen     map[string]time.Time // alerts seen firing, when first
+
+	// From the injection on: when, and the figures then.
+	t0              time.Time
+	ing0, rw0, wal0 float64
+	cpu0            map[string]procStat
+	self0           procStat
+}
+
+// run watches until the run's duration is over or ctx ends.
+func (w *watch) run(ctx context.Context, o options, r *report) error {
 	alertNames := []string{"EcagentJitterP99Regressed", "EcagentLineJitterRegressed"}
-	seen := map[string]time.Time{}
-	var ing0, rw0, wal0 float64
-	var t0 time.Time
-	cpu0 := map[string]procStat{}
-	self0, _ := readProcStat(os.Getpid())
+	w.cpu0 = map[string]procStat{}
+	w.self0, _ = readProcStat(os.Getpid())
 	tick := time.NewTicker(o.eval)
 	defer tick.Stop()
 	injectedDone := false
-	end := start.Add(o.duration)
+	end := w.start.Add(o.duration)
 	// On a loaded host the ruler and the store lag: an alert on its way
 	// at the end gets up to a window more (the regressions still on), and
 	// the run ends as soon as every injected one has fired.
-	grace := end.Add(ts.window)
-	allFired := func() bool {
-		for k := range injected {
-			if _, ok := seen[k]; !ok {
-				return false
-			}
-		}
-		return len(injected) > 0
-	}
-	for now := time.Now(); now.Before(end) || (now.Before(grace) && !allFired()); now = time.Now() {
+	grace := end.Add(w.grace)
+	for now := time.Now(); now.Before(end) || (now.Before(grace) && !w.allFired()); now = time.Now() {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-tick.C:
 		}
 		now := time.Now()
-		if !injectedDone && now.After(injectAt) {
-			for _, h := range regress {
-				h.regressed.Store(true)
-			}
+		if !injectedDone && now.After(w.injectAt) {
+			w.inject(now, r)
 			injectedDone = true
-			log.Info("regressions injected", "hosts", len(regress), "expected", r.Injected)
-			// The measured part of the run starts here: the fleet is
-			// warm, every engine has its series.
-			t0 = now
-			ing0, rw0, wal0 = eng.ingested(), eng.remoteWritten(), eng.walBytes()
-			for _, p := range eng.procs {
-				cpu0[p.name], _ = readProcStat(p.cmd.Process.Pid)
-			}
-			self0, _ = readProcStat(os.Getpid())
 		}
-		fs, err := firingAlerts("http://"+eng.ruleHTTP, alertNames)
+		fs, err := firingAlerts("http://"+w.eng.ruleHTTP, alertNames)
 		if err != nil {
-			log.Warn("reading the ruler's alerts", "err", err)
+			w.log.Warn("reading the ruler's alerts", "err", err)
 			continue
 		}
 		for _, f := range fs {
-			if _, ok := seen[f.String()]; !ok {
-				seen[f.String()] = now
-				log.Info("alert firing", "alert", f.String(), "at", now.Sub(start).Round(time.Second), "injected", injected[f.String()])
+			if _, ok := w.seen[f.String()]; !ok {
+				w.seen[f.String()] = now
+				w.log.Info("alert firing", "alert", f.String(), "at", now.Sub(w.start).Round(time.Second), "injected", w.injected[f.String()])
 			}
 		}
 	}
-	dt := time.Since(t0).Seconds()
-	r.IngestPerSec = (eng.ingested() - ing0) / dt
-	r.RemoteWriteBps = (eng.remoteWritten() - rw0) / dt
-	r.WALBytesPerSec = (eng.walBytes() - wal0) / dt
-	for _, p := range eng.procs {
+	return nil
+}
+
+// allFired reports whether every injected regression has alerted.
+func (w *watch) allFired() bool {
+	for k := range w.injected {
+		if _, ok := w.seen[k]; !ok {
+			return false
+		}
+	}
+	return len(w.injected) > 0
+}
+
+// inject makes the chosen hosts regress, at now, and starts the measured
+// part of the run: the fleet is warm, every engine has its series.
+func (w *watch) inject(now time.Time, r *report) {
+	for _, h := range w.regress {
+		h.regressed.Store(true)
+	}
+	w.log.Info("regressions injected", "hosts", len(w.regress), "expected", r.Injected)
+	w.t0 = now
+	w.ing0, w.rw0, w.wal0 = w.eng.ingested(), w.eng.remoteWritten(), w.eng.walBytes()
+	for _, p := range w.eng.procs {
+		w.cpu0[p.name], _ = readProcStat(p.cmd.Process.Pid)
+	}
+	w.self0, _ = readProcStat(os.Getpid())
+}
+
+// account fills r with the rates and costs since the injection, the
+// alerts that fired (expected or not) and the ruler's errors.
+func (w *watch) account(r *report) {
+	dt := time.Since(w.t0).Seconds()
+	r.IngestPerSec = (w.eng.ingested() - w.ing0) / dt
+	r.RemoteWriteBps = (w.eng.remoteWritten() - w.rw0) / dt
+	r.WALBytesPerSec = (w.eng.walBytes() - w.wal0) / dt
+	for _, p := range w.eng.procs {
 		st, _ := readProcStat(p.cmd.Process.Pid)
-		r.Engines[p.name] = engCost{Cores: (st.cpu - cpu0[p.name].cpu).Seconds() / dt, RSS: st.rss}
+		r.Engines[p.name] = engCost{Cores: (st.cpu - w.cpu0[p.name].cpu).Seconds() / dt, RSS: st.rss}
 	}
 	self, _ := readProcStat(os.Getpid())
-	r.BenchCPU = (self.cpu - self0.cpu).Seconds() / dt
-	for k := range seen {
-		if injected[k] {
+	r.BenchCPU = (self.cpu - w.self0.cpu).Seconds() / dt
+	for k := range w.seen {
+		if w.injected[k] {
 			r.Alerted = append(r.Alerted, k)
 		} else {
 			r.FalseAlerts = append(r.FalseAlerts, k)
@@ -352,22 +431,7 @@ func run(ctx context.Context, o options, log *slog.Logger) (*report, error) {
 	}
 	sort.Strings(r.Alerted)
 	sort.Strings(r.FalseAlerts)
-	r.RuleErrors, _ = ruleErrors("http://" + eng.ruleHTTP)
-
-	api := "http://" + eng.queryHTTP
-	r.SeriesInStore, _, _ = scalar(api, `count({__name__=~"ecagent_.+"})`)
-	r.OTLPSeries, _, _ = scalar(api, `count({__name__=~"ecagent_.+", instance=~".+/.+/.+"})`)
-
-	if len(scraped) > 0 {
-		if err := measureScrape(scraped, r); err != nil {
-			return nil, err
-		}
-	}
-	if err := timeDashboard(api, o, r); err != nil {
-		return nil, err
-	}
-	cancelFleet()
-	return r, nil
+	r.RuleErrors, _ = ruleErrors("http://" + w.eng.ruleHTTP)
 }
 
 // ingested is the samples the receivers appended so far.

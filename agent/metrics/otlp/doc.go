@@ -30,10 +30,11 @@
 // Prometheus translation (dots to underscores, the unit as a suffix,
 // counters with _total) gives back the names of the Prometheus endpoint:
 // ecagent.cycle_jitter (unit s) becomes ecagent_cycle_jitter_seconds. The
-// names, units and descriptions of the sample's figures come from the one
-// table of package metrics (metrics.Quantity, metrics.Counter), and the
-// figures themselves from metrics.Deriver, the computation the Prometheus
-// consumer records too; this package only records them. A test checks the
+// names, units and descriptions of the sample's figures come from the rows
+// of package cyclestats (cyclestats.Quantity, cyclestats.Counter: the
+// instrument is ecagent.<stem>), and the figures themselves from
+// cyclestats.Deriver, the computation the Prometheus consumer records
+// too; this package only records them. A test checks the
 // mirror both ways: every instrument translates to a documented
 // Prometheus family of its type, and every documented family has an
 // instrument, except those it lists as Prometheus-only with the reason
@@ -48,15 +49,11 @@
 //     ecagent.job_duration, ecagent.frame_rtt, ecagent.dc_time_difference,
 //     ecagent.dc_controller_error (seconds) and ecagent.cycle_cpu_load
 //     (job / target period, unit 1).
-//   - Counters, exported from the start at 0: ecagent.cycles,
-//     ecagent.cycle_overruns, ecagent.cycle_skipped, ecagent.lost_frames,
-//     ecagent.late_answers, ecagent.wkc_errors,
-//     ecagent.acyclic_cycles, ecagent.acyclic_cycle_overruns, and the
-//     running totals the segment holds, observed at each export:
-//     ecagent.sample_ring_drops, ecagent.cyclic_frames_sent,
-//     ecagent.cyclic_frames_lost, ecagent.cyclic_frames_late,
-//     ecagent.link_frames_received and
-//     ecagent.link_kernel_drops.
+//   - Counters, one per counter of package cyclestats (ecagent.cycles,
+//     ecagent.lost_frames, …; docs/metrics.md lists them all), exported
+//     from the start at 0; the segment counters, running totals the
+//     segment holds (ecagent.sample_ring_drops, the frame and link
+//     totals), are observed at each export.
 //   - Gauges of the exact window statistics, recorded when a window closes,
 //     with the attribute stat (min, max, mean, stddev, p50, p90, p99,
 //     p999): ecagent.cycle_period_window … ecagent.cycle_cpu_load_window;

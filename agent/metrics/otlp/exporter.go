@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -30,24 +31,24 @@ const scopeName = "github.com/ecagent/ecagent/agent/metrics/otlp"
 
 // Exporter records the cycle samples into OpenTelemetry instruments and
 // exports them periodically over OTLP. The figures of each sample come
-// from a metrics.Deriver, the same computation metrics.Consumer records
+// from a cyclestats.Deriver, the same computation metrics.Consumer records
 // for Prometheus; the Exporter only records them. Observe, Window, Restart
 // and SetSegment belong to the one goroutine that drains the sample ring
 // (like metrics.Consumer); the export runs on the SDK's goroutine.
 type Exporter struct {
 	provider *sdkmetric.MeterProvider
 	protocol Protocol
-	deriver  *metrics.Deriver
+	deriver  *cyclestats.Deriver
 
-	hist          [metrics.NumQuantities]metric.Float64Histogram
-	window        [metrics.NumQuantities]metric.Float64Gauge
+	hist          [cyclestats.NumQuantities]metric.Float64Histogram
+	window        [cyclestats.NumQuantities]metric.Float64Gauge
 	windowSamples metric.Int64Gauge
-	statOpts      [metrics.NumWindowStats][]metric.RecordOption
-	quantityOpts  [metrics.NumQuantities][]metric.RecordOption
+	statOpts      [cyclestats.NumStats][]metric.RecordOption
+	quantityOpts  [cyclestats.NumQuantities][]metric.RecordOption
 	// counters holds the counters the samples advance; the segment
-	// counters' entries, metrics.CounterRingDrops and after, stay nil
-	// (observable counters read the deriver instead).
-	counters [metrics.NumCounters]metric.Int64Counter
+	// counters' entries stay nil (observable counters read the deriver
+	// instead).
+	counters [cyclestats.NumCounters]metric.Int64Counter
 
 	// Per-slave instruments of the event methods.
 	emergencies, driveFaults            metric.Int64Counter
@@ -109,7 +110,7 @@ func New(ctx context.Context, opts Options) (*Exporter, error) {
 		// each measurement to a reservoir costs time per sample.
 		sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter),
 	)
-	e := &Exporter{provider: provider, protocol: proto, deriver: metrics.NewDeriver(opts.Target)}
+	e := &Exporter{provider: provider, protocol: proto, deriver: cyclestats.NewDeriver(opts.Target)}
 	if err := e.instruments(provider.Meter(scopeName)); err != nil {
 		_ = provider.Shutdown(ctx)
 		return nil, err
@@ -159,36 +160,47 @@ func newMetricExporter(ctx context.Context, proto Protocol, endpoint string, opt
 // instruments creates every instrument, with the description of the
 // Prometheus family it mirrors.
 func (e *Exporter) instruments(m metric.Meter) error {
-	catalog := metrics.Documented()
-	var errs []error
-	describe := func(name, unit string, kind instrumentKind) metric.InstrumentOption {
-		help, err := helpOf(catalog, prometheusName(name, unit, kind))
-		errs = append(errs, err)
-		return metric.WithDescription(help)
+	b := &instrumentBuilder{m: m, catalog: metrics.Documented()}
+	e.cycleInstruments(b)
+	e.emergencies = b.counter(nameEmergencies)
+	e.driveFaults = b.counter(nameDriveFaults)
+	e.lastEmergency = b.gauge(nameLastEmergency, unitCode)
+	e.driveState = b.gauge(nameDriveState, unitState)
+	e.driveErr = b.gauge(nameDriveError, unitCode)
+	if err := errors.Join(b.errs...); err != nil {
+		return fmt.Errorf("otlp: instruments: %w", err)
 	}
-	for q := range metrics.NumQuantities {
+	return nil
+}
+
+// cycleInstruments creates the instruments of the cycle's figures, one
+// set per row of package cyclestats: each quantity's histogram and window
+// gauge, each counter, and those of the sample stream's other figures.
+func (e *Exporter) cycleInstruments(b *instrumentBuilder) {
+	for q := range cyclestats.NumQuantities {
 		var err error
 		name, unit := quantityName(q), quantityUnit(q)
-		e.hist[q], err = m.Float64Histogram(name, metric.WithUnit(unit), describe(name, unit, kindHistogram))
-		errs = append(errs, err)
+		e.hist[q], err = b.m.Float64Histogram(name, metric.WithUnit(unit), b.describe(name, unit, kindHistogram))
+		b.errs = append(b.errs, err)
 		win := name + "_window"
-		e.window[q], err = m.Float64Gauge(win, metric.WithUnit(unit), describe(win, unit, kindGauge))
-		errs = append(errs, err)
+		e.window[q], err = b.m.Float64Gauge(win, metric.WithUnit(unit), b.describe(win, unit, kindGauge))
+		b.errs = append(b.errs, err)
 		e.quantityOpts[q] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("quantity", q.String())))}
 	}
-	for i, stat := range metrics.WindowStats() {
-		e.statOpts[i] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("stat", stat)))}
+	for st := range cyclestats.NumStats {
+		e.statOpts[st] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("stat", st.String())))}
 	}
 	var err error
-	e.windowSamples, err = m.Int64Gauge(nameWindowSamples, metric.WithUnit(unitValues), describe(nameWindowSamples, unitValues, kindGauge))
-	errs = append(errs, err)
-	counter := func(name string) metric.Int64Counter {
-		c, err := m.Int64Counter(name, metric.WithUnit(counterUnit), describe(name, counterUnit, kindCounter))
-		errs = append(errs, err)
-		return c
-	}
-	for c := range metrics.CounterRingDrops {
-		e.counters[c] = counter(counterName(c))
+	e.windowSamples, err = b.m.Int64Gauge(nameWindowSamples, metric.WithUnit(unitValues), b.describe(nameWindowSamples, unitValues, kindGauge))
+	b.errs = append(b.errs, err)
+	for c := range cyclestats.NumCounters {
+		if c.Segment() {
+			// The segment holds the segment counters as running totals:
+			// they are observed.
+			b.observedCounter(counterName(c), func() int64 { return int64(e.deriver.SegmentCount(c)) })
+			continue
+		}
+		e.counters[c] = b.counter(counterName(c))
 		// Export every counter from the start, at 0, as /metrics does:
 		// the SDK leaves out an instrument nothing was recorded to, and a
 		// collector then sees the first lost frame as the start of a new
@@ -197,64 +209,76 @@ func (e *Exporter) instruments(m metric.Meter) error {
 			e.counters[c].Add(context.Background(), 0)
 		}
 	}
-	e.emergencies = counter(nameEmergencies)
-	e.driveFaults = counter(nameDriveFaults)
-	gauge := func(name, unit string) metric.Int64Gauge {
-		g, err := m.Int64Gauge(name, metric.WithUnit(unit), describe(name, unit, kindGauge))
-		errs = append(errs, err)
-		return g
-	}
-	e.lastEmergency = gauge(nameLastEmergency, unitCode)
-	e.driveState = gauge(nameDriveState, unitState)
-	e.driveErr = gauge(nameDriveError, unitCode)
-	// The segment counters are observed: the segment holds them as
-	// running totals.
-	for c := metrics.CounterRingDrops; c < metrics.NumCounters; c++ {
-		name := counterName(c)
-		_, err = m.Int64ObservableCounter(name, metric.WithUnit(counterUnit), describe(name, counterUnit, kindCounter),
-			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-				o.Observe(int64(e.deriver.SegmentCount(c)))
-				return nil
-			}))
-		errs = append(errs, err)
-	}
 	// Like ecagent_expected_wkc, absent until the first sample set it.
-	_, err = m.Int64ObservableGauge(nameExpectedWKC, metric.WithUnit(unitWKC), describe(nameExpectedWKC, unitWKC, kindGauge),
+	_, err = b.m.Int64ObservableGauge(nameExpectedWKC, metric.WithUnit(unitWKC), b.describe(nameExpectedWKC, unitWKC, kindGauge),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			if v, ok := e.deriver.ExpectedWKC(); ok {
 				o.Observe(int64(v))
 			}
 			return nil
 		}))
-	errs = append(errs, err)
+	b.errs = append(b.errs, err)
 	target := float64(e.deriver.Target()) / 1e9
-	_, err = m.Float64ObservableGauge(nameTarget, metric.WithUnit(unitSeconds), describe(nameTarget, unitSeconds, kindGauge),
+	_, err = b.m.Float64ObservableGauge(nameTarget, metric.WithUnit(unitSeconds), b.describe(nameTarget, unitSeconds, kindGauge),
 		metric.WithFloat64Callback(func(_ context.Context, o metric.Float64Observer) error {
 			o.Observe(target)
 			return nil
 		}))
-	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("otlp: instruments: %w", err)
-	}
-	return nil
+	b.errs = append(b.errs, err)
+}
+
+// instrumentBuilder creates instruments on one meter, each described by
+// the Prometheus family it mirrors, and gathers the errors.
+type instrumentBuilder struct {
+	m       metric.Meter
+	catalog []metrics.Series
+	errs    []error
+}
+
+// describe returns the description of an instrument: the help text of the
+// Prometheus family it translates to.
+func (b *instrumentBuilder) describe(name, unit string, kind instrumentKind) metric.InstrumentOption {
+	help, err := helpOf(b.catalog, prometheusName(name, unit, kind))
+	b.errs = append(b.errs, err)
+	return metric.WithDescription(help)
+}
+
+func (b *instrumentBuilder) counter(name string) metric.Int64Counter {
+	c, err := b.m.Int64Counter(name, metric.WithUnit(counterUnit), b.describe(name, counterUnit, kindCounter))
+	b.errs = append(b.errs, err)
+	return c
+}
+
+func (b *instrumentBuilder) observedCounter(name string, value func() int64) {
+	_, err := b.m.Int64ObservableCounter(name, metric.WithUnit(counterUnit), b.describe(name, counterUnit, kindCounter),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(value())
+			return nil
+		}))
+	b.errs = append(b.errs, err)
+}
+
+func (b *instrumentBuilder) gauge(name, unit string) metric.Int64Gauge {
+	g, err := b.m.Int64Gauge(name, metric.WithUnit(unit), b.describe(name, unit, kindGauge))
+	b.errs = append(b.errs, err)
+	return g
 }
 
 // Protocol returns the transport in use.
 func (e *Exporter) Protocol() Protocol { return e.protocol }
 
-// Observe records one cycle sample: its figures (metrics.Deriver.Derive,
+// Observe records one cycle sample: its figures (cyclestats.Deriver.Derive,
 // exactly those metrics.Consumer.Observe records) go into the histograms
 // and the counters. It does not allocate.
 func (e *Exporter) Observe(s *shm.Sample) {
 	ctx := context.Background()
 	f := e.deriver.Derive(s)
-	for c := range metrics.CounterRingDrops {
+	for c := range cyclestats.NumCounters {
 		if n := f.Count(c); n > 0 {
 			e.counters[c].Add(ctx, n)
 		}
 	}
-	for q := range metrics.NumQuantities {
+	for q := range cyclestats.NumQuantities {
 		if v, ok := f.Value(q); ok {
 			e.hist[q].Record(ctx, v)
 		}
@@ -262,13 +286,13 @@ func (e *Exporter) Observe(s *shm.Sample) {
 }
 
 // Window records the exact statistics of a closed window (the report of
-// metrics.Consumer.CloseWindow, metrics.WindowReport.Values) as gauges,
-// and the number of values behind each quantity's statistics.
-// Quantities without a value in the window have no statistics recorded
-// (their count, 0, is).
-func (e *Exporter) Window(r metrics.WindowReport) {
+// metrics.Consumer.CloseWindow, cyclestats.Report.Values) as gauges, and
+// the number of values behind each quantity's statistics. Quantities
+// without a value in the window have no statistics recorded (their count,
+// 0, is).
+func (e *Exporter) Window(r cyclestats.Report) {
 	ctx := context.Background()
-	for q := range metrics.NumQuantities {
+	for q := range cyclestats.NumQuantities {
 		s := r.Summary(q)
 		e.windowSamples.Record(ctx, s.Count, e.quantityOpts[q]...)
 		values, ok := r.Values(q)
@@ -321,12 +345,10 @@ func (e *Exporter) DriveFaultCleared(position int, name string) {
 // it when the cycle process restarts.
 func (e *Exporter) Restart() { e.deriver.Restart() }
 
-// SetSegment sets the segment counters (ecagent.sample_ring_drops,
-// ecagent.cyclic_frames_sent, ecagent.cyclic_frames_lost,
-// ecagent.cyclic_frames_late, ecagent.link_frames_received,
-// ecagent.link_kernel_drops) from the running
-// totals the segment holds, read at one drain (metrics.Deriver.SetSegment).
-func (e *Exporter) SetSegment(s metrics.SegmentCounts) { e.deriver.SetSegment(s) }
+// SetSegment sets the segment counters from the running totals the
+// segment holds, read at one drain (cyclestats.ReadSegment,
+// cyclestats.Deriver.SetSegment).
+func (e *Exporter) SetSegment(s cyclestats.SegmentCounts) { e.deriver.SetSegment(s) }
 
 // Flush exports what has been recorded now, without waiting for the
 // interval.

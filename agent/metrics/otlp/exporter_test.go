@@ -9,6 +9,7 @@ import (
 
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/metrics/otlp/otlptest"
 	"github.com/ecagent/ecagent/shm"
@@ -38,8 +39,8 @@ func TestExportOverHTTP(t *testing.T) {
 		e.Observe(&s)
 		c.Observe(&s)
 	}
-	e.SetSegment(metrics.SegmentCounts{RingDrops: 7})
-	c.SetSegment(metrics.SegmentCounts{RingDrops: 7})
+	e.SetSegment(ringDrops(7))
+	c.SetSegment(ringDrops(7))
 	report := c.CloseWindow()
 	e.Window(report)
 	if err := e.Flush(ctx); err != nil {
@@ -84,7 +85,7 @@ func TestExportOverHTTP(t *testing.T) {
 
 	// Every histogram counts what the Prometheus consumer counted.
 	prom := gatherHistogramCounts(t, reg)
-	for q := range metrics.NumQuantities {
+	for q := range cyclestats.NumQuantities {
 		name, unit := quantityName(q), quantityUnit(q)
 		m, _ := otlptest.Latest(exports, name)
 		if m == nil || m.GetExponentialHistogram() == nil {
@@ -92,7 +93,7 @@ func TestExportOverHTTP(t *testing.T) {
 			continue
 		}
 		dp := m.GetExponentialHistogram().GetDataPoints()[0]
-		if want := prom[q.Info().Histogram]; dp.GetCount() != want {
+		if want := prom[metrics.HistogramName(q)]; dp.GetCount() != want {
 			t.Errorf("%s: count %d, the Prometheus histogram has %d", name, dp.GetCount(), want)
 		}
 		if m.GetUnit() != unit {
@@ -103,12 +104,12 @@ func TestExportOverHTTP(t *testing.T) {
 	// Counters: the values the test data makes, and the Prometheus
 	// consumer's.
 	promCounters := gatherCounters(t, reg)
-	wantCounters := [metrics.NumCounters]int64{
-		metrics.CounterCycles: n, metrics.CounterOverruns: 1, metrics.CounterSkipped: 2, metrics.CounterLostFrames: 4,
-		metrics.CounterLateAnswers: 3, metrics.CounterWKCErrors: 3, metrics.CounterRingDrops: 7,
+	wantCounters := [cyclestats.NumCounters]int64{
+		cyclestats.CounterCycles: n, cyclestats.CounterOverruns: 1, cyclestats.CounterSkipped: 2, cyclestats.CounterLostFrames: 4,
+		cyclestats.CounterLateAnswers: 3, cyclestats.CounterWKCErrors: 3, cyclestats.CounterRingDrops: 7,
 	}
 	for c, want := range wantCounters {
-		name := counterName(metrics.Counter(c))
+		name := counterName(cyclestats.Counter(c))
 		m, _ := otlptest.Latest(exports, name)
 		if m == nil || m.GetSum() == nil || !m.GetSum().GetIsMonotonic() {
 			t.Errorf("%s: no monotonic sum exported (%v)", name, m)
@@ -118,7 +119,7 @@ func TestExportOverHTTP(t *testing.T) {
 		if got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
 		}
-		if p := metrics.Counter(c).Info().Name; promCounters[p] != float64(got) {
+		if p := metrics.CounterName(cyclestats.Counter(c)); promCounters[p] != float64(got) {
 			t.Errorf("%s = %d, but %s = %g", name, got, p, promCounters[p])
 		}
 	}
@@ -135,7 +136,7 @@ func TestExportOverHTTP(t *testing.T) {
 	for _, dp := range m.GetGauge().GetDataPoints() {
 		counts[otlptest.Attributes(dp.GetAttributes())["quantity"]] = dp.GetAsInt()
 	}
-	for q := range metrics.NumQuantities {
+	for q := range cyclestats.NumQuantities {
 		if want := report.Summary(q).Count; counts[q.String()] != want || want == 0 {
 			t.Errorf("%s{quantity=%s} = %d, want the report's %d (> 0)", nameWindowSamples, q, counts[q.String()], want)
 		}
@@ -158,8 +159,8 @@ func TestExportOverHTTP(t *testing.T) {
 	for _, dp := range m.GetGauge().GetDataPoints() {
 		got[otlptest.Attributes(dp.GetAttributes())["stat"]] = dp.GetAsDouble()
 	}
-	if got["max"] != 200e-9 || got["min"] != 0 || got["max"] != float64(report.DCControllerError.Max)/1e9 {
-		t.Errorf("DC controller error window stats %v, want max 200 ns (= the report's %d ns), min 0", got, report.DCControllerError.Max)
+	if got["max"] != 200e-9 || got["min"] != 0 || got["max"] != float64(report.Windows[cyclestats.QuantityDCControllerError].Max)/1e9 {
+		t.Errorf("DC controller error window stats %v, want max 200 ns (= the report's %d ns), min 0", got, report.Windows[cyclestats.QuantityDCControllerError].Max)
 	}
 	m, _ = otlptest.Latest(exports, "ecagent.cycle_cpu_load_window")
 	for _, dp := range m.GetGauge().GetDataPoints() {
@@ -200,7 +201,7 @@ func TestExportOverHTTP(t *testing.T) {
 	}
 	// Per quantity a histogram and a window gauge; every counter; the
 	// window sample counts, the expected WKC and the target.
-	if want := 2*int(metrics.NumQuantities) + int(metrics.NumCounters) + 3; seen != want {
+	if want := 2*int(cyclestats.NumQuantities) + int(cyclestats.NumCounters) + 3; seen != want {
 		t.Errorf("%d metrics exported, want %d", seen, want)
 	}
 }
@@ -349,7 +350,7 @@ func TestCountersStartAtZero(t *testing.T) {
 	if err := e.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for c := range metrics.NumCounters {
+	for c := range cyclestats.NumCounters {
 		name := counterName(c)
 		m, _ := otlptest.Latest(rcv.Exports(), name)
 		if m == nil || m.GetSum().GetDataPoints()[0].GetAsInt() != 0 {

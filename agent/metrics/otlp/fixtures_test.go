@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/metrics/otlp/otlptest"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -99,4 +100,11 @@ func newHTTPExporter(t *testing.T, p Protocol) (*Exporter, *otlptest.Receiver) {
 	}
 	t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
 	return e, rcv
+}
+
+// ringDrops returns the segment totals of n ring drops.
+func ringDrops(n uint64) cyclestats.SegmentCounts {
+	var s cyclestats.SegmentCounts
+	s[cyclestats.CounterRingDrops] = n
+	return s
 }

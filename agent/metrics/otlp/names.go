@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/metrics"
 )
 
@@ -31,18 +32,18 @@ const (
 
 // quantityName returns the name of a quantity's histogram, e.g.
 // ecagent.cycle_jitter; its window gauge is the same name with "_window".
-func quantityName(q metrics.Quantity) string { return "ecagent." + q.Info().Label }
+func quantityName(q cyclestats.Quantity) string { return "ecagent." + q.Info().Stem }
 
 // quantityUnit returns the UCUM code of a quantity's unit.
-func quantityUnit(q metrics.Quantity) string {
-	if q.Info().Unit == metrics.UnitRatio {
+func quantityUnit(q cyclestats.Quantity) string {
+	if q.Info().Unit == cyclestats.UnitRatio {
 		return unitRatio
 	}
 	return unitSeconds
 }
 
 // counterName returns the name of a counter, e.g. ecagent.lost_frames.
-func counterName(c metrics.Counter) string { return "ecagent." + c.Info().Stem }
+func counterName(c cyclestats.Counter) string { return "ecagent." + c.Info().Stem }
 
 // Names and units of the instruments fed by the cycle's events (the
 // Exporter's event methods), per slave.

@@ -74,7 +74,7 @@ func TestNamesMirrorPrometheus(t *testing.T) {
 		e.Observe(&s)
 		reg.Consumer().Observe(&s)
 	}
-	e.SetSegment(metrics.SegmentCounts{RingDrops: 1})
+	e.SetSegment(ringDrops(1))
 	e.Window(reg.Consumer().CloseWindow())
 	e.Emergency(1, "AKD", 0x8611)
 	e.SetDriveState(1, "AKD", 8) // fault

@@ -155,6 +155,63 @@ type Conn struct {
 // goroutines; the connection ends with Disconnect, Close or a failure
 // (Done).
 func Dial(ctx context.Context, o Options) (*Conn, error) {
+	ka, err := o.normalize()
+	if err != nil {
+		return nil, err
+	}
+	b, err := parseBroker(o.Broker)
+	if err != nil {
+		return nil, err
+	}
+	wrap := func(err error) error { return fmt.Errorf("mqttconn: connect %s: %w", b.addr, err) }
+
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	nc, err := b.dial(ctx, o.TLS)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	// Every read and write of the handshake ends with ctx: at its
+	// deadline, or at once when it is cancelled.
+	deadline, _ := ctx.Deadline()
+	_ = nc.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	nc, br, err := b.upgrade(nc)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	c := &Conn{
+		addr: b.addr, conn: nc, br: br, timeout: o.Timeout, keepAlive: time.Duration(ka) * time.Second,
+		maxPacket: o.MaxPacket, onMessage: o.OnMessage, maxInflight: o.MaxInflight,
+		wbuf: make([]byte, 0, 1024), acks: make(chan struct{}, 1), subacks: make(chan suback, 1),
+		done: make(chan struct{}),
+	}
+	c.wbuf = appendConnect(c.wbuf[:0], &o, ka)
+	if _, err := nc.Write(c.wbuf); err != nil {
+		nc.Close()
+		return nil, wrap(err)
+	}
+	rbuf, err := c.readConnack()
+	if err != nil {
+		nc.Close()
+		if (ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded)) && !errors.As(err, new(*ConnectError)) {
+			err = fmt.Errorf("no CONNACK within %v: %w", o.Timeout, err)
+		}
+		return nil, wrap(err)
+	}
+	if !stop() {
+		nc.Close()
+		return nil, wrap(fmt.Errorf("no CONNACK within %v", o.Timeout))
+	}
+	_ = nc.SetDeadline(time.Time{})
+	c.start(rbuf)
+	return c, nil
+}
+
+// normalize fills in the defaults of o and checks what the broker could
+// not take; it returns the keep-alive in seconds, as CONNECT carries it.
+func (o *Options) normalize() (keepAlive uint16, err error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
@@ -168,111 +225,128 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	o.MaxPacket = min(o.MaxPacket, packet.MaxRemaining)
 	ka := o.KeepAlive.Round(time.Second) / time.Second
 	if ka > 65535 || ka < 0 {
-		return nil, fmt.Errorf("mqttconn: keep-alive %v out of range", o.KeepAlive)
+		return 0, fmt.Errorf("mqttconn: keep-alive %v out of range", o.KeepAlive)
 	}
 	if o.KeepAlive > 0 && ka == 0 {
 		ka = 1
 	}
 	if o.Will != nil && o.Will.QoS > 1 {
-		return nil, fmt.Errorf("mqttconn: will QoS %d, want 0 or 1", o.Will.QoS)
+		return 0, fmt.Errorf("mqttconn: will QoS %d, want 0 or 1", o.Will.QoS)
 	}
-	u, err := url.Parse(o.Broker)
-	if err != nil {
-		return nil, fmt.Errorf("mqttconn: broker URL: %w", err)
-	}
-	scheme := strings.ToLower(u.Scheme)
-	var port string
+	return uint16(ka), nil
+}
+
+// broker is where a connection goes: the broker's URL, its scheme in
+// lower case and its address (host:port).
+type broker struct {
+	url    *url.URL
+	scheme string
+	addr   string
+}
+
+// defaultPort returns the port of a scheme a broker URL may have, and
+// false for any other scheme.
+func defaultPort(scheme string) (string, bool) {
 	switch scheme {
 	case "tcp", "mqtt":
-		port = "1883"
+		return "1883", true
 	case "ssl", "tls", "mqtts":
-		port = "8883"
+		return "8883", true
 	case "ws":
-		port = "80"
+		return "80", true
 	case "wss":
-		port = "443"
-	default:
-		return nil, fmt.Errorf("mqttconn: broker URL %q: unknown scheme %q", o.Broker, u.Scheme)
+		return "443", true
 	}
-	host := u.Hostname()
+	return "", false
+}
+
+// parseBroker reads a broker URL (see Options.Broker).
+func parseBroker(raw string) (broker, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return broker{}, fmt.Errorf("mqttconn: broker URL: %w", err)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	port, ok := defaultPort(scheme)
+	if !ok {
+		return broker{}, fmt.Errorf("mqttconn: broker URL %q: unknown scheme %q", raw, u.Scheme)
+	}
 	if u.Port() != "" {
 		port = u.Port()
 	}
-	addr := net.JoinHostPort(host, port)
-	wrap := func(err error) error { return fmt.Errorf("mqttconn: connect %s: %w", addr, err) }
+	return broker{url: u, scheme: scheme, addr: net.JoinHostPort(u.Hostname(), port)}, nil
+}
 
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	nd := &net.Dialer{}
-	var nc net.Conn
-	switch scheme {
+// secure reports whether the scheme runs over TLS.
+func (b broker) secure() bool {
+	switch b.scheme {
 	case "ssl", "tls", "mqtts", "wss":
-		cfg := o.TLS
-		if cfg == nil {
-			cfg = &tls.Config{}
-		}
-		nc, err = (&tls.Dialer{NetDialer: nd, Config: cfg}).DialContext(ctx, "tcp", addr)
-	default:
-		nc, err = nd.DialContext(ctx, "tcp", addr)
+		return true
 	}
-	if err != nil {
-		return nil, wrap(err)
+	return false
+}
+
+// dial opens the TCP connection, with TLS (cfg, nil for Go's defaults)
+// when the scheme asks for it.
+func (b broker) dial(ctx context.Context, cfg *tls.Config) (net.Conn, error) {
+	nd := &net.Dialer{}
+	if !b.secure() {
+		return nd.DialContext(ctx, "tcp", b.addr)
 	}
-	deadline, _ := ctx.Deadline()
-	_ = nc.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	if cfg == nil {
+		cfg = &tls.Config{}
+	}
+	return (&tls.Dialer{NetDialer: nd, Config: cfg}).DialContext(ctx, "tcp", b.addr)
+}
+
+// upgrade returns the stream MQTT runs on over nc, with its reader: nc
+// itself, or a WebSocket for ws:// and wss:// (the URL's path is the
+// endpoint, /mqtt if empty). It closes nc when the upgrade fails.
+func (b broker) upgrade(nc net.Conn) (net.Conn, *bufio.Reader, error) {
 	br := bufio.NewReaderSize(nc, 4096)
-	if scheme == "ws" || scheme == "wss" {
-		path := u.EscapedPath()
-		if path == "" {
-			path = "/mqtt"
-		}
-		if u.RawQuery != "" {
-			path += "?" + u.RawQuery
-		}
-		ws, err := dialWebSocket(nc, br, u.Host, path)
-		if err != nil {
-			nc.Close()
-			return nil, wrap(err)
-		}
-		nc, br = ws, bufio.NewReaderSize(ws, 4096)
+	if b.scheme != "ws" && b.scheme != "wss" {
+		return nc, br, nil
 	}
-	c := &Conn{
-		addr: addr, conn: nc, br: br, timeout: o.Timeout, keepAlive: time.Duration(ka) * time.Second,
-		maxPacket: o.MaxPacket, onMessage: o.OnMessage, maxInflight: o.MaxInflight,
-		wbuf: make([]byte, 0, 1024), acks: make(chan struct{}, 1), subacks: make(chan suback, 1),
-		done: make(chan struct{}),
+	path := b.url.EscapedPath()
+	if path == "" {
+		path = "/mqtt"
 	}
-	c.wbuf = appendConnect(c.wbuf[:0], &o, uint16(ka))
-	if _, err := nc.Write(c.wbuf); err != nil {
-		nc.Close()
-		return nil, wrap(err)
+	if b.url.RawQuery != "" {
+		path += "?" + b.url.RawQuery
 	}
-	var rbuf []byte
-	h, body, err := packet.Read(br, &rbuf, 16)
-	if err == nil && h>>4 != packet.TypeConnack {
-		err = packet.Malformed("first packet of type %d, want CONNACK", h>>4)
-	}
-	var code byte
-	if err == nil {
-		_, code, err = packet.ParseConnack(body)
-	}
-	if err == nil && code != 0 {
-		err = &ConnectError{Code: code}
-	}
+	ws, err := dialWebSocket(nc, br, b.url.Host, path)
 	if err != nil {
 		nc.Close()
-		if (ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded)) && !errors.As(err, new(*ConnectError)) {
-			err = fmt.Errorf("no CONNACK within %v: %w", o.Timeout, err)
-		}
-		return nil, wrap(err)
+		return nil, nil, err
 	}
-	if !stop() {
-		nc.Close()
-		return nil, wrap(fmt.Errorf("no CONNACK within %v", o.Timeout))
+	return ws, bufio.NewReaderSize(ws, 4096), nil
+}
+
+// readConnack reads the answer to CONNECT; it returns the read buffer,
+// for the reader goroutine, and an error when the broker did not accept
+// the connection (a *ConnectError when it said why).
+func (c *Conn) readConnack() ([]byte, error) {
+	var rbuf []byte
+	h, body, err := packet.Read(c.br, &rbuf, 16)
+	if err != nil {
+		return nil, err
 	}
-	_ = nc.SetDeadline(time.Time{})
+	if h>>4 != packet.TypeConnack {
+		return nil, packet.Malformed("first packet of type %d, want CONNACK", h>>4)
+	}
+	_, code, err := packet.ParseConnack(body)
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return nil, &ConnectError{Code: code}
+	}
+	return rbuf, nil
+}
+
+// start starts the reader goroutine, with what the handshake read ahead
+// in rbuf, and the keep-alive goroutine when the connection has one.
+func (c *Conn) start(rbuf []byte) {
 	now := time.Now().UnixNano()
 	c.lastWrite.Store(now)
 	c.lastRead.Store(now)
@@ -282,7 +356,6 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 		c.readers.Add(1)
 		go c.pinger()
 	}
-	return c, nil
 }
 
 // Done is closed when the connection has ended (Err says why).

@@ -73,17 +73,7 @@ func decodePayload(b []byte, p *Payload) error {
 func decodeMetric(b []byte, m *Metric) error {
 	var field protowire.Number // the value field, the last one seen
 	values := 0
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		v, s, n := consumeValue(num, typ, b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
+	err := eachField(b, func(num protowire.Number, typ protowire.Type, v uint64, s []byte) error {
 		if typ == protowire.BytesType {
 			switch num {
 			case metricName:
@@ -98,34 +88,44 @@ func decodeMetric(b []byte, m *Metric) error {
 			}
 		}
 		if !wireTypeFits(num, typ) {
-			continue // as protobuf does: a known number with another wire type is an unknown field
+			return nil // as protobuf does: a known number with another wire type is an unknown field
 		}
 		if isValueField(num) {
 			field = num
 			values++
 		}
-		switch num {
-		case metricAlias:
-			m.Alias, m.HasAlias = v, true
-		case metricTimestamp:
-			m.Timestamp = v
-		case metricDataType:
-			m.DataType = DataType(v)
-		case metricIsHistorical:
-			m.Historical = v != 0
-		case metricIsNull:
-			m.Null = v != 0
-		case metricIntValue, metricLongValue:
-			m.Int, m.HasValue = v, true
-		case metricFloatValue:
-			m.Float, m.HasValue = float64(math.Float32frombits(uint32(v))), true
-		case metricDoubleValue:
-			m.Float, m.HasValue = math.Float64frombits(v), true
-		case metricBooleanValue:
-			m.Bool, m.HasValue = v != 0, true
-		}
+		m.setScalar(num, v)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return checkValueField(m, field, values)
+}
+
+// setScalar sets the field num of m that a varint or a fixed-width
+// number v carries; other fields are left alone.
+func (m *Metric) setScalar(num protowire.Number, v uint64) {
+	switch num {
+	case metricAlias:
+		m.Alias, m.HasAlias = v, true
+	case metricTimestamp:
+		m.Timestamp = v
+	case metricDataType:
+		m.DataType = DataType(v)
+	case metricIsHistorical:
+		m.Historical = v != 0
+	case metricIsNull:
+		m.Null = v != 0
+	case metricIntValue, metricLongValue:
+		m.Int, m.HasValue = v, true
+	case metricFloatValue:
+		m.Float, m.HasValue = float64(math.Float32frombits(uint32(v))), true
+	case metricDoubleValue:
+		m.Float, m.HasValue = math.Float64frombits(v), true
+	case metricBooleanValue:
+		m.Bool, m.HasValue = v != 0, true
+	}
 }
 
 // isValueField reports whether num is one of the Metric's value fields.
@@ -220,17 +220,7 @@ func decodePropertySet(b []byte, dst []Property) ([]Property, error) {
 func decodePropertyValue(b []byte, p *Property) error {
 	key := p.Key
 	*p = Property{Key: key}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		v, s, n := consumeValue(num, typ, b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
+	return eachField(b, func(num protowire.Number, typ protowire.Type, v uint64, s []byte) error {
 		switch {
 		case num == propString && typ == protowire.BytesType:
 			p.Str = string(s)
@@ -246,6 +236,28 @@ func decodePropertyValue(b []byte, p *Property) error {
 			p.Float = math.Float64frombits(v)
 		case num == propBool && typ == protowire.VarintType:
 			p.Bool = v != 0
+		}
+		return nil
+	})
+}
+
+// eachField calls fn with each field of the message b, in order: its
+// number, its wire type and its value (consumeValue). It stops at the
+// first error fn returns, or at a malformed field.
+func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, v uint64, s []byte) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		v, s, n := consumeValue(num, typ, b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if err := fn(num, typ, v, s); err != nil {
+			return err
 		}
 	}
 	return nil

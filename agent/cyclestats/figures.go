@@ -1,18 +1,17 @@
-package metrics
+package cyclestats
 
 import (
 	"math"
 	"sync/atomic"
 	"time"
 
-	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 	"github.com/ecagent/ecagent/shm"
 )
 
 // Figures are what one cycle sample measured: a value for each quantity
 // the sample measured and what it adds to each counter. Deriver.Derive
-// makes them; the renderers (Consumer for Prometheus, package
-// agent/metrics/otlp for OpenTelemetry) only record them.
+// makes them; the renderers (Prometheus, OpenTelemetry) only record them.
 type Figures struct {
 	target   int64                // ns, the divisor of QuantityCPULoad
 	measured uint32               // bit q set when quantity q was measured
@@ -44,7 +43,7 @@ func (f *Figures) Value(q Quantity) (v float64, ok bool) {
 }
 
 // Count returns what the sample adds to counter c (0 for the segment
-// counters, CounterRingDrops and after, which no sample carries).
+// counters, which no sample carries).
 func (f *Figures) Count(c Counter) int64 { return f.counts[c] }
 
 // set records the value of a quantity.
@@ -68,49 +67,23 @@ type Deriver struct {
 
 	expectedWKC atomic.Int32 // −1 before the first sample
 
-	// The segment counters, from CounterRingDrops on: the last running
+	// flags are the counters' sample flags (CounterInfo.Flag), by counter.
+	flags [NumCounters]shm.SampleFlags
+
+	// The segment counters, from firstSegment on: the last running
 	// totals seen, what earlier segments (before a reset) had counted,
 	// and their sum, the counter's value.
-	segLast, segBase [numSegmentCounters]uint64
-	segTotal         [numSegmentCounters]atomic.Uint64
-}
-
-// numSegmentCounters is the number of segment counters, CounterRingDrops
-// and after.
-const numSegmentCounters = NumCounters - numSampleCounters
-
-// SegmentCounts are the running totals the segment holds, read together
-// at one drain of the sample ring.
-type SegmentCounts struct {
-	// RingDrops is the sample ring's drop counter (shm.Ring.Drops).
-	RingDrops uint64
-	// FramesSent and FramesLost are the cycle's frame totals
-	// (shm.Heartbeat.Frames).
-	FramesSent, FramesLost uint64
-	// FramesLate are those of FramesLost that came late
-	// (shm.Heartbeat.Late; read before Frames).
-	FramesLate uint64
-	// LinkReceived and LinkDrops are the cycle link's receive counters
-	// (shm.Heartbeat.Link).
-	LinkReceived, LinkDrops uint64
-}
-
-// values lists s in Counter order, from CounterRingDrops.
-func (s SegmentCounts) values() [numSegmentCounters]uint64 {
-	return [numSegmentCounters]uint64{
-		CounterRingDrops - numSampleCounters:    s.RingDrops,
-		CounterFramesSent - numSampleCounters:   s.FramesSent,
-		CounterFramesLost - numSampleCounters:   s.FramesLost,
-		CounterFramesLate - numSampleCounters:   s.FramesLate,
-		CounterLinkReceived - numSampleCounters: s.LinkReceived,
-		CounterLinkDrops - numSampleCounters:    s.LinkDrops,
-	}
+	segLast, segBase [numSegment]uint64
+	segTotal         [numSegment]atomic.Uint64
 }
 
 // NewDeriver returns a deriver for the target cycle period (> 0).
 func NewDeriver(target time.Duration) *Deriver {
 	d := &Deriver{target: target.Nanoseconds(), tracker: stats.NewJitterTracker(target.Nanoseconds())}
 	d.expectedWKC.Store(-1)
+	for c := range NumCounters {
+		d.flags[c] = c.Info().Flag
+	}
 	return d
 }
 
@@ -123,27 +96,19 @@ func NewDeriver(target time.Duration) *Deriver {
 // budget, independent of how late the cycle woke) always; the frame round
 // trip unless the frame was lost; the absolute DC difference and the
 // absolute DC controller error when measured. The counters follow the
-// sample's flags, and the sample's expected working counter becomes
+// sample's flags (CounterInfo.Flag), and the sample's expected working counter becomes
 // ExpectedWKC.
 func (d *Deriver) Derive(s *shm.Sample) Figures {
 	f := Figures{target: d.target}
+	for c, flag := range d.flags {
+		if flag != 0 && s.Flags&flag != 0 {
+			f.counts[c] = 1
+		}
+	}
 	f.counts[CounterCycles] = 1
-	if s.Flags&shm.SampleOverrun != 0 {
-		f.counts[CounterOverruns] = 1
-	}
-	if s.Flags&shm.SampleAcyclic != 0 {
-		f.counts[CounterAcyclicCycles] = 1
-		f.counts[CounterAcyclicOverruns] = f.counts[CounterOverruns]
-	}
-	if s.Flags&shm.SampleYieldLate != 0 {
-		f.counts[CounterYieldLate] = 1
-	}
 	f.counts[CounterSkipped] = int64(s.Skipped)
-	if s.Flags&shm.SampleWKCMismatch != 0 {
-		f.counts[CounterWKCErrors] = 1
-	}
-	if s.Flags&shm.SampleLateAnswer != 0 {
-		f.counts[CounterLateAnswers] = 1
+	if s.Flags.Has(shm.SampleAcyclic | shm.SampleOverrun) {
+		f.counts[CounterAcyclicOverruns] = 1
 	}
 	if wkc := int32(s.ExpectedWKC); d.expectedWKC.Load() != wkc {
 		d.expectedWKC.Store(wkc)
@@ -157,9 +122,7 @@ func (d *Deriver) Derive(s *shm.Sample) Figures {
 	job := s.End - s.Wake
 	f.set(QuantityJobDuration, job)
 	f.set(QuantityCPULoad, job)
-	if s.Flags&shm.SampleLostFrame != 0 {
-		f.counts[CounterLostFrames] = 1
-	} else {
+	if s.Flags&shm.SampleLostFrame == 0 {
 		f.set(QuantityFrameRTT, s.Recv-s.Send)
 	}
 	if s.Flags&shm.SampleDCValid != 0 {
@@ -205,7 +168,7 @@ func (d *Deriver) ExpectedWKC() (wkc int32, ok bool) {
 // drain. Each counter is what the segments before (Restart) counted plus
 // this one's total, so none goes backwards across a new segment.
 func (d *Deriver) SetSegment(s SegmentCounts) {
-	for i, n := range s.values() {
+	for i, n := range s[firstSegment:] {
 		d.segLast[i] = n
 		d.segTotal[i].Store(d.segBase[i] + n)
 	}
@@ -214,8 +177,8 @@ func (d *Deriver) SetSegment(s SegmentCounts) {
 // SegmentCount returns the value of segment counter c, 0 for a counter
 // the samples advance.
 func (d *Deriver) SegmentCount(c Counter) uint64 {
-	if c >= numSampleCounters && c < NumCounters {
-		return d.segTotal[c-numSampleCounters].Load()
+	if c.Segment() {
+		return d.segTotal[c-firstSegment].Load()
 	}
 	return 0
 }

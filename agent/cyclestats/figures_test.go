@@ -1,41 +1,44 @@
-package metrics
+package cyclestats
 
 import (
 	"math"
 	"testing"
+	"time"
 
-	"github.com/ecagent/ecagent/agent/metrics/stats"
+	"github.com/ecagent/ecagent/agent/cyclestats/stats"
 	"github.com/ecagent/ecagent/shm"
 )
 
-// TestQuantityTable checks that every name of a quantity or counter
-// follows from its stem and unit (the rule the OpenTelemetry names rely
-// on), that the stems are distinct, and that out-of-range values have no
-// name.
-func TestQuantityTable(t *testing.T) {
-	suffix := map[Unit]string{UnitSeconds: "_seconds", UnitRatio: "_ratio"}
-	labels := map[string]bool{}
+// TestTables checks the rows: every quantity and counter has a distinct
+// stem and a help text, a quantity a unit, and out-of-range values have
+// no row.
+func TestTables(t *testing.T) {
+	stems := map[string]bool{}
 	for q := range NumQuantities {
 		info := q.Info()
-		s, ok := suffix[info.Unit]
-		if !ok {
+		if info.Unit != UnitSeconds && info.Unit != UnitRatio {
 			t.Errorf("%d: unit %d, want seconds or ratio", q, info.Unit)
 		}
-		if want := "ecagent_" + info.Label + s; info.Histogram != want {
-			t.Errorf("%s: histogram %s, want %s", q, info.Histogram, want)
+		if info.Stem == "" || stems[info.Stem] || info.Help == "" || info.WindowHelp == "" || info.Key == "" {
+			t.Errorf("%d: stem %q (repeated: %v), help %q, window help %q, key %q", q, info.Stem, stems[info.Stem], info.Help, info.WindowHelp, info.Key)
 		}
-		if want := "ecagent_" + info.Label + "_window" + s; info.Window != want {
-			t.Errorf("%s: window %s, want %s", q, info.Window, want)
-		}
-		if info.Label == "" || labels[info.Label] || info.Help == "" || info.WindowHelp == "" {
-			t.Errorf("%d: label %q (repeated: %v), help %q, window help %q", q, info.Label, labels[info.Label], info.Help, info.WindowHelp)
-		}
-		labels[info.Label] = true
+		stems[info.Stem] = true
 	}
+	flags := map[shm.SampleFlags]Counter{}
 	for c := range NumCounters {
 		info := c.Info()
-		if want := "ecagent_" + info.Stem + "_total"; info.Name != want || info.Help == "" {
-			t.Errorf("%d: %s, want %s with a help text", c, info.Name, want)
+		if info.Stem == "" || stems[info.Stem] || info.Help == "" {
+			t.Errorf("%d: stem %q (repeated: %v), help %q", c, info.Stem, stems[info.Stem], info.Help)
+		}
+		stems[info.Stem] = true
+		if f := info.Flag; f != 0 {
+			if f&(f-1) != 0 || c.Segment() {
+				t.Errorf("%s: flag %v: want one flag, on a counter the samples advance", c, f)
+			}
+			if other, ok := flags[f]; ok {
+				t.Errorf("%s and %s both count the flag %v", other, c, f)
+			}
+			flags[f] = c
 		}
 	}
 	for _, q := range []Quantity{-1, NumQuantities} {
@@ -48,8 +51,73 @@ func TestQuantityTable(t *testing.T) {
 			t.Errorf("Counter(%d).Info() = %+v, want the zero value", c, info)
 		}
 	}
-	if len(WindowStats()) != NumWindowStats {
-		t.Errorf("%d window stats, NumWindowStats %d", len(WindowStats()), NumWindowStats)
+	for st := range NumStats {
+		if st.String() == "" {
+			t.Errorf("Stat(%d) has no name", st)
+		}
+	}
+	if Stat(-1).String() != "" || NumStats.String() != "" {
+		t.Error("a Stat out of range has a name")
+	}
+}
+
+// TestMQTTPlaces checks where the rows put the figures in the MQTT
+// statistics: the keys are distinct, the counts of the JSON stats message
+// take the places 1, 2, … without a gap, as do the Sparkplug statistics
+// metrics (whose places are their aliases), and a figure without a key
+// has no place.
+func TestMQTTPlaces(t *testing.T) {
+	keys := map[string]bool{}
+	var json, sparkplug []string
+	place := func(list *[]string, n int, what string) {
+		t.Helper()
+		for len(*list) < n {
+			*list = append(*list, "")
+		}
+		if (*list)[n-1] != "" {
+			t.Errorf("%s and %s share place %d", (*list)[n-1], what, n)
+		}
+		(*list)[n-1] = what
+	}
+	for c := range NumCounters {
+		info := c.Info()
+		if info.Key == "" {
+			if info.JSON != 0 || info.Sparkplug != 0 {
+				t.Errorf("%s has no key but places %d, %d", c, info.JSON, info.Sparkplug)
+			}
+			continue
+		}
+		if keys[info.Key] || info.JSON <= 0 || info.Sparkplug < 0 {
+			t.Errorf("%s: key %q (repeated: %v), JSON place %d, Sparkplug place %d", c, info.Key, keys[info.Key], info.JSON, info.Sparkplug)
+			continue
+		}
+		keys[info.Key] = true
+		place(&json, info.JSON, c.String())
+		if info.Sparkplug > 0 {
+			place(&sparkplug, info.Sparkplug, c.String())
+		}
+	}
+	for q := range NumQuantities {
+		info := q.Info()
+		if keys[info.Key] {
+			t.Errorf("%s: key %q repeated", q, info.Key)
+		}
+		keys[info.Key] = true
+		for st, n := range info.Sparkplug {
+			if n < 0 {
+				t.Errorf("%s %s: Sparkplug place %d", q, Stat(st), n)
+			}
+			if n > 0 {
+				place(&sparkplug, n, q.String()+" "+Stat(st).String())
+			}
+		}
+	}
+	for what, list := range map[string][]string{"JSON": json, "Sparkplug": sparkplug} {
+		for i, s := range list {
+			if s == "" {
+				t.Errorf("%s place %d is free: the places of a scheme follow each other", what, i+1)
+			}
+		}
 	}
 }
 
@@ -107,6 +175,28 @@ func TestDerive(t *testing.T) {
 				CounterCycles: 1, CounterLostFrames: 1, CounterLateAnswers: 1, CounterWKCErrors: 1,
 				CounterOverruns: 1, CounterSkipped: 2,
 			},
+		},
+		{
+			name: "acyclic cycle that overran, woken late by its yield",
+			change: func(s *shm.Sample) {
+				s.Flags |= shm.SampleAcyclic | shm.SampleAcyclicFrame | shm.SampleOverrun | shm.SampleYieldLate
+			},
+			want: map[Quantity]int64{
+				QuantityPeriod: target + 3000, QuantityJitter: 3000, QuantityWakeupLatency: 8000,
+				QuantityJobDuration: 100_000, QuantityCPULoad: 100_000, QuantityFrameRTT: 20_000,
+			},
+			counts: map[Counter]int64{
+				CounterCycles: 1, CounterOverruns: 1, CounterAcyclicCycles: 1, CounterAcyclicOverruns: 1, CounterYieldLate: 1,
+			},
+		},
+		{
+			name:   "acyclic cycle in time",
+			change: func(s *shm.Sample) { s.Flags |= shm.SampleAcyclic },
+			want: map[Quantity]int64{
+				QuantityPeriod: target + 3000, QuantityJitter: 3000, QuantityWakeupLatency: 8000,
+				QuantityJobDuration: 100_000, QuantityCPULoad: 100_000, QuantityFrameRTT: 20_000,
+			},
+			counts: map[Counter]int64{CounterCycles: 1, CounterAcyclicCycles: 1},
 		},
 		{
 			name: "DC difference and controller error, as absolute values",
@@ -185,20 +275,23 @@ func TestDeriverState(t *testing.T) {
 		if step.restart {
 			d.Restart()
 		}
-		d.SetSegment(SegmentCounts{RingDrops: step.set})
+		var totals SegmentCounts
+		totals[CounterRingDrops] = step.set
+		d.SetSegment(totals)
 		if got := d.SegmentCount(CounterRingDrops); got != step.want {
 			t.Errorf("after SetSegment(ring drops %d): %d, want %d", step.set, got, step.want)
 		}
 	}
 }
 
-// TestWindowReportValues checks the statistics both renderers export:
+// TestReportValues checks the statistics both renderers export:
 // seconds for durations, the job duration over the target for the CPU
 // load, none for an empty window.
-func TestWindowReportValues(t *testing.T) {
+func TestReportValues(t *testing.T) {
 	job := stats.Summary{Count: 4, Min: 100_000, Max: 400_000, Mean: 250_000, StdDev: 50_000,
 		P50: 200_000, P90: 300_000, P99: 400_000, P999: 400_000}
-	r := WindowReport{Target: 1_000_000, JobDuration: job, WakeupLatency: job}
+	r := Report{Target: 1_000_000}
+	r.Windows[QuantityJobDuration], r.Windows[QuantityWakeupLatency] = job, job
 	tests := []struct {
 		q    Quantity
 		want []float64
@@ -217,7 +310,7 @@ func TestWindowReportValues(t *testing.T) {
 		}
 		for i, w := range tt.want {
 			if !closeTo(got[i], w) {
-				t.Errorf("%s %s = %g, want %g", tt.q, WindowStats()[i], got[i], w)
+				t.Errorf("%s %s = %g, want %g", tt.q, Stat(i), got[i], w)
 			}
 		}
 	}
@@ -245,5 +338,23 @@ func BenchmarkDerive(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		d.Derive(next())
+	}
+}
+
+// TestWindowCapacity checks the window sizing.
+func TestWindowCapacity(t *testing.T) {
+	tests := []struct {
+		window, period time.Duration
+		want           int
+	}{
+		{10 * time.Second, time.Millisecond, 11_016},
+		{10 * time.Second, 250 * time.Microsecond, 44_016},
+		{time.Hour, 50 * time.Microsecond, MaxWindowCapacity},
+		{0, time.Millisecond, 1},
+	}
+	for _, tt := range tests {
+		if got := WindowCapacity(tt.window, tt.period); got != tt.want {
+			t.Errorf("WindowCapacity(%v, %v) = %d, want %d", tt.window, tt.period, got, tt.want)
+		}
 	}
 }
