@@ -181,8 +181,6 @@ func hostsTable(sel string) *table.PanelBuilder {
 		{ref: "I", name: "failed RT checks", unit: unitCount, orange: 1, red: 3,
 			expr: fmt.Sprintf("sum by (%s) (%s)", byHost, series("ecagent_rt_check", sel, `status="fail"`))},
 	}
-	rename := map[string]any{}
-	order := map[string]any{"site": 0, "line": 1, "host": 2}
 	t := table.NewPanelBuilder().
 		Title("Hosts").
 		Description("One row per host that reported in the dashboard's time range, also one that stopped (agent STOPPED): the worst 5-minute p99 jitter of the range (histogram) and the largest jitter of any cycle (exact window statistics), each also as a share of the host's cycle period (coloured: the same threshold fits every period); the hourly p99 against the host's baseline (by default one week earlier; 1.5 is where EcagentJitterP99Regressed fires); rates averaged over the range; slaves and checks as of now. Every figure but the gauges is a recorded series of deploy/prometheus/ecagent.rules.yml. Click a host for its detail.").
@@ -194,10 +192,24 @@ func hostsTable(sel string) *table.PanelBuilder {
 			"title": "Host detail",
 			"url":   "/d/" + HostUID + "?var-datasource=${datasource}&var-site=${__data.fields.site}&var-line=${__data.fields.line}&var-host=${__data.fields.host}&${__url_time_range}",
 		}}}})
+	return withColumns(t, columns, "site", "line", "host")
+}
+
+// withColumns adds columns to a table that starts with the label columns
+// labels: one instant query a column, named, placed after the labels, with
+// its unit, value mapping and coloured thresholds; the queries' rows
+// merged into one row per set of labels.
+func withColumns(t *table.PanelBuilder, columns []hostColumn, labels ...string) *table.PanelBuilder {
+	rename := map[string]any{}
+	order := map[string]any{}
+	for i, l := range labels {
+		order[l] = i
+	}
+	first := len(labels)
 	for i, c := range columns {
 		t = t.WithTarget(tableQuery(c.ref, c.expr))
 		rename["Value #"+c.ref] = c.name
-		order["Value #"+c.ref] = 3 + i
+		order["Value #"+c.ref] = first + i
 		props := []dashboard.DynamicConfigValue{{Id: "unit", Value: c.unit}}
 		if c.mapping != nil {
 			props = append(props,
@@ -284,8 +296,6 @@ func linesTable(sel string) *table.PanelBuilder {
 			"url":   "/d/" + FleetUID + "?var-datasource=${datasource}&" + vars + "&${__url_time_range}",
 		}}}}
 	}
-	rename := map[string]any{}
-	order := map[string]any{"site": 0, "line": 1}
 	t := table.NewPanelBuilder().
 		Title("Lines").
 		Description("One row per line: its hosts now, the p99 jitter of all its hosts' cycles together and the worst host's p99 as a share of its cycle period (both the worst 5 minutes of the range), cycles that lost a frame per second (averaged over the range), and the hosts whose hourly p99 regressed against their baseline now (two or more and half the line: EcagentLineJitterRegressed). Click a line or a site to narrow this dashboard to it. Recorded series of deploy/prometheus/ecagent.rules.yml only.").
@@ -295,25 +305,7 @@ func linesTable(sel string) *table.PanelBuilder {
 		SortBy([]cog.Builder[common.TableSortByFieldState]{common.NewTableSortByFieldStateBuilder().DisplayName("worst host p99 / period").Desc(true)}).
 		OverrideByName("site", drill("var-site=${__data.fields.site}")).
 		OverrideByName("line", drill("var-site=${__data.fields.site}&var-line=${__data.fields.line}"))
-	for i, c := range columns {
-		t = t.WithTarget(tableQuery(c.ref, c.expr))
-		rename["Value #"+c.ref] = c.name
-		order["Value #"+c.ref] = 2 + i
-		props := []dashboard.DynamicConfigValue{{Id: "unit", Value: c.unit}}
-		if c.red > 0 {
-			props = append(props,
-				dashboard.DynamicConfigValue{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background", "mode": "basic"}},
-				dashboard.DynamicConfigValue{Id: "thresholds", Value: cellThresholds(c.orange, c.red)})
-		}
-		t = t.OverrideByName(c.name, props)
-	}
-	return t.
-		WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
-		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
-			"excludeByName": map[string]any{"Time": true},
-			"renameByName":  rename,
-			"indexByName":   order,
-		}})
+	return withColumns(t, columns, "site", "line")
 }
 
 // lineJitter plots each line's worst host, so a line that moves together

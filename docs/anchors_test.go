@@ -40,15 +40,7 @@ func headingSlug(heading string) string {
 func anchors(text string) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
-	inFence := false
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			inFence = !inFence
-			continue
-		}
-		if inFence {
-			continue
-		}
+	for line := range proseLines(text) {
 		for _, m := range htmlAnchorPattern.FindAllStringSubmatch(line, -1) {
 			out[m[1]] = true
 		}

@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"iter"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,20 +15,29 @@ var (
 	codeSpan    = regexp.MustCompile("`[^`]*`")
 )
 
+// proseLines yields the lines of a Markdown text outside its fenced
+// code blocks (the fences' own lines left out too).
+func proseLines(text string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		inFence := false
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inFence = !inFence
+				continue
+			}
+			if !inFence && !yield(line) {
+				return
+			}
+		}
+	}
+}
+
 // linkTargets returns the targets of the Markdown links and images in a
 // text, as written (anchor included). Links inside code spans and fenced
 // blocks are not links.
 func linkTargets(text string) []string {
 	var out []string
-	inFence := false
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			inFence = !inFence
-			continue
-		}
-		if inFence {
-			continue
-		}
+	for line := range proseLines(text) {
 		line = codeSpan.ReplaceAllStringFunc(line, func(s string) string {
 			return strings.Repeat("x", len(s))
 		})

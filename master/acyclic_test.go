@@ -503,13 +503,7 @@ func TestReadAllSharesFrames(t *testing.T) {
 	var carrying atomic.Int64 // frames with at least one of the reads
 	l.mu.Lock()
 	l.onSend = func(frame []byte) {
-		var f wire.Frame
-		if f.Decode(frame) != nil {
-			return
-		}
-		it := f.Datagrams()
-		var d wire.Datagram
-		for it.Next(&d) {
+		for d := range master.Datagrams(frame) {
 			if d.Command == wire.FPRD && uint16(d.Address>>16) == uint16(esc.RegStationAddress) {
 				carrying.Add(1)
 				return

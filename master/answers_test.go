@@ -100,16 +100,7 @@ func TestAnswersRefusesACountTakenAway(t *testing.T) {
 	_, _ = b.Append(wire.FPRD, 1, wire.PhysicalAddress(0x1001, 0x0130), 2)
 	sent := bytes.Clone(b.Bytes())
 	withWKC := func(frame []byte, wkc uint16) []byte {
-		out := bytes.Clone(frame)
-		var f wire.Frame
-		if err := f.Decode(out); err != nil {
-			t.Fatal(err)
-		}
-		it := f.Datagrams()
-		var d wire.Datagram
-		it.Next(&d)
-		d.SetWKC(wkc)
-		return out
+		return mutated(t, frame, func(d *wire.Datagram) { d.SetWKC(wkc) })
 	}
 	sent = withWKC(sent, 3)
 	for wkc, want := range map[uint16]int{2: answerMismatch, 3: answerTaken, 4: answerTaken} {

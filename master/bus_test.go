@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"errors"
+	"iter"
 	"strings"
 	"sync"
 	"testing"
@@ -39,13 +40,10 @@ func responder(t *testing.T, far link.Link, answer func(n int, frame []byte) [][
 // answerWith sets every datagram's working counter to wkc and, for reads,
 // fills its data with fill.
 func answerWith(frame []byte, wkc uint16, fill byte) []byte {
-	var f wire.Frame
-	if f.Decode(frame) != nil {
+	if !decodes(frame) {
 		return nil
 	}
-	it := f.Datagrams()
-	var d wire.Datagram
-	for it.Next(&d) {
+	for d := range datagrams(frame) {
 		if d.Command.Reads() {
 			for i := range d.Data {
 				d.Data[i] = fill
@@ -54,6 +52,31 @@ func answerWith(frame []byte, wkc uint16, fill byte) []byte {
 		d.SetWKC(wkc)
 	}
 	return frame
+}
+
+// decodes reports whether frame decodes as an EtherCAT frame.
+func decodes(frame []byte) bool {
+	var f wire.Frame
+	return f.Decode(frame) == nil
+}
+
+// datagrams yields the datagrams of frame in order, none when frame does
+// not decode; a datagram's data and working counter are frame's bytes.
+// The datagram yielded is the same variable each time.
+func datagrams(frame []byte) iter.Seq[*wire.Datagram] {
+	return func(yield func(*wire.Datagram) bool) {
+		var f wire.Frame
+		if f.Decode(frame) != nil {
+			return
+		}
+		it := f.Datagrams()
+		var d wire.Datagram
+		for it.Next(&d) {
+			if !yield(&d) {
+				return
+			}
+		}
+	}
 }
 
 func newTestBus(t *testing.T, answer func(n int, frame []byte) [][]byte) (*Bus, *counters) {

@@ -16,11 +16,12 @@ import (
 // back, and when. A pipe delivers a frame when it is sent, so what the test
 // sent before Collect is what Collect sees.
 type lateRig struct {
-	t   testing.TB
-	cy  *Cyclic
-	cnt *counters
-	far *link.PipeEnd
-	buf []byte
+	t    testing.TB
+	cy   *Cyclic
+	cnt  *counters
+	near *link.PipeEnd // the master's end of the pipe
+	far  *link.PipeEnd
+	buf  []byte
 }
 
 // newLateRig builds the reference layout's exchange with LRWs of at most
@@ -36,7 +37,7 @@ func newLateRig(t testing.TB, maxData int) *lateRig {
 	c := &counters{}
 	bus := newBus(a, 10*time.Millisecond, 0, c)
 	cy := newCyclic(bus, &acyclicQueue{}, newProcessImage(l.outBytes, l.inBytes), l, 2*time.Second, monotime.Now, c)
-	return &lateRig{t: t, cy: cy, cnt: c, far: far, buf: make([]byte, link.MaxFrameSize)}
+	return &lateRig{t: t, cy: cy, cnt: c, near: a, far: far, buf: make([]byte, link.MaxFrameSize)}
 }
 
 // post runs Post and returns the frames it sent, as the segment got them.
@@ -90,20 +91,14 @@ func segmentAnswer(t testing.TB, sent []byte) []byte {
 func mutated(t testing.TB, frame []byte, fn func(d *wire.Datagram)) []byte {
 	t.Helper()
 	out := bytes.Clone(frame)
-	var f wire.Frame
-	if err := f.Decode(out); err != nil {
-		t.Fatal(err)
-	}
-	it := f.Datagrams()
-	var d wire.Datagram
-	it.Next(&d)
+	_, d := firstDatagram(t, out)
 	fn(&d)
 	return out
 }
 
-// reshaped returns frame's first datagram alone in a frame of its own,
-// with n data bytes: the same source, command, index and address.
-func reshaped(t testing.TB, frame []byte, n int) []byte {
+// firstDatagram decodes frame and returns it with its first datagram,
+// whose data and working counter are frame's bytes.
+func firstDatagram(t testing.TB, frame []byte) (wire.Frame, wire.Datagram) {
 	t.Helper()
 	var f wire.Frame
 	if err := f.Decode(frame); err != nil {
@@ -112,6 +107,14 @@ func reshaped(t testing.TB, frame []byte, n int) []byte {
 	it := f.Datagrams()
 	var d wire.Datagram
 	it.Next(&d)
+	return f, d
+}
+
+// reshaped returns frame's first datagram alone in a frame of its own,
+// with n data bytes: the same source, command, index and address.
+func reshaped(t testing.TB, frame []byte, n int) []byte {
+	t.Helper()
+	f, d := firstDatagram(t, frame)
 	var b wire.Builder
 	_ = b.Reset(make([]byte, wire.MaxFrameLen), broadcastMAC, [6]byte(f.Source()))
 	data, err := b.Append(d.Command, d.Index, d.Address, n)
@@ -197,13 +200,7 @@ func TestCyclicLateAnswerMatchedAsStrictlyAsAnAnswer(t *testing.T) {
 // firstDataLen returns the length of the data of frame's first datagram.
 func firstDataLen(t testing.TB, frame []byte) int {
 	t.Helper()
-	var f wire.Frame
-	if err := f.Decode(frame); err != nil {
-		t.Fatal(err)
-	}
-	it := f.Datagrams()
-	var d wire.Datagram
-	it.Next(&d)
+	_, d := firstDatagram(t, frame)
 	return len(d.Data)
 }
 

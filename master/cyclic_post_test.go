@@ -8,8 +8,6 @@ import (
 
 	"github.com/ecagent/ecagent/ethercat/wire"
 	"github.com/ecagent/ecagent/master/link"
-
-	"github.com/ecagent/ecagent/internal/realtime/monotime"
 )
 
 // countingPoller is the master's end of a pipe with a view of its receive
@@ -139,31 +137,9 @@ func TestCyclicPostCollectDoesNotAllocate(t *testing.T) {
 // working counter, as a forger sends) is counted as mismatched and the
 // real answer after it is taken.
 func TestCyclicForgedAnswerCountsForNothing(t *testing.T) {
-	slaves := referenceSet()
-	l, err := mapProcessData(slaves, maxLRWData)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, far := link.NewPipe()
-	t.Cleanup(func() { _ = a.Close(); _ = far.Close() })
-	c := &counters{}
-	bus := newBus(a, 10*time.Millisecond, 0, c)
-	cy := newCyclic(bus, &acyclicQueue{}, newProcessImage(l.outBytes, l.inBytes), l, 2*time.Second, monotime.Now, c)
-
-	cy.Post(time.Now().Add(time.Millisecond))
-	buf := make([]byte, link.MaxFrameSize)
-	n, err := far.Recv(buf, time.Now().Add(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := buf[:n]
-	var rf wire.Frame
-	if err := rf.Decode(req); err != nil {
-		t.Fatal(err)
-	}
-	it := rf.Datagrams()
-	var lrw wire.Datagram
-	it.Next(&lrw)
+	g := newLateRig(t, maxLRWData)
+	req := g.post()[0]
+	rf, lrw := firstDatagram(t, req)
 
 	// The forgery: the same index and LRW, nothing else, WKC 8.
 	var fb wire.Builder
@@ -172,18 +148,10 @@ func TestCyclicForgedAnswerCountsForNothing(t *testing.T) {
 	_ = fb.Reset(make([]byte, wire.MaxFrameLen), broadcastMAC, src)
 	d, _ := fb.Append(wire.LRW, lrw.Index, lrw.Address, len(lrw.Data))
 	clear(d)
-	forged := fb.Bytes()
-	var ff wire.Frame
-	_ = ff.Decode(forged)
-	fit := ff.Datagrams()
-	var fd wire.Datagram
-	fit.Next(&fd)
-	fd.SetWKC(8)
-	if err := far.Send(forged); err != nil {
-		t.Fatal(err)
-	}
+	forged := mutated(t, fb.Bytes(), func(d *wire.Datagram) { d.SetWKC(8) })
+	g.send(forged)
 	// The segment's answer: every datagram taken part in.
-	it = rf.Datagrams()
+	it := rf.Datagrams()
 	var dg wire.Datagram
 	for it.Next(&dg) {
 		if dg.Command == wire.LRW {
@@ -196,17 +164,15 @@ func TestCyclicForgedAnswerCountsForNothing(t *testing.T) {
 		}
 	}
 	req[6] |= 0x02
-	if err := far.Send(req); err != nil {
-		t.Fatal(err)
-	}
-	for end := time.Now().Add(time.Second); a.Stats().Packets < 2 && time.Now().Before(end); {
+	g.send(req)
+	for end := time.Now().Add(time.Second); g.near.Stats().Packets < 2 && time.Now().Before(end); {
 		time.Sleep(50 * time.Microsecond) // polling a counter, not synchronising a test
 	}
-	r := cy.Collect()
+	r := g.cy.Collect()
 	if r.WKC != 8 || !r.StatusRead || r.Responding != 7 || r.ALStates != 0x08 || r.Err != nil {
 		t.Errorf("result %+v, want the segment's answer", r)
 	}
-	if s := c.snapshot(); s.MismatchedAnswers != 1 || s.StaleFrames != 0 || s.WKCErrors != 0 {
+	if s := g.cnt.snapshot(); s.MismatchedAnswers != 1 || s.StaleFrames != 0 || s.WKCErrors != 0 {
 		t.Errorf("stats %+v, want one mismatched answer and nothing else", s)
 	}
 }

@@ -39,13 +39,10 @@ type fakeEEPROM struct {
 func (e *fakeEEPROM) answer(_ int, frame []byte) [][]byte {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var f wire.Frame
-	if f.Decode(frame) != nil {
+	if !decodes(frame) {
 		return nil
 	}
-	it := f.Datagrams()
-	var d wire.Datagram
-	for it.Next(&d) {
+	for d := range datagrams(frame) {
 		if d.ADO() != uint16(esc.RegSIIControl) {
 			d.SetWKC(1) // other registers: accept, read zeros
 			continue

@@ -83,13 +83,7 @@ func (l *tamperLink) alter(frame []byte) (drop bool) {
 	if l.tamper == nil && !l.lose {
 		return false
 	}
-	var f wire.Frame
-	if f.Decode(frame) != nil {
-		return false
-	}
-	it := f.Datagrams()
-	var d wire.Datagram
-	for it.Next(&d) {
+	for d := range master.Datagrams(frame) {
 		if d.Command == wire.FPRD && d.ADO() == 0x1080 && d.WKC == 1 && len(d.Data) == 0x80 {
 			if l.lose {
 				l.lose = false

@@ -185,13 +185,7 @@ func TestMailboxCounterCarriesOver(t *testing.T) {
 	b.link.record = false
 	var counters []uint8
 	for _, frame := range b.link.sent {
-		var f wire.Frame
-		if f.Decode(frame) != nil {
-			continue
-		}
-		it := f.Datagrams()
-		var d wire.Datagram
-		for it.Next(&d) {
+		for d := range master.Datagrams(frame) {
 			if d.Command == wire.FPWR && d.ADP() == el4132.StationAddress && d.ADO() == el4132.Mailbox.ReceiveOffset {
 				h, err := coe.DecodeMailboxHeader(d.Data)
 				if err != nil {

@@ -1,14 +1,14 @@
 package master_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/sim"
@@ -26,29 +26,17 @@ type bench struct {
 	seg  *sim.Segment
 	devs []*sim.Device
 	link *faultyLink
-	logs *bytes.Buffer
+	logs *testsupport.SyncBuffer
 }
 
 // newBench builds the devices, serves them and returns a master on the
 // other end of the pipe (not yet scanned).
 func newBench(t testing.TB, devices []string, cfg master.Config, opts ...sim.Option) *bench {
 	t.Helper()
-	devs, err := sim.ParseDevices(devices)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seg := sim.NewSegment(devs, opts...)
-	masterEnd, simEnd := link.NewPipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_ = seg.Serve(ctx, simEnd)
-	}()
-	b := &bench{seg: seg, devs: devs, link: &faultyLink{Link: masterEnd}, logs: &bytes.Buffer{}}
+	devs, seg, masterEnd := simbus.Serve(t, devices, opts...)
+	b := &bench{seg: seg, devs: devs, link: &faultyLink{Link: masterEnd}, logs: &testsupport.SyncBuffer{}}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(&lockedWriter{w: b.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		cfg.Logger = slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	// Generous timeouts: the tests share two cores with other packages'
 	// tests, and a frame that is late only because the process was not
@@ -64,28 +52,13 @@ func newBench(t testing.TB, devices []string, cfg master.Config, opts ...sim.Opt
 		t.Fatal(err)
 	}
 	b.m = m
-	t.Cleanup(func() {
+	t.Cleanup(func() { // before simbus.Serve's: the master closes first
 		_ = m.Close()
-		cancel()
-		_ = simEnd.Close()
-		wg.Wait()
 		if t.Failed() || os.Getenv("MASTER_LOG") != "" {
 			t.Logf("master log:\n%s", b.logs.String())
 		}
 	})
 	return b
-}
-
-// lockedWriter serialises log writes (the handler may be shared).
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // faultyLink wraps the master's end of the pipe to lose or delay frames on

@@ -1,20 +1,19 @@
 package master
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ecagent/ecagent/ethercat/coe"
 	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/ethercat/sii"
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/sim"
 )
@@ -25,25 +24,7 @@ const pdoRealSII = "../testdata/real-hw/sii"
 type pdoBench struct {
 	m    *Master
 	devs []*sim.Device
-	logs *pdoLog
-}
-
-// pdoLog collects the master's log lines.
-type pdoLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *pdoLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *pdoLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs *testsupport.SyncBuffer // the master's log lines
 }
 
 // abortLink turns the slaves' answers to SDO uploads of the given
@@ -85,7 +66,7 @@ func newPDOBench(t *testing.T, devices []string, cfg Config, abortObjects ...uin
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = seg.Serve(ctx, simEnd); close(done) }()
-	b := &pdoBench{devs: devs, logs: &pdoLog{}}
+	b := &pdoBench{devs: devs, logs: &testsupport.SyncBuffer{}}
 	cfg.Logger = slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.Timeout, cfg.CycleTimeout, cfg.SIITimeout = time.Second, 2*time.Second, time.Second
 	var l link.Link = masterEnd

@@ -56,32 +56,19 @@ func TestHeartbeatFrames(t *testing.T) {
 	h.CountFrames(0, 0)
 
 	const cycles = 200000
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	raceReads(t, func() {
 		var sent, lost uint64
 		for range cycles {
 			sent += 2
 			lost += 2
 			h.CountFrames(sent, lost)
 		}
-	}()
-	// The writer runs to its end before the test returns: the segment
-	// is unmapped then.
-	var bad string
-	for running, reads := true, 0; running; reads++ {
-		select {
-		case <-done:
-			running = false
-		default:
+	}, func(reads int) string {
+		if sent, lost := h.Frames(); lost > sent {
+			return fmt.Sprintf("read %d: %d frames lost of %d sent", reads, lost, sent)
 		}
-		if sent, lost := h.Frames(); lost > sent && bad == "" {
-			bad = fmt.Sprintf("read %d: %d frames lost of %d sent", reads, lost, sent)
-		}
-	}
-	if bad != "" {
-		t.Error(bad)
-	}
+		return ""
+	})
 	if sent, lost := h.Frames(); sent != 2*cycles || lost != 2*cycles {
 		t.Errorf("Frames after %d cycles = %d, %d, want %d, %d", cycles, sent, lost, 2*cycles, 2*cycles)
 	}
@@ -96,29 +83,18 @@ func TestHeartbeatLate(t *testing.T) {
 		t.Errorf("Late before any cycle = %d", h.Late())
 	}
 	const cycles = 200000
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	raceReads(t, func() {
 		for n := range uint64(cycles) {
 			h.CountFrames(n+1, n+1)
 			h.CountLate(n + 1)
 		}
-	}()
-	var bad string
-	for running, reads := true, 0; running; reads++ {
-		select {
-		case <-done:
-			running = false
-		default:
-		}
+	}, func(reads int) string {
 		late := h.Late()
-		if _, lost := h.Frames(); late > lost && bad == "" {
-			bad = fmt.Sprintf("read %d: %d frames late of %d lost", reads, late, lost)
+		if _, lost := h.Frames(); late > lost {
+			return fmt.Sprintf("read %d: %d frames late of %d lost", reads, late, lost)
 		}
-	}
-	if bad != "" {
-		t.Error(bad)
-	}
+		return ""
+	})
 }
 
 // TestHeartbeatLink: the link totals read back as written, zeros before
@@ -142,27 +118,16 @@ func TestHeartbeatLink(t *testing.T) {
 	// segment, so the writer never steps back below the 50 000 above.
 	r := newMemfdSegment(t, smallLayout()).Heartbeat()
 	const counts = 200000
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	raceReads(t, func() {
 		for n := range uint64(counts) {
 			r.CountLink(3*(n+1), 3*(n+1))
 		}
-	}()
-	var bad string
-	for running, reads := true, 0; running; reads++ {
-		select {
-		case <-done:
-			running = false
-		default:
+	}, func(reads int) string {
+		if received, drops := r.Link(); drops > received {
+			return fmt.Sprintf("read %d: %d frames dropped of %d received", reads, drops, received)
 		}
-		if received, drops := r.Link(); drops > received && bad == "" {
-			bad = fmt.Sprintf("read %d: %d frames dropped of %d received", reads, drops, received)
-		}
-	}
-	if bad != "" {
-		t.Error(bad)
-	}
+		return ""
+	})
 }
 
 func TestHeartbeatAllocs(t *testing.T) {

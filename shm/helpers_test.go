@@ -76,3 +76,31 @@ var segmentKinds = []struct {
 	{"memfd", newMemfdSegment},
 	{"file", func(tb testing.TB, l Layout) *Segment { s, _ := newFileSegment(tb, l); return s }},
 }
+
+// raceReads runs write in a goroutine and calls read over and over while
+// it runs, with the number of reads so far; read returns what is wrong
+// with what it read, or "" when nothing is. t fails with the first wrong
+// read. The writer has returned when raceReads does (a segment it writes
+// may be unmapped then).
+func raceReads(t *testing.T, write func(), read func(reads int) string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		write()
+	}()
+	var bad string
+	for running, reads := true, 0; running; reads++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		if bad == "" {
+			bad = read(reads)
+		}
+	}
+	if bad != "" {
+		t.Error(bad)
+	}
+}

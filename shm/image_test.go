@@ -116,18 +116,9 @@ func TestImageNeverTorn(t *testing.T) {
 			}()
 			dst := make([]byte, size)
 			deadline := time.Now().Add(300 * time.Millisecond)
-			good, distinct, last := 0, 0, uint64(0)
-			for time.Now().Before(deadline) || good < 100 {
-				c, ok := m.Snapshot(dst)
-				if !ok {
-					continue
-				}
-				good++
-				if c != last {
-					distinct++
-					last = c
-				}
-				if err := checkUniform(dst, byte(c)); err != nil {
+			var n snapshots
+			for time.Now().Before(deadline) || n.good < 100 {
+				if c, err := n.take(m, dst); err != nil {
 					stop.Store(true)
 					wg.Wait()
 					t.Fatalf("torn snapshot of cycle %d: %v", c, err)
@@ -135,12 +126,36 @@ func TestImageNeverTorn(t *testing.T) {
 			}
 			stop.Store(true)
 			wg.Wait()
-			if distinct < 2 {
-				t.Errorf("only %d distinct images seen in %d snapshots: the writer did not run alongside", distinct, good)
+			if n.distinct < 2 {
+				t.Errorf("only %d distinct images seen in %d snapshots: the writer did not run alongside", n.distinct, n.good)
 			}
-			t.Logf("%d consistent snapshots, %d distinct", good, distinct)
+			t.Logf("%d consistent snapshots, %d distinct", n.good, n.distinct)
 		})
 	}
+}
+
+// snapshots counts a reader's whole snapshots of an image whose writer
+// fills every byte with its cycle's low byte, and how many distinct
+// cycles they were.
+type snapshots struct {
+	good, distinct int
+	last           uint64
+}
+
+// take snapshots m into dst and counts it; it returns the snapshot's
+// cycle and an error if the snapshot is torn. A snapshot the writer
+// overtook (Snapshot's ok false) is neither counted nor an error.
+func (n *snapshots) take(m *Image, dst []byte) (uint64, error) {
+	c, ok := m.Snapshot(dst)
+	if !ok {
+		return 0, nil
+	}
+	n.good++
+	if c != n.last {
+		n.distinct++
+		n.last = c
+	}
+	return c, checkUniform(dst, byte(c))
 }
 
 // checkUniform reports an error unless every byte of b is want.

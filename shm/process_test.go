@@ -180,30 +180,21 @@ func TestCrossProcessImage(t *testing.T) {
 	seg := newMemfdSegment(t, Layout{SampleSlots: 1, CommandSlots: 1, EventSlots: 1, ImageBytes: size})
 	done := startHelper(t, seg, "", "image", total)
 	dst := make([]byte, size)
-	good, distinct, last := 0, 0, uint64(0)
+	var n snapshots
 	for running := true; running; {
 		select {
 		case <-done:
 			running = false
 		default:
 		}
-		c, ok := seg.Image().Snapshot(dst)
-		if !ok {
-			continue
-		}
-		good++
-		if c != last {
-			distinct++
-			last = c
-		}
-		if err := checkUniform(dst, byte(c)); err != nil {
+		if c, err := n.take(seg.Image(), dst); err != nil {
 			t.Fatalf("torn snapshot of cycle %d: %v", c, err)
 		}
 	}
 	if c, ok := seg.Image().Snapshot(dst); !ok || c != total {
 		t.Errorf("last snapshot is cycle %d (%v), want %d", c, ok, total)
 	}
-	t.Logf("%d consistent snapshots, %d distinct", good, distinct)
+	t.Logf("%d consistent snapshots, %d distinct", n.good, n.distinct)
 }
 
 // TestCrossProcessCommands sends commands to a child that attaches by

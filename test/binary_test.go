@@ -71,13 +71,7 @@ func startSim(t *testing.T, w wire, devices string, extra ...string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("ecagent sim log:\n%s", stderr.String())
-		}
-	})
+	stopAtCleanup(t, cmd, "ecagent sim", stderr.String)
 	// The simulator logs each device before it serves.
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(stderr.String(), "simulated device") {

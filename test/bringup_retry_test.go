@@ -9,9 +9,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // TestAgentNeverGivesUpOnItsBus starts an agent on a wire with no segment
@@ -57,12 +54,7 @@ func TestAgentNeverGivesUpOnItsBus(t *testing.T) {
 			return nil
 		}
 		defer resp.Body.Close()
-		p := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := p.TextToMetricFamilies(resp.Body)
-		if err != nil {
-			t.Fatalf("the exposition does not parse: %v", err)
-		}
-		return fams
+		return parseExposition(t, resp.Body)
 	}
 	failures := func(fams map[string]*dto, reason string) float64 {
 		return counter(fams, "ecagent_cycle_process_bringup_failures", map[string]string{"reason": reason})

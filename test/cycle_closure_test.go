@@ -98,12 +98,22 @@ func forbiddenDeps(graph map[string][]string, order []string, root string) []fin
 
 // importChain is a shortest path of imports from root to target.
 func importChain(graph map[string][]string, root, target string) []string {
+	if chain := shortestImportPath(graph, root, func(p string) bool { return p == target }); chain != nil {
+		return chain
+	}
+	return []string{root, "…", target}
+}
+
+// shortestImportPath is a shortest path of imports from root (included)
+// to a package of its closure that found holds for, nil when there is
+// none.
+func shortestImportPath(graph map[string][]string, root string, found func(string) bool) []string {
 	prev := map[string]string{root: ""}
 	queue := []string{root}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		if p == target {
+		if found(p) {
 			var chain []string
 			for ; p != ""; p = prev[p] {
 				chain = append([]string{p}, chain...)
@@ -117,7 +127,7 @@ func importChain(graph map[string][]string, root, target string) []string {
 			}
 		}
 	}
-	return []string{root, "…", target}
+	return nil
 }
 
 // depGraph lists pkg's dependency closure for Linux (go list -deps): each

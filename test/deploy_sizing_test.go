@@ -3,6 +3,7 @@ package test
 import (
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -146,7 +147,7 @@ func windowsClosed(t *testing.T, addr string) bool {
 }
 
 // checkSizingDoc compares docs/deployment.md's generated sizing table with
-// the measurement: the series exactly within 3 %, the bytes within 15 %
+// the measurement: the series within 3 % (per slave within 0.5), the bytes within 15 %
 // (values print with varying lengths), and rewrites it under -update.
 func checkSizingDoc(t *testing.T, ref, one scrapeSize, perSlave, mqttRate float64) {
 	const path, begin, end = "../docs/deployment.md", "<!-- sizing:begin (TestFleetSizing -update) -->", "<!-- sizing:end -->"
@@ -190,18 +191,11 @@ func checkSizingDoc(t *testing.T, ref, one scrapeSize, perSlave, mqttRate float6
 	}
 	off := func(doc, got float64, tol float64) bool { return got < doc*(1-tol) || got > doc*(1+tol) }
 	if off(float64(docSeries), float64(ref.series), 0.03) || off(float64(docEcagent), float64(ref.ecagent), 0.03) ||
-		off(docPerSlave, perSlave, 0.03) || off(docGzip*1000, float64(ref.gzip), 0.15) || off(docText*1000, float64(ref.text), 0.15) {
+		// Per slave by an absolute half: two series more in one run (an
+		// event counted under load) move a difference over six slaves by 0.33.
+		math.Abs(docPerSlave-perSlave) > 0.5 || off(docGzip*1000, float64(ref.gzip), 0.15) || off(docText*1000, float64(ref.text), 0.15) {
 		t.Errorf("%s's sizing table drifted from the measurement:\n%s\nmeasured:%s\nrun go test ./test -run TestFleetSizing -update", path, body, table)
 	}
-}
-
-func ready(addr string) bool {
-	resp, err := http.Get("http://" + addr + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // fetch returns the body of /metrics as sent on the wire: compressed when

@@ -15,9 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/sim"
@@ -294,12 +291,7 @@ func (r *faultRig) scrape(t *testing.T) map[string]*dto {
 		t.Fatalf("scrape: %v", err)
 	}
 	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("the exposition does not parse: %v", err)
-	}
-	return fams
+	return parseExposition(t, resp.Body)
 }
 
 // waitFor scrapes until cond holds of a scrape, and returns that scrape;

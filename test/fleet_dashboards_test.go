@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,13 +36,7 @@ func startFleetAgent(t *testing.T, tag string, extra ...string) (addr string, a 
 		"--mqtt.embedded", testsupport.FreeAddr(t)}, extra...)
 	a = startAgent(t, args...)
 	a.sim = simProc
-	t.Cleanup(func() {
-		_ = a.cmd.Process.Signal(syscall.SIGTERM)
-		_ = a.cmd.Wait()
-		if t.Failed() {
-			t.Logf("agent log:\n%s", a.log())
-		}
-	})
+	stopAtCleanup(t, a.cmd, "agent", a.log)
 	a.waitLog(t, "cycle started", 30*time.Second)
 	time.Sleep(2200 * time.Millisecond) // two windows closed, /proc/stat advanced
 	return addr, a

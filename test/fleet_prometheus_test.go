@@ -99,13 +99,9 @@ scrape_configs:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
-			t.Logf("prometheus log:\n%s", b)
-		}
+	stopAtCleanup(t, cmd, "prometheus", func() string {
+		b, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
+		return string(b)
 	})
 	api := "http://" + web
 

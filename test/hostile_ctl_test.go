@@ -92,21 +92,7 @@ func startSquatter(t *testing.T, path string) (lines <-chan string, stop func())
 	cmd.Dir = "/"
 	cmd.Env = []string{squatterEnv + "=" + path}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobodyUID, Gid: nobodyUID, Groups: []uint32{}}}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ch := make(chan string, 64)
-	go func() {
-		defer close(ch)
-		in := bufio.NewScanner(out)
-		for in.Scan() {
-			ch <- in.Text()
-		}
-	}()
+	ch := testsupport.StartLines(t, cmd)
 	stop = func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
@@ -158,13 +144,7 @@ func TestSquattedMaintenanceSocket(t *testing.T) {
 	if log := a.log(); !strings.Contains(log, fmt.Sprintf("belongs to user %d", nobodyUID)) {
 		t.Errorf("the agent's log does not say whose the socket's place is:\n%s", log)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(a.out(), " OP ") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the cycle does not run on in OP:\n%s\n%s", a.out(), a.log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	a.waitStatus(t, " OP ", 10*time.Second) // the cycle runs on in OP
 	up := scrape(t, addr)["ecagent_maintenance_socket_up"]
 	if up == nil || len(up.Metric) != 1 || up.Metric[0].GetGauge().GetValue() != 0 {
 		t.Errorf("ecagent_maintenance_socket_up: %v, want one series at 0", up)

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/internal/testsupport"
@@ -124,13 +122,8 @@ func scrapeB(b *testing.B, addr string) map[string]float64 {
 	b.Helper()
 	resp := getMetrics(b, addr)
 	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		b.Fatal(err)
-	}
 	out := map[string]float64{}
-	for name, f := range fams {
+	for name, f := range parseExposition(b, resp.Body) {
 		for _, m := range f.GetMetric() {
 			out[name] += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
 		}

@@ -45,24 +45,5 @@ func TestMQTTClosureCheckSeesMetrics(t *testing.T) {
 // closureHolds returns a shortest import chain from root to a package of
 // its closure that pattern matches, nil when there is none.
 func closureHolds(graph map[string][]string, root string, pattern *regexp.Regexp) []string {
-	prev := map[string]string{root: ""}
-	queue := []string{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		if p != root && pattern.MatchString(p) {
-			var chain []string
-			for ; p != ""; p = prev[p] {
-				chain = append([]string{p}, chain...)
-			}
-			return chain
-		}
-		for _, imp := range graph[p] {
-			if _, seen := prev[imp]; !seen {
-				prev[imp] = p
-				queue = append(queue, imp)
-			}
-		}
-	}
-	return nil
+	return shortestImportPath(graph, root, func(p string) bool { return p != root && pattern.MatchString(p) })
 }

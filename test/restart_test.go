@@ -94,23 +94,26 @@ func (a *agentProc) waitLog(t *testing.T, s string, within time.Duration) {
 	}
 }
 
+// waitStatus waits until the agent's status lines (its standard output)
+// say s, at most within.
+func (a *agentProc) waitStatus(t *testing.T, s string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !strings.Contains(a.out(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("agent status lacks %q after %v:\n%s\nlog:\n%s", s, within, a.out(), a.log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestAgentRestartKeepsTheCycle kills the agent process with SIGKILL while
 // the cycle runs, starts a new agent, and checks that the cycle process
 // went on undisturbed (same process, heartbeat advancing, no deadline
 // skipped, no sample lost) and that the new agent attached to it.
 func TestAgentRestartKeepsTheCycle(t *testing.T) {
-	w := newWire(t, "rst")
-	startSim(t, w, strings.Join(referenceSet, ","))
 	path := fmt.Sprintf("/dev/shm/ecagent-restart-%d.shm", os.Getpid())
-	args := []string{"--bus.interface", w.MasterEnd, "--cycle.shm", path, "--status.interval", "200ms", "--metrics.listen", ""}
-
-	first := startAgent(t, args...)
-	first.waitLog(t, "cycle started", 30*time.Second)
-	// Watch the segment from the test, as a third party.
-	seg, err := shm.Attach(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	args, first, seg := startAttached(t, "rst", path)
 	defer seg.Close()
 	pid := seg.Heartbeat().CyclePID()
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGTERM) }) // if the test fails half-way
@@ -199,6 +202,26 @@ func TestAgentRestartKeepsTheCycle(t *testing.T) {
 	}
 }
 
+// startAttached starts the reference segment, simulated on a wire of its
+// own (tag), and an agent on it whose cycle runs through the shared
+// memory segment at path; once the cycle runs it attaches to the segment
+// as a third party. It returns the agent's arguments, for a second agent
+// (the last is --metrics.listen's value: none), the agent, and the
+// attached segment, which the caller closes.
+func startAttached(t *testing.T, tag, path string) ([]string, *agentProc, *shm.Segment) {
+	t.Helper()
+	w := newWire(t, tag)
+	startSim(t, w, strings.Join(referenceSet, ","))
+	args := []string{"--bus.interface", w.MasterEnd, "--cycle.shm", path, "--status.interval", "200ms", "--metrics.listen", ""}
+	first := startAgent(t, args...)
+	first.waitLog(t, "cycle started", 30*time.Second)
+	seg, err := shm.Attach(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return args, first, seg
+}
+
 // elapsed is what the heartbeat says happened between two readings:
 // cycles executed, and periods of wall time passed. Deadlines skipped
 // (overruns) are the difference; the heartbeat's time is the end of a
@@ -229,17 +252,8 @@ func skippedBetween(seg *shm.Segment, a, b beat) int64 {
 // command line, /proc/PID/cmdline), kill it before it starts another —
 // two masters must never drive one segment — and bring the bus up again.
 func TestAgentReplacesAStuckCycle(t *testing.T) {
-	w := newWire(t, "stk")
-	startSim(t, w, strings.Join(referenceSet, ","))
 	path := fmt.Sprintf("/dev/shm/ecagent-stuck-%d.shm", os.Getpid())
-	args := []string{"--bus.interface", w.MasterEnd, "--cycle.shm", path, "--status.interval", "200ms", "--metrics.listen", ""}
-
-	first := startAgent(t, args...)
-	first.waitLog(t, "cycle started", 30*time.Second)
-	seg, err := shm.Attach(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	args, first, seg := startAttached(t, "stk", path)
 	pid := seg.Heartbeat().CyclePID()
 	_ = seg.Close()
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // if the test fails half-way
@@ -259,13 +273,7 @@ func TestAgentReplacesAStuckCycle(t *testing.T) {
 	if alive(pid) {
 		t.Errorf("the stuck cycle process %d still runs", pid)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(second.out(), " OP  slaves 7 ") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the new agent does not report OP:\n%s\nlog:\n%s", second.out(), second.log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	second.waitStatus(t, " OP  slaves 7 ", 10*time.Second)
 }
 
 // alive reports whether process pid exists and is not a zombie (one that

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	clientmodel "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/internal/testsupport"
@@ -94,14 +92,7 @@ func TestScrapeRunningAgent(t *testing.T) {
 	if st := second["ecagent_slave_al_state"]; st == nil || len(st.GetMetric()) != 7 {
 		t.Errorf("want 7 slave state series, got %v", st)
 	}
-	resp, err := http.Get("http://" + addr + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("/readyz: %s", resp.Status)
-	}
+	wantReady(t, addr)
 }
 
 type dto = clientmodel.MetricFamily
@@ -124,10 +115,5 @@ func scrape(t *testing.T, addr string) map[string]*dto {
 	t.Helper()
 	resp := getMetrics(t, addr)
 	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("the exposition does not parse: %v", err)
-	}
-	return fams
+	return parseExposition(t, resp.Body)
 }

@@ -114,14 +114,6 @@ func TestSoak(t *testing.T) {
 		}
 	}()
 
-	ready := func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}
 	ctl := dialControl(t, sock)
 
 	time.Sleep(30 * time.Second) // warm up before the first memory reading
@@ -175,7 +167,7 @@ func TestSoak(t *testing.T) {
 		}
 		// Recovered: ready again, and it stays ready for a moment.
 		cleared := time.Now()
-		for !ready() && time.Since(cleared) < 10*time.Second {
+		for !ready(addr) && time.Since(cleared) < 10*time.Second {
 			time.Sleep(5 * time.Millisecond)
 		}
 		took := time.Since(cleared)

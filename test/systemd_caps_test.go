@@ -3,7 +3,6 @@ package test
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,14 +150,7 @@ func TestAgentRunsWithOnlyTheUnitsPrivileges(t *testing.T) {
 					t.Errorf("the refused SCHED_FIFO is not reported (applied %v)", applied["sched_fifo"])
 				}
 			}
-			resp, err := http.Get("http://" + addr + "/readyz")
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Errorf("/readyz: %s", resp.Status)
-			}
+			wantReady(t, addr)
 
 			// A normal stop: the cycle stops and the user's segment is removed.
 			_ = a.cmd.Process.Signal(syscall.SIGTERM)

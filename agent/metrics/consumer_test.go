@@ -413,31 +413,6 @@ func TestObserveAllocs(t *testing.T) {
 	}
 }
 
-// sampleStream returns a function yielding consecutive cycle samples with
-// latencies, round trips and jobs cycling through fixed values, with a
-// lost frame, a DC difference and a DC controller error now and then.
-func sampleStream() func() *shm.Sample {
-	var s shm.Sample
-	var cycle uint64
-	return func() *shm.Sample {
-		k := int64(cycle % 1024)
-		s = cycleSample(cycle, 2000+k*37, 15_000+k*11, 80_000+k*53)
-		if k%97 == 0 {
-			s.Flags |= shm.SampleLostFrame
-		}
-		if k%4 == 0 {
-			s.Flags |= shm.SampleDCValid
-			s.DCDiff = int32(k - 512)
-		}
-		if k%2 == 1 {
-			s.Flags |= shm.SampleCtlValid
-			s.CtlErr = int32(300 - k*3)
-		}
-		cycle++
-		return &s
-	}
-}
-
 // BenchmarkObserve measures the consumer's cost per sample.
 func BenchmarkObserve(b *testing.B) {
 	r := newTestRegistry(b, testOptions())

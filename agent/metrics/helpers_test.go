@@ -5,13 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/cyclestats/cyclestatstest"
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/ecagent/ecagent/shm"
 )
 
 const (
-	testTarget = time.Millisecond
+	testTarget = cyclestatstest.Target
 	testPID    = 4242 // testdata/proc/4242/stat
 )
 
@@ -39,25 +38,12 @@ func newTestRegistry(t testing.TB, opts Options) *Registry {
 	return r
 }
 
-// cycleSample returns the sample of a cycle on schedule (deadline =
-// cycle × target from base) that woke lat late, sent its frame 1 µs after
-// waking, got it back rtt later and ended job after waking.
-func cycleSample(cycle uint64, lat, rtt, job int64) shm.Sample {
-	const base = 1_000_000_000
-	deadline := base + int64(cycle)*testTarget.Nanoseconds()
-	wake := deadline + lat
-	send := wake + 1000
-	return shm.Sample{
-		Cycle:       cycle,
-		Deadline:    deadline,
-		Wake:        wake,
-		Send:        send,
-		Recv:        send + rtt,
-		End:         wake + job,
-		WKC:         3,
-		ExpectedWKC: 3,
-	}
-}
+// cycleSample and sampleStream make the samples the tests feed
+// (cyclestatstest.On and Stream, on testTarget).
+var (
+	cycleSample  = cyclestatstest.On
+	sampleStream = cyclestatstest.Stream
+)
 
 // family gathers the registry and returns one family, failing the test if
 // it is missing.

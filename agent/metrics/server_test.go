@@ -6,7 +6,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -26,7 +25,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/internal/testsupport/leakcheck"
@@ -235,22 +233,8 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 // TestServerWebConfig serves with TLS and basic auth from an
 // exporter-toolkit web configuration, as node_exporter does.
 func TestServerWebConfig(t *testing.T) {
-	dir := t.TempDir()
-	certPEM := writeSelfSignedCert(t, dir)
-	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "web.yml")
-	yml := "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\nbasic_auth_users:\n  prometheus: " + string(hash) + "\n"
-	if err := os.WriteFile(config, []byte(yml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config, client := webConfigTLSAuth(t)
 	s := startServer(t, config)
-
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(certPEM)
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	tests := []struct {
 		name       string
 		user, pass string

@@ -64,18 +64,28 @@ func Dial(ctx context.Context, shm string) (*Client, error) {
 // Close closes the connection.
 func (cl *Client) Close() error { return cl.c.Close() }
 
-// Call sends req and returns the result's JSON, or the endpoint's error
-// as a *RemoteError. ctx bounds the wait.
-func (cl *Client) Call(ctx context.Context, req Request) (json.RawMessage, error) {
+// send bounds the connection's reads and writes by ctx, its deadline and
+// its cancellation, until the returned stop is called, and sends req.
+func (cl *Client) send(ctx context.Context, req *Request) (stop func() bool, err error) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = cl.c.SetDeadline(dl)
 	} else {
 		_ = cl.c.SetDeadline(time.Time{})
 	}
-	stop := context.AfterFunc(ctx, func() { _ = cl.c.SetDeadline(time.Now()) })
+	stop = context.AfterFunc(ctx, func() { _ = cl.c.SetDeadline(time.Now()) })
+	if err = cl.enc.Encode(req); err != nil {
+		return stop, fmt.Errorf("control: send %s: %w", req.Op, err)
+	}
+	return stop, nil
+}
+
+// Call sends req and returns the result's JSON, or the endpoint's error
+// as a *RemoteError. ctx bounds the wait.
+func (cl *Client) Call(ctx context.Context, req Request) (json.RawMessage, error) {
+	stop, err := cl.send(ctx, &req)
 	defer stop()
-	if err := cl.enc.Encode(&req); err != nil {
-		return nil, fmt.Errorf("control: send %s: %w", req.Op, err)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := cl.next(ctx, req.Op)
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 // The tests here play another local user with a real second uid: the
@@ -180,22 +182,8 @@ func asNobody(t *testing.T, groups []uint32, extra []*os.File, mode string, args
 	cmd.Dir = "/"
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: groups}}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 64)
-	go func() {
-		defer close(lines)
-		in := bufio.NewScanner(out)
-		for in.Scan() {
-			lines <- in.Text()
-		}
-	}()
+	lines := testsupport.StartLines(t, cmd)
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return lines
 }
@@ -298,21 +286,30 @@ func TestSquattedSocketDirectory(t *testing.T) {
 					t.Errorf("the squatter's socket was changed: %v, %v", fi, err)
 				}
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			cl, err := Dial(ctx, shm)
-			if err == nil {
-				_, err = cl.Call(ctx, Request{Op: OpRegWrite, Slave: 1, Addr: 0x0120, Data: []byte{2, 0}, Write: true})
-				cl.Close()
-				t.Fatalf("the client talked to the squatter's socket (%v)", err)
-			}
-			t.Logf("client: %v", err)
+			err := dialRefused(t, shm, "the squatter's socket")
 			if errors.Is(err, ErrNotServed) || !strings.Contains(err.Error(), fmt.Sprintf("user %d", nobody)) {
 				t.Errorf("client: %v, want a refusal naming user %d", err, nobody)
 			}
 			noRequest(t, lines)
 		})
 	}
+}
+
+// dialRefused dials the socket of shm, served by what, and returns the
+// client's refusal; a client that talks (it connected: it writes a
+// register) fails t.
+func dialRefused(t *testing.T, shm, what string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl, err := Dial(ctx, shm)
+	if err == nil {
+		_, err = cl.Call(ctx, Request{Op: OpRegWrite, Slave: 1, Addr: 0x0120, Data: []byte{2, 0}, Write: true})
+		cl.Close()
+		t.Fatalf("the client talked to %s (%v)", what, err)
+	}
+	t.Logf("client: %v", err)
+	return err
 }
 
 // TestSymlinkAtTheSocketsPlace: a symbolic link another user made at the
@@ -353,12 +350,16 @@ func TestSymlinkAtTheSocketsPlace(t *testing.T) {
 	if err := os.Lchown(SocketDir(shm), nobody, nobody); err != nil {
 		t.Fatal(err)
 	}
-	if srv, err := Listen(shm, s.h, slogDiscard()); err == nil {
-		srv.Close()
-		t.Error("the server served through a symbolic link")
-	} else if !strings.Contains(err.Error(), "is a symbolic link") {
-		t.Errorf("refusal %q does not say it is a link", err)
+	wantRefused := func(what, says string) {
+		t.Helper()
+		if srv, err := Listen(shm, s.h, slogDiscard()); err == nil {
+			srv.Close()
+			t.Errorf("the server %s", what)
+		} else if !strings.Contains(err.Error(), says) {
+			t.Errorf("refusal %q does not say %q", err, says)
+		}
 	}
+	wantRefused("served through a symbolic link", "is a symbolic link")
 	if _, err := Dial(context.Background(), shm); err == nil || errors.Is(err, ErrNotServed) || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("client through a symbolic link: %v, want a refusal", err)
 	}
@@ -374,12 +375,7 @@ func TestSymlinkAtTheSocketsPlace(t *testing.T) {
 	if err := os.Symlink(victimFile, SocketPath(shm)); err != nil {
 		t.Fatal(err)
 	}
-	if srv, err := Listen(shm, s.h, slogDiscard()); err == nil {
-		srv.Close()
-		t.Error("the server replaced a symbolic link at the socket's name")
-	} else if !strings.Contains(err.Error(), "not a socket") {
-		t.Errorf("refusal %q does not say what is there", err)
-	}
+	wantRefused("replaced a symbolic link at the socket's name", "not a socket")
 	untouched("link as the socket")
 }
 
@@ -407,15 +403,7 @@ func TestClientChecksTheServersUser(t *testing.T) {
 	if l := next(t, lines); l != "ready" {
 		t.Fatalf("server: %s", l)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cl, err := Dial(ctx, shm)
-	if err == nil {
-		_, err = cl.Call(ctx, Request{Op: OpRegWrite, Slave: 1, Addr: 0x0120, Data: []byte{2, 0}, Write: true})
-		cl.Close()
-		t.Fatalf("the client talked to a server of user %d (%v)", nobody, err)
-	}
-	t.Logf("client: %v", err)
+	err = dialRefused(t, shm, fmt.Sprintf("a server of user %d", nobody))
 	if errors.Is(err, ErrNotServed) || !strings.Contains(err.Error(), fmt.Sprintf("process of user %d", nobody)) {
 		t.Errorf("client: %v, want a refusal naming the server's user", err)
 	}

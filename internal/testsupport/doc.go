@@ -1,7 +1,8 @@
 // Package testsupport holds the helpers the project's tests share: a
 // buffer safe for concurrent logging, the -update flag and golden-file
 // comparison, a systemd notify socket, paths into the real-hardware data
-// of testdata/real-hw, waiting with a deadline and free loopback ports.
+// of testdata/real-hw, waiting with a deadline, free loopback ports and a
+// child process's output line by line.
 //
 // It is for tests only: it imports the standard library alone, and no
 // package outside tests may import it or anything below it (the layering

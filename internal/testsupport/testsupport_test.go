@@ -3,6 +3,7 @@ package testsupport
 import (
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +24,20 @@ func TestSyncBufferConcurrentWrites(t *testing.T) {
 	wg.Wait()
 	if got := len(b.String()); got != 800 {
 		t.Errorf("%d bytes, want 800", got)
+	}
+}
+
+func TestStartLines(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "printf 'one\\ntwo\\n'; printf 'not this' >&2")
+	var got []string
+	for line := range StartLines(t, cmd) {
+		got = append(got, line)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != "one" || got[1] != "two" {
+		t.Errorf("lines %q, want [one two]", got)
 	}
 }
 
