@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -39,7 +40,7 @@ func TestLayoutHoldsTwoSecondsOfSamples(t *testing.T) {
 		slots  int
 	}{{time.Millisecond, 2048}, {250 * time.Microsecond, 8192}, {50 * time.Microsecond, 65536}, {time.Second, 1024}} {
 		cfg := config.Default()
-		cfg.Cycle.Period = c.period
+		cfg.Cycle.Period = contract.Duration(c.period)
 		l := layoutFor(cfg)
 		if l.SampleSlots != c.slots || l.Period != c.period || l.Validate() != nil {
 			t.Errorf("period %v: %d slots (want %d), period %v, %v", c.period, l.SampleSlots, c.slots, l.Period, l.Validate())

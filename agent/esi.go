@@ -5,7 +5,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/esinames"
-	"github.com/ecagent/ecagent/cycle/process"
+	"github.com/ecagent/ecagent/contract"
 )
 
 // loadESINames reads the ESI files of bus.esi once, for the names, units
@@ -29,7 +29,7 @@ func loadESINames(cfg config.Config, log *slog.Logger) *esinames.Catalog {
 
 // annotate names the signals of a cycle process's bus description from
 // the ESI files, before any output renders it.
-func annotate(names *esinames.Catalog, info *process.BusInfo, log *slog.Logger) {
+func annotate(names *esinames.Catalog, info *contract.BusInfo, log *slog.Logger) {
 	for _, n := range names.Annotate(info) {
 		log.Info("bus.esi: " + n)
 	}

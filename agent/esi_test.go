@@ -7,7 +7,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/agent/mqtt"
-	"github.com/ecagent/ecagent/cycle/process"
+	"github.com/ecagent/ecagent/contract"
 )
 
 // TestESINamesReachMQTT: with bus.esi, a slave whose SII names nothing
@@ -22,9 +22,9 @@ func TestESINamesReachMQTT(t *testing.T) {
 	if names == nil || names.Devices() != 2 {
 		t.Fatalf("catalogue %v", names)
 	}
-	info := &process.BusInfo{InputBytes: 8, Slaves: []process.SlaveInfo{{
+	info := &contract.BusInfo{InputBytes: 8, Slaves: []contract.SlaveInfo{{
 		Position: 0, VendorID: 0x00ECA901, ProductCode: 0x0C1E0EA1, Revision: 0x00110000, InputBits: 64,
-		Signals: []process.SignalInfo{
+		Signals: []contract.SignalInfo{
 			{PDO: 0x1A00, Index: 0x6000, SubIndex: 0x11, Bits: 16, Offset: 16, Name: "0x6000:11"},
 			{PDO: 0x1A01, Index: 0x6010, SubIndex: 0x11, Bits: 16, Offset: 48, Name: "0x6010:11"},
 		},

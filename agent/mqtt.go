@@ -22,8 +22,7 @@ import (
 	"github.com/ecagent/ecagent/agent/mqtt"
 	"github.com/ecagent/ecagent/agent/mqtt/broker"
 	"github.com/ecagent/ecagent/agent/mqtt/ruleparse"
-	"github.com/ecagent/ecagent/cycle/process"
-	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -268,7 +267,7 @@ func mqttTLS(t config.MQTTTLS) (*tls.Config, error) {
 }
 
 // mqttBus describes the bus of a cycle process to the publisher.
-func mqttBus(info *process.BusInfo) mqtt.Bus {
+func mqttBus(info *contract.BusInfo) mqtt.Bus {
 	bus := mqtt.Bus{OutputBytes: info.OutputBytes, InputBytes: info.InputBytes}
 	for _, s := range info.Slaves {
 		ms := mqtt.Slave{
@@ -340,7 +339,7 @@ func (b *mqttBridge) event(ev *shm.Event) {
 		return
 	}
 	// The event's time is CLOCK_MONOTONIC; place it on the wall clock.
-	at := time.Now().Add(-time.Duration(rt.Now() - ev.Time))
+	at := time.Now().Add(-time.Duration(shm.Now() - ev.Time))
 	b.pub.Event(ev, at)
 }
 

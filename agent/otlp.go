@@ -36,7 +36,7 @@ func otlpOptions(cfg config.Config, build Build) otlp.Options {
 		Headers:  cfg.OTLP.HeaderMap(),
 		Site:     cfg.Site, Line: cfg.Line, Host: cfg.Host,
 		Version: build.Version,
-		Target:  cfg.Cycle.Period,
+		Target:  time.Duration(cfg.Cycle.Period),
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/ecagent/ecagent/agent/cyclestats"
 	"github.com/ecagent/ecagent/agent/esinames"
 	"github.com/ecagent/ecagent/contract"
-	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -39,6 +38,10 @@ const (
 // takes the bus to INIT. An agent killed without that chance leaves the
 // cycle running; the next agent attaches to it.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Writer, build Build) error {
+	prog, err := FindCycleProgram(cfg, log)
+	if err != nil {
+		return err
+	}
 	tel, err := newTelemetry(cfg, build)
 	if err != nil {
 		return err
@@ -63,14 +66,14 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	mq.setBusModel(c.model)         // every message shows the bus as the model does
 	sd := newServiceNotifier(log)   // systemd Type=notify (agent/systemd.go)
 	names := loadESINames(cfg, log) // PDO entry names, units and types from bus.esi (agent/esi.go)
-	sup := &cycleSupervisor{cfg: cfg, log: log, c: c, sd: sd, status: status, backoff: restartMin, names: names}
+	sup := &cycleSupervisor{cfg: cfg, prog: prog, log: log, c: c, sd: sd, status: status, backoff: restartMin, names: names}
 	if err := sup.begin(); err != nil {
 		mq.stop()
 		sd.close()
 		return err
 	}
 	defer sd.close()
-	defer sup.stop(cfg.Bus.StateTimeout + 2*time.Second)
+	defer sup.stop(time.Duration(cfg.Bus.StateTimeout) + 2*time.Second)
 	defer sd.stopping() // deferred calls run last first: before the cycle stops
 	defer mq.stop()     // before the cycle stops: it reads the cycle's memory
 	window := time.NewTicker(cfg.Metrics.Window)
@@ -88,17 +91,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	for {
 		select {
 		case <-ctx.Done():
-			if c.cp == nil {
-				c.writeStatus(status)
-				return nil
-			}
-			// Stop the cycle first, then take everything it wrote: the
-			// accounting below is exact only over the whole run.
-			c.drain()
-			c.writeStatus(status) // the last line shows the bus as it ran
-			c.cp.halt(log, cfg.Bus.StateTimeout+2*time.Second)
-			c.drain()
-			c.account()
+			c.finish(status, log, time.Duration(cfg.Bus.StateTimeout)+2*time.Second)
 			return nil
 		case <-statusC:
 			// While no cycle runs, a line per failed bring-up (failed):
@@ -136,6 +129,21 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	}
 }
 
+// finish ends a run: it writes the last status line and, with a cycle
+// process, stops it first (within stopWithin) and takes everything it
+// wrote, as the accounting is exact only over the whole run.
+func (c *consumer) finish(status io.Writer, log *slog.Logger, stopWithin time.Duration) {
+	if c.cp == nil {
+		c.writeStatus(status)
+		return
+	}
+	c.drain()
+	c.writeStatus(status) // the last line shows the bus as it ran
+	c.cp.halt(log, stopWithin)
+	c.drain()
+	c.account()
+}
+
 // cycleSupervisor keeps a cycle process running for the agent: it starts
 // one (or attaches to one that survived the last agent), follows its
 // bring-up without holding up the agent's loop, and when bring-up fails
@@ -144,9 +152,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 // MQTT, systemd and the log. It runs on the agent's loop.
 type cycleSupervisor struct {
 	cfg config.Config
-	log *slog.Logger
-	c   *consumer
-	sd  *serviceNotifier
+	// prog is the cycle program, found once (FindCycleProgram).
+	prog CycleProgram
+	log  *slog.Logger
+	c    *consumer
+	sd   *serviceNotifier
 	// status receives the status line of each failed bring-up.
 	status io.Writer
 	// starting is a cycle process bringing the bus up.
@@ -172,7 +182,7 @@ func (s *cycleSupervisor) begin() error { return s.launch() }
 
 // launch attaches to a running cycle process or starts one.
 func (s *cycleSupervisor) launch() error {
-	cp, attached, err := attachOrLaunch(s.cfg, s.log)
+	cp, attached, err := attachOrLaunch(s.cfg, s.prog, s.log)
 	if err != nil {
 		return err
 	}
@@ -469,11 +479,11 @@ func stallAfter(period time.Duration) time.Duration { return max(50*period, 100*
 // the image as it was, and its data must not be shown as fresh.
 func (c *consumer) watchHeartbeat() {
 	_, mono, ok := c.cp.seg.Heartbeat().Read()
-	stalled := ok && rt.Now()-mono > int64(stallAfter(c.cfg.Cycle.Period))
+	stalled := ok && shm.Now()-mono > int64(stallAfter(time.Duration(c.cfg.Cycle.Period)))
 	if c.model.SetCycleStalled(stalled) {
 		c.tel.reg.CycleProcessResponding(!stalled)
 		if stalled {
-			c.log.Error("cycle process not responding: its heartbeat stopped", "pid", c.cp.pid, "after", stallAfter(c.cfg.Cycle.Period))
+			c.log.Error("cycle process not responding: its heartbeat stopped", "pid", c.cp.pid, "after", stallAfter(time.Duration(c.cfg.Cycle.Period)))
 		} else {
 			c.log.Info("cycle process responding again", "pid", c.cp.pid)
 		}
@@ -501,7 +511,7 @@ func (c *consumer) writeStatus(w io.Writer) {
 		state = "CYCLE-DOWN"
 	}
 	fmt.Fprintf(w, "%s %s  slaves %d  cycles %d  period %v  wkc %d/%d  lost %d  wkc-errors %d  overruns %d (acyclic %d of %d)  wake-max %v  jitter-max %v  job-max %v  restarts %d\n",
-		time.Now().Format("15:04:05"), state, len(bus.Slaves), c.cycles, c.cfg.Cycle.Period,
+		time.Now().Format("15:04:05"), state, len(bus.Slaves), c.cycles, time.Duration(c.cfg.Cycle.Period),
 		c.lastWKC, c.expectedWKC, c.lost, c.wkcErrors, c.overruns, c.acyclicOverruns, c.acyclicCycles,
 		us(c.maxWake), us(c.maxJitter), us(c.maxJob), c.restarts)
 	c.maxWake, c.maxJob, c.maxJitter = 0, 0, 0

@@ -13,15 +13,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/cycle/process"
-	"github.com/ecagent/ecagent/cycle/rt"
-	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -30,7 +29,7 @@ import (
 type CycleProcess struct {
 	path    string // cycle.shm
 	seg     *shm.Segment
-	info    *process.BusInfo
+	info    *contract.BusInfo
 	pid     int
 	watch   *pidWatch // a cycle process found running, not started here
 	cmd     *exec.Cmd
@@ -47,14 +46,6 @@ type CycleProcess struct {
 	startBy time.Time
 }
 
-// Files next to the segment that earlier agents wrote: the cycle
-// program's configuration, and the agent's whole configuration as agents
-// before ecagent-cycle wrote it. This agent writes neither (the cycle
-// configuration goes through a pipe); it only recognises a cycle process
-// started with one and removes them when it owns them.
-func configPath(shmPath string) string       { return shmPath + ".cycle.json" }
-func legacyConfigPath(shmPath string) string { return shmPath + ".yaml" }
-
 // heartbeatFresh is how recent the heartbeat of a cycle process must be
 // for an agent to attach to it rather than start a new one.
 const heartbeatFresh = 2 * time.Second
@@ -62,7 +53,11 @@ const heartbeatFresh = 2 * time.Second
 // attachOrStart finds a running cycle process for cfg (after an agent
 // restart) or starts a new one, and waits until it is in cyclic operation.
 func attachOrStart(ctx context.Context, cfg config.Config, log *slog.Logger) (*CycleProcess, error) {
-	cp, attached, err := attachOrLaunch(cfg, log)
+	prog, err := FindCycleProgram(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	cp, attached, err := attachOrLaunch(cfg, prog, log)
 	if err != nil || attached {
 		return cp, err
 	}
@@ -71,14 +66,14 @@ func attachOrStart(ctx context.Context, cfg config.Config, log *slog.Logger) (*C
 
 // attachOrLaunch finds a running cycle process for cfg (after an agent
 // restart: attached) or starts a new one, which is then bringing the bus
-// up (see poll).
-func attachOrLaunch(cfg config.Config, log *slog.Logger) (cp *CycleProcess, attached bool, err error) {
+// up (see poll), running prog.
+func attachOrLaunch(cfg config.Config, prog CycleProgram, log *slog.Logger) (cp *CycleProcess, attached bool, err error) {
 	path := cfg.Cycle.SHM
 	seg, err := attachOwn(path)
 	switch {
 	case err == nil:
 		if p, ok := runningCycle(seg); ok {
-			info, ierr := process.ReadBusInfo(process.BusInfoPath(path))
+			info, ierr := contract.ReadBusInfo(contract.BusInfoPath(path))
 			if ierr == nil && info.CyclePID == p {
 				w, werr := openPidWatch(p, path)
 				if werr == nil {
@@ -112,7 +107,7 @@ func attachOrLaunch(cfg config.Config, log *slog.Logger) (cp *CycleProcess, atta
 		// still run: never delete what we do not understand.
 		return nil, false, fmt.Errorf("cycle.shm %s: %w (stop the process using it or remove the file, or choose another cycle.shm)", path, err)
 	}
-	cp, err = launchCycle(cfg, log, 0)
+	cp, err = launchCycle(cfg, prog, log, 0)
 	return cp, false, err
 }
 
@@ -127,7 +122,7 @@ func runningCycle(seg *shm.Segment) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	now := rt.Now()
+	now := shm.Now()
 	return pid, now-mono < int64(heartbeatFresh)
 }
 
@@ -143,32 +138,33 @@ func isCycleProcess(pid int, shmPath string) bool {
 }
 
 // isCycleCommand reports whether args is the command line of a cycle
-// process on the segment at shmPath: a cycle program started by
-// StartCycle, whatever cycle.program names (`PROGRAM --config-fd N --shm
-// <shm> ...`, or `PROGRAM --config <shm>.cycle.json ...` by an earlier
-// agent), or `ecagent cycle` of an agent from before ecagent-cycle, which
-// must not be left to run beside a new one.
+// process on the segment at shmPath, whatever program runs it
+// (cycle.program, ecagent-cycle, or ecagent in its hidden mode `ecagent
+// cycle`): one started by this agent (`PROGRAM [cycle] --shm <shm> …`),
+// one an earlier agent started with a configuration file beside the
+// segment (`PROGRAM --config <shm>.cycle.json …`), or `ecagent cycle
+// --config <shm>.yaml` of an agent from before ecagent-cycle; each must
+// not be left to run beside a new one. A cycle process on another
+// segment is not one.
 func isCycleCommand(args []string, shmPath string) bool {
-	switch {
-	case len(args) >= 3 && args[1] == "--config" && args[2] == configPath(shmPath):
-		return true
-	case len(args) > 1 && args[1] == "cycle":
-		return true
-	}
 	for i := 1; i+1 < len(args); i++ {
-		if args[i] == "--shm" && args[i+1] == shmPath {
+		switch {
+		case args[i] == "--shm" && args[i+1] == shmPath:
+			return true
+		case args[i] == "--config" && (args[i+1] == contract.LegacyCycleConfigPath(shmPath) || args[i+1] == contract.LegacyAgentConfigPath(shmPath)):
 			return true
 		}
 	}
 	return false
 }
 
-// removeSegmentFiles removes the segment and the files beside it, each
-// only if it is a regular file of this process's user: a name another
-// user planted (a symlink, a file of theirs) is left alone.
+// removeSegmentFiles removes the segment and the files beside it
+// (contract.SideFiles), each only if it is a regular file of this
+// process's user: a name another user planted (a symlink, a file of
+// theirs) is left alone.
 func removeSegmentFiles(path string) {
-	for _, p := range []string{path, process.BusInfoPath(path), configPath(path), legacyConfigPath(path)} {
-		if process.CheckOwnFile(p) == nil {
+	for _, p := range append([]string{path}, contract.SideFiles(path)...) {
+		if contract.CheckOwnFile(p) == nil {
 			_ = os.Remove(p)
 		}
 	}
@@ -178,23 +174,23 @@ func removeSegmentFiles(path string) {
 // agent busy for a moment loses nothing), within the ring limits.
 func layoutFor(cfg config.Config) shm.Layout {
 	l := shm.DefaultLayout()
-	want := uint64(2*time.Second/cfg.Cycle.Period) + 1
+	want := uint64(2*time.Second/time.Duration(cfg.Cycle.Period)) + 1
 	slots := 1 << bits.Len64(want-1)
 	l.SampleSlots = min(max(slots, 1024), 1<<20)
-	l.Period = cfg.Cycle.Period
+	l.Period = time.Duration(cfg.Cycle.Period)
 	return l
 }
 
 // StartCycle creates the segment cfg.Cycle.SHM and starts the cycle
-// process — the cycle program (CycleProgram) with its configuration
-// (CycleConfig) through a pipe, no file — and, for the built-in
+// process — the cycle program prog (FindCycleProgram) with its configuration
+// (config.Config.CycleConfig) through a pipe, no file — and, for the built-in
 // simulated segment, the simulator process (`ecagent sim`) on the other
 // end of a socket pair, then waits for cyclic operation. A non-zero cycles
 // makes the cycle process stop by itself after that many cycles
 // (benchmarks). The segment file must not exist. A cycle process that
 // does not bring the bus up gives a *BringUpError.
-func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
-	cp, err := launchCycle(cfg, log, cycles)
+func StartCycle(ctx context.Context, cfg config.Config, prog CycleProgram, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
+	cp, err := launchCycle(cfg, prog, log, cycles)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +199,7 @@ func StartCycle(ctx context.Context, cfg config.Config, log *slog.Logger, cycles
 
 // launchCycle is StartCycle up to the cycle process started: it is then
 // bringing the bus up (see poll).
-func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
+func launchCycle(cfg config.Config, prog CycleProgram, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
 	path := cfg.Cycle.SHM
 	if err := checkSegmentPlace(path, log); err != nil {
 		return nil, err
@@ -217,11 +213,7 @@ func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProc
 		cp.stop(log, time.Second)
 		return nil, err
 	}
-	cycleProgram, err := CycleProgram(cfg)
-	if err != nil {
-		return fail(err)
-	}
-	cc, err := json.MarshalIndent(CycleConfig(cfg), "", "  ")
+	cc, err := json.MarshalIndent(cfg.CycleConfig(), "", "  ")
 	if err != nil {
 		return fail(fmt.Errorf("cycle configuration: %w", err))
 	}
@@ -233,7 +225,7 @@ func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProc
 	}
 	defer cfgRead.Close()
 	// What the cycle process tells of its bring-up comes back through
-	// another pipe (process.Options.BringUpReport).
+	// another pipe (ecagent-cycle --report-fd, a contract.BringUpFailure).
 	reportRead, reportWrite, err := os.Pipe()
 	if err != nil {
 		_ = cfgWrite.Close()
@@ -252,21 +244,14 @@ func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProc
 			_ = cfgWrite.Close()
 		}
 	}()
-	args := []string{"--shm", path}
+	args := append(slices.Clone(prog.Args), "--shm", path)
 	if cycles > 0 {
 		args = append(args, "--cycles", fmt.Sprint(cycles))
 	}
 	var extra []*os.File
 	if cfg.Simulated() {
-		masterEnd, simEnd, err := link.NewSocketPair()
+		mf, sf, err := contract.SocketPair()
 		if err != nil {
-			return fail(err)
-		}
-		mf, err1 := masterEnd.File()
-		sf, err2 := simEnd.File()
-		_ = masterEnd.Close()
-		_ = simEnd.Close()
-		if err := errors.Join(err1, err2); err != nil {
 			return fail(err)
 		}
 		defer mf.Close()
@@ -290,7 +275,7 @@ func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProc
 	extra = append(extra, cfgRead)
 	args = append(args, "--report-fd", fmt.Sprint(3+len(extra)))
 	extra = append(extra, reportWrite)
-	cp.cmd = exec.Command(cycleProgram, args...)
+	cp.cmd = exec.Command(prog.Path, args...)
 	cp.cmd.ExtraFiles = extra
 	cp.cmd.Stdout, cp.cmd.Stderr = os.Stderr, os.Stderr
 	// Its own session: a Ctrl-C meant for the agent does not stop the
@@ -320,7 +305,7 @@ func launchCycle(cfg config.Config, log *slog.Logger, cycles uint64) (*CycleProc
 		close(cp.exited)
 	}()
 	log.Info("cycle process started", "pid", cp.pid, "segment", path)
-	cp.startBy = time.Now().Add(4*cfg.Bus.StateTimeout + 10*time.Second)
+	cp.startBy = time.Now().Add(4*time.Duration(cfg.Bus.StateTimeout) + 10*time.Second)
 	return cp, nil
 }
 
@@ -359,7 +344,7 @@ func (cp *CycleProcess) awaitCyclic(ctx context.Context, log *slog.Logger) (*Cyc
 // its time (4 bus.statetimeout and 10 s) ran out — the caller then stops
 // it.
 func (cp *CycleProcess) poll() (done bool, err error) {
-	info, ierr := process.ReadBusInfo(process.BusInfoPath(cp.path))
+	info, ierr := contract.ReadBusInfo(contract.BusInfoPath(cp.path))
 	if ierr == nil && info.CyclePID == cp.pid {
 		cp.info = info
 		return true, nil
@@ -381,7 +366,7 @@ func (cp *CycleProcess) poll() (done bool, err error) {
 func (cp *CycleProcess) bringUpFailure() error {
 	err := fmt.Errorf("the cycle process exited during bring-up: %v", cp.waitErr)
 	bu := &BringUpError{Reason: busstate.BringUpFailed, Detail: err.Error(), Err: err}
-	if ee, ok := cp.waitErr.(*exec.ExitError); ok && ee.ExitCode() == process.ExitBusMismatch {
+	if ee, ok := cp.waitErr.(*exec.ExitError); ok && ee.ExitCode() == contract.ExitBusMismatch {
 		bu.Reason = busstate.BringUpNotAsConfigured
 	}
 	select {
@@ -389,7 +374,7 @@ func (cp *CycleProcess) bringUpFailure() error {
 	case <-time.After(time.Second):
 		return bu
 	}
-	var f process.BringUpFailure
+	var f contract.BringUpFailure
 	if json.Unmarshal(bytes.TrimSpace(cp.report), &f) == nil && f.Error != "" {
 		bu.Reason, bu.Detail = busstate.ParseBringUpReason(f.Reason), f.Error
 		bu.Err = fmt.Errorf("the cycle process exited during bring-up (%v): %s", cp.waitErr, f.Error)
@@ -399,8 +384,8 @@ func (cp *CycleProcess) bringUpFailure() error {
 
 // BringUpError says the cycle process did not bring the bus up: it exited
 // during bring-up, or did not reach cyclic operation in time. Reason
-// classifies it (process.FailureReason, or the exit code
-// process.ExitBusMismatch for a segment not as configured), Detail says
+// classifies it (the report's contract.BringUpFailure.Reason, or the exit
+// code contract.ExitBusMismatch for a segment not as configured), Detail says
 // it in the cycle process's words. The agent tries again; other errors
 // of starting a cycle process (its segment's place, its program) are the
 // agent's own.
@@ -417,7 +402,7 @@ func (e *BringUpError) Unwrap() error { return e.Err }
 func (cp *CycleProcess) Segment() *shm.Segment { return cp.seg }
 
 // Info returns the bus description the cycle process wrote at start.
-func (cp *CycleProcess) Info() *process.BusInfo { return cp.info }
+func (cp *CycleProcess) Info() *contract.BusInfo { return cp.info }
 
 // PID returns the cycle process's process ID.
 func (cp *CycleProcess) PID() int { return cp.pid }
@@ -490,7 +475,7 @@ func attachOwn(path string) (*shm.Segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shm: attach: %w", err)
 	}
-	if err := process.CheckOwnFileInfo(path, fi); err != nil {
+	if err := contract.CheckOwnFileInfo(path, fi); err != nil {
 		return nil, err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
@@ -518,7 +503,7 @@ func attachOwn(path string) (*shm.Segment, error) {
 // only remove them.
 func checkSegmentPlace(path string, log *slog.Logger) error {
 	dir := filepath.Dir(path)
-	if err := makeDefaultSHMDir(dir, config.DefaultSHMDir); err != nil {
+	if err := makeDefaultSHMDir(dir, contract.DefaultSHMDir); err != nil {
 		return fmt.Errorf("cycle.shm %s: %w", path, err)
 	}
 	fi, err := os.Stat(dir)
@@ -533,12 +518,12 @@ func checkSegmentPlace(path string, log *slog.Logger) error {
 			"without the sticky bit; prefer a directory only the agent's user can write", "segment", path, "mode", fi.Mode().String())
 	}
 	if fi, err := os.Lstat(path); err == nil {
-		if err := process.CheckOwnFileInfo(path, fi); err != nil {
+		if err := contract.CheckOwnFileInfo(path, fi); err != nil {
 			return fmt.Errorf("cycle.shm: %w (remove it or choose another cycle.shm)", err)
 		}
 	}
-	info := process.BusInfoPath(path)
-	switch err := process.CheckOwnFile(info); {
+	info := contract.BusInfoPath(path)
+	switch err := contract.CheckOwnFile(info); {
 	case err == nil:
 		_ = os.Remove(info)
 	case errors.Is(err, fs.ErrNotExist):

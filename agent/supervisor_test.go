@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/config"
-	"github.com/ecagent/ecagent/cycle/process"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -39,6 +39,16 @@ func stubCycle(t *testing.T, out string) string {
 	script := "#!/bin/sh\nfd=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --config-fd ] && fd=$2; shift; done\n" +
 		"[ -n \"$fd\" ] && eval \"cat <&$fd\" >" + out + "\nexit 1\n"
 	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return prog
+}
+
+// findProgram is FindCycleProgram for cfg, which must name one.
+func findProgram(t *testing.T, cfg config.Config) CycleProgram {
+	t.Helper()
+	prog, err := FindCycleProgram(cfg, quiet)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return prog
@@ -86,29 +96,29 @@ func TestStartCycleWritesNoSideFile(t *testing.T) {
 	got := filepath.Join(t.TempDir(), "got.json")
 	cfg.Cycle.Program = stubCycle(t, got)
 	cfg.MQTT.Password = "s3cret"
-	if err := os.Symlink(victim, configPath(cfg.Cycle.SHM)); err != nil {
+	if err := os.Symlink(victim, contract.LegacyCycleConfigPath(cfg.Cycle.SHM)); err != nil {
 		t.Fatal(err)
 	}
-	plant(t, legacyConfigPath(cfg.Cycle.SHM), "their yaml")
+	plant(t, contract.LegacyAgentConfigPath(cfg.Cycle.SHM), "their yaml")
 
-	_, err := StartCycle(context.Background(), cfg, quiet, 0)
+	_, err := StartCycle(context.Background(), cfg, findProgram(t, cfg), quiet, 0)
 	if err == nil || !strings.Contains(err.Error(), "exited during bring-up") {
 		t.Fatalf("StartCycle with a failing cycle program: %v", err)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "theirs" {
 		t.Errorf("the file the planted symlink points to now holds %q", b)
 	}
-	if b, _ := os.ReadFile(legacyConfigPath(cfg.Cycle.SHM)); string(b) != "their yaml" {
+	if b, _ := os.ReadFile(contract.LegacyAgentConfigPath(cfg.Cycle.SHM)); string(b) != "their yaml" {
 		t.Errorf("another user's file beside the segment was replaced or removed: %q", b)
 	}
-	if fi, err := os.Lstat(configPath(cfg.Cycle.SHM)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+	if fi, err := os.Lstat(contract.LegacyCycleConfigPath(cfg.Cycle.SHM)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the planted symlink was replaced or removed: %v", err)
 	}
 	b, err := os.ReadFile(got)
 	if err != nil {
 		t.Fatalf("the cycle program got no configuration: %v", err)
 	}
-	c, err := process.Parse(b)
+	c, err := contract.Parse(b)
 	if err != nil || c.Cycle.SHM != cfg.Cycle.SHM {
 		t.Errorf("the configuration through the pipe: %v, shm %q", err, c.Cycle.SHM)
 	}
@@ -136,7 +146,8 @@ func TestAttachOrStartRefusesPlantedSegment(t *testing.T) {
 
 	cfg := config.Default()
 	cfg.Cycle.SHM = filepath.Join(dir, "link.shm")
-	cfg.Cycle.Program = "/nonexistent/cycle" // must never get that far
+	ran := filepath.Join(t.TempDir(), "ran.json")
+	cfg.Cycle.Program = stubCycle(t, ran) // must never get that far
 	if err := os.Symlink(real, cfg.Cycle.SHM); err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +174,9 @@ func TestAttachOrStartRefusesPlantedSegment(t *testing.T) {
 	if _, err := os.Stat(foreign); err != nil {
 		t.Errorf("another user's segment was removed: %v", err)
 	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("a cycle process was started on a planted segment")
+	}
 }
 
 // TestStartCycleRefusesPlantedBusInfo plants the bus description as
@@ -175,33 +189,33 @@ func TestStartCycleRefusesPlantedBusInfo(t *testing.T) {
 	cfg.Bus.Interface = "lo"
 	cfg.Cycle.SHM = filepath.Join(dir, "x.shm")
 	cfg.Cycle.Program = stubCycle(t, filepath.Join(t.TempDir(), "got.json"))
-	forged, _ := json.Marshal(process.BusInfo{CyclePID: os.Getpid()})
-	plant(t, process.BusInfoPath(cfg.Cycle.SHM), string(forged))
+	forged, _ := json.Marshal(contract.BusInfo{CyclePID: os.Getpid()})
+	plant(t, contract.BusInfoPath(cfg.Cycle.SHM), string(forged))
 
-	_, err := StartCycle(context.Background(), cfg, quiet, 0)
+	_, err := StartCycle(context.Background(), cfg, findProgram(t, cfg), quiet, 0)
 	if err == nil || !strings.Contains(err.Error(), "belongs to user 65534") {
 		t.Errorf("another user's bus.json: %v", err)
 	}
-	if b, _ := os.ReadFile(process.BusInfoPath(cfg.Cycle.SHM)); string(b) != string(forged) {
+	if b, _ := os.ReadFile(contract.BusInfoPath(cfg.Cycle.SHM)); string(b) != string(forged) {
 		t.Error("another user's file was replaced or removed")
 	}
-	if _, err := process.ReadBusInfo(process.BusInfoPath(cfg.Cycle.SHM)); err == nil {
+	if _, err := contract.ReadBusInfo(contract.BusInfoPath(cfg.Cycle.SHM)); err == nil {
 		t.Error("ReadBusInfo read another user's file")
 	}
 
-	_ = os.Remove(process.BusInfoPath(cfg.Cycle.SHM))
+	_ = os.Remove(contract.BusInfoPath(cfg.Cycle.SHM))
 	theirs := filepath.Join(t.TempDir(), "theirs.json")
 	plant(t, theirs, string(forged))
 	if err := os.Chown(theirs, 0, 0); err != nil { // even a file of ours, reached through their link
 		t.Fatal(err)
 	}
-	if err := os.Symlink(theirs, process.BusInfoPath(cfg.Cycle.SHM)); err != nil {
+	if err := os.Symlink(theirs, contract.BusInfoPath(cfg.Cycle.SHM)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := StartCycle(context.Background(), cfg, quiet, 0); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := StartCycle(context.Background(), cfg, findProgram(t, cfg), quiet, 0); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("bus.json a symlink: %v", err)
 	}
-	if _, err := process.ReadBusInfo(process.BusInfoPath(cfg.Cycle.SHM)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := contract.ReadBusInfo(contract.BusInfoPath(cfg.Cycle.SHM)); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("ReadBusInfo through a symlink: %v", err)
 	}
 }
@@ -219,7 +233,7 @@ func TestStartCycleWarnsOfAnUnsafeDirectory(t *testing.T) {
 	cfg.Cycle.SHM = filepath.Join(dir, "x.shm")
 	cfg.Cycle.Program = stubCycle(t, filepath.Join(t.TempDir(), "got.json"))
 	var logged strings.Builder
-	_, _ = StartCycle(context.Background(), cfg, slog.New(slog.NewTextHandler(&logged, nil)), 0)
+	_, _ = StartCycle(context.Background(), cfg, findProgram(t, cfg), slog.New(slog.NewTextHandler(&logged, nil)), 0)
 	if !strings.Contains(logged.String(), "without the sticky bit") {
 		t.Errorf("no warning of a world-writable directory without the sticky bit:\n%s", logged.String())
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/sdnotify"
-	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -133,7 +132,7 @@ func (s *serviceNotifier) feedWatchdog(cp *CycleProcess) {
 }
 
 func (s *serviceNotifier) feed(seg *shm.Segment, now time.Time) {
-	if s.every == 0 || !cycleBeating(seg, rt.Now()) {
+	if s.every == 0 || !cycleBeating(seg, shm.Now()) {
 		return
 	}
 	s.send("WATCHDOG=1")
@@ -141,7 +140,7 @@ func (s *serviceNotifier) feed(seg *shm.Segment, now time.Time) {
 }
 
 // cycleBeating reports whether the cycle process beat within the last
-// heartbeatFresh; now is CLOCK_MONOTONIC in nanoseconds (rt.Now).
+// heartbeatFresh; now is CLOCK_MONOTONIC in nanoseconds (shm.Now).
 func cycleBeating(seg *shm.Segment, now int64) bool {
 	_, mono, ok := seg.Heartbeat().Read()
 	return ok && now-mono < int64(heartbeatFresh)

@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/sdnotify"
-	"github.com/ecagent/ecagent/cycle/process"
-	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/ecagent/ecagent/shm"
 )
@@ -24,8 +23,8 @@ func TestServiceNotifierFeedsTheWatchdogOnlyWhileTheCycleBeats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := &CycleProcess{seg: seg, pid: 4242, info: &process.BusInfo{Period: time.Millisecond, Slaves: make([]process.SlaveInfo, 7)}}
-	seg.Heartbeat().Beat(1, rt.Now())
+	cp := &CycleProcess{seg: seg, pid: 4242, info: &contract.BusInfo{Period: time.Millisecond, Slaves: make([]contract.SlaveInfo, 7)}}
+	seg.Heartbeat().Beat(1, shm.Now())
 
 	sd.cycleRunning(cp)
 	if got := sock.Next(time.Second); got != "READY=1\nSTATUS=cycling: 7 slaves, period 1ms, cycle process 4242" {
@@ -50,7 +49,7 @@ func TestServiceNotifierFeedsTheWatchdogOnlyWhileTheCycleBeats(t *testing.T) {
 		{"cycle beats again", 0, "WATCHDOG=1"},
 	}
 	for i, st := range steps {
-		seg.Heartbeat().Beat(uint64(i+2), rt.Now()-st.beat)
+		seg.Heartbeat().Beat(uint64(i+2), shm.Now()-st.beat)
 		time.Sleep(110 * time.Millisecond)
 		sd.feedWatchdog(cp)
 		if got := sock.Next(50 * time.Millisecond); got != st.want {
@@ -65,7 +64,7 @@ func TestServiceNotifierFeedsTheWatchdogOnlyWhileTheCycleBeats(t *testing.T) {
 	}
 	// This one refused to serve its maintenance socket: the status says so.
 	cp.pid = 4343
-	cp.info.Maintenance = process.MaintenanceInfo{Socket: "/dev/shm/x.shm.d/ctl", Error: "belongs to user 65534"}
+	cp.info.Maintenance = contract.MaintenanceInfo{Socket: "/dev/shm/x.shm.d/ctl", Error: "belongs to user 65534"}
 	sd.cycleRunning(cp)
 	if got := sock.Next(time.Second); !strings.HasPrefix(got, "STATUS=cycling") || strings.Contains(got, "READY") ||
 		!strings.HasSuffix(got, "; maintenance socket refused (see the log)") {
@@ -84,7 +83,7 @@ func TestServiceNotifierOutsideSystemdDoesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := &CycleProcess{seg: seg, info: &process.BusInfo{}}
+	cp := &CycleProcess{seg: seg, info: &contract.BusInfo{}}
 	sd.cycleRunning(cp)
 	sd.feedWatchdog(cp)
 	sd.cycleDown("x")
@@ -136,8 +135,8 @@ func TestServiceNotifierWhileBringUpFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seg.Heartbeat().Beat(1, rt.Now())
-	sd.cycleRunning(&CycleProcess{seg: seg, pid: 4242, info: &process.BusInfo{Period: time.Millisecond, Slaves: make([]process.SlaveInfo, 7)}})
+	seg.Heartbeat().Beat(1, shm.Now())
+	sd.cycleRunning(&CycleProcess{seg: seg, pid: 4242, info: &contract.BusInfo{Period: time.Millisecond, Slaves: make([]contract.SlaveInfo, 7)}})
 	if got := sock.Next(time.Second); got != "STATUS=cycling: 7 slaves, period 1ms, cycle process 4242" {
 		t.Errorf("in OP after the failures: %q", got)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/ecagent/ecagent/agent/metrics"
 	"github.com/ecagent/ecagent/agent/rtcheck"
 	"github.com/ecagent/ecagent/contract"
-	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -34,7 +33,7 @@ type telemetry struct {
 func newTelemetry(cfg config.Config, b Build) (*telemetry, error) {
 	reg, err := metrics.NewRegistry(metrics.Options{
 		Site: cfg.Site, Line: cfg.Line, Host: cfg.Host,
-		Target: cfg.Cycle.Period, Window: cfg.Metrics.Window, Detail: metrics.Detail(cfg.Metrics.Detail),
+		Target: time.Duration(cfg.Cycle.Period), Window: cfg.Metrics.Window, Detail: metrics.Detail(cfg.Metrics.Detail),
 		ProcRoot: "/proc", CycleCore: cfg.Cycle.Core,
 		Version: b.Version, Revision: b.Revision,
 	})
@@ -187,7 +186,7 @@ func (cp *CycleProcess) slaveName(pos int) string {
 
 // slaveLabel is the slave's name label: its order code (EL2004) when the
 // SII has one, which stays short and stable for dashboards.
-func slaveLabel(s process.SlaveInfo) string {
+func slaveLabel(s contract.SlaveInfo) string {
 	if s.OrderCode != "" {
 		return s.OrderCode
 	}

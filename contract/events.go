@@ -47,7 +47,7 @@ const (
 	// data).
 	EventEmergency
 	// EventDriveState: the CiA 402 drive at Slave changed state; Value is
-	// the new state's number (see package master/cia402/state), Text its
+	// the new state's number (see package ethercat/cia402/state), Text its
 	// name.
 	EventDriveState
 	// EventDriveFault: the drive at Slave went to fault; Value is its

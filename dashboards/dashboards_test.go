@@ -13,8 +13,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ecagent/ecagent/agent/metrics"
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 	"github.com/ecagent/ecagent/internal/testsupport"
-	"github.com/ecagent/ecagent/master/cia402/state"
 )
 
 // committedDir is where the generated JSON is committed.
@@ -311,7 +311,7 @@ func TestProvisioning(t *testing.T) {
 }
 
 // TestDriveStateMapping checks that the drive state panel names every
-// CiA 402 state number as package master/cia402/state does.
+// CiA 402 state number as package ethercat/cia402/state does.
 func TestDriveStateMapping(t *testing.T) {
 	m := driveStateNames()
 	if len(m) != 1 || m[0].ValueMap == nil {

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"math"
 
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 	"github.com/ecagent/ecagent/ethercat/esc"
-	"github.com/ecagent/ecagent/master/cia402/state"
 )
 
 // The simulated servo drive: a CiA 402 (IEC 61800-7-201) device modelled
@@ -14,7 +14,7 @@ import (
 // torque 10) on a simple motor model (drive_motor.go) and reports through
 // the statusword, the actual values and the error code, in the process
 // image and over SDO. The states, their statusword coding and the
-// controlword commands are package master/cia402/state's, the one
+// controlword commands are package ethercat/cia402/state's, the one
 // definition the master decodes with too; the transitions the drive makes
 // on a command (nextDriveState) are the simulator's own.
 //

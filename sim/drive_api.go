@@ -3,7 +3,7 @@ package sim
 import (
 	"fmt"
 
-	"github.com/ecagent/ecagent/master/cia402/state"
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 )
 
 // The exported view of a device's drive: its status snapshot and actual

@@ -3,8 +3,8 @@ package sim
 import (
 	"math"
 
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 	"github.com/ecagent/ecagent/ethercat/esc"
-	"github.com/ecagent/ecagent/master/cia402/state"
 )
 
 // The drive's faults: the checks of communication, targets and actual

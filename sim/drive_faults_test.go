@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 	"github.com/ecagent/ecagent/ethercat/wire"
-	"github.com/ecagent/ecagent/master/cia402/state"
 )
 
 // emergencyIn reads the send mailbox and returns the error code of the

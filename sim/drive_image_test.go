@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 	"github.com/ecagent/ecagent/ethercat/sii"
-	"github.com/ecagent/ecagent/master/cia402/state"
 )
 
 func TestAKDImageFollowsTheRealOne(t *testing.T) {

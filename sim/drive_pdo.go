@@ -3,7 +3,7 @@ package sim
 import (
 	"math"
 
-	"github.com/ecagent/ecagent/master/cia402/state"
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 )
 
 // The drive's process data: the outputs it takes (controlword, mode,

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 	"github.com/ecagent/ecagent/ethercat/wire"
-	"github.com/ecagent/ecagent/master/cia402/state"
 )
 
 // akdSDO sends an SDO request (command byte, index, sub-index, 4 data

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/ethercat/wire"
-	"github.com/ecagent/ecagent/master/cia402/state"
 )
 
 // Process image of the AKD's default mapping (0x1600 and 0x1A00), as the

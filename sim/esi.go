@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ecagent/ecagent/ethercat/esi"
+	"github.com/ecagent/ecagent/ethercat/sii"
 	"github.com/ecagent/ecagent/sim/esiimage"
 )
 
@@ -108,7 +109,19 @@ func DeviceFromESI(file *esi.File, dev *esi.Device) (*Device, error) {
 		}
 		spec.notes = append(spec.notes, from.check()...)
 	}
-	d, err := newDevice(img.Bytes, spec)
+	bytes := img.Bytes
+	if p, note := lookupProfile(keyOf(img.Device)); note == "" && p.image != nil {
+		// The real unit's layout where the ESI describes the same device
+		// (see esi_layout.go).
+		real := p.image()
+		if same, why := describedAlike(img.Device, real); !same {
+			spec.notes = append(spec.notes, "SII image generated from the ESI, not the real unit's layout of the profile table: "+why)
+		} else if b, err := sii.Encode(real); err == nil {
+			bytes = b
+			spec.notes = append(spec.notes, esiLayoutNote)
+		}
+	}
+	d, err := newDevice(bytes, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -259,4 +272,27 @@ func parseESINumber(s string) (uint32, error) {
 	}
 	v, err := strconv.ParseUint(s, 10, 32)
 	return uint32(v), err
+}
+
+// ModelIdentity returns the identity (vendor, product, revision) of the
+// profile a built-in model spec names ("EL3004", "EL3004@0x00110000"), so
+// that its description can be looked up in an ESI catalogue; ok is false
+// for a spec that names no built-in model (an SII image, an ESI file).
+func ModelIdentity(spec string) (vendor, product, revision uint32, ok bool) {
+	if IsESISpec(spec) {
+		return 0, 0, 0, false
+	}
+	name, rev, hasRev := strings.Cut(strings.TrimSpace(spec), "@")
+	p, found := profileByName(name)
+	if !found {
+		return 0, 0, 0, false
+	}
+	if hasRev {
+		r, err := strconv.ParseUint(rev, 0, 32)
+		if err != nil {
+			return 0, 0, 0, false
+		}
+		p.key.revision = uint32(r)
+	}
+	return p.key.vendor, p.key.product, p.key.revision, true
 }

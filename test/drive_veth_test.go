@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/rt"
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 	"github.com/ecagent/ecagent/ethercat/coe"
 	"github.com/ecagent/ecagent/master"
 	"github.com/ecagent/ecagent/master/cia402"
-	"github.com/ecagent/ecagent/master/cia402/state"
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/sim"
 )

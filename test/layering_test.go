@@ -40,7 +40,7 @@ var layers = []layer{
 	// only the parser.
 	{pattern: "sim/faultcmd", allowed: nil,
 		why: "the simulator's fault command language depends on the standard library only"},
-	{pattern: "sim/...", allowed: []string{"ethercat/...", "master/link", "master/cia402/state",
+	{pattern: "sim/...", allowed: []string{"ethercat/...", "master/link",
 		"internal/pcapng"}, // the replay reads captures
 		why: "the simulator models devices with the protocol encoders only, never the master"},
 	{pattern: "master/...", allowed: []string{"master/...", "ethercat/...", "internal/realtime/..."}, forbidden: []string{"ethercat/eni", "ethercat/esi"},
@@ -55,32 +55,43 @@ var layers = []layer{
 	// master and the simulator encode with it; it knows neither.
 	{pattern: "ethercat/...", allowed: nil, forbidden: []string{"ethercat/eni", "ethercat/esi"},
 		why: "the EtherCAT protocol's encoders depend on the standard library and each other only"},
+	// What the two processes agree on besides the shared memory's layout:
+	// the cycle configuration, the bus description, exit codes, the side
+	// files, the bring-up report, the event catalogue.
 	{pattern: "contract", allowed: nil,
-		why: "what the two processes agree on (the event catalogue …) is the leaf both build on, and every output renders"},
-	{pattern: "shm", allowed: []string{"contract"},
-		why: "the shared-memory layout builds on the contract only: both processes build on it"},
-	{pattern: "agent/busstate", allowed: []string{"shm", "contract", "ethercat/esc", "ethercat/coe", "master/cia402/state"},
+		why: "what the two processes agree on (configuration, bus description, events …) is the leaf both build on, and every output renders"},
+	{pattern: "shm", allowed: []string{"contract", "internal/realtime/monotime"},
+		why: "the shared-memory layout builds on the contract and the monotonic clock only: both processes build on it"},
+	{pattern: "agent/busstate", allowed: []string{"shm", "contract", "ethercat/esc", "ethercat/coe", "ethercat/cia402/state"},
 		why: "the one state model of the bus folds shared-memory events; every output renders it"},
 	// The cycle program is the whole cycle process: its closure must stay
 	// free of the agent's libraries (test/cycle_closure_test.go), so it
 	// reads its own configuration, not agent/config.
-	{pattern: "cycle/process", allowed: []string{"cycle/...", "master/...", "ethercat/...", "shm", "contract", "internal/realtime/..."}, forbidden: []string{"sim", "ethercat/eni", "ethercat/esi"},
+	{pattern: "cycle/process", allowed: []string{"cycle/...", "master/...", "ethercat/...", "shm", "contract", "internal/realtime/...", "internal/buildinfo"}, forbidden: []string{"sim", "ethercat/eni", "ethercat/esi"},
 		why: "the cycle process's body runs the engine and the master on shared memory; it knows nothing of the agent"},
 	{pattern: "cycle/...", allowed: []string{"master/...", "ethercat/...", "shm", "contract", "internal/realtime/..."}, forbidden: []string{"sim", "cycle/process", "ethercat/eni", "ethercat/esi"},
 		why: "the cycle process runs the master and writes shared memory, nothing else"},
 	{pattern: "agent/cyclestats/...", allowed: []string{"shm", "internal/jsonstr"},
 		why: "what a cycle sample measures is defined once, from shared-memory samples; every output renders it, it renders none"},
-	{pattern: "agent/metrics/...", allowed: []string{"shm", "contract", "agent/busstate", "agent/cyclestats/...", "ethercat/esc", "master/cia402/state", "internal/jsonstr"},
+	{pattern: "agent/metrics/...", allowed: []string{"shm", "contract", "agent/busstate", "agent/cyclestats/...", "ethercat/esc", "ethercat/cia402/state", "internal/jsonstr"},
 		why: "exporters render shared-memory samples and register values; they never reach the master or the agent"},
-	{pattern: "agent/mqtt/...", allowed: []string{"shm", "contract", "agent/busstate", "agent/cyclestats/...", "ethercat/esc", "master/cia402/state", "internal/jsonstr"},
+	{pattern: "agent/mqtt/...", allowed: []string{"shm", "contract", "agent/busstate", "agent/cyclestats/...", "ethercat/esc", "ethercat/cia402/state", "internal/jsonstr"},
 		forbidden: []string{"agent/metrics/..."},
 		why:       "the MQTT publisher renders the samples' window statistics from cyclestats, as metrics does, and nothing of metrics"},
-	{pattern: "agent/config", allowed: []string{"agent/mqtt/ruleparse", "master/link"},
-		why: "the configuration validates the MQTT rule syntax and interface names and nothing else"},
+	{pattern: "agent/config", allowed: []string{"agent/mqtt/ruleparse", "contract"},
+		why: "the configuration is made of the contract's types, validates the MQTT rule syntax, and nothing else"},
 	{pattern: "agent/rtcheck", allowed: nil, why: "the host doctor reads the host only"},
 	{pattern: "agent/sdnotify", allowed: nil, why: "the systemd protocol needs nothing of ours"},
-	{pattern: "agent/...", allowed: []string{"master/...", "ethercat/...", "sim", "cycle/...", "shm", "contract", "agent/busstate", "agent/cyclestats/...", "agent/metrics/...", "agent/mqtt/...", "agent/..."},
-		why: "the agent wires everything below it together; nothing but commands import it"},
+	// The agent holds nothing of the cycle process's body: nothing under
+	// cycle/ or master/ (engine, master, links, DC, drive logic), no
+	// simulator. It shares shm and contract with the cycle process, and
+	// the protocol's stateless codecs (ethercat/...: AL states, drive
+	// states, CoE meanings) with everyone; it alone reads ESI files
+	// (agent/esinames). test/agent_closure_test.go checks the whole
+	// closure too.
+	{pattern: "agent/...", allowed: []string{"ethercat/...", "shm", "contract", "agent/..."},
+		forbidden: []string{"cycle/...", "master/...", "sim/..."},
+		why:       "the agent wires everything below it together and shares only shm, contract and the protocol codecs with the cycle process; nothing but commands import it"},
 	{pattern: "internal/testsupport", allowed: nil,
 		why: "the tests' shared helpers need the standard library only, so that any package's tests may use them"},
 	{pattern: "internal/testsupport/...", allowed: []string{"master", "master/link", "sim", "ethercat/wire", "internal/pcapng"},
@@ -155,6 +166,11 @@ func TestLayerRules(t *testing.T) {
 		{"shm", "contract", true},
 		{"contract", "shm", false},
 		{"contract", "ethercat/esc", false},
+		{"contract", "master/link", false},
+		{"contract", "agent/config", false},
+		{"cycle/process", "contract", true},
+		{"agent/config", "contract", true},
+		{"agent/config", "master/link", false},
 		{"cycle", "contract", true},
 		{"agent/busstate", "contract", true},
 		{"agent/mqtt", "contract", true},
@@ -171,7 +187,25 @@ func TestLayerRules(t *testing.T) {
 		{"cycle/process", "agent/config", false},
 		{"cycle/process", "sim", false},
 		{"cycle/process", "agent/metrics", false},
-		{"agent", "cycle/process", true},
+		{"agent", "cycle/process", false},
+		{"agent", "cycle/rt", false},
+		{"agent/bench", "cycle", false},
+		{"agent", "master", false},
+		{"agent", "master/link", false},
+		{"agent", "sim", false},
+		{"agent", "sim/faultcmd", false},
+		{"agent", "master/dc", false},
+		{"agent", "master/cia402", false},
+		{"agent", "ethercat/esc", true},
+		{"agent", "ethercat/cia402/state", true},
+		{"agent", "master/cia402/state", false},
+		{"agent/busstate", "master/cia402", false},
+		{"agent/mqtt", "cycle", false},
+		{"agent/metrics", "sim", false},
+		{"agent/config", "cycle/process", false},
+		{"agent/bench", "cycle/process", false},
+		{"agent/bench", "sim/replay", false},
+		{"agent", "contract", true},
 		{"cmd/ecagent-cycle", "cycle/process", true},
 		{"cmd/ecagent-cycle", "agent", false},
 		{"cmd/ecagent-cycle", "agent/config", false},

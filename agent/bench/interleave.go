@@ -37,7 +37,7 @@ func RunInterleaved(ctx context.Context, cfg config.Config, o Options, ct Cyclic
 		return nil, err
 	}
 	pairs := uint64(blocks / 2)
-	rec, err := NewRecorder(cfg.Cycle.Period, o.Cycles*pairs, o.HistogramMicros)
+	rec, err := NewRecorder(time.Duration(cfg.Cycle.Period), o.Cycles*pairs, o.HistogramMicros)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func RunInterleaved(ctx context.Context, cfg config.Config, o Options, ct Cyclic
 	)
 	for i, side := range order {
 		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, "block %d of %d: %v, %d cycles of %v\n", i+1, len(order), side, o.Cycles, cfg.Cycle.Period)
+			fmt.Fprintf(o.Progress, "block %d of %d: %v, %d cycles of %v\n", i+1, len(order), side, o.Cycles, time.Duration(cfg.Cycle.Period))
 		}
 		if side == SideEcagent {
 			run, err := runBlock(ctx, cfg, o, log, rec)
@@ -91,8 +91,8 @@ func RunInterleaved(ctx context.Context, cfg config.Config, o Options, ct Cyclic
 	if err != nil {
 		return rep, err
 	}
-	c.BlockCycles, c.Block = o.Cycles, time.Duration(o.Cycles)*cfg.Cycle.Period
-	c.Cmdline, c.BusyWait = cmdline, cfg.Cycle.BusyWait
+	c.BlockCycles, c.Block = o.Cycles, time.Duration(o.Cycles)*time.Duration(cfg.Cycle.Period)
+	c.Cmdline, c.BusyWait = cmdline, time.Duration(cfg.Cycle.BusyWait)
 	rep.Comparison = c
 	return rep, nil
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/cyclestats/stats"
-	"github.com/ecagent/ecagent/cycle/process"
+	"github.com/ecagent/ecagent/contract"
 )
 
 // IntervalFraction is the share of cycles the reported symmetric interval
@@ -46,7 +46,7 @@ type RunInfo struct {
 	Core     int           `json:"core"`
 	BusyWait time.Duration `json:"busywait_ns"`
 	// RT is what the cycle thread asked the host for and got.
-	RT []process.RTSetting `json:"rt"`
+	RT []contract.RTSetting `json:"rt"`
 	// Telemetry says what ran in the bench process beside the cycle;
 	// nil when nothing did.
 	Telemetry *Telemetry `json:"telemetry,omitempty"`

@@ -26,6 +26,9 @@ const drainBatch = 4096
 
 // Options configures Run.
 type Options struct {
+	// Program is the cycle program each block starts
+	// (agent.FindCycleProgram); the zero value finds it for each block.
+	Program agent.CycleProgram
 	// Cycles is the number of cycles to run; at least 2.
 	Cycles uint64
 	// HistogramMicros is the range of the 1 µs wake-up latency histogram.
@@ -70,7 +73,7 @@ func Run(ctx context.Context, cfg config.Config, o Options, log *slog.Logger) (*
 	if o.Cycles < 2 {
 		return nil, fmt.Errorf("bench: %d cycles, want at least 2", o.Cycles)
 	}
-	rec, err := NewRecorder(cfg.Cycle.Period, o.Cycles, o.HistogramMicros)
+	rec, err := NewRecorder(time.Duration(cfg.Cycle.Period), o.Cycles, o.HistogramMicros)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +102,13 @@ func runBlock(ctx context.Context, cfg config.Config, o Options, log *slog.Logge
 		defer tel.stop()
 	}
 
-	cp, err := agent.StartCycle(ctx, cfg, log, o.Cycles)
+	prog := o.Program
+	if prog.Path == "" {
+		if prog, err = agent.FindCycleProgram(cfg, log); err != nil {
+			return nil, err
+		}
+	}
+	cp, err := agent.StartCycle(ctx, cfg, prog, log, o.Cycles)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +116,7 @@ func runBlock(ctx context.Context, cfg config.Config, o Options, log *slog.Logge
 	stopCycle := func() {
 		if !stopped {
 			stopped = true
-			cp.Stop(log, cfg.Bus.StateTimeout+2*time.Second)
+			cp.Stop(log, time.Duration(cfg.Bus.StateTimeout)+2*time.Second)
 		}
 	}
 	defer stopCycle()
@@ -119,11 +128,11 @@ func runBlock(ctx context.Context, cfg config.Config, o Options, log *slog.Logge
 	run := RunInfo{
 		Requested: o.Cycles, Start: time.Now(), Interface: cfg.Bus.Interface,
 		Slaves: len(info.Slaves), Priority: cfg.Cycle.Priority, Core: cfg.Cycle.Core,
-		BusyWait: cfg.Cycle.BusyWait, RT: info.RT, Cmdline: o.Cmdline, Version: o.Version,
+		BusyWait: time.Duration(cfg.Cycle.BusyWait), RT: info.RT, Cmdline: o.Cmdline, Version: o.Version,
 	}
 	var progress *Progress
 	if o.Progress != nil {
-		progress = NewProgress(o.Progress, o.Cycles, cfg.Cycle.Period, o.Terminal)
+		progress = NewProgress(o.Progress, o.Cycles, time.Duration(cfg.Cycle.Period), o.Terminal)
 	}
 	ring := cp.Segment().Samples()
 	d := drainer{ring: ring, heartbeat: cp.Segment().Heartbeat(), rec: rec, buf: make([]shm.Sample, drainBatch)}
@@ -235,7 +244,7 @@ func startTelemetry(ctx context.Context, cfg config.Config, every time.Duration,
 	}
 	reg, err := metrics.NewRegistry(metrics.Options{
 		Site: cfg.Site, Line: cfg.Line, Host: cfg.Host,
-		Target: cfg.Cycle.Period, Window: cfg.Metrics.Window, CycleCore: cfg.Cycle.Core,
+		Target: time.Duration(cfg.Cycle.Period), Window: cfg.Metrics.Window, CycleCore: cfg.Cycle.Core,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bench: telemetry: %w", err)

@@ -6,9 +6,9 @@ import (
 	"math"
 
 	"github.com/ecagent/ecagent/contract"
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 	"github.com/ecagent/ecagent/ethercat/coe"
 	"github.com/ecagent/ecagent/ethercat/esc"
-	"github.com/ecagent/ecagent/master/cia402/state"
 	"github.com/ecagent/ecagent/shm"
 )
 

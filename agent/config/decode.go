@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ecagent/ecagent/contract"
 )
 
 // decode turns a raw value from any layer (YAML scalars and sequences,
@@ -141,6 +143,8 @@ func formatValue(raw any) string {
 		return v
 	case time.Duration:
 		return formatDuration(v)
+	case contract.Duration:
+		return formatDuration(time.Duration(v))
 	case []string:
 		return strings.Join(v, ",")
 	case []any:
@@ -155,24 +159,5 @@ func formatValue(raw any) string {
 	return fmt.Sprint(raw)
 }
 
-// formatDuration writes d in the largest unit that divides it exactly, in
-// ASCII ("250us", "10ms", "90s", "5m"), so that what the agent prints can be
-// pasted back into a file, the environment or a flag.
-func formatDuration(d time.Duration) string {
-	if d == 0 {
-		return "0s"
-	}
-	units := []struct {
-		size time.Duration
-		name string
-	}{
-		{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"},
-		{time.Millisecond, "ms"}, {time.Microsecond, "us"}, {time.Nanosecond, "ns"},
-	}
-	for _, u := range units {
-		if d%u.size == 0 {
-			return strconv.FormatInt(int64(d/u.size), 10) + u.name
-		}
-	}
-	return d.String()
-}
+// formatDuration writes d as the file takes it back ("250us", "10ms").
+func formatDuration(d time.Duration) string { return contract.FormatDuration(d) }

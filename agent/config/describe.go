@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ecagent/ecagent/contract"
 )
 
 // Description is the whole configuration schema as people and tools read
@@ -144,13 +146,13 @@ func newProber(models []string) prober {
 func (p prober) base() Config {
 	c := Default()
 	c.Host = "probe"
-	drive := defaultDrive()
+	drive := contract.DefaultDrive()
 	drive.Mode = "csp"
 	drive.Target.Kind = "constant"
-	c.Drives = []Drive{drive}
-	c.Bus.PDO = []SlavePDOs{{
-		RxPDOs: []PDO{{Index: FirstRxPDO}},
-		TxPDOs: []PDO{{Index: FirstTxPDO}},
+	c.Drives = []contract.Drive{drive}
+	c.Bus.PDO = []contract.SlavePDOs{{
+		RxPDOs: []contract.PDO{{Index: contract.FirstRxPDO}},
+		TxPDOs: []contract.PDO{{Index: contract.FirstTxPDO}},
 	}}
 	return c
 }
@@ -174,7 +176,7 @@ func quotesProbe(problem string) bool {
 // probeValues are the values tried for a field of type t.
 func probeValues(t reflect.Type) []any {
 	switch {
-	case t == durationType:
+	case isDuration(t):
 		return []any{-time.Nanosecond, time.Duration(0), 1000 * time.Hour}
 	case t.Kind() == reflect.Int:
 		return []any{-2, 0, 1 << 40}
@@ -279,7 +281,7 @@ func probeKey(key string) string { return strings.ReplaceAll(key, "[]", "[0]") }
 // itemType names the type of an item field.
 func itemType(t reflect.Type) string {
 	switch {
-	case t == durationType:
+	case isDuration(t):
 		return "duration"
 	case t.Kind() == reflect.Slice && reflect.PointerTo(t.Elem()).Implements(textUnmarshalerType):
 		return "strings"

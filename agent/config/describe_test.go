@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ecagent/ecagent/contract"
 	"github.com/spf13/pflag"
 )
 
@@ -71,7 +72,7 @@ func TestDescribeItemKeys(t *testing.T) {
 			switch {
 			case sf.Type.Kind() == reflect.Struct:
 				walk(key, sf.Type)
-			case sf.Type.Kind() == reflect.Slice && sf.Type.Elem().Kind() == reflect.Struct && sf.Type.Elem() != reflect.TypeFor[PDOEntry]():
+			case sf.Type.Kind() == reflect.Slice && sf.Type.Elem().Kind() == reflect.Struct && sf.Type.Elem() != reflect.TypeFor[contract.PDOEntry]():
 				want = append(want, key)
 				walk(key+"[]", sf.Type.Elem())
 			default:
@@ -79,8 +80,8 @@ func TestDescribeItemKeys(t *testing.T) {
 			}
 		}
 	}
-	walk("drives[]", reflect.TypeFor[Drive]())
-	walk("bus.pdo[]", reflect.TypeFor[SlavePDOs]())
+	walk("drives[]", reflect.TypeFor[contract.Drive]())
+	walk("bus.pdo[]", reflect.TypeFor[contract.SlavePDOs]())
 	got := map[string]bool{}
 	for _, k := range Describe(testModels).Keys {
 		got[k.Key] = true

@@ -6,45 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func TestParsePDOEntry(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in      string
-		want    PDOEntry
-		wantErr string
-	}{
-		{"0x6040:00/16", PDOEntry{0x6040, 0, 16}, ""},
-		{"60FF:0/32", PDOEntry{0x60FF, 0, 32}, ""},
-		{" 0x60c1:1/32 ", PDOEntry{0x60C1, 1, 32}, ""},
-		{"0X1C12:FF/64", PDOEntry{0x1C12, 0xFF, 64}, ""},
-		{"0x0000:00/8", PDOEntry{0, 0, 8}, ""}, // a gap
-		{"0x6040:00/0", PDOEntry{}, "0 bits: an entry has 1..64 bits"},
-		{"0x6040:00/65", PDOEntry{}, "65 bits: an entry has 1..64 bits"},
-		{"0x6040/16", PDOEntry{}, "must be INDEX:SUB/BITS"},
-		{"0x6040:00", PDOEntry{}, "must be INDEX:SUB/BITS"},
-		{"0x16040:00/16", PDOEntry{}, "must be INDEX:SUB/BITS"},
-		{"0x6040:100/16", PDOEntry{}, "must be INDEX:SUB/BITS"},
-		{"0x:00/16", PDOEntry{}, "must be INDEX:SUB/BITS"},
-		{"0x6040:00/x", PDOEntry{}, "must be INDEX:SUB/BITS"},
-	}
-	for _, tt := range tests {
-		got, err := ParsePDOEntry(tt.in)
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("ParsePDOEntry(%q) = %v, %v; want an error with %q", tt.in, got, err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil || got != tt.want {
-			t.Errorf("ParsePDOEntry(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
-		}
-		if back, err := ParsePDOEntry(got.String()); err != nil || back != got {
-			t.Errorf("%v does not round-trip through %q", got, got.String())
-		}
-	}
-}
+	"github.com/ecagent/ecagent/contract"
+)
 
 // withMotion returns a valid configuration with one drive of each mode
 // and a PDO assignment, on a simulated segment of four slaves.
@@ -52,14 +16,14 @@ func withMotion() Config {
 	c := Default()
 	c.Bus.Devices = []string{"EK1100", "AKD", "AKD", "AKD"}
 	c.Bus.DC.Enabled = true
-	c.Bus.PDO = []SlavePDOs{{Slave: 1,
-		RxPDOs: []PDO{{Index: 0x1601, Entries: []PDOEntry{{0x6040, 0, 16}, {0x60FF, 0, 32}}}},
-		TxPDOs: []PDO{{Index: 0x1A01}},
+	c.Bus.PDO = []contract.SlavePDOs{{Slave: 1,
+		RxPDOs: []contract.PDO{{Index: 0x1601, Entries: []contract.PDOEntry{{Index: 0x6040, Bits: 16}, {Index: 0x60FF, Bits: 32}}}},
+		TxPDOs: []contract.PDO{{Index: 0x1A01}},
 	}}
-	c.Drives = []Drive{
-		{Slave: 1, Mode: "csv", FaultReset: "manual", Target: Target{Kind: "sine", Amplitude: 1000, Period: time.Second}},
-		{Slave: 2, Mode: "cst", FaultReset: "auto", SettleCycles: 8, Target: Target{Kind: "ramp", From: -10, To: 100, Duration: time.Second}},
-		{Slave: 3, Mode: "csp", FaultReset: "manual", Target: Target{Kind: "constant", Value: 5000}},
+	c.Drives = []contract.Drive{
+		{Slave: 1, Mode: "csv", FaultReset: "manual", Target: contract.Target{Kind: "sine", Amplitude: 1000, Period: contract.Duration(time.Second)}},
+		{Slave: 2, Mode: "cst", FaultReset: "auto", SettleCycles: 8, Target: contract.Target{Kind: "ramp", From: -10, To: 100, Duration: contract.Duration(time.Second)}},
+		{Slave: 3, Mode: "csp", FaultReset: "manual", Target: contract.Target{Kind: "constant", Value: 5000}},
 	}
 	return c
 }
@@ -74,16 +38,19 @@ func TestValidateMotion(t *testing.T) {
 	}{
 		{"valid", func(c *Config) {}, "", ""},
 		{"sync0 shift just under the period", func(c *Config) { c.Bus.DC.Sync0Shift = c.Cycle.Period - 1 }, "", ""},
-		{"sync0 shift equal to the period", func(c *Config) { c.Bus.DC.Sync0Shift = time.Millisecond }, "bus.dc.sync0shift",
+		{"sync0 shift equal to the period", func(c *Config) { c.Bus.DC.Sync0Shift = contract.Duration(time.Millisecond) }, "bus.dc.sync0shift",
 			"must be at least 0 and less than cycle.period (1ms)"},
-		{"negative sync0 shift", func(c *Config) { c.Bus.DC.Sync0Shift = -time.Microsecond }, "bus.dc.sync0shift",
+		{"negative sync0 shift", func(c *Config) { c.Bus.DC.Sync0Shift = contract.Duration(-time.Microsecond) }, "bus.dc.sync0shift",
 			"must be at least 0 and less than cycle.period (1ms)"},
-		{"sync1 beyond the period", func(c *Config) { c.Cycle.Period = 125 * time.Microsecond; c.Bus.DC.Sync1 = 200 * time.Microsecond },
+		{"sync1 beyond the period", func(c *Config) {
+			c.Cycle.Period = contract.Duration(125 * time.Microsecond)
+			c.Bus.DC.Sync1 = contract.Duration(200 * time.Microsecond)
+		},
 			"bus.dc.sync1", "must be 0 (SYNC1 off) or an offset after SYNC0 less than cycle.period (125us)"},
 		{"no drift frames", func(c *Config) { c.Bus.DC.DriftFrames = 0 }, "", ""},
 		{"too many drift frames", func(c *Config) { c.Bus.DC.DriftFrames = 1_000_001 }, "bus.dc.driftframes",
 			"must be between 0 and 1000000"},
-		{"start delay too long for 32-bit clocks", func(c *Config) { c.Bus.DC.StartDelay = 3 * time.Second }, "bus.dc.startdelay",
+		{"start delay too long for 32-bit clocks", func(c *Config) { c.Bus.DC.StartDelay = contract.Duration(3 * time.Second) }, "bus.dc.startdelay",
 			"must be between 1ms and 2s"},
 		{"drive beyond the simulated segment", func(c *Config) { c.Drives[0].Slave = 4 }, "drives[0].slave",
 			"no such slave: the simulated segment (bus.devices) has 4 devices, at ring positions 0..3"},
@@ -99,12 +66,12 @@ func TestValidateMotion(t *testing.T) {
 		{"unknown target kind", func(c *Config) { c.Drives[0].Target.Kind = "square" }, "drives[0].target.kind", "must be constant, ramp or sine"},
 		{"sine without a period", func(c *Config) { c.Drives[0].Target.Period = 0 }, "drives[0].target.period",
 			"a sine needs a period of at least two cycle periods (2ms)"},
-		{"sine at two cycles", func(c *Config) { c.Drives[0].Target.Period = 2 * time.Millisecond }, "", ""},
+		{"sine at two cycles", func(c *Config) { c.Drives[0].Target.Period = contract.Duration(2 * time.Millisecond) }, "", ""},
 		{"sine without an amplitude", func(c *Config) { c.Drives[0].Target.Amplitude = 0 }, "drives[0].target.amplitude",
 			"a sine needs an amplitude other than 0 (use kind constant for a fixed target)"},
 		{"sine with a value", func(c *Config) { c.Drives[0].Target.Value = 3 }, "drives[0].target.value",
 			"a sine target does not use value; it uses offset, amplitude and period"},
-		{"ramp with a period", func(c *Config) { c.Drives[1].Target.Period = time.Second }, "drives[1].target.period",
+		{"ramp with a period", func(c *Config) { c.Drives[1].Target.Period = contract.Duration(time.Second) }, "drives[1].target.period",
 			"a ramp target does not use period; it uses from, to and duration"},
 		{"constant with a from", func(c *Config) { c.Drives[2].Target.From = 1 }, "drives[2].target.from",
 			"a constant target does not use from; it uses value"},
@@ -116,17 +83,17 @@ func TestValidateMotion(t *testing.T) {
 			"offset ± amplitude must stay between -2147483648 and 2147483647 (the csv target 0x60FF is 32 bits)"},
 		{"position beyond 32 bits", func(c *Config) { c.Drives[2].Target.Value = -3_000_000_000 }, "drives[2].target.value",
 			"must be between -2147483648 and 2147483647 (the csp target 0x607A is 32 bits)"},
-		{"pdo slave twice", func(c *Config) { c.Bus.PDO = append(c.Bus.PDO, SlavePDOs{Slave: 1}) }, "bus.pdo[1].slave",
+		{"pdo slave twice", func(c *Config) { c.Bus.PDO = append(c.Bus.PDO, contract.SlavePDOs{Slave: 1}) }, "bus.pdo[1].slave",
 			"slave 1 is already configured by bus.pdo[0]"},
 		{"a TxPDO as an RxPDO", func(c *Config) { c.Bus.PDO[0].RxPDOs[0].Index = 0x1A00 }, "bus.pdo[0].rxpdos[0].index",
 			"must be an RxPDO mapping object, 0x1600..0x17FF"},
 		{"an RxPDO as a TxPDO", func(c *Config) { c.Bus.PDO[0].TxPDOs[0].Index = 0x1600 }, "bus.pdo[0].txpdos[0].index",
 			"must be a TxPDO mapping object, 0x1A00..0x1BFF"},
-		{"a PDO assigned twice", func(c *Config) { c.Bus.PDO[0].TxPDOs = append(c.Bus.PDO[0].TxPDOs, PDO{Index: 0x1A01}) },
+		{"a PDO assigned twice", func(c *Config) { c.Bus.PDO[0].TxPDOs = append(c.Bus.PDO[0].TxPDOs, contract.PDO{Index: 0x1A01}) },
 			"bus.pdo[0].txpdos[1].index", "is already assigned by bus.pdo[0].txpdos[0]"},
 		{"an entry of 0 bits", func(c *Config) { c.Bus.PDO[0].RxPDOs[0].Entries[1].Bits = 0 }, "bus.pdo[0].rxpdos[0].entries[1]",
 			"an entry has 1..64 bits"},
-		{"too many entries", func(c *Config) { c.Bus.PDO[0].RxPDOs[0].Entries = make([]PDOEntry, 255) }, "bus.pdo[0].rxpdos[0].entries",
+		{"too many entries", func(c *Config) { c.Bus.PDO[0].RxPDOs[0].Entries = make([]contract.PDOEntry, 255) }, "bus.pdo[0].rxpdos[0].entries",
 			"a PDO maps at most 254 entries"},
 	}
 	for _, tt := range tests {
@@ -187,22 +154,22 @@ drives:
 		t.Fatal(r.err)
 	}
 	c := r.cfg
-	wantDC := DC{Enabled: true, Sync0Shift: 100 * time.Microsecond, Sync1: 50 * time.Microsecond, DriftFrames: 0, StartDelay: DefaultDCStartDelay}
+	wantDC := contract.DC{Enabled: true, Sync0Shift: contract.Duration(100 * time.Microsecond), Sync1: contract.Duration(50 * time.Microsecond), DriftFrames: 0, StartDelay: contract.Duration(contract.DefaultDCStartDelay)}
 	if c.Bus.DC != wantDC {
 		t.Errorf("dc = %+v, want %+v", c.Bus.DC, wantDC)
 	}
-	wantPDO := []SlavePDOs{{Slave: 2,
-		RxPDOs: []PDO{{Index: 0x1601, Entries: []PDOEntry{{0x6040, 0, 16}, {0x6071, 0, 16}}}},
-		TxPDOs: []PDO{{Index: 0x1A01}},
+	wantPDO := []contract.SlavePDOs{{Slave: 2,
+		RxPDOs: []contract.PDO{{Index: 0x1601, Entries: []contract.PDOEntry{{Index: 0x6040, Bits: 16}, {Index: 0x6071, Bits: 16}}}},
+		TxPDOs: []contract.PDO{{Index: 0x1A01}},
 	}}
 	if !reflect.DeepEqual(c.Bus.PDO, wantPDO) {
 		t.Errorf("pdo = %+v, want %+v", c.Bus.PDO, wantPDO)
 	}
-	wantDrives := []Drive{
-		{Slave: 1, Mode: "csv", FaultReset: "manual", SettleCycles: DefaultSettleCycles,
-			Target: Target{Kind: "sine", Amplitude: -500, Period: time.Second}},
+	wantDrives := []contract.Drive{
+		{Slave: 1, Mode: "csv", FaultReset: "manual", SettleCycles: contract.DefaultSettleCycles,
+			Target: contract.Target{Kind: "sine", Amplitude: -500, Period: contract.Duration(time.Second)}},
 		{Slave: 2, Mode: "cst", FaultReset: "auto", SettleCycles: 0,
-			Target: Target{Kind: "ramp", To: 300, Duration: 250 * time.Millisecond}},
+			Target: contract.Target{Kind: "ramp", To: 300, Duration: contract.Duration(250 * time.Millisecond)}},
 	}
 	if !reflect.DeepEqual(c.Drives, wantDrives) {
 		t.Errorf("drives = %+v\nwant %+v", c.Drives, wantDrives)
@@ -273,7 +240,7 @@ func TestLoadMotionErrors(t *testing.T) {
 func TestYAMLRoundTripMotion(t *testing.T) {
 	t.Parallel()
 	c := withMotion()
-	c.Bus.DC = DC{Enabled: true, Sync0Shift: 20 * time.Microsecond, Sync1: 30 * time.Microsecond, DriftFrames: 7, StartDelay: time.Second}
+	c.Bus.DC = contract.DC{Enabled: true, Sync0Shift: contract.Duration(20 * time.Microsecond), Sync1: contract.Duration(30 * time.Microsecond), DriftFrames: 7, StartDelay: contract.Duration(time.Second)}
 	out, err := c.YAML()
 	if err != nil {
 		t.Fatal(err)

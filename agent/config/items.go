@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ecagent/ecagent/contract"
 )
 
 // Lists of mappings (drives, bus.pdo) are leaves of the schema: koanf
@@ -31,12 +33,7 @@ type itemField struct {
 	value reflect.Value
 }
 
-// itemFields lists the fields of an item struct value (or pointer).
-func itemFields(v any) []itemField {
-	rv := reflect.Indirect(reflect.ValueOf(v))
-	return structFields(rv)
-}
-
+// structFields lists the fields of an item struct value.
 func structFields(rv reflect.Value) []itemField {
 	t := rv.Type()
 	out := make([]itemField, 0, t.NumField())
@@ -48,10 +45,16 @@ func structFields(rv reflect.Value) []itemField {
 }
 
 var (
-	durationType        = reflect.TypeFor[time.Duration]()
-	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
-	textMarshalerType   = reflect.TypeFor[encoding.TextMarshaler]()
+	durationType         = reflect.TypeFor[time.Duration]()
+	contractDurationType = reflect.TypeFor[contract.Duration]()
+	textUnmarshalerType  = reflect.TypeFor[encoding.TextUnmarshaler]()
+	textMarshalerType    = reflect.TypeFor[encoding.TextMarshaler]()
 )
+
+// isDuration reports whether t is a duration: time.Duration (the
+// agent's own keys) or contract.Duration (the keys the cycle process
+// reads, which its JSON writes as text).
+func isDuration(t reflect.Type) bool { return t == durationType || t == contractDurationType }
 
 // listOnlyInFile explains why a list of mappings came from elsewhere.
 const listOnlyInFile = "must be a list of mappings; only the YAML file can set it (not the environment or a flag)"
@@ -92,8 +95,8 @@ func decodeList(t reflect.Type, key string, raw any) (any, []itemProblem) {
 // itemDefault returns the value an item of type t starts from.
 func itemDefault(t reflect.Type) reflect.Value {
 	v := reflect.New(t).Elem()
-	if t == reflect.TypeFor[Drive]() {
-		v.Set(reflect.ValueOf(defaultDrive()))
+	if t == reflect.TypeFor[contract.Drive]() {
+		v.Set(reflect.ValueOf(contract.DefaultDrive()))
 	}
 	return v
 }
@@ -103,7 +106,7 @@ func decodeItemValue(t reflect.Type, key string, raw any) (reflect.Value, []item
 	fail := func(problem string) (reflect.Value, []itemProblem) {
 		return itemDefault(t), []itemProblem{{key: key, value: formatValue(raw), problem: problem}}
 	}
-	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
+	if !isDuration(t) && reflect.PointerTo(t).Implements(textUnmarshalerType) {
 		s, ok := raw.(string)
 		if !ok {
 			return fail("must be a string")
@@ -119,7 +122,7 @@ func decodeItemValue(t reflect.Type, key string, raw any) (reflect.Value, []item
 		problem string
 	)
 	switch {
-	case t == durationType:
+	case isDuration(t):
 		v, problem = decodeDuration(raw)
 	case t.Kind() == reflect.Struct:
 		return decodeItemStruct(t, key, raw)

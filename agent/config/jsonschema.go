@@ -280,7 +280,7 @@ func (p prober) interval(env probeEnv, key string) DurationBound {
 	lo, hi := int64(-1)<<40, int64(1)<<40
 	var start0 int64
 	switch {
-	case f.Type() == durationType:
+	case isDuration(f.Type()):
 		lo, hi, start0 = -int64(1000*time.Hour), int64(1000*time.Hour), f.Int()
 	case f.Kind() == reflect.Uint16:
 		lo, hi, start0 = 0, math.MaxUint16, int64(f.Uint())

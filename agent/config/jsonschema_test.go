@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/contract"
 )
 
 // schemaAt returns the schema of a dotted key ("drives[].mode").
@@ -89,8 +91,8 @@ func TestDurationBounds(t *testing.T) {
 		min, max *int64
 		zero     bool
 	}{
-		{"cycle.period", ns(MinPeriod), ns(MaxPeriod), false},
-		{"bus.timeout", ns(MinBusTimeout), ns(MaxBusTimeout), false},
+		{"cycle.period", ns(contract.MinPeriod), ns(contract.MaxPeriod), false},
+		{"bus.timeout", ns(contract.MinBusTimeout), ns(contract.MaxBusTimeout), false},
 		{"status.interval", ns(MinStatus), ns(MaxStatus), true},
 		{"mqtt.interval", ns(time.Millisecond), ns(time.Hour), true}, // 0 with mqtt.onchange
 		{"mqtt.reconnectmax", nil, ns(10 * time.Minute), false},      // at least mqtt.reconnectmin

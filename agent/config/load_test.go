@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/contract"
+	"github.com/ecagent/ecagent/internal/testsupport"
 	"github.com/spf13/pflag"
 )
 
@@ -105,21 +107,25 @@ func TestLoadLayers(t *testing.T) {
 			args: []string{"--print-config"},
 		}, def},
 		{"YAML overrides defaults", loadCase{file: "cycle:\n  period: 500us\nsite: plant-a\n"},
-			with(func(c *Config) { c.Cycle.Period = 500 * time.Microsecond; c.Site = "plant-a" })},
+			with(func(c *Config) { c.Cycle.Period = contract.Duration(500 * time.Microsecond); c.Site = "plant-a" })},
 		{"environment overrides YAML", loadCase{
 			file: "cycle:\n  period: 500us\n  priority: 70\n",
 			env:  []string{"ECAGENT_CYCLE_PERIOD=250us"},
-		}, with(func(c *Config) { c.Cycle.Period = 250 * time.Microsecond; c.Cycle.Priority = 70 })},
+		}, with(func(c *Config) { c.Cycle.Period = contract.Duration(250 * time.Microsecond); c.Cycle.Priority = 70 })},
 		{"flags override environment", loadCase{
 			file: "cycle:\n  period: 500us\n",
 			env:  []string{"ECAGENT_CYCLE_PERIOD=250us", "ECAGENT_BUS_INTERFACE=eth1"},
 			args: []string{"--cycle.period=2ms"},
-		}, with(func(c *Config) { c.Cycle.Period = 2 * time.Millisecond; c.Bus.Interface = "eth1" })},
+		}, with(func(c *Config) { c.Cycle.Period = contract.Duration(2 * time.Millisecond); c.Bus.Interface = "eth1" })},
 		{"a flag left at its default does not override the file or environment", loadCase{
 			file: "cycle:\n  period: 500us\n",
 			env:  []string{"ECAGENT_CYCLE_PRIORITY=10"},
 			args: []string{"--log.level=debug"},
-		}, with(func(c *Config) { c.Cycle.Period = 500 * time.Microsecond; c.Cycle.Priority = 10; c.Log.Level = "debug" })},
+		}, with(func(c *Config) {
+			c.Cycle.Period = contract.Duration(500 * time.Microsecond)
+			c.Cycle.Priority = 10
+			c.Log.Level = "debug"
+		})},
 		{"every kind from the environment", loadCase{env: []string{
 			"ECAGENT_SITE=s1", "ECAGENT_BUS_EXPECTEDSLAVES=3", "ECAGENT_CYCLE_LOCKMEMORY=false",
 			"ECAGENT_STATUS_INTERVAL=0", "ECAGENT_BUS_DEVICES=EK1100, EL2004,EK1110",
@@ -131,7 +137,7 @@ func TestLoadLayers(t *testing.T) {
 			"--line=l2", "--cycle.core=0", "--cycle.lockmemory=false", "--cycle.busywait=100us",
 			"--bus.devices=EK1100,EL1014", "--bus.devices=EK1110", "--metrics.listen=",
 		}}, with(func(c *Config) {
-			c.Line, c.Cycle.Core, c.Cycle.LockMemory, c.Cycle.BusyWait = "l2", 0, false, 100*time.Microsecond
+			c.Line, c.Cycle.Core, c.Cycle.LockMemory, c.Cycle.BusyWait = "l2", 0, false, contract.Duration(100*time.Microsecond)
 			c.Bus.Devices = []string{"EK1100", "EL1014", "EK1110"}
 			c.Metrics.Listen = ""
 		})},
@@ -321,60 +327,20 @@ func TestLoadMissingFileIsNotExist(t *testing.T) {
 	}
 }
 
+// TestGoldenExample loads testdata/example.yaml, which sets every key,
+// and compares what it reads with testdata/example.golden.yaml (go test
+// -update rewrites it: read the difference).
 func TestGoldenExample(t *testing.T) {
 	t.Parallel()
 	got, err := Load(Sources{File: "testdata/example.yaml", Models: testModels})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{
-		Site: "plant-hh", Line: "press-3", Host: "edge-07",
-		Bus: Bus{
-			Devices:        []string{"EK1100", "EL2004", "EL1014", "EK1110"},
-			ESI:            []string{"testdata"},
-			ExpectedSlaves: 4,
-			Timeout:        20 * time.Millisecond,
-			StateTimeout:   10 * time.Second,
-			AlarmCycles:    25,
-			DC: DC{Enabled: true, Sync0Shift: 50 * time.Microsecond, Sync1: 100 * time.Microsecond,
-				DriftFrames: 20000, StartDelay: 200 * time.Millisecond},
-			PDO: []SlavePDOs{{Slave: 1,
-				RxPDOs: []PDO{{Index: 0x1601, Entries: []PDOEntry{{0x6040, 0, 16}, {0x60FF, 0, 32}}}},
-				TxPDOs: []PDO{{Index: 0x1A01, Entries: []PDOEntry{{0x6041, 0, 16}, {0x606C, 0, 32}}}, {Index: 0x1A02}},
-			}},
-		},
-		Cycle: Cycle{
-			Period: 250 * time.Microsecond, Core: 0, Priority: 90,
-			BusyWait: 50 * time.Microsecond, RecvSpin: 40 * time.Microsecond, Exchange: ExchangeWait, LockMemory: false, SHM: "/dev/shm/ecagent-test.shm",
-			Program: "ecagent-cycle",
-		},
-		Status:  Status{Interval: 0},
-		Metrics: Metrics{Listen: "127.0.0.1:9781", WebConfig: "testdata/web-config.yaml", Window: 30 * time.Second, Detail: "full"},
-		Log:     Log{Level: "debug", Format: "json"},
-		MQTT: MQTT{
-			Enabled: false, Broker: "ssl://broker.plant:8883", Embedded: "127.0.0.1:11883", ClientID: "edge-07-agent",
-			Username: "edge", Password: "s3cret",
-			TLS: MQTTTLS{CA: "/etc/ecagent/ca.pem", Cert: "/etc/ecagent/client.pem", Key: "/etc/ecagent/client.key",
-				ServerName: "broker.plant", InsecureSkipVerify: true},
-			QoS: 2, Scheme: "sparkplug", Prefix: "plant/ecagent", Interval: time.Second, OnChange: true,
-			Scan: 5 * time.Millisecond, Buffer: 500, BufferFile: "/var/lib/ecagent/mqtt-outbox", Timeout: 10 * time.Second,
-			ReconnectMin: time.Second, ReconnectMax: time.Minute,
-			Slaves: []string{"1 name=valves interval=200ms"}, Signals: []string{"valves/channel_1.output name=pump"},
-			Writes:    MQTTWrites{Enabled: true, Allow: []string{"valves/pump"}},
-			Sparkplug: MQTTSparkplug{Group: "line3", Node: "edge-07"},
-		},
-		OTLP: OTLP{Endpoint: "https://otel-collector.plant:4317", Protocol: "grpc", Interval: 30 * time.Second,
-			Timeout: 5 * time.Second, Headers: []string{"x-tenant=plant-1"}},
-		Drives: []Drive{
-			{Slave: 1, Mode: "csv", Target: Target{Kind: "sine", Amplitude: 100000, Period: 2 * time.Second},
-				FaultReset: "auto", SettleCycles: 50},
-			{Slave: 3, Mode: "cst", Target: Target{Kind: "ramp", To: 200, Duration: 500 * time.Millisecond},
-				FaultReset: "manual", SettleCycles: DefaultSettleCycles},
-		},
+	out, err := got.YAML()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("example.yaml:\n got %+v\nwant %+v", got, want)
-	}
+	testsupport.Golden(t, "testdata/example.golden.yaml", out)
 	// The example must exercise every key: no field may keep its default.
 	def := Default()
 	s := newSchema()
@@ -433,7 +399,7 @@ func TestDeployExamples(t *testing.T) {
 		"ecagent.yaml": func(c Config) string { return "" },
 		"servo-csv-1ms.yaml": func(c Config) string {
 			d := c.Drives
-			if c.Cycle.Period != time.Millisecond || !c.Bus.DC.Enabled || len(d) != 1 || d[0].Slave != 1 ||
+			if c.Cycle.Period != contract.Duration(time.Millisecond) || !c.Bus.DC.Enabled || len(d) != 1 || d[0].Slave != 1 ||
 				d[0].Mode != "csv" || d[0].Target.Kind != "sine" || !slices.Equal(c.Bus.Devices, []string{"EK1100", "AKD"}) {
 				return fmt.Sprintf("not a 1 ms CSV sine on [EK1100, AKD] with DC: %+v", c)
 			}
@@ -441,7 +407,7 @@ func TestDeployExamples(t *testing.T) {
 		},
 		"servo-cst-125us.yaml": func(c Config) string {
 			d := c.Drives
-			if c.Cycle.Period != 125*time.Microsecond || !c.Bus.DC.Enabled || len(d) != 1 || d[0].Slave != 1 ||
+			if c.Cycle.Period != contract.Duration(125*time.Microsecond) || !c.Bus.DC.Enabled || len(d) != 1 || d[0].Slave != 1 ||
 				d[0].Mode != "cst" || !slices.Equal(c.Bus.Devices, []string{"EK1100", "AKD"}) {
 				return fmt.Sprintf("not a 125 us CST drive on [EK1100, AKD] with DC: %+v", c)
 			}

@@ -135,77 +135,92 @@ func defaultMQTT() MQTT {
 
 // problems lists what is wrong with the MQTT section.
 func (m MQTT) problems() []*FieldError {
-	var out []*FieldError
-	add := func(key string, value any, problem string) {
-		out = append(out, &FieldError{Key: key, Value: formatValue(value), Problem: problem})
+	var out fieldErrors
+	m.connectionProblems(&out)
+	m.publishingProblems(&out)
+	m.ruleProblems(&out)
+	if !isSparkplugID(m.Sparkplug.Group) {
+		out.add("mqtt.sparkplug.group", m.Sparkplug.Group, "must be a non-empty Sparkplug id without '/', '+', '#' or spaces")
 	}
+	if m.Sparkplug.Node != "" && !isSparkplugID(m.Sparkplug.Node) {
+		out.add("mqtt.sparkplug.node", m.Sparkplug.Node, "must be empty (use host) or a Sparkplug id without '/', '+', '#' or spaces")
+	}
+	return out
+}
+
+// connectionProblems checks the broker, the embedded broker, the client
+// id and the TLS files.
+func (m MQTT) connectionProblems(out *fieldErrors) {
 	if m.Broker != "" {
 		if problem := brokerURLProblem(m.Broker); problem != "" {
-			add("mqtt.broker", m.Broker, problem)
+			out.add("mqtt.broker", m.Broker, problem)
 		}
 	}
 	if !isListenAddress(m.Embedded) {
-		add("mqtt.embedded", m.Embedded, `must be host:port with a numeric port, e.g. "127.0.0.1:1883"`)
+		out.add("mqtt.embedded", m.Embedded, `must be host:port with a numeric port, e.g. "127.0.0.1:1883"`)
 	}
 	if strings.IndexFunc(m.ClientID, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0 {
-		add("mqtt.clientid", m.ClientID, "must not contain spaces or control characters")
+		out.add("mqtt.clientid", m.ClientID, "must not contain spaces or control characters")
 	}
 	if (m.TLS.Cert == "") != (m.TLS.Key == "") {
-		add("mqtt.tls.cert", m.TLS.Cert, "mqtt.tls.cert and mqtt.tls.key go together: set both (mutual TLS) or neither")
-	}
-	if m.QoS < 0 || m.QoS > 2 {
-		add("mqtt.qos", m.QoS, "must be 0, 1 or 2")
-	}
-	if m.Scheme != "json" && m.Scheme != "sparkplug" {
-		add("mqtt.scheme", m.Scheme, "must be json or sparkplug")
-	}
-	if !isTopicPrefix(m.Prefix) {
-		add("mqtt.prefix", m.Prefix, "must be one or more topic levels separated by '/', without '+', '#', spaces or empty levels, e.g. ecagent")
-	}
-	if iv := m.Interval; iv != 0 && !inRange(iv, MinMQTTInterval, MaxMQTTInterval) {
-		add("mqtt.interval", iv, betweenDurations(MinMQTTInterval, MaxMQTTInterval)+", or 0 to publish on change only")
-	}
-	if m.Interval == 0 && !m.OnChange && m.Enabled {
-		add("mqtt.interval", m.Interval, "0 publishes on change only, but mqtt.onchange is false: nothing would be published")
-	}
-	if !inRange(m.Scan, MinMQTTInterval, MaxMQTTScan) {
-		add("mqtt.scan", m.Scan, betweenDurations(MinMQTTInterval, MaxMQTTScan))
-	}
-	if m.Buffer < 1 || m.Buffer > MaxMQTTBuffer {
-		add("mqtt.buffer", m.Buffer, fmt.Sprintf("must be between 1 and %d messages", MaxMQTTBuffer))
+		out.add("mqtt.tls.cert", m.TLS.Cert, "mqtt.tls.cert and mqtt.tls.key go together: set both (mutual TLS) or neither")
 	}
 	if !inRange(m.Timeout, MinMQTTTimeout, MaxMQTTTimeout) {
-		add("mqtt.timeout", m.Timeout, betweenDurations(MinMQTTTimeout, MaxMQTTTimeout))
+		out.add("mqtt.timeout", m.Timeout, betweenDurations(MinMQTTTimeout, MaxMQTTTimeout))
 	}
 	if !inRange(m.ReconnectMin, MinMQTTReconnect, MaxMQTTReconnect) {
-		add("mqtt.reconnectmin", m.ReconnectMin, betweenDurations(MinMQTTReconnect, MaxMQTTReconnect))
+		out.add("mqtt.reconnectmin", m.ReconnectMin, betweenDurations(MinMQTTReconnect, MaxMQTTReconnect))
 	}
 	if !inRange(m.ReconnectMax, max(m.ReconnectMin, MinMQTTReconnect), MaxMQTTReconnect) {
-		add("mqtt.reconnectmax", m.ReconnectMax, fmt.Sprintf("must be between mqtt.reconnectmin (%s) and %s",
+		out.add("mqtt.reconnectmax", m.ReconnectMax, fmt.Sprintf("must be between mqtt.reconnectmin (%s) and %s",
 			formatDuration(m.ReconnectMin), formatDuration(MaxMQTTReconnect)))
 	}
-	for i, s := range m.Slaves {
-		if _, err := ruleparse.ParseSlaveRule(s); err != nil {
-			add(fmt.Sprintf("mqtt.slaves[%d]", i), s, err.Error())
+}
+
+// publishingProblems checks what is published how often, and how much is
+// buffered.
+func (m MQTT) publishingProblems(out *fieldErrors) {
+	if m.QoS < 0 || m.QoS > 2 {
+		out.add("mqtt.qos", m.QoS, "must be 0, 1 or 2")
+	}
+	if m.Scheme != "json" && m.Scheme != "sparkplug" {
+		out.add("mqtt.scheme", m.Scheme, "must be json or sparkplug")
+	}
+	if !isTopicPrefix(m.Prefix) {
+		out.add("mqtt.prefix", m.Prefix, "must be one or more topic levels separated by '/', without '+', '#', spaces or empty levels, e.g. ecagent")
+	}
+	if iv := m.Interval; iv != 0 && !inRange(iv, MinMQTTInterval, MaxMQTTInterval) {
+		out.add("mqtt.interval", iv, betweenDurations(MinMQTTInterval, MaxMQTTInterval)+", or 0 to publish on change only")
+	}
+	if m.Interval == 0 && !m.OnChange && m.Enabled {
+		out.add("mqtt.interval", m.Interval, "0 publishes on change only, but mqtt.onchange is false: nothing would be published")
+	}
+	if !inRange(m.Scan, MinMQTTInterval, MaxMQTTScan) {
+		out.add("mqtt.scan", m.Scan, betweenDurations(MinMQTTInterval, MaxMQTTScan))
+	}
+	if m.Buffer < 1 || m.Buffer > MaxMQTTBuffer {
+		out.add("mqtt.buffer", m.Buffer, fmt.Sprintf("must be between 1 and %d messages", MaxMQTTBuffer))
+	}
+}
+
+// ruleProblems checks the one-line rules of mqtt.slaves, mqtt.signals and
+// mqtt.writes.allow.
+func (m MQTT) ruleProblems(out *fieldErrors) {
+	for _, list := range []struct {
+		key   string
+		rules []string
+		parse func(string) error
+	}{
+		{"mqtt.slaves", m.Slaves, func(s string) error { _, err := ruleparse.ParseSlaveRule(s); return err }},
+		{"mqtt.signals", m.Signals, func(s string) error { _, err := ruleparse.ParseSignalRule(s); return err }},
+		{"mqtt.writes.allow", m.Writes.Allow, func(s string) error { _, err := ruleparse.ParseWriteRule(s); return err }},
+	} {
+		for i, s := range list.rules {
+			if err := list.parse(s); err != nil {
+				out.add(fmt.Sprintf("%s[%d]", list.key, i), s, err.Error())
+			}
 		}
 	}
-	for i, s := range m.Signals {
-		if _, err := ruleparse.ParseSignalRule(s); err != nil {
-			add(fmt.Sprintf("mqtt.signals[%d]", i), s, err.Error())
-		}
-	}
-	for i, s := range m.Writes.Allow {
-		if _, err := ruleparse.ParseWriteRule(s); err != nil {
-			add(fmt.Sprintf("mqtt.writes.allow[%d]", i), s, err.Error())
-		}
-	}
-	if !isSparkplugID(m.Sparkplug.Group) {
-		add("mqtt.sparkplug.group", m.Sparkplug.Group, "must be a non-empty Sparkplug id without '/', '+', '#' or spaces")
-	}
-	if m.Sparkplug.Node != "" && !isSparkplugID(m.Sparkplug.Node) {
-		add("mqtt.sparkplug.node", m.Sparkplug.Node, "must be empty (use host) or a Sparkplug id without '/', '+', '#' or spaces")
-	}
-	return out
 }
 
 // brokerURLProblem says what is wrong with a broker URL, "" if nothing.

@@ -70,7 +70,6 @@ func newSchema() schema {
 }
 
 func (s *schema) walk(t reflect.Type, prefix string, index []int) {
-	durationType := reflect.TypeFor[time.Duration]()
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		name := sf.Tag.Get("koanf")
@@ -83,7 +82,7 @@ func (s *schema) walk(t reflect.Type, prefix string, index []int) {
 		k := kindInvalid
 		var elem reflect.Type
 		switch {
-		case sf.Type == durationType:
+		case isDuration(sf.Type):
 			k = kindDuration
 		case sf.Type.Kind() == reflect.Struct:
 			s.sections = append(s.sections, section{key: key, help: help})
@@ -156,12 +155,19 @@ func (s schema) keysIn(sectionKey string) []string {
 	return out
 }
 
-// get returns the typed value of f in c.
+// get returns the typed value of f in c; a duration is a time.Duration,
+// whichever duration type the field has.
 func (f field) get(c *Config) any {
-	return reflect.ValueOf(c).Elem().FieldByIndex(f.index).Interface()
+	v := reflect.ValueOf(c).Elem().FieldByIndex(f.index)
+	if f.kind == kindDuration {
+		return time.Duration(v.Int())
+	}
+	return v.Interface()
 }
 
-// set stores v, which must have the field's Go type, into c.
+// set stores v, which must have the field's Go type (a time.Duration for
+// any duration), into c.
 func (f field) set(c *Config, v any) {
-	reflect.ValueOf(c).Elem().FieldByIndex(f.index).Set(reflect.ValueOf(v))
+	fv := reflect.ValueOf(c).Elem().FieldByIndex(f.index)
+	fv.Set(reflect.ValueOf(v).Convert(fv.Type()))
 }

@@ -11,31 +11,15 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
 func TestSchemaKeys(t *testing.T) {
 	t.Parallel()
 	s := newSchema()
-	want := []string{
-		"site", "line", "host",
-		"bus.interface", "bus.devices", "bus.esi", "bus.expectedslaves", "bus.timeout", "bus.statetimeout", "bus.alarmcycles",
-		"bus.dc.enabled", "bus.dc.sync0shift", "bus.dc.sync1", "bus.dc.driftframes", "bus.dc.startdelay", "bus.pdo",
-		"cycle.period", "cycle.core", "cycle.priority", "cycle.busywait", "cycle.recvspin", "cycle.exchange", "cycle.lockmemory", "cycle.shm", "cycle.program",
-		"status.interval",
-		"metrics.listen", "metrics.webconfig", "metrics.window", "metrics.detail",
-		"log.level", "log.format",
-		"mqtt.enabled", "mqtt.broker", "mqtt.embedded", "mqtt.clientid", "mqtt.username", "mqtt.password",
-		"mqtt.tls.ca", "mqtt.tls.cert", "mqtt.tls.key", "mqtt.tls.servername", "mqtt.tls.insecureskipverify",
-		"mqtt.qos", "mqtt.scheme", "mqtt.prefix", "mqtt.interval", "mqtt.onchange", "mqtt.scan", "mqtt.buffer",
-		"mqtt.bufferfile", "mqtt.timeout", "mqtt.reconnectmin", "mqtt.reconnectmax", "mqtt.slaves", "mqtt.signals",
-		"mqtt.writes.enabled", "mqtt.writes.allow", "mqtt.sparkplug.group", "mqtt.sparkplug.node",
-		"otlp.endpoint", "otlp.protocol", "otlp.interval", "otlp.timeout", "otlp.headers",
-		"drives",
-	}
-	if got := s.keys(); !reflect.DeepEqual(got, want) {
-		t.Errorf("keys = %q\nwant %q", got, want)
-	}
+	// Every key in order, one a line; go test -update rewrites the file.
+	testsupport.Golden(t, "testdata/keys.golden", []byte(strings.Join(s.keys(), "\n")+"\n"))
 	for _, f := range s.fields {
 		// The environment mapping turns '_' into '.', so keys must not
 		// contain '_' and must be lower case to round-trip.
@@ -135,7 +119,7 @@ func TestFlagsOnlyOverrideWhenSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Cycle.Period != 2*time.Millisecond || got.Cycle.LockMemory {
+	if got.Cycle.Period != contract.Duration(2*time.Millisecond) || got.Cycle.LockMemory {
 		t.Errorf("unset flags overrode the environment: period %v, lockmemory %v", got.Cycle.Period, got.Cycle.LockMemory)
 	}
 }
@@ -151,8 +135,8 @@ func TestYAMLRoundTrip(t *testing.T) {
 	odd.Line = "0123"          // and a number-like label too
 	odd.Bus.Interface = "eth1" // so that the image path below is not opened
 	odd.Bus.Devices = []string{"EK1100", "dumps/a b.bin"}
-	odd.Bus.Timeout = 1500 * time.Microsecond
-	odd.Bus.StateTimeout = 90 * time.Second
+	odd.Bus.Timeout = contract.Duration(1500 * time.Microsecond)
+	odd.Bus.StateTimeout = contract.Duration(90 * time.Second)
 	odd.Metrics.Listen = ""
 	for name, c := range map[string]Config{"default": Default(), "example": example, "odd": odd} {
 		t.Run(name, func(t *testing.T) {

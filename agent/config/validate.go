@@ -1,18 +1,18 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
-	"github.com/ecagent/ecagent/master/link"
+	"github.com/ecagent/ecagent/contract"
 )
 
 // Validate reports every value of c that is out of range or malformed, as
@@ -43,85 +43,97 @@ func joinFieldErrors(problems []*FieldError) error {
 // cycle.core pins, so that a load without pinning reads nothing of the
 // host).
 func (c Config) problems(models []string, cpus func() cpuSet) []*FieldError {
-	var out []*FieldError
-	add := func(key string, value any, problem string) {
-		out = append(out, &FieldError{Key: key, Value: formatValue(value), Problem: problem})
+	out := c.labelProblems()
+	out = append(out, c.cycleProblems(cpus)...)
+	if c.Simulated() {
+		out = append(out, deviceProblems(c.Bus.Devices, models)...)
 	}
+	out = append(out, c.ownProblems()...)
+	out = append(out, c.MQTT.problems()...)
+	return inKeyOrder(append(out, c.OTLP.problems()...))
+}
 
+// inKeyOrder sorts problems by the place of their key in the file (the
+// schema's order; an item of a list at the list's place), keeping the
+// order of the problems of one key.
+func inKeyOrder(problems []*FieldError) []*FieldError {
+	keys := newSchema().keys()
+	rank := make(map[string]int, len(keys))
+	for i, k := range keys {
+		rank[k] = i
+	}
+	at := func(key string) int {
+		if i := strings.IndexByte(key, '['); i >= 0 {
+			key = key[:i]
+		}
+		if r, ok := rank[key]; ok {
+			return r
+		}
+		return len(rank)
+	}
+	slices.SortStableFunc(problems, func(a, b *FieldError) int { return cmp.Compare(at(a.Key), at(b.Key)) })
+	return problems
+}
+
+// labelProblems checks the fleet labels.
+func (c Config) labelProblems() []*FieldError {
+	var out []*FieldError
 	for _, l := range []struct {
 		key, value string
 	}{{"site", c.Site}, {"line", c.Line}, {"host", c.Host}} {
 		if !isLabel(l.value) {
-			add(l.key, l.value, "must be a non-empty name without spaces, '/', '+' or '#' (it is a Prometheus label and an MQTT topic level)")
+			out = append(out, &FieldError{Key: l.key, Value: l.value,
+				Problem: "must be a non-empty name without spaces, '/', '+' or '#' (it is a Prometheus label and an MQTT topic level)"})
 		}
 	}
+	return out
+}
 
-	if c.Bus.Interface != "" && !link.ValidInterfaceName(c.Bus.Interface) {
-		add("bus.interface", c.Bus.Interface, "must be empty (simulated segment) or a network interface name of at most 15 characters without '/', ':' or spaces")
-	}
-	if c.Simulated() {
-		out = append(out, deviceProblems(c.Bus.Devices, models)...)
-	}
-	if n := c.Bus.AlarmCycles; n < 0 || n > MaxAlarmCycles {
-		add("bus.alarmcycles", n, fmt.Sprintf("must be between 0 (no alarm) and %d", MaxAlarmCycles))
-	}
-	if n := c.Bus.ExpectedSlaves; n < 0 || n > MaxSlaves {
-		add("bus.expectedslaves", n, fmt.Sprintf("must be between 0 (accept what is found) and %d", MaxSlaves))
-	}
-	if !inRange(c.Bus.Timeout, MinBusTimeout, MaxBusTimeout) {
-		add("bus.timeout", c.Bus.Timeout, betweenDurations(MinBusTimeout, MaxBusTimeout))
-	}
-	if !inRange(c.Bus.StateTimeout, MinStateTimeout, MaxStateTimeout) {
-		add("bus.statetimeout", c.Bus.StateTimeout, betweenDurations(MinStateTimeout, MaxStateTimeout))
-	}
-
-	if !inRange(c.Cycle.Period, MinPeriod, MaxPeriod) {
-		add("cycle.period", c.Cycle.Period, betweenDurations(MinPeriod, MaxPeriod))
+// cycleProblems checks the keys the cycle process reads, as it checks
+// them itself (contract.Config.Problems, the keys as given: not
+// CycleConfig, whose simulated bus.timeout floor would hide a bad
+// value), except cycle.core, which must name a CPU of this host.
+func (c Config) cycleProblems(cpus func() cpuSet) []*FieldError {
+	raw := contract.Config{Bus: c.Bus, Cycle: c.Cycle, Log: c.Log, Drives: c.Drives}
+	var out []*FieldError
+	for _, p := range raw.Problems() {
+		if p.Key == "cycle.core" {
+			continue // the host's check below supersedes the contract's shape check
+		}
+		out = append(out, &FieldError{Key: p.Key, Value: p.Value, Problem: p.Problem})
 	}
 	if core := c.Cycle.Core; core != -1 {
 		if set := cpus(); !set.contains(core) {
-			add("cycle.core", core, fmt.Sprintf("must be -1 (no pinning) or an online CPU of this host (%s)", set.text))
+			out = append(out, &FieldError{Key: "cycle.core", Value: formatValue(core),
+				Problem: fmt.Sprintf("must be -1 (no pinning) or an online CPU of this host (%s)", set.text)})
 		}
 	}
-	if p := c.Cycle.SHM; !filepath.IsAbs(p) || strings.HasSuffix(p, "/") {
-		add("cycle.shm", p, "must be an absolute file path, e.g. "+DefaultSHM)
-	}
-	if p := c.Cycle.Priority; p < 0 || p > MaxPriority {
-		add("cycle.priority", p, fmt.Sprintf("must be between 1 and %d (SCHED_FIFO), or 0 to keep the normal scheduler", MaxPriority))
-	}
-	if rs := c.Cycle.RecvSpin; rs < 0 || rs > time.Second {
-		add("cycle.recvspin", rs, "must be between 0 (no spinning) and 1s")
-	}
-	if x := c.Cycle.Exchange; x != ExchangePipelined && x != ExchangeWait {
-		add("cycle.exchange", x, `must be "pipelined" or "wait"`)
-	}
-	if bw := c.Cycle.BusyWait; bw < 0 || bw >= c.Cycle.Period {
-		add("cycle.busywait", bw, fmt.Sprintf("must be at least 0 and less than cycle.period (%s)", formatDuration(c.Cycle.Period)))
-	}
+	return out
+}
 
+// fieldErrors collects the problems of a section.
+type fieldErrors []*FieldError
+
+// add records a problem of key with value, as the file writes it.
+func (f *fieldErrors) add(key string, value any, problem string) {
+	*f = append(*f, &FieldError{Key: key, Value: formatValue(value), Problem: problem})
+}
+
+// ownProblems checks the agent's own sections status and metrics.
+func (c Config) ownProblems() []*FieldError {
+	var out fieldErrors
 	if iv := c.Status.Interval; iv != 0 && !inRange(iv, MinStatus, MaxStatus) {
-		add("status.interval", iv, betweenDurations(MinStatus, MaxStatus)+", or 0 to disable")
+		out.add("status.interval", iv, betweenDurations(MinStatus, MaxStatus)+", or 0 to disable")
 	}
-
 	if c.Metrics.Listen != "" && !isListenAddress(c.Metrics.Listen) {
-		add("metrics.listen", c.Metrics.Listen, `must be empty (disabled) or host:port with a numeric port, e.g. ":9781" or "127.0.0.1:9781"`)
+		out.add("metrics.listen", c.Metrics.Listen, `must be empty (disabled) or host:port with a numeric port, e.g. ":9781" or "127.0.0.1:9781"`)
 	}
 	if !inRange(c.Metrics.Window, MinWindow, MaxWindow) {
-		add("metrics.window", c.Metrics.Window, betweenDurations(MinWindow, MaxWindow))
+		out.add("metrics.window", c.Metrics.Window, betweenDurations(MinWindow, MaxWindow))
 	}
 	if c.Metrics.Detail != "standard" && c.Metrics.Detail != "full" {
-		add("metrics.detail", c.Metrics.Detail, "must be standard or full")
+		out.add("metrics.detail", c.Metrics.Detail, "must be standard or full")
 	}
-
-	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
-		add("log.level", c.Log.Level, "must be debug, info, warn or error")
-	}
-	if !slices.Contains([]string{"text", "json"}, c.Log.Format) {
-		add("log.format", c.Log.Format, "must be text or json")
-	}
-	out = append(out, c.MQTT.problems()...)
-	out = append(out, c.OTLP.problems()...)
-	out = append(out, c.motionProblems()...)
 	return out
 }
 
@@ -182,29 +194,26 @@ func isListenAddress(s string) bool {
 
 // problems checks the otlp section.
 func (o OTLP) problems() []*FieldError {
-	var out []*FieldError
-	add := func(key string, value any, problem string) {
-		out = append(out, &FieldError{Key: key, Value: formatValue(value), Problem: problem})
-	}
+	var out fieldErrors
 	if o.Endpoint != "" {
 		u, err := url.Parse(o.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			add("otlp.endpoint", o.Endpoint, "must be empty (OTEL_EXPORTER_OTLP_ENDPOINT or off) or a URL such as http://collector:4318 or https://collector:4317")
+			out.add("otlp.endpoint", o.Endpoint, "must be empty (OTEL_EXPORTER_OTLP_ENDPOINT or off) or a URL such as http://collector:4318 or https://collector:4317")
 		}
 	}
 	if !slices.Contains([]string{"", "grpc", "http/protobuf"}, o.Protocol) {
-		add("otlp.protocol", o.Protocol, "must be grpc, http/protobuf, or empty (OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)")
+		out.add("otlp.protocol", o.Protocol, "must be grpc, http/protobuf, or empty (OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)")
 	}
 	if iv := o.Interval; iv != 0 && !inRange(iv, MinOTLPInterval, MaxOTLPInterval) {
-		add("otlp.interval", iv, betweenDurations(MinOTLPInterval, MaxOTLPInterval)+", or 0 (OTEL_METRIC_EXPORT_INTERVAL, else 10s)")
+		out.add("otlp.interval", iv, betweenDurations(MinOTLPInterval, MaxOTLPInterval)+", or 0 (OTEL_METRIC_EXPORT_INTERVAL, else 10s)")
 	}
 	if to := o.Timeout; to != 0 && !inRange(to, MinOTLPTimeout, MaxOTLPTimeout) {
-		add("otlp.timeout", to, betweenDurations(MinOTLPTimeout, MaxOTLPTimeout)+", or 0 (OTEL_EXPORTER_OTLP_TIMEOUT, else 10s)")
+		out.add("otlp.timeout", to, betweenDurations(MinOTLPTimeout, MaxOTLPTimeout)+", or 0 (OTEL_EXPORTER_OTLP_TIMEOUT, else 10s)")
 	}
 	for i, h := range o.Headers {
 		name, _, ok := strings.Cut(h, "=")
 		if name = strings.TrimSpace(name); !ok || name == "" || strings.ContainsAny(name, " \t:") {
-			add(fmt.Sprintf("otlp.headers[%d]", i), h, "must be name=value with a header name without spaces or ':'")
+			out.add(fmt.Sprintf("otlp.headers[%d]", i), h, "must be name=value with a header name without spaces or ':'")
 		}
 	}
 	return out

@@ -2,10 +2,11 @@ package config
 
 import (
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/contract"
 )
 
 func TestDefault(t *testing.T) {
@@ -22,12 +23,12 @@ func TestDefault(t *testing.T) {
 		{"bus.interface", c.Bus.Interface, ""},
 		{"bus.devices", strings.Join(c.Bus.Devices, ","), "EK1100,EL2004,EL2004,EL1014,EL1014,EL4132,EK1110"},
 		{"bus.expectedslaves", c.Bus.ExpectedSlaves, 0},
-		{"bus.timeout", c.Bus.Timeout, 10 * time.Millisecond},
-		{"bus.statetimeout", c.Bus.StateTimeout, 5 * time.Second},
-		{"cycle.period", c.Cycle.Period, time.Millisecond},
+		{"bus.timeout", c.Bus.Timeout, contract.Duration(10 * time.Millisecond)},
+		{"bus.statetimeout", c.Bus.StateTimeout, contract.Duration(5 * time.Second)},
+		{"cycle.period", c.Cycle.Period, contract.Duration(time.Millisecond)},
 		{"cycle.core", c.Cycle.Core, -1},
 		{"cycle.priority", c.Cycle.Priority, 80},
-		{"cycle.busywait", c.Cycle.BusyWait, time.Duration(0)},
+		{"cycle.busywait", c.Cycle.BusyWait, contract.Duration(0)},
 		{"cycle.lockmemory", c.Cycle.LockMemory, true},
 		{"status.interval", c.Status.Interval, 5 * time.Second},
 		{"metrics.listen", c.Metrics.Listen, ":9781"},
@@ -59,10 +60,10 @@ func TestValidate(t *testing.T) {
 		change  func(*Config)
 		wantKey string // "" means valid
 	}{
-		{"shortest period", func(c *Config) { c.Cycle.Period = 50 * time.Microsecond }, ""},
-		{"longest period", func(c *Config) { c.Cycle.Period = time.Second }, ""},
-		{"period too short", func(c *Config) { c.Cycle.Period = 49 * time.Microsecond }, "cycle.period"},
-		{"period too long", func(c *Config) { c.Cycle.Period = time.Second + 1 }, "cycle.period"},
+		{"shortest period", func(c *Config) { c.Cycle.Period = contract.Duration(50 * time.Microsecond) }, ""},
+		{"longest period", func(c *Config) { c.Cycle.Period = contract.Duration(time.Second) }, ""},
+		{"period too short", func(c *Config) { c.Cycle.Period = contract.Duration(49 * time.Microsecond) }, "cycle.period"},
+		{"period too long", func(c *Config) { c.Cycle.Period = contract.Duration(time.Second + 1) }, "cycle.period"},
 		{"priority 0 keeps the normal scheduler", func(c *Config) { c.Cycle.Priority = 0 }, ""},
 		{"priority 99", func(c *Config) { c.Cycle.Priority = 99 }, ""},
 		{"priority 100", func(c *Config) { c.Cycle.Priority = 100 }, "cycle.priority"},
@@ -77,7 +78,7 @@ func TestValidate(t *testing.T) {
 		{"status too often", func(c *Config) { c.Status.Interval = 10 * time.Millisecond }, "status.interval"},
 		{"negative status interval", func(c *Config) { c.Status.Interval = -time.Second }, "status.interval"},
 		{"bus timeout zero", func(c *Config) { c.Bus.Timeout = 0 }, "bus.timeout"},
-		{"state timeout too long", func(c *Config) { c.Bus.StateTimeout = time.Hour }, "bus.statetimeout"},
+		{"state timeout too long", func(c *Config) { c.Bus.StateTimeout = contract.Duration(time.Hour) }, "bus.statetimeout"},
 		{"negative expected slaves", func(c *Config) { c.Bus.ExpectedSlaves = -1 }, "bus.expectedslaves"},
 		{"too many expected slaves", func(c *Config) { c.Bus.ExpectedSlaves = 70000 }, "bus.expectedslaves"},
 		{"interface", func(c *Config) { c.Bus.Interface = "enp3s0f1" }, ""},
@@ -142,7 +143,7 @@ func TestValidate(t *testing.T) {
 func TestValidateErrorText(t *testing.T) {
 	t.Parallel()
 	c := Default()
-	c.Cycle.Period = 10 * time.Microsecond
+	c.Cycle.Period = contract.Duration(10 * time.Microsecond)
 	err := c.Validate()
 	const want = `config: cycle.period = "10us": must be between 50us and 1s`
 	if err == nil || err.Error() != want {
@@ -211,22 +212,6 @@ func TestHostCPUsIncludesCPU0(t *testing.T) {
 	set := hostCPUs()
 	if !set.contains(0) || set.text == "" {
 		t.Errorf("hostCPUs() = %+v, want at least CPU 0 and a text", set)
-	}
-}
-
-func TestSlogLevel(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		level string
-		want  slog.Level
-	}{
-		{"debug", slog.LevelDebug}, {"info", slog.LevelInfo}, {"warn", slog.LevelWarn},
-		{"error", slog.LevelError}, {"bogus", slog.LevelInfo},
-	}
-	for _, tt := range tests {
-		if got := (Log{Level: tt.level}).SlogLevel(); got != tt.want {
-			t.Errorf("SlogLevel(%q) = %v, want %v", tt.level, got, tt.want)
-		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ecagent/ecagent/contract"
 	yamlv3 "go.yaml.in/yaml/v3"
 )
 
@@ -78,6 +79,8 @@ func valueNode(v any) (*yamlv3.Node, error) {
 		return scalar("!!bool", strconv.FormatBool(v)), nil
 	case time.Duration:
 		return scalar("!!str", formatDuration(v)), nil
+	case contract.Duration:
+		return scalar("!!str", formatDuration(time.Duration(v))), nil
 	case []string:
 		seq := &yamlv3.Node{Kind: yamlv3.SequenceNode, Style: yamlv3.FlowStyle}
 		for _, item := range v {

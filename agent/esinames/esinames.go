@@ -2,7 +2,7 @@
 // from their vendors' ESI files (bus.esi, --esi): the agent reads the
 // files once at start, indexes their devices by identity, and gives each
 // PDO entry of the bus description the cycle process wrote
-// (cycle/process.BusInfo) the name, data type and unit the ESI gives it
+// (contract.BusInfo) the name, data type and unit the ESI gives it
 // where the device's own SII gives none, and each slave its order code
 // and name where the SII has none. MQTT, Sparkplug, the metrics' slave
 // labels and the toolbox then show them. The cycle process never reads an
@@ -17,7 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ecagent/ecagent/cycle/process"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/ethercat/coe"
 	"github.com/ecagent/ecagent/ethercat/esi"
 )
@@ -84,7 +84,7 @@ func (c *Catalog) Warnings() []esi.Warning { return c.cat.Warnings() }
 // descriptions, in place, and returns one note per slave saying what it
 // took from where (or that no ESI describes it, or that another revision's
 // description was used).
-func (c *Catalog) Annotate(info *process.BusInfo) []string {
+func (c *Catalog) Annotate(info *contract.BusInfo) []string {
 	if c == nil || info == nil {
 		return nil
 	}
@@ -110,7 +110,7 @@ func (c *Catalog) Annotate(info *process.BusInfo) []string {
 
 // annotateSlave fills what the SII left empty; it returns how many signals
 // it changed.
-func annotateSlave(s *process.SlaveInfo, dev *esi.Device) int {
+func annotateSlave(s *contract.SlaveInfo, dev *esi.Device) int {
 	if s.OrderCode == "" {
 		s.OrderCode = dev.Type
 	}
@@ -159,14 +159,14 @@ func annotateSlave(s *process.SlaveInfo, dev *esi.Device) int {
 
 // unnamed reports whether the SII gave sig no name: the cycle process
 // then names it by index, 0x6000:11.
-func unnamed(sig *process.SignalInfo) bool {
+func unnamed(sig *contract.SignalInfo) bool {
 	return sig.Name == "" || sig.Name == fmt.Sprintf("0x%04X:%02X", sig.Index, sig.SubIndex)
 }
 
 // findEntry finds the ESI's description of a mapped entry: in the PDO of
 // its index and direction first, else in any PDO of the direction (a
 // remapped object).
-func findEntry(dev *esi.Device, sig *process.SignalInfo) (*esi.PDO, *esi.PDOEntry) {
+func findEntry(dev *esi.Device, sig *contract.SignalInfo) (*esi.PDO, *esi.PDOEntry) {
 	pdos := dev.TxPDOs
 	if sig.Output {
 		pdos = dev.RxPDOs
@@ -229,7 +229,7 @@ func (c *Catalog) Entry(vendor, product, revision uint32, output bool, pdo, inde
 	if err != nil {
 		return Entry{}, false
 	}
-	sig := process.SignalInfo{Output: output, PDO: pdo, Index: index, SubIndex: sub}
+	sig := contract.SignalInfo{Output: output, PDO: pdo, Index: index, SubIndex: sub}
 	p, e := findEntry(m.Device, &sig)
 	var out Entry
 	if p != nil {

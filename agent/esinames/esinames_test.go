@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ecagent/ecagent/cycle/process"
+	"github.com/ecagent/ecagent/contract"
 )
 
 const esiDir = "../../testdata/esi"
@@ -14,14 +14,14 @@ const esiDir = "../../testdata/esi"
 // unnamedAI is the bus description the cycle process writes for the
 // analog input terminal when its SII names nothing: entries named by
 // index, no data types, no PDO names.
-func unnamedAI(rev uint32) *process.BusInfo {
-	sig := func(pdo, index uint16, sub uint8, bits, off int) process.SignalInfo {
-		return process.SignalInfo{PDO: pdo, Index: index, SubIndex: sub, Bits: bits, Offset: off,
+func unnamedAI(rev uint32) *contract.BusInfo {
+	sig := func(pdo, index uint16, sub uint8, bits, off int) contract.SignalInfo {
+		return contract.SignalInfo{PDO: pdo, Index: index, SubIndex: sub, Bits: bits, Offset: off,
 			Name: "0x" + strings.ToUpper(hex16(index)) + ":" + strings.ToUpper(hex8(sub))}
 	}
-	return &process.BusInfo{Slaves: []process.SlaveInfo{
+	return &contract.BusInfo{Slaves: []contract.SlaveInfo{
 		{Position: 0, VendorID: 2, ProductCode: 0x044C2C52, Revision: 0x00120000, OrderCode: "EK1100", Name: "EK1100"},
-		{Position: 1, VendorID: 0x00ECA901, ProductCode: 0x0C1E0EA1, Revision: rev, Signals: []process.SignalInfo{
+		{Position: 1, VendorID: 0x00ECA901, ProductCode: 0x0C1E0EA1, Revision: rev, Signals: []contract.SignalInfo{
 			sig(0x1A00, 0x6000, 0x01, 1, 0),
 			sig(0x1A00, 0x6000, 0x11, 16, 16),
 			sig(0x1A01, 0x6010, 0x11, 16, 48),
@@ -64,7 +64,7 @@ func TestAnnotate(t *testing.T) {
 	if ai.OrderCode != "EA3102" || ai.Name != "EA3102 2Ch. Ana. Input +/-10V" {
 		t.Errorf("slave %q %q", ai.OrderCode, ai.Name)
 	}
-	want := []process.SignalInfo{
+	want := []contract.SignalInfo{
 		{PDOName: "AI Standard Channel 1", Name: "Status__Underrange", DataType: 0x01},
 		{PDOName: "AI Standard Channel 1", Name: "Value", DataType: 0x03, Unit: "mV"},
 		{PDOName: "AI Standard Channel 2", Name: "Value", DataType: 0x03, Unit: "mV"},

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ecagent/ecagent/master/cia402/state"
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 )
 
 // TestDriveStateGaugeIsTheStateNumber checks that ecagent_drive_state

@@ -106,7 +106,7 @@ func (r *Registry) Emergency(position int, name string, code uint16) {
 
 // SetDriveState sets ecagent_drive_state of the CiA 402 drive at position
 // (shm.EventDriveState: state is the event's Value, stateName its Text).
-// state is the number of a state.State (package master/cia402/state
+// state is the number of a state.State (package ethercat/cia402/state
 // defines the numbers, 0 unknown to 8 fault) and is exported as it comes;
 // the name is not exported, the gauge's help text lists the numbers. A drive's first event also starts its
 // fault counter at 0 and its error code at 0. It is safe for concurrent

@@ -87,7 +87,7 @@
 //     ecagent_drive_state{position,name} (the CiA 402 state: 1 not ready
 //     to switch on, 2 switch on disabled, 3 ready to switch on, 4 switched
 //     on, 5 operation enabled, 6 quick stop active, 7 fault reaction
-//     active, 8 fault, 0 unknown; numbered by package master/cia402/state), ecagent_drive_error_code{position,name}
+//     active, 8 fault, 0 unknown; numbered by package ethercat/cia402/state), ecagent_drive_error_code{position,name}
 //     (0x603F while in fault, else 0), ecagent_dc_enabled,
 //     ecagent_dc_reference_position (−1 without DC),
 //     ecagent_dc_sync0_cycle_seconds, ecagent_dc_sync0_shift_seconds,

@@ -12,7 +12,7 @@ import (
 )
 
 // Bus describes the segment to the publisher. The agent builds it from
-// the bus description the cycle process wrote (cycle/process.BusInfo).
+// the bus description the cycle process wrote (contract.BusInfo).
 type Bus struct {
 	// OutputBytes and InputBytes size the two areas of the process image
 	// (outputs first, then inputs), as the snapshot holds it.

@@ -10,8 +10,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/bench"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/sim"
 )
 
@@ -27,7 +29,7 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := benchCycles(fs.Changed("cycles"), *f.cycles, fs.Changed("duration"), *f.duration, cfg.Cycle.Period)
+	n, err := benchCycles(fs.Changed("cycles"), *f.cycles, fs.Changed("duration"), *f.duration, time.Duration(cfg.Cycle.Period))
 	if err != nil {
 		return usageError{err}
 	}
@@ -37,7 +39,7 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 	if *f.telemetry && *f.scrapeEvery <= 0 {
 		return usageError{fmt.Errorf("bench: --scrape-interval %v: want more than 0", *f.scrapeEvery)}
 	}
-	if cfg.Cycle.SHM == config.DefaultSHM {
+	if cfg.Cycle.SHM == contract.DefaultSHM {
 		cfg.Cycle.SHM = fmt.Sprintf("/dev/shm/ecagent-bench-%d.shm", os.Getpid())
 	}
 	if !fs.Changed("log.level") && cfg.Log.Level == "info" {
@@ -45,7 +47,7 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 		// progress bar; warnings (refused RT settings) still show.
 		cfg.Log.Level = "warn"
 	}
-	ct := bench.Cyclictest{Binary: *f.cyclictest, Interval: cfg.Cycle.Period, Priority: cfg.Cycle.Priority,
+	ct := bench.Cyclictest{Binary: *f.cyclictest, Interval: time.Duration(cfg.Cycle.Period), Priority: cfg.Cycle.Priority,
 		Core: cfg.Cycle.Core, Loops: n, HistogramMicros: *f.histUS}
 	blockCycles := n
 	if *f.compare {
@@ -64,9 +66,13 @@ func benchCommand(ctx context.Context, e *env, args []string) error {
 	}
 
 	log := newLogger(e.stderr, cfg.Log.SlogLevel(), cfg.Log.Format)
+	prog, err := agent.FindCycleProgram(cfg, log)
+	if err != nil {
+		return err
+	}
 	version, _, _ := buildVersion()
 	opts := bench.Options{
-		Cycles: n, HistogramMicros: *f.histUS,
+		Program: prog, Cycles: n, HistogramMicros: *f.histUS,
 		Progress: e.stderr, Terminal: bench.IsTerminal(e.stderr),
 		Telemetry: *f.telemetry, ScrapeInterval: *f.scrapeEvery,
 		Cmdline: "ecagent bench " + strings.Join(args, " "), Version: "ecagent " + version,

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle/maintenance"
 	"github.com/ecagent/ecagent/cycle/process"
 	"github.com/ecagent/ecagent/master"
@@ -46,9 +46,9 @@ func addSegmentFlags(fs *pflag.FlagSet) segmentFlags {
 		shm:          fs.String("cycle.shm", "", "the running agent's shared memory `PATH` (default: the configuration's)"),
 		iface:        fs.String("iface", "", "network `IF` to open here when no agent answers"),
 		sim:          fs.Bool("sim", false, "use the built-in simulated segment (--devices)"),
-		devices:      fs.StringSlice("devices", def.Bus.Devices, "the devices of --sim: models, SII images or ESI FILE.xml[:DEVICE]"),
+		devices:      fs.StringSlice("devices", def.Bus.Devices, "the devices of --sim: models, SII images or ESI devices (FILE.xml[:DEVICE][@REVISION])"),
 		secondMaster: fs.Bool("second-master", false, "open --iface even though an agent drives it (disturbs it)"),
-		timeout:      fs.Duration("timeout", def.Bus.Timeout, "how long one frame waits for its answer"),
+		timeout:      fs.Duration("timeout", time.Duration(def.Bus.Timeout), "how long one frame waits for its answer"),
 		level:        fs.String("log.level", "warn", "log level: debug, info, warn or error"),
 	}
 }
@@ -192,21 +192,21 @@ func (t *target) scan(ctx context.Context, e *env, expected int) (m *master.Mast
 		}
 	}
 	cfg := config.Default()
-	cfg.Bus.Interface, cfg.Bus.Devices, cfg.Bus.ExpectedSlaves, cfg.Bus.Timeout = t.iface, *b.devices, expected, *b.timeout
+	cfg.Bus.Interface, cfg.Bus.Devices, cfg.Bus.ExpectedSlaves, cfg.Bus.Timeout = t.iface, *b.devices, expected, contract.Duration(*b.timeout)
 	cfg.Log.Level = *b.level
 	if err := cfg.ValidateWithModels(sim.Models()); err != nil {
 		releaseClaim()
 		return nil, nil, nil, usageError{err}
 	}
 	log := newLogger(e.stderr, cfg.Log.SlogLevel(), "text")
-	seg, err := agent.OpenSegment(cfg, log)
+	seg, err := openSegment(cfg, log)
 	if err != nil {
 		releaseClaim()
 		return nil, nil, nil, err
 	}
-	mc := process.MasterConfig(agent.CycleConfig(cfg), log)
+	mc := process.MasterConfig(cfg.CycleConfig(), log)
 	// A slow segment (--timeout raised) is slow for the EEPROM polls too.
-	mc.SIITimeout = max(master.DefaultSIITimeout, 10*cfg.Bus.Timeout)
+	mc.SIITimeout = max(master.DefaultSIITimeout, 10*time.Duration(cfg.Bus.Timeout))
 	m, err = master.New(seg.Link, mc)
 	if err != nil {
 		seg.Close()

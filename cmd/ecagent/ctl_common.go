@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle/maintenance"
 	"github.com/ecagent/ecagent/ethercat/esc"
 )
@@ -63,7 +63,7 @@ func ctlGroups(own ...string) []flagGroup {
 
 // ctlNotes is the paragraph every maintenance command's help ends with.
 const ctlNotes = "It goes through the running agent, found as the agent finds its segment " +
-	"(--cycle.shm, ECAGENT_CYCLE_SHM, --config, else " + config.DefaultSHM + "); --iface opens an " +
+	"(--cycle.shm, ECAGENT_CYCLE_SHM, --config, else " + contract.DefaultSHM + "); --iface opens an " +
 	"interface no agent drives, --sim the simulator (docs/toolbox.md)."
 
 // slaveSelector is IgH's way of naming a slave: -p/--position N (the ring

@@ -46,17 +46,19 @@ import (
 	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/busstate"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle/process"
 )
 
-// Exit codes; documented in the package comment and the README.
+// Exit codes (package contract); documented in the package comment and
+// the README.
 const (
-	exitOK          = 0
-	exitFailure     = 1
-	exitUsage       = 2
-	exitBusMismatch = process.ExitBusMismatch
-	exitInUse       = 4
-	exitInterrupted = 130
+	exitOK          = contract.ExitOK
+	exitFailure     = contract.ExitFailure
+	exitUsage       = contract.ExitUsage
+	exitBusMismatch = contract.ExitBusMismatch
+	exitInUse       = contract.ExitInUse
+	exitInterrupted = contract.ExitInterrupted
 )
 
 // command is one subcommand.
@@ -110,8 +112,14 @@ func commands() []command {
 func main() { os.Exit(mainCode(os.Args[1:])) }
 
 // mainCode runs the command line args as main does and returns the exit
-// code; the tests' stand-in binary runs it too.
+// code; the tests' stand-in binary runs it too. `ecagent cycle` (not in
+// the help) is the cycle process itself, for an agent that finds no
+// ecagent-cycle (agent.FindCycleProgram): it runs before anything of the
+// agent, with no signal handling but its own.
 func mainCode(args []string) int {
+	if len(args) > 0 && args[0] == agent.CycleMode {
+		return process.Main("ecagent "+agent.CycleMode, args[1:], os.Stdout, os.Stderr)
+	}
 	ctx, stop := signalContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := dispatch(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ()}, args)
 	stop()
@@ -307,8 +315,9 @@ func exitCode(ctx context.Context, e *env, err error) int {
 	var ue usageError
 	var inUse inUseError
 	var bringUp *agent.BringUpError
+	var prog *agent.CycleProgramError
 	switch {
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &prog) && prog.Program != "": // cycle.program names no program
 		return exitUsage
 	case errors.As(err, &inUse):
 		return exitInUse

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/internal/testsupport"
 )
 
@@ -69,6 +71,10 @@ func TestExitCodes(t *testing.T) {
 		{"near miss", []string{"slave"}, nil, exitUsage, `did you mean "slaves"?`},
 		{"no such interface", []string{"scan", "--iface", "ecagent-none0"}, nil, exitFailure, "ecagent-none0"},
 		{"stray argument", []string{"version", "extra"}, nil, exitUsage, `unexpected argument "extra"`},
+		{"cycle.program a path that is not there", []string{"run"}, []string{"ECAGENT_CYCLE_PROGRAM=/nonexistent/ecagent-cycle"}, exitUsage,
+			`cycle.program = "/nonexistent/ecagent-cycle" (ECAGENT_CYCLE_PROGRAM): cannot use the cycle program: no such file or directory`},
+		{"cycle.program a name not in $PATH", []string{"run"}, []string{"ECAGENT_CYCLE_PROGRAM=ecagent-cycle-none"}, exitUsage,
+			`cycle.program "ecagent-cycle-none": exec: "ecagent-cycle-none": executable file not found in $PATH: install it, or leave cycle.program empty`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -197,5 +203,37 @@ func TestRTCheckJSONAndExitCode(t *testing.T) {
 	// The exit code follows the checks: 1 with a failure, 0 without.
 	if want := map[bool]int{true: exitFailure, false: exitOK}[failed]; code != want {
 		t.Errorf("exit %d with failed=%v (want %d): %s", code, failed, want, errOut)
+	}
+}
+
+// TestCycleModeIsHidden: `ecagent cycle` is the cycle process's command
+// line (the binary stands in, as the agent starts it), and the help of
+// ecagent does not list it.
+func TestCycleModeIsHidden(t *testing.T) {
+	_, out, _ := runCLI(t, context.Background(), nil, "--help")
+	if strings.Contains(out, "\n  "+agent.CycleMode+" ") {
+		t.Errorf("--help lists the hidden %s mode:\n%s", agent.CycleMode, out)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--help"}, exitOK, "Usage: ecagent cycle (--config FILE | --config-fd N)"},
+		{[]string{"--version"}, exitOK, "ecagent cycle "},
+		{nil, exitUsage, "ecagent cycle: --config FILE or --config-fd N is required\nRun 'ecagent cycle --help' for usage."},
+	} {
+		cmd := exec.Command(os.Args[0], append([]string{agent.CycleMode}, c.args...)...)
+		cmd.Env = append(os.Environ(), "ECAGENT_TEST_MAIN=1")
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.code || !strings.Contains(string(out), c.want) {
+			t.Errorf("ecagent cycle %q: exit %d (want %d)\n%s\nwant %q", c.args, code, c.code, out, c.want)
+		}
 	}
 }

@@ -46,7 +46,7 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 	if err := lv.UnmarshalText([]byte(*f.level)); err != nil {
 		return usageError{fmt.Errorf("sim: --log.level %q: want debug, info, warn or error", *f.level)}
 	}
-	opts, err := f.options(fs.Changed("sii-busy-frames"))
+	opts, err := f.options(fs.Changed("sii-busy-frames"), fs.Changed("seed"))
 	if err != nil {
 		return usageError{err}
 	}
@@ -60,6 +60,9 @@ func simCommand(ctx context.Context, e *env, args []string) error {
 		return usageError{fmt.Errorf("sim: --devices: %w", err)}
 	}
 	log := newLogger(e.stderr, lv, "text")
+	if fs.Changed("seed") {
+		log.Info("device times drawn from their measured spreads", "seed", *f.seed)
+	}
 	if *f.priority < 0 || *f.priority > 99 {
 		return usageError{fmt.Errorf("sim: --priority %d: want 1..99, or 0 for the normal scheduler", *f.priority)}
 	}
@@ -98,6 +101,7 @@ type simFlags struct {
 	devices                                                        *[]string
 	linkFD, busy, priority, avoidCore, delayEvery, hopDelay        *int
 	presetAddr                                                     *uint16
+	seed                                                           *uint64
 	delay                                                          *time.Duration
 	delayOnSignal, helpFaults                                      *bool
 }
@@ -115,7 +119,7 @@ func newSimFlags(e *env) (*pflag.FlagSet, *simFlags) {
 		notes: "Built-in models: " + strings.Join(sim.Models(), ", ") + ". --help-faults explains the " +
 			"fault commands (drop, delay, disappear POS, alerror, link …) and the schedule file, which " +
 			"runs them at times and may end in e.g. 'repeat 10s'. " +
-			"Also: --link-fd, --sii-busy-frames, --avoid-core, --delay-every, --delay-on-signal and " +
+			"Also: --seed, --link-fd, --sii-busy-frames, --avoid-core, --delay-every, --delay-on-signal and " +
 			"--log.level (see --help-faults).",
 		examples: []string{
 			"ip link add veth0 type veth peer name veth1 && ip link set veth1 up",
@@ -128,7 +132,7 @@ func newSimFlags(e *env) (*pflag.FlagSet, *simFlags) {
 		linkFD: fs.Int("link-fd", -1, "serve on this inherited socket instead (ecagent run)"),
 		devices: fs.StringSlice("devices", config.ReferenceDevices(),
 			"ring order: models, SII images (*.bin), ESI FILE.xml[:DEVICE][@REVISION]"),
-		pattern:       fs.String("inputs", "counter", "how inputs change: constant, counter, walk, square:N or sine:N"),
+		pattern:       fs.String("inputs", "counter", "inputs: constant, counter, walk, square:N, sine:N"),
 		busy:          fs.Int("sii-busy-frames", 0, "frames an SII EEPROM command stays busy (unset: the chip's time)"),
 		presetAddr:    fs.Uint16("preset-address", 0, "start with station addresses from this one on, e.g. 0x03e9"),
 		presetState:   fs.String("preset-state", "PREOP", "with --preset-address: INIT or PREOP"),
@@ -140,6 +144,7 @@ func newSimFlags(e *env) (*pflag.FlagSet, *simFlags) {
 		drift: fs.String("drift", "", "ppm of clock drift per device, e.g. 100,-100 (`LIST` repeats; max ±"+
 			strconv.FormatFloat(faultcmd.MaxDriftPPM, 'g', -1, 64)+")"),
 		hopDelay:   fs.Int("hop-delay", 140, "`NS` from one device to the next (over 140: cable delay)"),
+		seed:       fs.Uint64("seed", 0, "draw the devices' times from their spreads with seed `N` (unset: typical)"),
 		control:    fs.String("control", "", "take fault commands on this Unix socket `PATH`"),
 		faultsFile: fs.String("faults", "", "run the fault schedule in `FILE` from the start"),
 		helpFaults: fs.Bool("help-faults", false, "explain the fault commands and the schedule file, with examples"),
@@ -148,9 +153,9 @@ func newSimFlags(e *env) (*pflag.FlagSet, *simFlags) {
 }
 
 // options checks the flags that shape the simulated segment and returns
-// its options (the response delay apart); busySet says whether
-// --sii-busy-frames was given.
-func (f *simFlags) options(busySet bool) ([]sim.Option, error) {
+// its options (the response delay apart); busySet and seedSet say
+// whether --sii-busy-frames and --seed were given.
+func (f *simFlags) options(busySet, seedSet bool) ([]sim.Option, error) {
 	p, err := sim.ParsePattern(*f.pattern)
 	if err != nil {
 		return nil, fmt.Errorf("sim: --inputs: %w", err)
@@ -174,6 +179,10 @@ func (f *simFlags) options(busySet bool) ([]sim.Option, error) {
 		return nil, fmt.Errorf("sim: --hop-delay %d: must be 0 or more", *f.hopDelay)
 	}
 	opts = append(opts, sim.WithHopDelay(*f.hopDelay))
+	if seedSet {
+		// Only when asked: by default every time is its typical value.
+		opts = append(opts, sim.WithSeed(*f.seed))
+	}
 	if *f.presetAddr != 0 {
 		st, ok := esc.ParseALState(strings.ToUpper(*f.presetState))
 		if !ok || (st != esc.StateInit && st != esc.StatePreOp) {

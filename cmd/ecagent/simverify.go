@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/ethercat/esi"
 	"github.com/ecagent/ecagent/internal/pcapng"
 	"github.com/ecagent/ecagent/sim"
 	"github.com/ecagent/ecagent/sim/replay"
@@ -33,10 +34,12 @@ func simVerifyHelp() help {
 			"configured the devices is detected and the segment preset to match; --preset-address overrides. " +
 			"Device times are drawn from each device's measured spread with --seed (printed; the same seed " +
 			"gives the same result). Bytes no model can know (a mailbox read past the message, reserved " +
-			"registers) are counted apart, not scored. Exit status 1 when the score is below the --min bar.",
+			"registers) are counted apart, not scored. Exit status 1 when the score is below the --min bar. " +
+			"With --esi, timings, chip registers and (where the ESI agrees) the real EEPROM layout stay the profiles'.",
 		examples: []string{
 			"ecagent sim verify line3.pcapng --devices EK1100,EL2004,EL1014,AKD --min 99",
 			"ecagent sim verify run.pcapng --devices EK1100,el3004.bin --json | jq .groups",
+			"ecagent sim verify run.pcapng --devices EK1914,EL3004 --esi esi/profiles",
 		},
 	}
 }
@@ -52,6 +55,7 @@ func simVerifyCommand(_ context.Context, e *env, args []string) error {
 	presetAddr := fs.Uint16("preset-address", 0, "start with station addresses from this one on (0: detect)")
 	presetState := fs.String("preset-state", "PREOP", "with --preset-address: INIT or PREOP")
 	seed := fs.Uint64("seed", 1, "seed of the devices' time draws (the same seed, the same result)")
+	esiDir := fs.String("esi", "", "take the built-in models of --devices from their ESI descriptions in `DIR` where it has them")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
@@ -89,6 +93,11 @@ func simVerifyCommand(_ context.Context, e *env, args []string) error {
 		return usageError{fmt.Errorf("sim verify: --devices: %w", err)}
 	}
 	var notes []string
+	if *esiDir != "" {
+		if notes, err = devicesFromESI(*esiDir, *devices, devs); err != nil {
+			return fmt.Errorf("sim verify: --esi: %w", err)
+		}
+	}
 	for _, d := range devs {
 		if n := d.ProfileNote(); n != "" {
 			notes = append(notes, n)
@@ -114,6 +123,37 @@ func simVerifyCommand(_ context.Context, e *env, args []string) error {
 		return fmt.Errorf("sim verify: %s: %.2f%% of datagrams identical, below --min %g%%", path, r.Score(), *minScore)
 	}
 	return nil
+}
+
+// devicesFromESI replaces each device of devs that specs names as a
+// built-in model by the device its description in the ESI catalogue dir
+// gives, for the exact identity and revision of the model's profile (the
+// profile table still gives what ESI does not carry: chip registers and
+// timings). It returns one note per device saying where it came from.
+func devicesFromESI(dir string, specs []string, devs []*sim.Device) ([]string, error) {
+	cat, err := esi.LoadDir(dir, esi.Options{})
+	if err != nil {
+		return nil, err
+	}
+	var notes []string
+	for i, spec := range specs {
+		vendor, product, revision, ok := sim.ModelIdentity(spec)
+		if !ok {
+			continue
+		}
+		m, err := cat.Lookup(vendor, product, revision)
+		if err != nil || !m.Exact {
+			notes = append(notes, fmt.Sprintf("%s: no ESI description of revision %#08x in %s, the built-in model", spec, revision, dir))
+			continue
+		}
+		d, err := sim.DeviceFromESI(m.File, m.Device)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", spec, err)
+		}
+		devs[i] = d
+		notes = append(notes, fmt.Sprintf("%s: from its ESI description, %s", spec, filepath.Base(m.File.Name)))
+	}
+	return notes, nil
 }
 
 // verifyReport is what sim verify prints, as text or JSON.

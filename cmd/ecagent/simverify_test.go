@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -191,5 +192,65 @@ func TestSimVerifySaysWhichProfile(t *testing.T) {
 	}
 	if !strings.Contains(out, "EL3004 revision 0x00130000: no profile, that of revision 0x00150000 instead") {
 		t.Errorf("no note of the profile used in:\n%s", out)
+	}
+}
+
+// TestSimVerifyESIDevicesScoreAsBuiltIn: with --esi, every built-in model
+// of a shipped capture's devices is taken from its ESI description in
+// testdata/esi/profiles (written from the profiles, see the README
+// there), the profile table giving what ESI does not carry (timings, chip
+// registers, the real unit's EEPROM layout); the result is the built-in
+// models' on every capture, datagram for datagram.
+func TestSimVerifyESIDevicesScoreAsBuiltIn(t *testing.T) {
+	const esiDir = "../../testdata/esi/profiles"
+	for _, e := range verifyManifest(t) {
+		name := strings.TrimSuffix(filepath.Base(e.Capture), filepath.Ext(e.Capture))
+		t.Run(name, func(t *testing.T) {
+			args := []string{e.Capture, "--devices", strings.Join(e.Devices, ","), "--json", "--examples", "100"}
+			var reps [2]verifyReport
+			for i, extra := range [][]string{nil, {"--esi", esiDir}} {
+				code, js, errOut := runVerify(t, append(args, extra...)...)
+				if code != exitOK {
+					t.Fatalf("%q: exit %d: %s", extra, code, errOut)
+				}
+				if err := json.Unmarshal([]byte(js), &reps[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			built, fromESI := reps[0], reps[1]
+			for _, d := range e.Devices {
+				if strings.HasSuffix(d, ".bin") {
+					continue // a real unit's EEPROM dump: no model to take from ESI
+				}
+				want := d + ": from its ESI description"
+				if !slices.ContainsFunc(fromESI.Notes, func(n string) bool { return strings.HasPrefix(n, want) }) {
+					t.Errorf("no note %q in %q: the device was not taken from its ESI", want, fromESI.Notes)
+				}
+			}
+			t.Logf("built-in %.2f%% (%d of %d), from ESI %.2f%% (%d of %d)", built.Score, built.Same, built.Datagrams,
+				fromESI.Score, fromESI.Same, fromESI.Datagrams)
+			fromESI.Notes, built.Notes = nil, nil
+			a, _ := json.Marshal(built)
+			b, _ := json.Marshal(fromESI)
+			if string(a) != string(b) {
+				t.Errorf("the devices from ESI answer otherwise than the built-in models:\nbuilt-in %s\nfrom ESI %s", a, b)
+			}
+		})
+	}
+}
+
+// TestSimVerifyESIWithoutTheDevice: a model the ESI directory does not
+// describe stays the built-in one, and the output says so.
+func TestSimVerifyESIWithoutTheDevice(t *testing.T) {
+	capture := filepath.Join(realCaptures, "ethercrab-ek1914-el3004-mailbox.pcapng")
+	code, out, errOut := runVerify(t, capture, "--devices", "EK1914,EL3004@0x00130000", "--esi", "../../testdata/esi/profiles")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"EK1914: from its ESI description, ek1914.xml",
+		"EL3004@0x00130000: no ESI description of revision 0x00130000 in ../../testdata/esi/profiles, the built-in model"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
 	}
 }

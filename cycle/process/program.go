@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle"
 	"github.com/ecagent/ecagent/cycle/maintenance"
 	"github.com/ecagent/ecagent/cycle/rt"
@@ -22,10 +23,6 @@ import (
 	"github.com/ecagent/ecagent/master/link"
 	"github.com/ecagent/ecagent/shm"
 )
-
-// ExitBusMismatch is the exit code of a cycle process (and of ecagent)
-// whose segment is not as configured: slave count, a refused state.
-const ExitBusMismatch = 3
 
 // IsBusMismatch reports whether err says the segment is not as
 // configured (a cycle process exits with ExitBusMismatch for it).
@@ -51,48 +48,24 @@ type Options struct {
 	// recovery episode runs.
 	running func(*recoverer)
 	// BringUpReport, when not nil, is told why bring-up failed — one line
-	// of JSON, a BringUpFailure — and closed, unwritten, once the cycle
+	// of JSON, a contract.BringUpFailure — and closed, unwritten, once the cycle
 	// runs (a pipe the agent reads: it then knows why without parsing
 	// the log).
 	BringUpReport io.WriteCloser
 }
 
-// The reasons of a BringUpFailure.
-const (
-	// ReasonLink: the network interface could not be opened.
-	ReasonLink = "link"
-	// ReasonNoAnswer: nothing answered on the segment, no slave was
-	// found, or frames went unanswered.
-	ReasonNoAnswer = "no-answer"
-	// ReasonNotAsConfigured: the segment is not as configured (slave
-	// count, a slave refusing a state): ExitBusMismatch.
-	ReasonNotAsConfigured = "not-as-configured"
-	// ReasonFailed: any other failure.
-	ReasonFailed = "failed"
-)
-
-// BringUpFailure is what a cycle process whose bring-up failed writes to
-// Options.BringUpReport.
-type BringUpFailure struct {
-	// Reason is one of ReasonLink, ReasonNoAnswer, ReasonNotAsConfigured
-	// and ReasonFailed.
-	Reason string `json:"reason"`
-	// Error is the error Run returned.
-	Error string `json:"error"`
-}
-
-// FailureReason classifies an error of Run for a BringUpFailure.
+// FailureReason classifies an error of Run for a contract.BringUpFailure.
 func FailureReason(err error) string {
 	var le *linkError
 	switch {
 	case IsBusMismatch(err):
-		return ReasonNotAsConfigured
+		return contract.ReasonNotAsConfigured
 	case errors.As(err, &le):
-		return ReasonLink
+		return contract.ReasonLink
 	case errors.Is(err, master.ErrNoResponse), errors.Is(err, master.ErrNoSlaves):
-		return ReasonNoAnswer
+		return contract.ReasonNoAnswer
 	}
-	return ReasonFailed
+	return contract.ReasonFailed
 }
 
 // linkError is an error opening the link to the segment.
@@ -136,7 +109,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 			return
 		}
 		if err != nil {
-			line, _ := json.Marshal(BringUpFailure{Reason: FailureReason(err), Error: err.Error()})
+			line, _ := json.Marshal(contract.BringUpFailure{Reason: FailureReason(err), Error: err.Error()})
 			_, _ = report.Write(append(line, '\n'))
 		}
 		_ = report.Close()
@@ -221,8 +194,8 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 	e.OnStart = func(s *rt.Setup) {
 		// Runs on the cycle thread after its set-up, before the first
 		// cycle: the last moment allowed to allocate.
-		info.setRT(s)
-		if err := info.write(BusInfoPath(cfg.Cycle.SHM)); err != nil {
+		setRT(info, s)
+		if err := contract.WriteBusInfo(contract.BusInfoPath(cfg.Cycle.SHM), info); err != nil {
 			log.Error("writing the bus description", "err", err)
 		}
 		for _, r := range s.Refused() {
@@ -268,16 +241,12 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 	if spin {
 		spinner.SetRecvSpin(min(time.Duration(cfg.Cycle.RecvSpin), time.Duration(cfg.Cycle.Period)/2))
 	}
-	var before, after runtime.MemStats
-	var episodes, requests uint64
 	// Counting starts after the first cycle: it meets one first-use
 	// allocation in the runtime (measured: 1 malloc, then none in 99 999
 	// cycles).
+	counts := &steadyCounts{episodes: rec.episodes.Load, requests: ctl.Requests}
 	e.SteadyAfter = 1
-	e.OnSteady = func() {
-		runtime.ReadMemStats(&before)
-		episodes, requests = rec.episodes.Load(), ctl.Requests()
-	}
+	e.OnSteady = counts.start
 	// Threads the runtime may need while the cycle yields, made now
 	// rather than (allocating) in cyclic operation.
 	rt.WarmThreads(runtime.GOMAXPROCS(0) + 4)
@@ -303,11 +272,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 	if spin {
 		spinner.SetRecvSpin(0)
 	}
-	runtime.ReadMemStats(&after)
-	rep.Mallocs = after.Mallocs - before.Mallocs
-	rep.NumGC = after.NumGC - before.NumGC
-	rep.RecoveryEpisodes = rec.episodes.Load() - episodes
-	rep.MaintenanceRequests = ctl.Requests() - requests
+	counts.report(&rep)
 
 	stopRec()
 	<-recDone
@@ -320,6 +285,39 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 		log.Warn("taking the bus to INIT", "err", err)
 	}
 	return rep, nil
+}
+
+// steadyCounts counts what the cycle process did from the cycle's steady
+// state on (cycle.Engine.OnSteady): heap allocations and collections,
+// recovery episodes, maintenance requests. A run stopped before it
+// counted nothing and reports 0.
+type steadyCounts struct {
+	episodes, requests func() uint64 // running totals
+	reached            bool
+	before             runtime.MemStats
+	episodes0          uint64
+	requests0          uint64
+}
+
+// start takes the totals at the steady state's start, on the cycle
+// thread; it allocates nothing.
+func (c *steadyCounts) start() {
+	c.reached = true
+	runtime.ReadMemStats(&c.before)
+	c.episodes0, c.requests0 = c.episodes(), c.requests()
+}
+
+// report puts what was counted since start in rep.
+func (c *steadyCounts) report(rep *Report) {
+	if !c.reached {
+		return
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	rep.Mallocs = after.Mallocs - c.before.Mallocs
+	rep.NumGC = after.NumGC - c.before.NumGC
+	rep.RecoveryEpisodes = c.episodes() - c.episodes0
+	rep.MaintenanceRequests = c.requests() - c.requests0
 }
 
 func openCycleLink(cfg Config, o Options) (link.Link, error) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/internal/testsupport/simbus"
 	"github.com/ecagent/ecagent/master"
 )
@@ -36,11 +37,11 @@ func TestCheckCycleFitsRefusesTooShortPeriod(t *testing.T) {
 func TestBusInfoRoundTrip(t *testing.T) {
 	m, _ := simbus.Start(t, referenceDevices, master.Config{Logger: quiet})
 	info := NewBusInfo(m, time.Millisecond)
-	path := BusInfoPath(filepath.Join(t.TempDir(), "ecagent.shm"))
-	if err := info.write(path); err != nil {
+	path := contract.BusInfoPath(filepath.Join(t.TempDir(), "ecagent.shm"))
+	if err := contract.WriteBusInfo(path, info); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadBusInfo(path)
+	got, err := contract.ReadBusInfo(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestBusInfoRoundTrip(t *testing.T) {
 		got.Slaves[1].Name != info.Slaves[1].Name || got.ExpectedWKC != info.ExpectedWKC {
 		t.Errorf("read back %+v, wrote %+v", got, info)
 	}
-	if _, err := ReadBusInfo(path + ".missing"); err == nil {
+	if _, err := contract.ReadBusInfo(path + ".missing"); err == nil {
 		t.Error("a missing bus description read without error")
 	}
 }

@@ -5,7 +5,7 @@
 //
 //   - the words: the statusword (0x6041), the state it encodes and the
 //     controlword (0x6040) commands come from package
-//     [github.com/ecagent/ecagent/master/cia402/state], the one
+//     [github.com/ecagent/ecagent/ethercat/cia402/state], the one
 //     definition the simulator and the metrics share; this package adds
 //     the object indexes and [Mode] (0x6060, 0x6061);
 //   - the [Walker], a pure function of the statusword that chooses the

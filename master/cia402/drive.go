@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ecagent/ecagent/master/cia402/state"
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 )
 
 // Process reads and writes one slave's process data. Bit offsets are

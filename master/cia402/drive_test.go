@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecagent/ecagent/master/cia402/state"
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 )
 
 // fakeProcess is one slave's process data: inputs and outputs as bytes.

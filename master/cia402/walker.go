@@ -1,6 +1,6 @@
 package cia402
 
-import "github.com/ecagent/ecagent/master/cia402/state"
+import "github.com/ecagent/ecagent/ethercat/cia402/state"
 
 // Defaults of the [Walker]'s zero fields.
 const (

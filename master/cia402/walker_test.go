@@ -3,7 +3,7 @@ package cia402
 import (
 	"testing"
 
-	"github.com/ecagent/ecagent/master/cia402/state"
+	"github.com/ecagent/ecagent/ethercat/cia402/state"
 )
 
 // Statuswords of each state, as a drive reports them.

@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"time"
-	"unicode"
 )
 
 // Link sends and receives whole Ethernet frames.
@@ -24,21 +23,6 @@ type Link interface {
 	Close() error
 	// HardwareAddr returns the link's own MAC address.
 	HardwareAddr() net.HardwareAddr
-}
-
-// ValidInterfaceName reports whether s is a name the kernel accepts for a
-// network interface: at most IFNAMSIZ-1 (15) bytes, no '/' or ':', no
-// white space or unprintable character, not "." or "..".
-func ValidInterfaceName(s string) bool {
-	if s == "" || len(s) > 15 || s == "." || s == ".." {
-		return false
-	}
-	for _, r := range s {
-		if r == '/' || r == ':' || unicode.IsSpace(r) || !unicode.IsPrint(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // RecvSpinner is a link whose Recv can spin before it blocks: it reads

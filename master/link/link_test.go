@@ -62,15 +62,3 @@ func TestOpErrorMatching(t *testing.T) {
 		})
 	}
 }
-
-func TestValidInterfaceName(t *testing.T) {
-	for name, want := range map[string]bool{
-		"eth0": true, "enp3s0f1": true, "veth-ec.1": true, "abcdefghijklmno": true,
-		"": false, ".": false, "..": false, "abcdefghijklmnop": false, "eth 0": false,
-		"eth/0": false, "eth:0": false, "eth\x00": false,
-	} {
-		if got := ValidInterfaceName(name); got != want {
-			t.Errorf("ValidInterfaceName(%q) = %v, want %v", name, got, want)
-		}
-	}
-}

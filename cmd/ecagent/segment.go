@@ -1,4 +1,4 @@
-package agent
+package main
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"github.com/ecagent/ecagent/sim"
 )
 
-// Segment is the wire the master talks on: a raw socket on a network
-// interface, or a socket pair to a simulated segment served by its own
-// goroutine.
-type Segment struct {
+// segment is the wire the master of a toolbox command (scan, sdo) talks
+// on outside the agent: a raw socket on a network interface, or a socket
+// pair to a simulated segment served by its own goroutine.
+type segment struct {
 	// Link carries the master's frames.
 	Link link.Link
 	// Sim is the simulated segment behind Link, nil on a real interface.
@@ -24,17 +24,17 @@ type Segment struct {
 	close func()
 }
 
-// OpenSegment opens the segment cfg.Bus describes. With an empty
+// openSegment opens the segment cfg.Bus describes. With an empty
 // bus.interface it builds the simulated devices of bus.devices and serves
 // them until Close — not until ctx ends, so that the master can still take
 // the bus down after its own context is cancelled.
-func OpenSegment(cfg config.Config, log *slog.Logger) (*Segment, error) {
+func openSegment(cfg config.Config, log *slog.Logger) (*segment, error) {
 	if !cfg.Simulated() {
 		l, err := link.Open(cfg.Bus.Interface, nil)
 		if err != nil {
 			return nil, fmt.Errorf("open segment: %w", err)
 		}
-		return &Segment{Link: l, close: func() { _ = l.Close() }}, nil
+		return &segment{Link: l, close: func() { _ = l.Close() }}, nil
 	}
 	devs, err := sim.ParseDevices(cfg.Bus.Devices)
 	if err != nil {
@@ -64,7 +64,7 @@ func OpenSegment(cfg config.Config, log *slog.Logger) (*Segment, error) {
 		}
 	}()
 	log.Info("simulated segment", "devices", len(devs), "models", cfg.Bus.Devices)
-	return &Segment{Link: masterEnd, Sim: seg, close: func() {
+	return &segment{Link: masterEnd, Sim: seg, close: func() {
 		cancel()
 		_ = masterEnd.Close()
 		_ = simEnd.Close()
@@ -74,7 +74,7 @@ func OpenSegment(cfg config.Config, log *slog.Logger) (*Segment, error) {
 
 // Close closes the link and stops a simulated segment. It is safe to call
 // more than once.
-func (s *Segment) Close() {
+func (s *segment) Close() {
 	if s.close != nil {
 		s.close()
 		s.close = nil
