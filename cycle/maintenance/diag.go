@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/master"
 )
 
 // OpDiag reads one slave's diagnosis registers (DiagResult): AL status
@@ -108,6 +109,24 @@ func (h *Handler) diag(ctx context.Context, req Request) (*DiagResult, error) {
 		}
 		return true
 	}
+	diagPorts(res, s, read)
+	diagWatchdog(res, read)
+	var info [2]byte // 0x0004 FMMUs, 0x0005 SyncManagers
+	if !read("ESC information", uint16(esc.RegFMMUCount), info[:]) {
+		return res, nil
+	}
+	diagSyncManagers(res, int(min(info[1], 16)), read)
+	diagFMMUs(res, int(min(info[0], 16)), read)
+	return res, nil
+}
+
+// diagRead reads a register of the slave diagnosed into b, noting in the
+// result what it could not read.
+type diagRead func(what string, reg uint16, b []byte) bool
+
+// diagPorts fills in the ports' link states and error counters, and the
+// processing and PDI error counters.
+func diagPorts(res *DiagResult, s *master.Slave, read diagRead) {
 	var dl [2]byte
 	var counters [0x14]byte
 	haveDL := read("DL status", uint16(esc.RegDLStatus), dl[:])
@@ -129,6 +148,10 @@ func (h *Handler) diag(ctx context.Context, req Request) (*DiagResult, error) {
 		res.Ports = append(res.Ports, port)
 	}
 	res.Processing, res.PDI = counters[0x0C], counters[0x0D]
+}
+
+// diagWatchdog fills in the watchdogs' times, status and counters.
+func diagWatchdog(res *DiagResult, read diagRead) {
 	var div, wdPDI, wdPD [2]byte
 	var wdState [4]byte
 	if read("watchdog divider", uint16(esc.RegWatchdogDivider), div[:]) {
@@ -145,11 +168,11 @@ func (h *Handler) diag(ctx context.Context, req Request) (*DiagResult, error) {
 		res.Watchdog.ProcessDataOK = wdState[0]&1 != 0
 		res.Watchdog.ProcessDataExpired, res.Watchdog.PDIExpired = wdState[2], wdState[3]
 	}
-	var info [2]byte // 0x0004 FMMUs, 0x0005 SyncManagers
-	if !read("ESC information", uint16(esc.RegFMMUCount), info[:]) {
-		return res, nil
-	}
-	for i := range int(min(info[1], 16)) {
+}
+
+// diagSyncManagers adds the first n SyncManagers that are configured.
+func diagSyncManagers(res *DiagResult, n int, read diagRead) {
+	for i := range n {
 		var b [esc.SyncManagerLen]byte
 		if !read(fmt.Sprintf("SyncManager %d", i), uint16(esc.RegSyncManager(i)), b[:]) {
 			continue
@@ -170,7 +193,11 @@ func (h *Handler) diag(ctx context.Context, req Request) (*DiagResult, error) {
 			Control: sm.Control, Status: sm.Status, Enabled: sm.Activate&1 != 0, Mode: mode, Dir: dir,
 			Watchdog: sm.Control&0x40 != 0})
 	}
-	for i := range int(min(info[0], 16)) {
+}
+
+// diagFMMUs adds the first n FMMUs that are configured.
+func diagFMMUs(res *DiagResult, n int, read diagRead) {
+	for i := range n {
 		var b [esc.FMMULen]byte
 		if !read(fmt.Sprintf("FMMU %d", i), uint16(esc.RegFMMU(i)), b[:]) {
 			continue
@@ -186,5 +213,4 @@ func (h *Handler) diag(ctx context.Context, req Request) (*DiagResult, error) {
 		res.FMMUs = append(res.FMMUs, DiagFMMU{Index: i, LogicalStart: f.LogicalStart, Length: f.Length,
 			Physical: f.PhysicalStart, Type: typ, Active: f.Active})
 	}
-	return res, nil
 }
