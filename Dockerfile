@@ -31,10 +31,14 @@ ARG TARGETARCH
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath -ldflags="-s -w" -o /out/ ./cmd/ecagent ./cmd/ecagent-cycle
+# The default cycle.shm's directory, /run/ecagent, the nonroot user's own
+# (the Helm chart mounts an in-memory emptyDir there).
+RUN mkdir -p /rundir/ecagent
 
 FROM gcr.io/distroless/static-debian12:nonroot
 # The agent finds its cycle program beside itself (cycle.program empty).
 COPY --from=build /out/ecagent /out/ecagent-cycle /usr/local/bin/
+COPY --from=build --chown=65532:65532 --chmod=0750 /rundir/ /run/
 # distroless's nonroot user. Kubernetes grants added capabilities only to
 # uid 0 (there are no ambient capabilities for pods), so the Helm chart runs
 # the container as uid 0 with every capability but NET_RAW, SYS_NICE and

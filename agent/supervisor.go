@@ -503,6 +503,9 @@ func attachOwn(path string) (*shm.Segment, error) {
 // only remove them.
 func checkSegmentPlace(path string, log *slog.Logger) error {
 	dir := filepath.Dir(path)
+	if err := makeDefaultSHMDir(dir, contract.DefaultSHMDir); err != nil {
+		return fmt.Errorf("cycle.shm %s: %w", path, err)
+	}
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return fmt.Errorf("cycle.shm %s: %w", path, err)
@@ -528,6 +531,31 @@ func checkSegmentPlace(path string, log *slog.Logger) error {
 		return fmt.Errorf("cycle.shm %s: %w (remove it or choose another cycle.shm)", path, err)
 	}
 	return nil
+}
+
+// makeDefaultSHMDir creates dir, the directory of cycle.shm, with mode
+// 0750 when it is def (the default's, as the systemd unit's
+// RuntimeDirectory makes it) and missing; any other directory is the
+// user's to make. A user who may not create it is told what to do.
+func makeDefaultSHMDir(dir, def string) error {
+	if dir != def {
+		return nil
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	err := os.Mkdir(dir, 0o750)
+	switch {
+	case err == nil:
+		return os.Chmod(dir, 0o750) // whatever the umask (the unit's is 0077): the group reaches the socket
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("the default directory %s is missing and user %d may not create it (%w): create it for the agent's "+
+			"user (sudo install -d -m 0750 -o $USER %s), or give cycle.shm a directory of yours, the same for the agent and "+
+			"the maintenance commands (export ECAGENT_CYCLE_SHM=/dev/shm/ecagent.shm)", dir, os.Geteuid(), err, dir)
+	}
+	return err
 }
 
 // segmentCreateError explains why the segment could not be created where

@@ -59,8 +59,15 @@ const (
 )
 
 // DefaultSHM is the default cycle.shm: tmpfs, so the segment never touches
-// a disk.
-const DefaultSHM = "/dev/shm/ecagent.shm"
+// a disk, in a directory of the agent's own (the systemd unit's
+// RuntimeDirectory, the Helm chart's volume), where no other user can make
+// names: the maintenance commands find the agent there without being told.
+// The agent creates the directory when it is missing (DefaultSHMDir).
+const DefaultSHM = "/run/ecagent/ecagent.shm"
+
+// DefaultSHMDir is the directory of DefaultSHM, which the agent creates
+// (mode 0750) when it is missing.
+const DefaultSHMDir = "/run/ecagent"
 
 // DefaultRecvSpin is the default cycle.recvspin: long enough for the
 // answers of a small segment (a 1 ms cycle over a veth or socket pair:

@@ -107,6 +107,14 @@ const (
 	// new kind in a row; the alarm stays raised, and one
 	// EventBusAlarmCleared still ends it.
 	EventBusAlarmChanged
+	// EventMaintenanceState: a maintenance request through the cycle's
+	// control socket takes the slave at Slave to another AL state on
+	// purpose (a state request, BOOT for an FoE transfer and back):
+	// ALState is the state requested, Value the uid of the requesting
+	// process, Text what is done ("foe write fw.bin"). Reported before
+	// the slave leaves its state, so that what follows (the slave out of
+	// OP, recovery taking it back) reads as maintenance, not a fault.
+	EventMaintenanceState
 
 	// numCycleKinds counts the kinds of the cycle process: a new one
 	// goes above it.
@@ -413,6 +421,9 @@ var catalogue = [...]EventInfo{
 		Device: DeviceErrorCounters, Route: RouteNone},
 	{Kind: EventBusAlarmChanged, Name: "bus-alarm-changed", Level: slog.LevelWarn, Log: "bus alarm changed",
 		Counted: true, Effect: EffectAlarmRaised, Value: Field{cyclesField, FormNumber}, Text: Field{textField, FormText}},
+	{Kind: EventMaintenanceState, Name: "maintenance-state", Level: slog.LevelWarn,
+		Log:      "maintenance takes a slave to another state on purpose (not a fault)",
+		PerSlave: true, Counted: true, AL: ALStatus, Value: Field{"uid", FormNumber}, Text: Field{textField, FormText}},
 
 	{Kind: EventCycleDied, Name: "cycle-died", Origin: OriginAgent, Level: slog.LevelError,
 		Log: "the cycle process died; restarting it", Counted: true, Route: RouteNone},

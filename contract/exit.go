@@ -15,6 +15,9 @@ const (
 	// ExitBusMismatch: the segment is not as configured (the slave
 	// count, a slave refusing a state).
 	ExitBusMismatch = 3
+	// ExitInUse: a maintenance command refused to open an interface
+	// another master drives (ecagent only; --second-master overrides).
+	ExitInUse = 4
 	// ExitInterrupted: interrupted (SIGINT) before the work was done.
 	ExitInterrupted = 130
 )

@@ -26,24 +26,21 @@ const foeBusyPause = time.Millisecond
 
 // EnterBoot takes slave s to BOOT for a firmware update: to INIT, its
 // mailbox SyncManagers set to the bootstrap mailbox of its SII (words
-// 0x0014–0x0017, read from the EEPROM now), then INIT→BOOT (ETG.1000.6:
+// 0x0014–0x0017, read from the EEPROM first: a slave without one is
+// refused with ErrNoBootstrap before its state is touched), then INIT→BOOT (ETG.1000.6:
 // BOOT is entered from INIT only; a slave whose SyncManagers do not match
 // refuses with AL status code 0x0015). RequestSlaveState to INIT leaves
 // BOOT again; the way up to PREOP sets the standard mailbox.
 func (m *Master) EnterBoot(ctx context.Context, s *Slave) error {
-	if err := m.RequestSlaveState(ctx, s, esc.StateInit); err != nil {
+	// What the SII says is checked before the slave's state is touched:
+	// a slave without a bootstrap mailbox stays where it is (in OP under
+	// a running cycle).
+	mb, err := m.BootstrapMailbox(ctx, s)
+	if err != nil {
 		return err
 	}
-	if !s.HasMailbox {
-		return fmt.Errorf("master: %v: %w", s, ErrNoBootstrap)
-	}
-	var words [16]byte // 0x0010–0x0017: the bootstrap mailbox is words 0x0014–0x0017
-	if err := m.ReadEEPROMAt(ctx, s, 0x10, words[:]); err != nil {
-		return fmt.Errorf("master: %v: enter BOOT: read bootstrap mailbox: %w", s, err)
-	}
-	mb := decodeBootstrap(words[8:])
-	if mb.ReceiveSize == 0 || mb.SendSize == 0 {
-		return fmt.Errorf("master: %v: %w", s, ErrNoBootstrap)
+	if err := m.RequestSlaveState(ctx, s, esc.StateInit); err != nil {
+		return err
 	}
 	var b [2 * esc.SyncManagerLen]byte
 	esc.SyncManager{PhysicalStart: mb.ReceiveOffset, Length: mb.ReceiveSize,
@@ -54,6 +51,24 @@ func (m *Master) EnterBoot(ctx context.Context, s *Slave) error {
 		return fmt.Errorf("master: %v: configure bootstrap mailbox: %w", s, err)
 	}
 	return m.RequestSlaveState(ctx, s, esc.StateBootstrap)
+}
+
+// BootstrapMailbox returns the bootstrap mailbox of s as its SII gives it
+// (words 0x0014–0x0017, read from the EEPROM now, which leaves the slave's
+// state alone), or an error matching ErrNoBootstrap when it has none.
+func (m *Master) BootstrapMailbox(ctx context.Context, s *Slave) (sii.Mailbox, error) {
+	if !s.HasMailbox {
+		return sii.Mailbox{}, fmt.Errorf("master: %v: %w", s, ErrNoBootstrap)
+	}
+	var words [16]byte // 0x0010–0x0017: the bootstrap mailbox is words 0x0014–0x0017
+	if err := m.ReadEEPROMAt(ctx, s, 0x10, words[:]); err != nil {
+		return sii.Mailbox{}, fmt.Errorf("master: %v: read bootstrap mailbox: %w", s, err)
+	}
+	mb := decodeBootstrap(words[8:])
+	if mb.ReceiveSize == 0 || mb.SendSize == 0 {
+		return sii.Mailbox{}, fmt.Errorf("master: %v: %w", s, ErrNoBootstrap)
+	}
+	return mb, nil
 }
 
 // decodeBootstrap reads the bootstrap mailbox from SII words 0x0014–0x0017

@@ -152,3 +152,24 @@ func TestFoENotSupported(t *testing.T) {
 		t.Errorf("EnterBoot on an EL2004: %v, want ErrNoBootstrap", err)
 	}
 }
+
+// TestEnterBootChecksBeforeLeavingState refuses BOOT to an EL4132 (a
+// mailbox, no bootstrap mailbox in its SII) while it stays in PREOP: the
+// SII says so before the slave's state is touched.
+func TestEnterBootChecksBeforeLeavingState(t *testing.T) {
+	b := newBench(t, []string{"EK1100", "EL4132"}, master.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := b.m.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.m.RequestState(ctx, esc.StatePreOp); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.m.EnterBoot(ctx, b.m.Slaves()[1]); !errors.Is(err, master.ErrNoBootstrap) {
+		t.Errorf("EnterBoot on an EL4132: %v, want ErrNoBootstrap", err)
+	}
+	if st := b.devs[1].State(); st != esc.StatePreOp {
+		t.Errorf("the EL4132 is in %v after the refusal, want PREOP: it was touched before the check", st)
+	}
+}

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -97,7 +98,20 @@ func (m *Master) sdoInfo(ctx context.Context, s *Slave, op coe.InfoOpCode, arg u
 			}
 			return nil, &coe.AbortError{Index: arg, SubIndex: sub, Code: code}
 		case want:
+			if len(out) == 0 && !infoAnswers(op, arg, sub, msg.InfoData) {
+				m.log.Warn("mailbox: ignoring an SDO information answer of another object", "slave", s.String(),
+					"opcode", msg.Info.OpCode.String())
+				continue
+			}
 		default:
+			if len(out) == 0 {
+				// The late answer of an earlier request (a repeat after
+				// a frame that seemed lost): not this one's; the wait
+				// goes on, as for an emergency.
+				m.log.Warn("mailbox: ignoring an SDO information answer of another request", "slave", s.String(),
+					"opcode", msg.Info.OpCode.String(), "want", want.String())
+				continue
+			}
 			return nil, fmt.Errorf("%w: %v, want %v", ErrUnexpectedResponse, msg.Info.OpCode, want)
 		}
 		if len(out)+len(msg.InfoData) > maxInfoBytes {
@@ -111,4 +125,17 @@ func (m *Master) sdoInfo(ctx context.Context, s *Slave, op coe.InfoOpCode, arg u
 		// takes many mailbox round trips.
 		deadline = time.Now().Add(m.cfg.StateTimeout)
 	}
+}
+
+// infoAnswers reports whether data, the first fragment of an SDO information
+// response, describes what the request op asked of object arg (and sub):
+// an answer to an earlier request of the same kind, come late, does not.
+func infoAnswers(op coe.InfoOpCode, arg uint16, sub uint8, data []byte) bool {
+	switch op {
+	case coe.InfoObjectRequest:
+		return len(data) < 2 || binary.LittleEndian.Uint16(data) == arg
+	case coe.InfoEntryRequest:
+		return len(data) < 3 || (binary.LittleEndian.Uint16(data) == arg && data[2] == sub)
+	}
+	return true
 }

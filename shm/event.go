@@ -76,6 +76,7 @@ const (
 	EventMaintenance       = contract.EventMaintenance
 	EventErrorCounters     = contract.EventErrorCounters
 	EventBusAlarmChanged   = contract.EventBusAlarmChanged
+	EventMaintenanceState  = contract.EventMaintenanceState
 )
 
 // The texts of an EventBusAlarm (see contract.AlarmFramesLost).

@@ -39,7 +39,8 @@ func staticBinary(t *testing.T) string {
 // — no program interpreter, no shared libraries — and run the agent
 // against the built-in simulated segment. As root it also runs in an
 // emulation of the image: an otherwise empty, read-only root file system
-// with /proc, /dev/null and a tmpfs /dev/shm (the chart's emptyDir), as distroless's
+// with /proc, /dev/null, a tmpfs /dev/shm and the nonroot user's /run/ecagent
+// (the default cycle.shm's directory, the chart's emptyDir), as distroless's
 // nonroot user, in its own PID namespace.
 func TestImageBinaryIsStaticAndRuns(t *testing.T) {
 	bin := staticBinary(t)
@@ -81,7 +82,7 @@ func TestImageBinaryIsStaticAndRuns(t *testing.T) {
 			}
 		}
 		root := t.TempDir()
-		for _, d := range []string{"usr/local/bin", "proc", "dev/shm", "etc"} {
+		for _, d := range []string{"usr/local/bin", "proc", "dev/shm", "etc", "run/ecagent"} {
 			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -110,6 +111,9 @@ func TestImageBinaryIsStaticAndRuns(t *testing.T) {
 			"mount -o remount,bind,ro " + root,
 			"mount -t proc proc " + root + "/proc",
 			"mount -t tmpfs -o size=64m,mode=1777 tmpfs " + root + "/dev/shm",
+			// The default cycle.shm's directory: the image's, the
+			// nonroot user's (the chart mounts an in-memory emptyDir).
+			"mount -t tmpfs -o size=64m,mode=0750,uid=65532,gid=65532 tmpfs " + root + "/run/ecagent",
 			"mount --bind /dev/null " + root + "/dev/null",
 			// A container runtime's default locked-memory limit (or the
 			// hard limit, where that is lower and may not be raised).

@@ -51,7 +51,7 @@ func TestLoadBadInputExactText(t *testing.T) {
 		{"OTLP protocol http", loadCase{file: "otlp:\n  protocol: http\n"},
 			`config: otlp.protocol = "http" ($FILE:2): must be grpc, http/protobuf, or empty (OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)`},
 		{"relative shared-memory path", loadCase{file: "cycle:\n  shm: relative.shm\n"},
-			`config: cycle.shm = "relative.shm" ($FILE:2): must be an absolute file path, e.g. /dev/shm/ecagent.shm`},
+			`config: cycle.shm = "relative.shm" ($FILE:2): must be an absolute file path, e.g. /run/ecagent/ecagent.shm`},
 		{"interface alias", loadCase{file: "bus:\n  interface: eth0:1\n"},
 			`config: bus.interface = "eth0:1" ($FILE:2): must be empty (simulated segment) or a network interface name of at most 15 characters without '/', ':' or spaces`},
 		// Unknown keys.

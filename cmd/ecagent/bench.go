@@ -162,20 +162,19 @@ func newBenchFlags(e *env) (*pflag.FlagSet, *benchFlags) {
 			"and report cycle time, jitter, wake-up latency, job time, CPU load, frame round trip, " +
 			"lost frames, WKC errors and overruns, with the jitter distribution and a latency histogram.",
 		groups: []flagGroup{
-			{"Flags", []string{"cycles", "duration", "json", "explain", "compare-cyclictest", "blocks", "cyclictest",
-				"histogram-us", "telemetry", "scrape-interval"}},
+			{"Flags", []string{"cycles", "duration", "json", "explain", "compare-cyclictest", "telemetry"}},
 			{"Configuration keys (as for run)", []string{config.FlagConfigFile, "bus.interface",
-				"cycle.period", "cycle.core", "cycle.priority", "cycle.busywait"}},
+				"cycle.period", "cycle.core", "cycle.priority"}},
 		},
 		notes: "Every bus.*, cycle.* and log.* key, site, line, host and metrics.window is a flag too " +
-			"('ecagent config schema'). With no bus.interface the simulated segment (bus.devices) runs " +
-			"in another process. Unless cycle.shm is set, the segment is /dev/shm/ecagent-bench-PID.shm. " +
-			"With --compare-cyclictest each side runs the cycles of --cycles or --duration, split into " +
-			"--blocks/2 blocks of equal length, the blocks of both sides interleaved (ABBA) so that both " +
-			"see the same stretches of the host's noise.",
+			"('ecagent config schema'); so are --cyclictest, --histogram-us, --scrape-interval (see " +
+			"docs/performance.md). " +
+			"Unless cycle.shm is set, the segment is /dev/shm/ecagent-bench-PID.shm. " +
+			"--compare-cyclictest interleaves blocks of both sides (ABBA) over the same host noise.",
 		examples: []string{
 			"ecagent bench --duration 60s --cycle.period 250us --cycle.core 3",
-			"ecagent bench --bus.interface eth1 --cycles 100000 --json bench.json --compare-cyclictest",
+			"ecagent bench --bus.interface eth1 --cycles 100000 --json bench.json",
+			"ecagent bench --compare-cyclictest --duration 5m",
 		},
 	})
 	// What bench.Run reads: the cycle and its segment, the log, and the

@@ -31,8 +31,8 @@ func configHelp() help {
 			"ecagent config schema | less",
 			"ecagent config schema --json | jq -r '.keys[].key'",
 			"ecagent config check /etc/ecagent/ecagent.yaml",
-			"ecagent config from-bus > bus.yaml   # the segment as it is (own flags and help)",
-			"ecagent config from-eni line.xml     # what an ENI gives (own help)",
+			"ecagent config from-bus > bus.yaml   # the segment as it is",
+			"ecagent config from-eni line.xml     # what an ENI gives",
 		},
 	}
 }

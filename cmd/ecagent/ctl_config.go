@@ -33,6 +33,9 @@ func configFromBusCommand(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
+	if err := c.wholeSegment("config from-bus"); err != nil {
+		return err
+	}
 	c.bringUp = true
 	var fb fromBus
 	reqs := []maintenance.Request{{Op: maintenance.OpHello}, {Op: maintenance.OpSlaves}, {Op: maintenance.OpPDOs}}

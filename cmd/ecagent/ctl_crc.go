@@ -44,6 +44,7 @@ func crcCommand(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	first, second = c.crcSelected(first), c.crcSelected(second)
 	rep := crcReport{Counters: first}
 	if *interval > 0 {
 		rep.Counters, rep.Interval = second, interval.Seconds()
@@ -115,4 +116,15 @@ func printCRC(w io.Writer, rep crcReport) {
 	if rep.Interval > 0 {
 		fmt.Fprintf(w, "(+N/s: growth per second over %.1f s)\n", rep.Interval)
 	}
+}
+
+// crcSelected keeps the counters of the slaves -p or -a selects.
+func (c ctlFlags) crcSelected(r maintenance.CRCResult) maintenance.CRCResult {
+	out := maintenance.CRCResult{Slaves: []maintenance.SlaveCounters{}}
+	for _, s := range r.Slaves {
+		if c.selected(s.Position) {
+			out.Slaves = append(out.Slaves, s)
+		}
+	}
+	return out
 }

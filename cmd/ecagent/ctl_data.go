@@ -24,6 +24,9 @@ func dataCommand(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
+	if err := c.wholeSegment("data"); err != nil {
+		return err
+	}
 	c.bringUp = true
 	if *eni != "" {
 		return eniDataCommand(ctx, e, c, *eni)

@@ -19,20 +19,18 @@ import (
 
 func foeCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "foe", help{
-		usage: "write SLAVE FILE --write [--name NAME] | read SLAVE NAME [-o FILE]",
+		usage: "write -p N FILE --write [--name NAME] | read -p N NAME [-o FILE]",
 		about: "Write a file (a drive's firmware) to a slave over FoE, or read one back, like `ethercat " +
 			"foe_write` and `foe_read`: the slave goes to BOOT, the file through its bootstrap mailbox, " +
 			"and the slave back to INIT.",
 		groups: ctlGroups("name", "password", "output", "write"),
-		notes: "write shows its progress on standard error and prints the bytes written and the time; " +
-			"an FoE error of the slave's (its boot loader refused the file) is printed with its code " +
-			"and meaning, exit code 1, and the slave is back in INIT: run the write again. Under a " +
-			"running agent the slave leaves OP for the transfer and its recovery worker brings it back " +
-			"to OP afterwards; both transfers are logged as maintenance events with your uid. read " +
-			"writes the file to FILE, or to standard output without -o. " + ctlNotes,
+		notes: "Progress goes to standard error. An FoE error of the slave's is printed with its code, " +
+			"exit 1, the slave back in INIT. The agent's recovery takes the slave back to OP; both " +
+			"transfers are maintenance-state events with your uid. A slave whose SII has no bootstrap " +
+			"mailbox is refused before it leaves its state. " + ctlNotes,
 		examples: []string{
-			"ecagent foe write 1 AKD-M_01-13-00-003.i00 --write",
-			"ecagent foe read 1 AKD-M_01-13-00-003.i00 -o back.i00",
+			"ecagent foe write -p 1 AKD-M_01-13-00-003.i00 --write",
+			"ecagent foe_read -p 1 AKD-M_01-13-00-003.i00 -o back.i00",
 		},
 	})
 	name := fs.String("name", "", "write: the file's `NAME` on the slave (default: FILE's base name)")
@@ -40,13 +38,16 @@ func foeCommand(ctx context.Context, e *env, args []string) error {
 	out := fs.StringP("output", "o", "", "read: write the file to `FILE` instead of standard output")
 	write := fs.Bool("write", false, "confirm a write")
 	c := addCtlFlags(fs)
-	pos, err := parseArgs(fs, args, 3, 3, "write SLAVE FILE or read SLAVE NAME")
+	pos, err := parseArgs(fs, args, 2, 3, "write -p N FILE or read -p N NAME")
 	if err != nil {
 		return err
 	}
-	slave, err := parseSlave(pos[1])
+	slave, pos, err := c.takeSlave(pos, 1)
 	if err != nil {
 		return err
+	}
+	if len(pos) != 2 {
+		return usageError{fmt.Errorf("want write -p N FILE or read -p N NAME, got %q", strings.Join(fs.Args(), " "))}
 	}
 	pw, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(*password), "0x"), 16, 32)
 	if err != nil {
@@ -57,12 +58,12 @@ func foeCommand(ctx context.Context, e *env, args []string) error {
 		if err := needWrite("foe write", *write); err != nil {
 			return err
 		}
-		data, err := os.ReadFile(pos[2])
+		data, err := os.ReadFile(pos[1])
 		if err != nil {
 			return usageError{fmt.Errorf("foe write: %w", err)}
 		}
 		if *name == "" {
-			*name = filepath.Base(pos[2])
+			*name = filepath.Base(pos[1])
 		}
 		req := maintenance.Request{Op: maintenance.OpFoEWrite, Slave: slave, Name: *name, Password: uint32(pw), Data: data, Write: true}
 		res, agent, err := c.foe(ctx, e, "foe write", req, newProgress(e.stderr, "foe write"))
@@ -74,7 +75,7 @@ func foeCommand(ctx context.Context, e *env, args []string) error {
 				formatSeconds(res.Seconds), leftBoot(res.State, agent))
 		})
 	case "read":
-		req := maintenance.Request{Op: maintenance.OpFoERead, Slave: slave, Name: pos[2], Password: uint32(pw)}
+		req := maintenance.Request{Op: maintenance.OpFoERead, Slave: slave, Name: pos[1], Password: uint32(pw)}
 		return c.foeRead(ctx, e, req, *out)
 	}
 	return usageError{errors.New("foe: want write SLAVE FILE or read SLAVE NAME")}
@@ -113,26 +114,17 @@ func (c ctlFlags) foeRead(ctx context.Context, e *env, req maintenance.Request, 
 // foe runs an FoE request with progress as call does: through a running
 // agent, else on a segment opened here. agent reports which.
 func (c ctlFlags) foe(ctx context.Context, e *env, cmd string, req maintenance.Request, progress func(done, total int)) (res *maintenance.FoEResult, agent bool, err error) {
-	var raw json.RawMessage
-	cl, agent, err := c.agent(ctx)
-	switch {
-	case err != nil:
-		return nil, false, fmt.Errorf("%s: %w", cmd, err)
-	case agent:
-		defer cl.Close()
-		raw, err = cl.CallProgress(ctx, req, progress)
-	default:
-		m, _, closeBus, serr := c.bus.scanBus(ctx, e, 0)
-		if serr != nil {
-			return nil, false, wrapUnlessUsage(cmd, serr)
-		}
-		defer closeBus()
-		hctx := ctx
-		if progress != nil {
-			hctx = maintenance.WithProgress(ctx, progress)
-		}
-		raw, err = maintenance.NewHandler(m, *c.bus.iface, nil).Call(hctx, req, os.Getuid())
+	sess, err := c.open(ctx, e, cmd)
+	if err != nil {
+		return nil, false, err
 	}
+	defer sess.close()
+	agent = c.at.agent
+	reqs := []maintenance.Request{req}
+	if err := c.resolve(ctx, cmd, sess, reqs); err != nil {
+		return nil, agent, err
+	}
+	raw, err := sess.call(ctx, reqs[0], progress)
 	if err != nil {
 		return nil, agent, fmt.Errorf("%s: %w", cmd, err)
 	}

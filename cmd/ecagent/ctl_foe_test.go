@@ -16,7 +16,7 @@ import (
 )
 
 // foeDevices is a segment with a drive whose boot loader serves FoE.
-var foeDevices = []string{"--devices", "EK1100,AKD", "--timeout", "100ms"}
+var foeDevices = []string{"--sim", "--devices", "EK1100,AKD", "--timeout", "100ms"}
 
 // foeFile writes n bytes of a deterministic pattern to a file in dir.
 func foeFile(t *testing.T, dir string, n int) string {

@@ -26,6 +26,9 @@ func graphCommand(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
+	if err := c.wholeSegment("graph"); err != nil {
+		return err
+	}
 	var res maintenance.SlavesResult
 	if err := c.call(ctx, e, "graph", []maintenance.Request{{Op: maintenance.OpSlaves}}, &res); err != nil {
 		return err

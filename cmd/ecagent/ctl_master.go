@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"reflect"
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/maintenance"
@@ -40,6 +41,9 @@ func masterCommand(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
+	if err := c.wholeSegment("master"); err != nil {
+		return err
+	}
 	var first, second maintenance.MasterResult
 	took, err := c.readTwice(ctx, e, "master", maintenance.Request{Op: maintenance.OpMaster}, *interval, &first, &second)
 	if err != nil {
@@ -54,23 +58,18 @@ func masterCommand(ctx context.Context, e *env, args []string) error {
 	return c.print(e.stdout, &rep, func(w io.Writer) { printMaster(w, rep) })
 }
 
-// statsRates is the growth per second of each counter from a to b.
+// statsRates is the growth per second of each counter from a to b, every
+// counter of master.Stats (all uint64) however many it has.
 func statsRates(a, b master.Stats, d time.Duration) master.Stats {
-	r := func(x, y uint64) uint64 {
-		if y < x || d <= 0 {
-			return 0
+	var out master.Stats
+	va, vb, vo := reflect.ValueOf(a), reflect.ValueOf(b), reflect.ValueOf(&out).Elem()
+	for i := range vo.NumField() {
+		x, y := va.Field(i).Uint(), vb.Field(i).Uint()
+		if y >= x && d > 0 {
+			vo.Field(i).SetUint(uint64(float64(y-x) / d.Seconds()))
 		}
-		return uint64(float64(y-x) / d.Seconds())
 	}
-	return master.Stats{
-		Cycles: r(a.Cycles, b.Cycles), LostFrames: r(a.LostFrames, b.LostFrames), WKCErrors: r(a.WKCErrors, b.WKCErrors),
-		StaleFrames: r(a.StaleFrames, b.StaleFrames), InvalidFrames: r(a.InvalidFrames, b.InvalidFrames),
-		ForeignFrames: r(a.ForeignFrames, b.ForeignFrames), MismatchedAnswers: r(a.MismatchedAnswers, b.MismatchedAnswers),
-		Retries: r(a.Retries, b.Retries), Emergencies: r(a.Emergencies, b.Emergencies),
-		EmergenciesDropped: r(a.EmergenciesDropped, b.EmergenciesDropped), DCWKCErrors: r(a.DCWKCErrors, b.DCWKCErrors),
-		MailboxDiscarded: r(a.MailboxDiscarded, b.MailboxDiscarded), AcyclicFrames: r(a.AcyclicFrames, b.AcyclicFrames),
-		AcyclicLost: r(a.AcyclicLost, b.AcyclicLost),
-	}
+	return out
 }
 
 // printMaster prints the report, a counter per line.

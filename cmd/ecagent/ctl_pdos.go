@@ -11,7 +11,7 @@ import (
 
 func pdosCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "pdos", help{
-		usage: "[--esi DIR]... [--json]",
+		usage: "[-p N] [--esi DIR]... [--json]",
 		about: "Print each slave's process-data SyncManagers, the PDOs assigned to them and their mapped " +
 			"entries, with each entry's place in the process image (byte.bit), like `ethercat pdos`; " +
 			"with --esi, each entry's name, type and unit from its device's ESI.",
@@ -19,7 +19,7 @@ func pdosCommand(ctx context.Context, e *env, args []string) error {
 		notes: "Where the assignment came from is printed per slave: the SII, the slave's CoE objects " +
 			"(0x1C12/0x1C13) or the configuration (bus.pdo). On a segment opened here the command " +
 			"brings the bus up as the agent would, to map the image. " + ctlNotes,
-		examples: []string{"ecagent pdos", "ecagent pdos --json | jq '.slaves[1].rxpdos'"},
+		examples: []string{"ecagent pdos -p 3", "ecagent pdos --json | jq '.slaves[1].rx_pdos'"},
 	})
 	c := addCtlFlags(fs)
 	esi := addESIFlag(fs) // cmd/ecagent/esi.go
@@ -32,6 +32,7 @@ func pdosCommand(ctx context.Context, e *env, args []string) error {
 		if err := c.call(ctx, e, "pdos", []maintenance.Request{{Op: maintenance.OpPDOs}}, &res.PDOsResult); err != nil {
 			return err
 		}
+		res.PDOsResult = c.pdosSelected(res.PDOsResult)
 		return c.print(e.stdout, &res.PDOsResult, func(w io.Writer) { printPDOs(w, res.PDOsResult, nil) })
 	}
 	var slaves maintenance.SlavesResult // the identities the ESI is looked up by
@@ -39,6 +40,7 @@ func pdosCommand(ctx context.Context, e *env, args []string) error {
 	if err := c.call(ctx, e, "pdos", reqs, &res.PDOsResult, &slaves); err != nil {
 		return err
 	}
+	res.PDOsResult = c.pdosSelected(res.PDOsResult)
 	res.ESI = esiLabels(*esi, res.PDOsResult, slaves, func(err error) { fmt.Fprintf(e.stderr, "pdos: --esi: %v\n", err) })
 	return c.print(e.stdout, &res, func(w io.Writer) { printPDOs(w, res.PDOsResult, res.ESI) })
 }
@@ -54,6 +56,9 @@ func domainsCommand(ctx context.Context, e *env, args []string) error {
 	})
 	c := addCtlFlags(fs)
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
+		return err
+	}
+	if err := c.wholeSegment("domains"); err != nil {
 		return err
 	}
 	c.bringUp = true
@@ -117,4 +122,16 @@ func printDomains(w io.Writer, res maintenance.PDOsResult) {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%d\n", s.Position, s.Name, o, s.Outputs.Len, in, s.Inputs.Len)
 	}
 	_ = tw.Flush()
+}
+
+// pdosSelected keeps the slaves -p or -a selects.
+func (c ctlFlags) pdosSelected(r maintenance.PDOsResult) maintenance.PDOsResult {
+	kept := []maintenance.SlavePDOs{}
+	for _, s := range r.Slaves {
+		if c.selected(s.Position) {
+			kept = append(kept, s)
+		}
+	}
+	r.Slaves = kept
+	return r
 }

@@ -34,7 +34,7 @@ func lookupRegType(name string) (regType, error) {
 
 func regCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "reg", help{
-		usage: "read SLAVE ADDR [LEN] | write SLAVE ADDR VALUE --write  [--type T]",
+		usage: "read -p N ADDR [LEN] | write -p N ADDR VALUE --write  [-t T]",
 		about: "Read or write ESC registers of a slave by address (configured-address access, FPRD/FPWR), " +
 			"like `ethercat reg_read` and `reg_write`.",
 		groups: ctlGroups("type", "write"),
@@ -42,23 +42,30 @@ func regCommand(ctx context.Context, e *env, args []string) error {
 			"A write VALUE is a number of --type, or hex bytes (0x0102 or 01:02) for hex. Writes need " +
 			"--write and are logged as maintenance events with your uid. " + ctlNotes,
 		examples: []string{
-			"ecagent reg read 1 0x0130 --type uint16     # AL status",
-			"ecagent reg read 0 0x0000 16                # ESC information block",
-			"ecagent reg write 2 0x0120 0x0002 --type uint16 --write   # request PREOP",
+			"ecagent reg read -p 1 0x0130 -t uint16   # AL status",
+			"ecagent reg read -p 0 0x0000 16          # ESC information",
+			"ecagent reg_write -p 2 0x0120 2 -t uint16 --write",
 		},
 	})
-	typName := fs.String("type", "hex", "`type`: hex, uint8, uint16, uint32, uint64, int8, int16, int32, int64")
+	typName := fs.StringP("type", "t", "hex", "`type`: hex, uint8, uint16, uint32, uint64, int8, int16, int32, int64")
 	write := fs.Bool("write", false, "confirm a write")
 	c := addCtlFlags(fs)
-	pos, err := parseArgs(fs, args, 3, 4, "read SLAVE ADDR [LEN] or write SLAVE ADDR VALUE")
+	pos, err := parseArgs(fs, args, 2, 4, "read -p N ADDR [LEN] or write -p N ADDR VALUE")
 	if err != nil {
 		return err
+	}
+	slave, pos, err := c.takeSlave(pos, 1)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 2 || len(pos) > 3 {
+		return usageError{fmt.Errorf("want read -p N ADDR [LEN] or write -p N ADDR VALUE, got %q", strings.Join(fs.Args(), " "))}
 	}
 	typ, err := lookupRegType(*typName)
 	if err != nil {
 		return err
 	}
-	req, err := parseRegRequest(pos, typ, *write)
+	req, err := parseRegRequest(slave, pos, typ, *write)
 	if err != nil {
 		return err
 	}
@@ -69,13 +76,10 @@ func regCommand(ctx context.Context, e *env, args []string) error {
 	return c.print(e.stdout, &res, func(w io.Writer) { printReg(w, res, typ, req.Op == maintenance.OpRegWrite) })
 }
 
-// parseRegRequest turns the arguments of reg into a request.
-func parseRegRequest(pos []string, typ regType, write bool) (maintenance.Request, error) {
-	slave, err := parseSlave(pos[1])
-	if err != nil {
-		return maintenance.Request{}, err
-	}
-	addr, err := parseNumber("address", pos[2], 16)
+// parseRegRequest turns the arguments of reg after the slave's (read or
+// write, ADDR, LEN or VALUE) into a request.
+func parseRegRequest(slave int, pos []string, typ regType, write bool) (maintenance.Request, error) {
+	addr, err := parseNumber("address", pos[1], 16)
 	if err != nil {
 		return maintenance.Request{}, err
 	}
@@ -83,8 +87,8 @@ func parseRegRequest(pos []string, typ regType, write bool) (maintenance.Request
 	switch pos[0] {
 	case "read":
 		req.Op, req.Len = maintenance.OpRegRead, max(typ.size, 1)
-		if len(pos) == 4 {
-			n, err := parseNumber("length", pos[3], 16)
+		if len(pos) == 3 {
+			n, err := parseNumber("length", pos[2], 16)
 			if err != nil {
 				return req, err
 			}
@@ -94,14 +98,14 @@ func parseRegRequest(pos []string, typ regType, write bool) (maintenance.Request
 			req.Len = int(n)
 		}
 	case "write":
-		if len(pos) != 4 {
-			return req, usageError{fmt.Errorf("reg write: want SLAVE ADDR VALUE")}
+		if len(pos) != 3 {
+			return req, usageError{fmt.Errorf("reg write: want -p N ADDR VALUE")}
 		}
 		if err := needWrite("reg write", write); err != nil {
 			return req, err
 		}
 		req.Op, req.Write = maintenance.OpRegWrite, true
-		if req.Data, err = parseRegValue(pos[3], typ); err != nil {
+		if req.Data, err = parseRegValue(pos[2], typ); err != nil {
 			return req, err
 		}
 	default:

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
 func siiCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "sii", help{
-		usage: "read SLAVE [-o FILE] | write SLAVE FILE --write [--force]",
+		usage: "read -p N [-o FILE] | write -p N FILE --write [--force]",
 		about: "Dump a slave's whole SII EEPROM byte for byte (as many bytes as its header declares), or " +
 			"write an image into it, like `ethercat sii_read` and `sii_write`.",
 		groups: ctlGroups("output", "write", "force"),
@@ -22,30 +23,33 @@ func siiCommand(ctx context.Context, e *env, args []string) error {
 			"the words that differ, waiting for the EEPROM's write cycle, then makes the ESC reload its " +
 			"configuration. A write is logged as a maintenance event with your uid. " + ctlNotes,
 		examples: []string{
-			"ecagent sii read 2 -o el2004.bin",
-			"ecagent sii write 2 el2004.bin --write",
+			"ecagent sii read -p 2 -o el2004.bin",
+			"ecagent sii_write -p 2 el2004.bin --write",
 		},
 	})
 	out := fs.StringP("output", "o", "", "read: write the image to `FILE` instead of standard output")
 	write := fs.Bool("write", false, "confirm a write")
 	force := fs.Bool("force", false, "write an image of another device (vendor or product code)")
 	c := addCtlFlags(fs)
-	pos, err := parseArgs(fs, args, 2, 3, "read SLAVE or write SLAVE FILE")
+	pos, err := parseArgs(fs, args, 1, 3, "read -p N or write -p N FILE")
 	if err != nil {
 		return err
 	}
-	slave, err := parseSlave(pos[1])
+	slave, pos, err := c.takeSlave(pos, 1)
 	if err != nil {
 		return err
 	}
 	switch {
-	case pos[0] == "read" && len(pos) == 2:
+	case pos[0] == "read" && len(pos) == 1:
 		var res maintenance.SIIResult
 		if err := c.call(ctx, e, "sii read", []maintenance.Request{{Op: maintenance.OpSIIRead, Slave: slave}}, &res); err != nil {
 			return err
 		}
 		if *c.json {
 			return c.print(e.stdout, &res, nil)
+		}
+		if c.at.simulated { // the image itself goes out unchanged
+			fmt.Fprintln(e.stderr, simulatedLine)
 		}
 		if *out == "" {
 			_, err := e.stdout.Write(res.Data)
@@ -54,18 +58,18 @@ func siiCommand(ctx context.Context, e *env, args []string) error {
 		if err := os.WriteFile(*out, res.Data, 0o644); err != nil {
 			return fmt.Errorf("sii read: %w", err)
 		}
-		fmt.Fprintf(e.stderr, "slave %d: %d bytes written to %s\n", slave, len(res.Data), *out)
+		fmt.Fprintf(e.stderr, "slave %d: %d bytes written to %s\n", res.Slave, len(res.Data), *out)
 		return nil
-	case pos[0] == "write" && len(pos) == 3:
+	case pos[0] == "write" && len(pos) == 2:
 		if err := needWrite("sii write", *write); err != nil {
 			return err
 		}
-		img, err := os.ReadFile(pos[2])
+		img, err := os.ReadFile(pos[1])
 		if err != nil {
 			return usageError{fmt.Errorf("sii write: %w", err)}
 		}
 		if _, err := maintenance.CheckImage(img); err != nil {
-			return usageError{fmt.Errorf("sii write: %s: %w", pos[2], err)}
+			return usageError{fmt.Errorf("sii write: %s: %w", pos[1], err)}
 		}
 		req := maintenance.Request{Op: maintenance.OpSIIWrite, Slave: slave, Data: img, Force: *force, Write: true}
 		var res maintenance.SIIResult
@@ -76,33 +80,36 @@ func siiCommand(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(w, "slave %d: SII written (%d words changed) and reloaded\n", res.Slave, res.Words)
 		})
 	}
-	return usageError{errors.New("sii: want read SLAVE or write SLAVE FILE")}
+	return usageError{errors.New("sii: want read -p N or write -p N FILE")}
 }
 
 func aliasCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "alias", help{
-		usage: "SLAVE ALIAS --write",
+		usage: "-p N ALIAS --write",
 		about: "Set a slave's configured station alias: SII word 4 and the configuration-area checksum " +
 			"are written, then the ESC reloads them into register 0x0012, like `ethercat alias`.",
 		groups: ctlGroups("write"),
 		notes: "The alias stays in the EEPROM across power cycles. ALIAS is 0 to 65535 (decimal or 0x " +
 			"hex); 0 clears it. Logged as a maintenance event with your uid. " + ctlNotes,
 		examples: []string{
-			"ecagent alias 3 100 --write",
-			"ecagent alias 3 0 --write --iface eth1   # clear it",
+			"ecagent alias -p 3 100 --write",
+			"ecagent alias -p 3 0 --write   # clear it",
 		},
 	})
 	write := fs.Bool("write", false, "confirm the write")
 	c := addCtlFlags(fs)
-	pos, err := parseArgs(fs, args, 2, 2, "SLAVE ALIAS")
+	pos, err := parseArgs(fs, args, 1, 2, "-p N ALIAS")
 	if err != nil {
 		return err
 	}
-	slave, err := parseSlave(pos[0])
+	slave, pos, err := c.takeSlave(pos, 0)
 	if err != nil {
 		return err
 	}
-	alias, err := parseNumber("alias", pos[1], 16)
+	if len(pos) != 1 {
+		return usageError{fmt.Errorf("want -p N ALIAS, got %q", strings.Join(fs.Args(), " "))}
+	}
+	alias, err := parseNumber("alias", pos[0], 16)
 	if err != nil {
 		return err
 	}

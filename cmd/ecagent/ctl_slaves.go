@@ -28,45 +28,52 @@ func slavesCommand(ctx context.Context, e *env, args []string) error {
 	if _, err := parseArgs(fs, args, 0, 0, "no arguments"); err != nil {
 		return err
 	}
-	var res maintenance.SlavesResult
-	if err := c.call(ctx, e, "slaves", []maintenance.Request{{Op: maintenance.OpSlaves}}, &res); err != nil {
+	var all maintenance.SlavesResult
+	if err := c.call(ctx, e, "slaves", []maintenance.Request{{Op: maintenance.OpSlaves}}, &all); err != nil {
 		return err
 	}
+	// ALIAS:POS counts from the aliases of the whole segment.
+	res := maintenance.SlavesResult{Slaves: []maintenance.SlaveInfo{}}
+	for _, s := range all.Slaves {
+		if c.selected(s.Position) {
+			res.Slaves = append(res.Slaves, s)
+		}
+	}
 	return c.print(e.stdout, &res, func(w io.Writer) {
+		ap := aliasPositions(all.Slaves)
 		if *verbose {
-			printSlavesVerbose(w, res.Slaves)
+			printSlavesVerbose(w, res.Slaves, ap)
 			return
 		}
-		printSlaveTable(w, res.Slaves)
+		printSlaveTable(w, res.Slaves, ap)
 	})
 }
 
 // aliasPositions returns each slave's alias:position address as IgH's
 // tool prints it: the last non-zero station alias at or before the slave,
 // and the slave's distance from the slave that has it.
-func aliasPositions(ss []maintenance.SlaveInfo) []string {
-	out := make([]string, len(ss))
+func aliasPositions(ss []maintenance.SlaveInfo) map[int]string {
+	out := make(map[int]string, len(ss))
 	alias, from := uint16(0), 0
 	for i, s := range ss {
 		if s.Alias != 0 {
 			alias, from = s.Alias, i
 		}
-		out[i] = fmt.Sprintf("%d:%d", alias, i-from)
+		out[s.Position] = fmt.Sprintf("%d:%d", alias, i-from)
 	}
 	return out
 }
 
 // printSlaveTable prints one line per slave.
-func printSlaveTable(w io.Writer, ss []maintenance.SlaveInfo) {
+func printSlaveTable(w io.Writer, ss []maintenance.SlaveInfo, ap map[int]string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tALIAS:POS\tSTATE\tERR\tVENDOR\tPRODUCT\tREVISION\tNAME")
-	ap := aliasPositions(ss)
-	for i, s := range ss {
+	for _, s := range ss {
 		flag := "+"
 		if s.Error {
 			flag = "E"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%#08x\t%#08x\t%#08x\t%s\n", s.Position, ap[i], s.State, flag,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%#08x\t%#08x\t%#08x\t%s\n", s.Position, ap[s.Position], s.State, flag,
 			s.Vendor, s.Product, s.Revision, slaveName(s))
 	}
 	_ = tw.Flush()
@@ -81,13 +88,12 @@ func slaveName(s maintenance.SlaveInfo) string {
 }
 
 // printSlavesVerbose prints a block per slave.
-func printSlavesVerbose(w io.Writer, ss []maintenance.SlaveInfo) {
-	ap := aliasPositions(ss)
+func printSlavesVerbose(w io.Writer, ss []maintenance.SlaveInfo, ap map[int]string) {
 	for i, s := range ss {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "=== Slave %d (%s) ===\n", s.Position, ap[i])
+		fmt.Fprintf(w, "=== Slave %d (%s) ===\n", s.Position, ap[s.Position])
 		fmt.Fprintf(w, "Station address: %#04x  Alias: %d\n", s.Station, s.Alias)
 		fmt.Fprintf(w, "State: %s  Error: %s", s.State, yesNo(s.Error))
 		if s.Code != 0 {

@@ -12,7 +12,7 @@ import (
 
 func statesCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "states", help{
-		usage: "SLAVE|all STATE --write",
+		usage: "-p N|all STATE --write",
 		about: "Request an AL state (INIT, PREOP, BOOT, SAFEOP or OP) of one slave or of all, like " +
 			"`ethercat states`, and print the AL status each slave reports afterwards.",
 		groups: ctlGroups("write"),
@@ -21,21 +21,29 @@ func statesCommand(ctx context.Context, e *env, args []string) error {
 			"not in OP back there. Needs --write; logged as a maintenance event with your uid. " + ctlNotes,
 		examples: []string{
 			"ecagent states all OP --write",
-			"ecagent states 3 PREOP --write --iface eth1",
+			"ecagent states -p 3 PREOP --write",
 		},
 	})
 	write := fs.Bool("write", false, "confirm the state change")
 	c := addCtlFlags(fs)
-	pos, err := parseArgs(fs, args, 2, 2, "SLAVE|all STATE")
+	pos, err := parseArgs(fs, args, 1, 2, "-p N STATE or all STATE")
 	if err != nil {
 		return err
 	}
-	req := maintenance.Request{Op: maintenance.OpStates, Slave: maintenance.AllSlaves, State: strings.ToUpper(pos[1]), Write: true}
-	if pos[0] != "all" {
-		if req.Slave, err = parseSlave(pos[0]); err != nil {
-			return err
+	req := maintenance.Request{Op: maintenance.OpStates, Slave: maintenance.AllSlaves, Write: true}
+	switch {
+	case len(pos) == 2 && pos[0] == "all" && !c.sel.given():
+		pos = pos[1:]
+	default:
+		// Every slave only when asked for by name: all.
+		if req.Slave, pos, err = c.takeSlave(pos, 0); err != nil {
+			return usageError{fmt.Errorf("%w, or all for every slave", err)}
 		}
 	}
+	if len(pos) != 1 {
+		return usageError{fmt.Errorf("want -p N STATE or all STATE, got %q", strings.Join(fs.Args(), " "))}
+	}
+	req.State = strings.ToUpper(pos[0])
 	if err := needWrite("states", *write); err != nil {
 		return err
 	}

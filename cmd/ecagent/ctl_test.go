@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/master"
 )
 
 // ctlAgent is an `ecagent run` on the built-in simulated segment, whose
@@ -170,11 +172,31 @@ func ctlCases() []ctlCase {
 		{name: "domains", args: []string{"domains"}},
 		{name: "domains-json", args: []string{"domains", "--json"}},
 		{name: "config-from-bus", args: []string{"config", "from-bus"}},
+		{name: "sdo-read", args: []string{"sdo", "read", "-p", "5", "0x1018:02"}},
+		{name: "sdo-write", args: []string{"sdo", "write", "-p", "5", "--type", "u32", "0xf008:0", "0x12345678", "--json"}},
+		{name: "upload", args: []string{"upload", "-p", "5", "1018:1", "--type", "u32"}},
+		{name: "sdos", args: []string{"sdos", "-p", "5"}},
+		{name: "scan", args: []string{"scan"}, perMode: true},
+		{name: "slaves-p3", args: []string{"slaves", "-p", "3"}, perMode: true},
+		{name: "pdos-p3", args: []string{"pdos", "-p", "3"}},
+		{name: "reg-read-p3", args: []string{"reg_read", "-p", "3", "0x0010", "-t", "uint16"}},
+		{name: "diag-p5", args: []string{"diag", "-p", "5"}, match: func(agent bool) string {
+			// Counters a host stall may move (the watchdog's) are not pinned.
+			if agent {
+				return `(?s)^# simulated segment.*\nslave 5 \(0x1006 EL4132\)\nAL state: OP\n.*\n0 +EBUS +up .*` +
+					`Watchdog: process data 100\.0 ms \(running, expired \d+ times\).*SM2 0x1100\+4 buffered, written by the master, enabled, watchdog on\n` +
+					`FMMUs:\n  FMMU0 logical 0x00000001\+4 → 0x1100, write, active\n$`
+			}
+			return `(?s)^# simulated segment.*\nslave 5 \(0x1006 EL4132\)\nAL state: INIT\n.*SyncManagers:\nFMMUs:\n$`
+		}},
+		{name: "rescan", args: []string{"rescan"}},
+		{name: "eoe", args: []string{"eoe"}},
+		{name: "crc-p3-json", args: []string{"crc", "-p", "3", "--interval", "0", "--json"}},
 		{name: "data", args: []string{"data"}, match: func(agent bool) string {
 			if agent { // the cycle's image, from the shared-memory segment
-				return `^Process image: 6 bytes \(cycle [1-9]\d*\)\nOutputs:\n  0x0000: ([0-9a-f]{2} ){4}[0-9a-f]{2}\nInputs:\n  0x0005: [0-9a-f]{2}\n$`
+				return `^# simulated segment \(the built-in simulator\): no real slaves\nProcess image: 6 bytes \(cycle [1-9]\d*\)\nOutputs:\n  0x0000: ([0-9a-f]{2} ){4}[0-9a-f]{2}\nInputs:\n  0x0005: [0-9a-f]{2}\n$`
 			}
-			return `^Process image: 6 bytes\nOutputs:\n  0x0000: ([0-9a-f]{2} ){4}[0-9a-f]{2}\nInputs:\n  0x0005: [0-9a-f]{2}\n$`
+			return `^# simulated segment \(the built-in simulator\): no real slaves\nProcess image: 6 bytes\nOutputs:\n  0x0000: ([0-9a-f]{2} ){4}[0-9a-f]{2}\nInputs:\n  0x0005: [0-9a-f]{2}\n$`
 		}},
 		{name: "master", args: []string{"master", "--interval", "300ms"}, match: func(agent bool) string {
 			if agent { // the cycle runs: about 1000 cycles/s (1 ms)
@@ -198,8 +220,9 @@ func TestCtlRefusals(t *testing.T) {
 	}{
 		{[]string{"reg", "write", "1", "0x0f80", "1", "--type", "uint8"}, exitUsage, "add --write to confirm"},
 		{[]string{"states", "all", "PREOP"}, exitUsage, "add --write to confirm"},
-		{[]string{"states", "5", "BOOT", "--write"}, exitBusMismatch,
-			"refused INIT→BOOT, stays in INIT: AL status code 0x0013 (bootstrap not supported)"},
+		{[]string{"states", "5", "BOOT", "--write"}, exitFailure,
+			"no bootstrap mailbox: BOOT refused before the slave's state was touched (it stays in INIT)"},
+		{[]string{"foe", "read", "5", "fw.bin"}, exitFailure, "no bootstrap mailbox: BOOT refused before"},
 		{[]string{"states", "1", "RUN", "--write"}, exitFailure, `state "RUN": want INIT, PREOP, BOOT, SAFEOP or OP`},
 		{[]string{"reg", "read", "9", "0x0130"}, exitFailure, "slave 9: the segment has 7 slaves"},
 		{[]string{"reg", "read", "1", "0x0130", "4", "--type", "uint16"}, exitUsage, "does not match --type uint16"},
@@ -210,7 +233,7 @@ func TestCtlRefusals(t *testing.T) {
 			"refused without --force"},
 		{[]string{"sii", "write", "1", filepath.Join("testdata", "ctl", "crc.golden"), "--write"}, exitUsage, "SII image"},
 	} {
-		code, _, errOut := runCLI(t, context.Background(), nil, append(c.args, "--cycle.shm", noAgent, "--timeout", "100ms")...)
+		code, _, errOut := runCLI(t, context.Background(), nil, append(c.args, "--cycle.shm", noAgent, "--sim", "--timeout", "100ms")...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("%q: exit %d (want %d), stderr %q, want %q", c.args, code, c.code, errOut, c.want)
 		}
@@ -253,7 +276,7 @@ func TestCtlCommands(t *testing.T) {
 	// and send its cycle nothing: its other cycles' overrun rate.
 	from := a.overruns(t)
 	for _, c := range ctlCases() {
-		code, out, errOut := runCLI(t, ctx, nil, append(c.args, "--cycle.shm", noAgent, "--timeout", "100ms")...)
+		code, out, errOut := runCLI(t, ctx, nil, append(c.args, "--cycle.shm", noAgent, "--sim", "--timeout", "100ms")...)
 		if code != exitOK {
 			t.Fatalf("%s without agent: exit %d: %s", c.name, code, errOut)
 		}
@@ -303,7 +326,7 @@ func slaveRecovering(out string) bool {
 func TestConfigFromBusIsValid(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errOut := runCLI(t, context.Background(), nil, "config", "from-bus", "--cycle.shm",
-		filepath.Join(dir, "none.shm"), "--timeout", "100ms", "--devices", "EK1100,EL3004,EL4132")
+		filepath.Join(dir, "none.shm"), "--timeout", "100ms", "--sim", "--devices", "EK1100,EL3004,EL4132")
 	if code != exitOK || !strings.Contains(out, "- slave: 1  # EL3004") {
 		t.Fatalf("exit %d: %s\n%s", code, out, errOut)
 	}
@@ -317,5 +340,21 @@ func TestConfigFromBusIsValid(t *testing.T) {
 	out, _ = helpOf(t, "config", "from-bus")
 	if n := strings.Count(out, "\n"); n > 40 || !strings.Contains(out, "Example") {
 		t.Errorf("config from-bus --help: %d lines:\n%s", n, out)
+	}
+}
+
+// TestStatsRatesCoverEveryCounter: each counter of master.Stats gets its
+// rate, frames sent included (it stayed 0 when listed by hand).
+func TestStatsRatesCoverEveryCounter(t *testing.T) {
+	var a, b master.Stats
+	vb := reflect.ValueOf(&b).Elem()
+	for i := range vb.NumField() {
+		vb.Field(i).SetUint(uint64(10 * (i + 1)))
+	}
+	r := reflect.ValueOf(statsRates(a, b, 10*time.Second))
+	for i := range r.NumField() {
+		if got := r.Field(i).Uint(); got != uint64(i+1) {
+			t.Errorf("rate of %s: %d, want %d", r.Type().Field(i).Name, got, i+1)
+		}
 	}
 }

@@ -16,7 +16,7 @@ func TestPdosWithESI(t *testing.T) {
 	const esiDir = "../../testdata/esi"
 	noAgent := filepath.Join(t.TempDir(), "none.shm")
 	devices := "EK1100," + filepath.Join(esiDir, "example-ea3102.xml") + ",EL2004"
-	code, out, errOut := runCLI(t, context.Background(), nil, "pdos", "--devices", devices, "--esi", esiDir, "--cycle.shm", noAgent)
+	code, out, errOut := runCLI(t, context.Background(), nil, "pdos", "--sim", "--devices", devices, "--esi", esiDir, "--cycle.shm", noAgent)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -40,7 +40,7 @@ func TestPdosWithESI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	code, out, errOut = runCLI(t, context.Background(), nil, "pdos", "--json", "--devices", devices, "--esi", broken, "--cycle.shm", noAgent)
+	code, out, errOut = runCLI(t, context.Background(), nil, "pdos", "--json", "--sim", "--devices", devices, "--esi", broken, "--cycle.shm", noAgent)
 	if code != 0 || !strings.Contains(errOut, "bad.xml") {
 		t.Fatalf("exit %d, stderr %q: want 0 and the broken file named", code, errOut)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // helpWidth is the widest line a command's --help prints.
-const helpWidth = 100
+const helpWidth = 80
 
 // help is what `ecagent COMMAND --help` prints, on one screen: a usage
 // line, one sentence, the flags in groups with one short line each, notes
@@ -47,7 +47,8 @@ func newFlagSet(e *env, name string, h help) *pflag.FlagSet {
 // write prints the help of the command name whose flags are fs.
 func (h help) write(w io.Writer, name string, fs *pflag.FlagSet) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n\n", strings.TrimSpace("Usage: ecagent "+name+" "+h.usage))
+	b.WriteString(wrap(h.usage, "Usage: ecagent "+name+" ", helpWidth))
+	b.WriteString("\n")
 	b.WriteString(wrap(h.about, "", helpWidth))
 	groups := h.groups
 	if groups == nil {
@@ -97,10 +98,14 @@ func (h help) write(w io.Writer, name string, fs *pflag.FlagSet) {
 // flagTerm is a flag as help shows it: "--cycle.period duration".
 func flagTerm(f *pflag.Flag) string {
 	varname, _ := pflag.UnquoteUsage(f)
-	if varname == "" {
-		return "--" + f.Name
+	term := "--" + f.Name
+	if f.Shorthand != "" {
+		term = "-" + f.Shorthand + ", " + term
 	}
-	return "--" + f.Name + " " + varname
+	if varname == "" {
+		return term
+	}
+	return term + " " + varname
 }
 
 // flagSummary is a flag's usage and its default, which wrap keeps on one
@@ -122,10 +127,13 @@ func flagSummary(f *pflag.Flag) string {
 	}
 	def := f.DefValue
 	switch {
-	case def == "" || def == "0" || def == "0s" || def == "false" || def == "[]":
+	case def == "" || def == "0" || def == "0s" || def == "false" || def == "[]" || def == "-1":
 		return usage
 	case f.Value.Type() == "string":
 		def = fmt.Sprintf("%q", def)
+	case strings.HasPrefix(def, "[") && len(def) > 30:
+		// A long list wraps between its items.
+		return usage + " (default " + strings.ReplaceAll(def, ",", ", ") + ")"
 	}
 	return usage + " " + strings.ReplaceAll("(default "+def+")", " ", nbsp)
 }

@@ -20,7 +20,9 @@
 //
 // Exit codes: 0 success, 1 runtime failure (link, bus, I/O), 2 usage or
 // configuration error, 3 the segment is not as configured (slave count,
-// a slave refusing a state), 130 interrupted before the work was done.
+// a slave refusing a state), 4 the interface is driven by another master
+// (a maintenance command refused to open it beside the agent), 130
+// interrupted before the work was done.
 // `ecagent run` does not exit for its bus: a segment absent, silent or
 // not as configured is tried again without end (docs/operations.md). It
 // has no end of its own: SIGINT (Ctrl-C) stops it with 130,
@@ -36,6 +38,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -54,6 +58,7 @@ const (
 	exitFailure     = contract.ExitFailure
 	exitUsage       = contract.ExitUsage
 	exitBusMismatch = contract.ExitBusMismatch
+	exitInUse       = contract.ExitInUse
 	exitInterrupted = contract.ExitInterrupted
 )
 
@@ -77,25 +82,31 @@ type env struct {
 func commands() []command {
 	return []command{
 		{name: "run", summary: "bring the bus to OP and run the cycle (the agent)", run: runCommand},
-		{name: "scan", summary: "list the slaves of a segment, like `ethercat slaves`", run: scanCommand},
+		{name: "scan", summary: "the slave table, with --sdo the object dictionaries", run: scanCommand},
 		{name: "sdo", summary: "read or write a CoE object (SDO) of a slave", run: sdoCommand},
-		{name: "slaves", summary: "list the slaves with live state and identity, like `ethercat slaves`", run: slavesCommand},
+		{name: "sdos", summary: "list a slave's CoE object dictionary (SDO information)", run: sdosCommand},
+		{name: "slaves", summary: "the slaves with live state and identity (ethercat slaves)", run: slavesCommand},
 		{name: "reg", summary: "read or write ESC registers of a slave by address", run: regCommand},
 		{name: "states", summary: "request an AL state of one slave or all (needs --write)", run: statesCommand},
-		{name: "crc", summary: "print the port error counters (0x0300-0x0313) with their growth per second", run: crcCommand},
+		{name: "diag", summary: "one slave's AL code, ports, counters, watchdogs, SMs, FMMUs", run: diagCommand},
+		{name: "xml", summary: "an ESI-shaped description of a slave from its SII and dictionary", run: xmlCommand},
+		{name: "rescan", summary: "count the slaves answering now against the known ones", run: rescanCommand},
+		{name: "eoe", summary: "list the slaves with Ethernet over EtherCAT (EoE)", run: eoeCommand},
+		{name: "crc", summary: "the port error counters (0x0300-0x0313), growth per second", run: crcCommand},
 		{name: "sii", summary: "dump a slave's SII EEPROM, or write one (needs --write)", run: siiCommand},
 		{name: "alias", summary: "set a slave's station alias in its SII (needs --write)", run: aliasCommand},
-		{name: "foe", summary: "write a file (firmware) to a slave over FoE in BOOT, or read one (write needs --write)", run: foeCommand},
+		{name: "foe", summary: "write (--write) or read a file over FoE in BOOT (firmware)", run: foeCommand},
 		{name: "graph", summary: "print the segment's topology as a Graphviz DOT graph", run: graphCommand},
-		{name: "master", summary: "print the master's counters: frames, losses, retries, with rates", run: masterCommand},
-		{name: "pdos", summary: "print PDO assignment and mapping per SyncManager with image offsets", run: pdosCommand},
-		{name: "domains", summary: "print the process image layout: each slave's outputs and inputs", run: domainsCommand},
-		{name: "data", summary: "print the process image as a hex dump, outputs then inputs", run: dataCommand},
+		{name: "master", summary: "the master's counters: frames, losses, retries, with rates", run: masterCommand},
+		{name: "pdos", summary: "PDO assignment and mapping per SyncManager, image offsets", run: pdosCommand},
+		{name: "domains", summary: "the process image layout: each slave's outputs and inputs", run: domainsCommand},
+		{name: "data", summary: "the process image as a hex dump, outputs then inputs", run: dataCommand},
 		{name: "sim", summary: "serve a simulated EtherCAT segment on a network interface", run: simCommand},
 		{name: "bench", summary: "run the cycle for N cycles and report jitter, latency and load", run: benchCommand},
 		{name: "rtcheck", summary: "check this host's real-time tuning and say how to fix it", run: rtcheckCommand},
-		{name: "spikes", summary: "list the running agent's late cycles, each with what delayed it", run: spikesCommand},
-		{name: "config", summary: "print the configuration schema, or check a configuration file", run: configCommand},
+		{name: "spikes", summary: "the running agent's late cycles and what delayed them", run: spikesCommand},
+		{name: "config", summary: "the configuration schema, a file's check, from-bus/-eni", run: configCommand},
+		{name: "completion", summary: "print a bash or zsh completion script", run: completionCommand},
 		{name: "version", summary: "print the version and build information", run: versionCommand},
 	}
 }
@@ -175,24 +186,102 @@ func interruptedBy(ctx context.Context, sig os.Signal) bool {
 // it exits with exitInterrupted and prints nothing.
 var errInterrupted = errors.New("interrupted")
 
+// igHAliases are the command names of IgH's ethercat tool, each with the
+// command line it stands for here.
+func igHAliases() map[string][]string {
+	return map[string][]string{
+		"upload":    {"sdo", "read"},
+		"download":  {"sdo", "write"},
+		"reg_read":  {"reg", "read"},
+		"reg_write": {"reg", "write"},
+		"sii_read":  {"sii", "read"},
+		"sii_write": {"sii", "write"},
+		"foe_read":  {"foe", "read"},
+		"foe_write": {"foe", "write"},
+	}
+}
+
 // dispatch runs the subcommand named by args[0] and maps its error to an
 // exit code.
 func dispatch(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage(e.stdout)
 		if len(args) == 0 {
 			return exitUsage
 		}
 		return exitOK
 	}
+	if args[0] == "--version" {
+		args = []string{"version"}
+	}
+	if args[0] == "help" {
+		if len(args) == 1 {
+			usage(e.stdout)
+			return exitOK
+		}
+		// help CMD [SUB]: the command's own --help.
+		args = append(append([]string(nil), args[1:]...), "--help")
+	}
+	if alias, ok := igHAliases()[args[0]]; ok {
+		args = append(append([]string(nil), alias...), args[1:]...)
+	}
 	for _, c := range commands() {
 		if c.name == args[0] {
 			return exitCode(ctx, e, c.run(ctx, e, args[1:]))
 		}
 	}
-	fmt.Fprintf(e.stderr, "ecagent: unknown command %q\n\n", args[0])
+	fmt.Fprintf(e.stderr, "ecagent: unknown command %q", args[0])
+	if s := suggest(args[0]); s != "" {
+		fmt.Fprintf(e.stderr, "; did you mean %q?", s)
+	}
+	fmt.Fprint(e.stderr, "\n\n")
 	usage(e.stderr)
 	return exitUsage
+}
+
+// suggest returns the command or IgH name nearest to name (edit distance
+// at most 2, or a prefix), or "".
+func suggest(name string) string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	for a := range igHAliases() {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	best, bestD := "", 3
+	for _, n := range names {
+		d := editDistance(strings.ToLower(name), n)
+		if l := strings.ToLower(name); (strings.HasPrefix(n, l) && len(l) >= 2) || (strings.HasPrefix(l, n) && len(n) >= 3) {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func usage(w io.Writer) {
@@ -203,10 +292,12 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'ecagent COMMAND --help' for the flags of a command, 'ecagent config schema' for")
-	fmt.Fprintln(w, "every configuration key (docs/configuration.md).")
+	fmt.Fprintln(w, "IgH names: upload, download, reg_read, reg_write, sii_read, sii_write, foe_read,")
+	fmt.Fprintln(w, "foe_write. 'ecagent help COMMAND' shows a command's flags, 'ecagent config")
+	fmt.Fprintln(w, "schema' every configuration key, 'ecagent completion bash|zsh' a completion script.")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,")
-	fmt.Fprintln(w, "3 segment not as configured, 130 interrupted (run: SIGINT; SIGTERM stops it with 0).")
+	fmt.Fprintln(w, "3 segment not as configured, 4 interface driven by another master,")
+	fmt.Fprintln(w, "130 interrupted (run: SIGINT; SIGTERM stops it with 0).")
 }
 
 // usageError marks errors in the command line or configuration.
@@ -227,12 +318,16 @@ func exitCode(ctx context.Context, e *env, err error) int {
 	}
 	fmt.Fprintf(e.stderr, "ecagent: %v\n", err)
 	var ue usageError
+	var inUse inUseError
 	var bringUp *agent.BringUpError
 	var prog *agent.CycleProgramError
 	switch {
 	case errors.As(err, &ue), errors.As(err, &prog) && prog.Program != "": // cycle.program names no program
 		return exitUsage
-	case process.IsBusMismatch(err), errors.As(err, &bringUp) && bringUp.Reason == busstate.BringUpNotAsConfigured:
+	case errors.As(err, &inUse):
+		return exitInUse
+	case process.IsBusMismatch(err), errors.As(err, &bringUp) && bringUp.Reason == busstate.BringUpNotAsConfigured,
+		errors.As(err, new(*rescanMismatch)):
 		return exitBusMismatch
 	case ctx.Err() != nil:
 		return exitInterrupted

@@ -60,10 +60,15 @@ func TestExitCodes(t *testing.T) {
 		{"unknown flag", []string{"scan", "--nope"}, nil, exitUsage, "unknown flag: --nope"},
 		{"bad period", []string{"run", "--cycle.period", "10us"}, nil, exitUsage, `cycle.period = "10us"`},
 		{"bad env", []string{"run"}, []string{"ECAGENT_CYCLE_PRIORITY=120"}, exitUsage, "cycle.priority"},
-		{"unknown model", []string{"scan", "--devices", "EK1100,EL9999"}, nil, exitUsage, "EL9999"},
+		{"unknown model", []string{"scan", "--sim", "--devices", "EK1100,EL9999"}, nil, exitUsage, "EL9999"},
 		{"sim without interface", []string{"sim"}, nil, exitUsage, "--iface is required"},
 		{"sim bad pattern", []string{"sim", "--iface", "lo", "--inputs", "zigzag"}, nil, exitUsage, "zigzag"},
-		{"slave count", []string{"scan", "--expected-slaves", "3"}, nil, exitBusMismatch, "3"},
+		{"slave count", []string{"scan", "--sim", "--expected-slaves", "3"}, nil, exitBusMismatch, "3"},
+		{"no agent, no interface", []string{"slaves", "--cycle.shm", "/nonexistent/x.shm"}, nil, exitUsage, "neither --iface nor --sim"},
+		{"devices without sim", []string{"slaves", "--devices", "EK1100"}, nil, exitUsage, "add --sim"},
+		{"sim and iface", []string{"slaves", "--sim", "--iface", "lo"}, nil, exitUsage, "exclude each other"},
+		{"IgH name misspelt", []string{"upload_sdo"}, nil, exitUsage, `did you mean "upload"?`},
+		{"near miss", []string{"slave"}, nil, exitUsage, `did you mean "slaves"?`},
 		{"no such interface", []string{"scan", "--iface", "ecagent-none0"}, nil, exitFailure, "ecagent-none0"},
 		{"stray argument", []string{"version", "extra"}, nil, exitUsage, `unexpected argument "extra"`},
 		{"cycle.program a path that is not there", []string{"run"}, []string{"ECAGENT_CYCLE_PROGRAM=/nonexistent/ecagent-cycle"}, exitUsage,
@@ -82,11 +87,15 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestScanSimulatedSegment(t *testing.T) {
-	code, out, errOut := runCLI(t, context.Background(), nil, "scan", "--devices", "EK1100,EL2004,EL1014,EL4132")
+	code, out, errOut := runCLI(t, context.Background(), nil, "scan", "--sim", "--devices", "EK1100,EL2004,EL1014,EL4132")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 7 || lines[0] != simulatedLine {
+		t.Fatalf("no simulated header:\n%s", out)
+	}
+	lines = lines[1:]
 	if len(lines) != 6 || !strings.HasPrefix(lines[0], "POS") || lines[5] != "4 slaves" {
 		t.Fatalf("table:\n%s", out)
 	}

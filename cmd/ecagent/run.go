@@ -24,16 +24,14 @@ func runHelp() help {
 		groups: []flagGroup{
 			{"Flags", []string{config.FlagConfigFile, "print-config"}},
 			{"Common configuration keys", []string{"bus.interface", "bus.devices", "bus.expectedslaves",
-				"cycle.period", "cycle.core", "cycle.priority", "metrics.listen", "mqtt.broker",
-				"otlp.endpoint", "log.level", "site"}},
+				"cycle.period", "cycle.core", "cycle.priority", "cycle.shm", "metrics.listen", "mqtt.broker"}},
 		},
 		notes: "Every configuration key is a flag --KEY VALUE, a key in the YAML file, and an environment " +
 			"variable: ECAGENT_ and the key in capitals with _ for . (ECAGENT_CYCLE_PERIOD=250us). Flags " +
-			"override the environment, which overrides the file, which overrides the defaults. " +
-			"'ecagent config schema' lists every key with its default and allowed values; so does " +
-			"docs/configuration.md.",
+			"override the environment, which overrides the file. 'ecagent config schema' lists every " +
+			"key (docs/configuration.md).",
 		examples: []string{
-			"ecagent run                                # the simulated segment, no hardware",
+			"ecagent run                     # the simulated segment, no hardware",
 			"ecagent run --bus.interface eth1 --cycle.period 250us --cycle.core 3",
 			"ecagent run --config /etc/ecagent/ecagent.yaml --print-config",
 		},

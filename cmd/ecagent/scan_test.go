@@ -13,7 +13,7 @@ import (
 // coupler has none, the EL3004's objects and entries come with their
 // descriptions and short values.
 func TestScanSDO(t *testing.T) {
-	code, out, errOut := runCLI(t, context.Background(), nil, "scan", "--devices", "EK1100,EL3004", "--sdo")
+	code, out, errOut := runCLI(t, context.Background(), nil, "scan", "--sim", "--devices", "EK1100,EL3004", "--sdo")
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/ecagent/ecagent/ethercat/esc"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 )
 
 // sdoType is how a value given or printed by `ecagent sdo` is laid out.
@@ -45,61 +46,55 @@ func lookupSDOType(name string) (sdoType, error) {
 
 func sdoCommand(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e, "sdo", help{
-		usage: "read|write --slave N INDEX:SUB [VALUE] [--type T] [--iface IF]",
-		about: "Read (upload) or write (download) one CoE object of a slave through its mailbox, after " +
-			"scanning the segment and taking every slave to PREOP.",
-		notes: "N is the ring position (the POS column of 'ecagent scan'). INDEX and SUB are hex, with " +
-			"or without 0x, as the object list of 'ecagent scan' and the vendors' documentation write " +
-			"them: 0x6000:11 and 6000:11 both name sub-index 0x11 (17) of object 0x6000. VALUE is " +
-			"decimal or 0x hex for the integer types and hex digits (optionally 0x-prefixed, with : or " +
-			"space separators) for bytes; put a negative VALUE after -- . Reads print the value in hex " +
-			"and decimal. Without --iface the built-in simulated segment (--devices) answers.",
+		usage:  "read|write -p N INDEX:SUB [VALUE] [--type T]",
+		about:  "Read (upload) or write (download) one CoE object entry of a slave through its mailbox.",
+		groups: ctlGroups("type"),
+		notes: "INDEX and SUB are hex, 0x optional, as vendors write them: 6000:11 is sub-index 0x11 of " +
+			"object 0x6000. VALUE is decimal or 0x hex for the integer types, hex digits (: or space " +
+			"between bytes allowed) for bytes; put a negative VALUE after -- . A write is logged as a " +
+			"maintenance event with your uid. On a segment opened here the slaves are taken to PREOP " +
+			"first. " + ctlNotes,
 		examples: []string{
-			"ecagent sdo read --iface eth1 --slave 2 0x1018:1",
-			"ecagent sdo read --devices EK1100,EL3004 --slave 1 6000:11   # sub-index 0x11: channel 1's value",
-			"ecagent sdo write --iface eth1 --slave 2 --type u16 0x8000:06 0x0001",
+			"ecagent sdo read -p 2 0x1018:1",
+			"ecagent sdo write -p 2 --type u16 0x8000:06 0x0001",
+			"ecagent upload -p 1 6000:11 --sim --devices EK1100,EL3004",
 		},
 	})
-	bus := addBusFlags(fs)
-	slave := fs.Int("slave", -1, "ring `position` of the slave (required)")
-	typ := fs.String("type", "", "value type: u8, u16, u32, i8, i16, i32 or bytes (required for write; read: unsigned by length)")
+	typ := fs.StringP("type", "t", "", "value `type`: u8, u16, u32, i8, i16, i32 or bytes (write: required)")
+	c := addCtlFlags(fs)
+	fs.IntVar(c.sel.position, "slave", -1, "ring position of the slave (older name of --position)")
+	_ = fs.MarkHidden("slave")
+	c.preop = true
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return err
 		}
 		return usageError{err}
 	}
-	req, err := parseSDORequest(fs.Args(), *slave, *typ)
+	slave := -1
+	if c.sel.given() {
+		slave = selectedSlave
+	}
+	req, err := parseSDORequest(fs.Args(), slave, *typ)
 	if err != nil {
 		return usageError{err}
 	}
-	m, slaves, closeBus, err := bus.scanBus(ctx, e, 0)
-	if err != nil {
-		return wrapUnlessUsage("sdo", err)
-	}
-	defer closeBus()
-	if req.slave >= len(slaves) {
-		return usageError{fmt.Errorf("--slave %d: the segment has %d slaves", req.slave, len(slaves))}
-	}
-	if err := m.RequestState(ctx, esc.StatePreOp); err != nil {
-		return fmt.Errorf("sdo: %w", err)
-	}
-	s := slaves[req.slave]
+	mreq := maintenance.Request{Op: maintenance.OpSDOUpload, Slave: req.slave, Index: req.index, Sub: req.sub}
 	if req.write {
-		if err := m.SDODownload(ctx, s, req.index, req.sub, req.value); err != nil {
-			return fmt.Errorf("sdo: %w", err)
+		mreq.Op, mreq.Data, mreq.Write = maintenance.OpSDODownload, req.value, true
+	}
+	var res maintenance.SDOResult
+	if err := c.call(ctx, e, "sdo", []maintenance.Request{mreq}, &res); err != nil {
+		return err
+	}
+	return c.print(e.stdout, &res, func(w io.Writer) {
+		if req.write {
+			fmt.Fprintf(w, "%s %#04x:%02x written: ", res.Label, res.Index, res.Sub)
+		} else {
+			fmt.Fprintf(w, "%s %#04x:%02x = ", res.Label, res.Index, res.Sub)
 		}
-		fmt.Fprintf(e.stdout, "%v %#04x:%02x written: ", s, req.index, req.sub)
-		printSDOValue(e.stdout, req.value, req.typ)
-		return nil
-	}
-	data, err := m.SDOUpload(ctx, s, req.index, req.sub)
-	if err != nil {
-		return fmt.Errorf("sdo: %w", err)
-	}
-	fmt.Fprintf(e.stdout, "%v %#04x:%02x = ", s, req.index, req.sub)
-	printSDOValue(e.stdout, data, req.typ)
-	return nil
+		printSDOValue(w, res.Data, req.typ)
+	})
 }
 
 // sdoRequest is a parsed `ecagent sdo` command line.
@@ -133,8 +128,8 @@ func parseSDORequest(args []string, slave int, typ string) (sdoRequest, error) {
 	default:
 		return r, fmt.Errorf("sdo: %q is neither read nor write", args[0])
 	}
-	if slave < 0 {
-		return r, errors.New("sdo: --slave is required")
+	if slave == -1 {
+		return r, errors.New("sdo: name the slave: -p N (ring position) or -a ALIAS[:OFFSET]")
 	}
 	r.slave = slave
 	if typ != "" {
@@ -250,4 +245,64 @@ func printable(data []byte) bool {
 		}
 	}
 	return true
+}
+
+func sdosCommand(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e, "sdos", help{
+		usage:  "[-p N] [--values]",
+		about:  "List the CoE object dictionary of one slave, or of every slave, as the SDO information service describes it.",
+		groups: ctlGroups("values"),
+		notes: "Each object with its entries: index:sub, data type, bit length, access (PREOP, SAFEOP, OP) " +
+			"and name; --values adds the values up to 64 bytes that may be read. Slaves without a CoE " +
+			"mailbox get one line. " + ctlNotes,
+		examples: []string{
+			"ecagent sdos -p 2",
+			"ecagent sdos --values --json > dictionary.json",
+		},
+	})
+	values := fs.Bool("values", false, "read the short values too")
+	c := addCtlFlags(fs)
+	c.preop = true
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	sess, err := c.open(ctx, e, "sdos")
+	if err != nil {
+		return err
+	}
+	defer sess.close()
+	call := func(r maintenance.Request) (json.RawMessage, error) { return sess.call(ctx, r, nil) }
+	if err := c.resolve(ctx, "sdos", sess, nil); err != nil {
+		return err
+	}
+	positions := []int{*c.sel.resolved}
+	if *c.sel.resolved < 0 {
+		var list maintenance.SlavesResult
+		if err := callAll("sdos", []maintenance.Request{{Op: maintenance.OpSlaves}}, []any{&list}, func(int) {}, call); err != nil {
+			return err
+		}
+		positions = positions[:0]
+		for _, s := range list.Slaves {
+			positions = append(positions, s.Position)
+		}
+	}
+	res := sdosResult{Dictionaries: []maintenance.SDOInfoResult{}}
+	for _, p := range positions {
+		var d maintenance.SDOInfoResult
+		if err := callAll("sdos", []maintenance.Request{{Op: maintenance.OpSDOInfo, Slave: p, Values: *values}}, []any{&d},
+			func(int) {}, call); err != nil {
+			return err
+		}
+		res.Dictionaries = append(res.Dictionaries, d)
+	}
+	return c.print(e.stdout, &res, func(w io.Writer) {
+		for _, d := range res.Dictionaries {
+			printDictionary(w, d)
+		}
+	})
+}
+
+// sdosResult is what sdos prints.
+type sdosResult struct {
+	Dictionaries []maintenance.SDOInfoResult `json:"dictionaries"`
 }

@@ -31,15 +31,15 @@ func TestSDOCommandOnSimulatedSegment(t *testing.T) {
 			"0x06020000 (object does not exist in the object dictionary)"},
 		{"wrong length", []string{"write", "--slave", "1", "--type", "u16", "0xF008:0", "7"}, exitFailure, "", "0x06070013"},
 		{"slave without mailbox", []string{"read", "--slave", "0", "0x1000:0"}, exitFailure, "", "no CoE mailbox"},
-		{"slave out of range", []string{"read", "--slave", "7", "0x1000:0"}, exitUsage, "", "the segment has 3 slaves"},
-		{"no slave", []string{"read", "0x1000:0"}, exitUsage, "", "--slave is required"},
+		{"slave out of range", []string{"read", "-p", "7", "0x1000:0"}, exitFailure, "", "the segment has 3 slaves"},
+		{"no slave", []string{"read", "0x1000:0"}, exitUsage, "", "name the slave: -p N"},
 		{"write without type", []string{"write", "--slave", "1", "0xF008:0", "1"}, exitUsage, "", "--type is required"},
 		{"bad object", []string{"read", "--slave", "1", "0x1018"}, exitUsage, "", "want INDEX:SUB"},
 		{"value out of range", []string{"write", "--slave", "1", "--type", "u8", "0xF008:0", "256"}, exitUsage, "", `value "256" as u8`},
 		{"bad operation", []string{"frob", "--slave", "1", "0x1018:1"}, exitUsage, "", "neither read nor write"},
 	}
 	for _, c := range cases {
-		args := append([]string{"sdo", "--devices", devices}, c.args...)
+		args := append([]string{"sdo", "--sim", "--devices", devices}, c.args...)
 		code, out, errOut := runCLI(t, ctx, nil, args...)
 		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
 			t.Errorf("%s: ecagent %s: exit %d (want %d)\nstdout: %s\nstderr: %s", c.name, strings.Join(args, " "), code, c.code, out, errOut)

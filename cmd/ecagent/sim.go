@@ -113,18 +113,18 @@ func newSimFlags(e *env) (*pflag.FlagSet, *simFlags) {
 		about: "Serve a simulated EtherCAT segment on a network interface, answering every EtherCAT " +
 			"frame that arrives on IF as a real segment would; point any master at the other end of a veth pair.",
 		groups: []flagGroup{
-			{"Segment", []string{"iface", "link-fd", "devices", "inputs", "sii-busy-frames",
-				"preset-address", "preset-state", "priority", "avoid-core", "log.level"}},
-			{"Clocks", []string{"drift", "hop-delay", "seed"}},
-			{"Faults", []string{"control", "faults", "help-faults", "delay", "delay-every", "delay-on-signal"}},
+			{"Segment", []string{"iface", "devices", "inputs", "preset-address", "priority", "drift"}},
+			{"Faults", []string{"control", "faults", "help-faults", "delay"}},
 		},
-		notes: "Built-in models: " + strings.Join(sim.Models(), ", ") + ". Fault commands (--help-faults " +
-			"explains them): drop, delay, corrupt, disappear POS, return POS, alerror, drift, offset, noisy POS PORT RATE, " +
-			"power-cycle, link, counts, seed; a schedule file runs them at times and may end in e.g. 'repeat 10s'.",
+		notes: "Built-in models: " + strings.Join(sim.Models(), ", ") + ". --help-faults explains the " +
+			"fault commands (drop, delay, disappear POS, alerror, link …) and the schedule file, which " +
+			"runs them at times and may end in e.g. 'repeat 10s'. " +
+			"Also: --seed, --link-fd, --sii-busy-frames, --avoid-core, --delay-every, --delay-on-signal and " +
+			"--log.level (see --help-faults).",
 		examples: []string{
-			"ip link add veth0 type veth peer name veth1 && ip link set veth0 up && ip link set veth1 up",
-			"ecagent sim --iface veth1 --devices EK1100,EL2004,EL1014 --control /run/ecsim.sock &",
-			"echo 'disappear 2' | socat - UNIX-CONNECT:/run/ecsim.sock   # answers: ok",
+			"ip link add veth0 type veth peer name veth1 && ip link set veth1 up",
+			"ecagent sim --iface veth1 --control /run/ecsim.sock &",
+			"echo 'disappear 2' | socat - UNIX-CONNECT:/run/ecsim.sock",
 		},
 	})
 	return fs, &simFlags{

@@ -38,8 +38,8 @@ func simVerifyHelp() help {
 			"With --esi, timings, chip registers and (where the ESI agrees) the real EEPROM layout stay the profiles'.",
 		examples: []string{
 			"ecagent sim verify line3.pcapng --devices EK1100,EL2004,EL1014,AKD --min 99",
-			"ecagent sim verify run.pcapng --devices EK1100,sii/el3004.bin --json | jq .groups",
-			"ecagent sim verify run.pcapng --devices EK1914,EL3004 --esi testdata/esi/profiles",
+			"ecagent sim verify run.pcapng --devices EK1100,el3004.bin --json | jq .groups",
+			"ecagent sim verify run.pcapng --devices EK1914,EL3004 --esi esi/profiles",
 		},
 	}
 }

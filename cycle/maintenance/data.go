@@ -14,7 +14,7 @@ type DataResult struct {
 	// Cycle is the cycle the copy was published in; 0 for an image
 	// exchanged once by the command itself.
 	Cycle       uint64   `json:"cycle"`
-	OutputBytes int      `json:"outputbytes"`
+	OutputBytes int      `json:"output_bytes"`
 	Image       HexBytes `json:"image"`
 }
 

@@ -118,11 +118,16 @@ func (h *Handler) foeWrite(ctx context.Context, req Request, uid int) (*FoEResul
 	if err != nil {
 		return nil, err
 	}
-	h.report(req.Slave, uid, fmt.Sprintf("foe write %d B %s", len(req.Data), req.Name))
 	// Under a running cycle the recovery worker would take the slave
-	// back to OP, out of BOOT, half-way through the transfer.
+	// back to OP, out of BOOT, half-way through the transfer, or (when a
+	// transfer left it in INIT) while the SII is checked, its AL control
+	// request still unread when ours comes (an ESC refuses that write).
 	s.Hold(true)
 	defer s.Hold(false)
+	if err := h.checkBoot(ctx, s); err != nil {
+		return nil, err
+	}
+	h.reportState(req.Slave, uid, esc.StateBootstrap, fmt.Sprintf("foe write %d B %s", len(req.Data), req.Name))
 	start := time.Now()
 	state, err := h.inBoot(ctx, s, func() error {
 		return h.m.FoEWrite(ctx, s, req.Name, req.Password, req.Data, progressOf(ctx))
@@ -139,10 +144,13 @@ func (h *Handler) foeRead(ctx context.Context, req Request, uid int) (*FoEResult
 	if err != nil {
 		return nil, err
 	}
-	// Not a write of the slave's memory, but it leaves OP: recorded too.
-	h.report(req.Slave, uid, "foe read "+req.Name)
-	s.Hold(true)
+	s.Hold(true) // as foeWrite does
 	defer s.Hold(false)
+	if err := h.checkBoot(ctx, s); err != nil {
+		return nil, err
+	}
+	// Not a write of the slave's memory, but it leaves OP: recorded too.
+	h.reportState(req.Slave, uid, esc.StateBootstrap, "foe read "+req.Name)
 	start := time.Now()
 	var data []byte
 	state, err := h.inBoot(ctx, s, func() error {

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
+	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/ethercat/foe"
+	"github.com/ecagent/ecagent/master"
+	"github.com/ecagent/ecagent/shm"
 )
 
 // pattern returns n bytes of a deterministic pattern.
@@ -104,5 +108,50 @@ func TestFoEUnderCycleHoldsTheSlave(t *testing.T) {
 	}
 	if res.Bytes != 3000 || s.m.Slaves()[1].Held() {
 		t.Errorf("wrote %d bytes, slave still held: %v", res.Bytes, s.m.Slaves()[1].Held())
+	}
+}
+
+// TestFoERefusedBeforeLeavingState: FoE with an EL4132 (a mailbox, no
+// bootstrap mailbox) is refused from its SII while the slave stays in
+// PREOP, and reports no maintenance event; BOOT requested with states
+// likewise.
+func TestFoERefusedBeforeLeavingState(t *testing.T) {
+	s := newSegment(t, "EK1100", "EL4132")
+	if err := s.m.RequestState(context.Background(), esc.StatePreOp); err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []Request{
+		{Op: OpFoERead, Slave: 1, Name: "fw.bin"},
+		{Op: OpFoEWrite, Slave: 1, Name: "fw.bin", Data: pattern(10), Write: true},
+		{Op: OpStates, Slave: 1, State: "BOOT", Write: true},
+	} {
+		err := s.do(t, req, &FoEResult{})
+		if !errors.Is(err, master.ErrNoBootstrap) {
+			t.Errorf("%s on an EL4132: %v, want ErrNoBootstrap", req.Op, err)
+		}
+		if st := s.seg.Devices()[1].State(); st != esc.StatePreOp {
+			t.Errorf("%s: the EL4132 is in %v, want PREOP: its state was touched before the check", req.Op, st)
+		}
+	}
+	s.ev.mu.Lock()
+	defer s.ev.mu.Unlock()
+	if len(s.ev.evs) != 0 {
+		t.Errorf("refused requests reported events: %+v", s.ev.evs)
+	}
+}
+
+// TestStatesReportsMaintenanceState: a state request is reported as a
+// maintenance-state event with the state requested, before it is made.
+func TestStatesReportsMaintenanceState(t *testing.T) {
+	s := newSegment(t, "EK1100", "EL2004")
+	if err := s.do(t, Request{Op: OpStates, Slave: 1, State: "PREOP", Write: true}, &StatesResult{}); err != nil {
+		t.Fatal(err)
+	}
+	s.ev.mu.Lock()
+	defer s.ev.mu.Unlock()
+	if len(s.ev.evs) != 1 || s.ev.evs[0].Kind != shm.EventMaintenanceState || s.ev.evs[0].Slave != 1 ||
+		esc.DecodeALStatus([]byte{byte(s.ev.evs[0].ALState), byte(s.ev.evs[0].ALState >> 8)}).State != esc.StatePreOp ||
+		s.ev.evs[0].TextString() != "states PREOP" {
+		t.Errorf("events %+v, want one maintenance-state event to PREOP", s.ev.evs)
 	}
 }

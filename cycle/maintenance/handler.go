@@ -102,6 +102,16 @@ func (h *Handler) do(ctx context.Context, req Request, uid int) (any, error) {
 		return h.foeWrite(ctx, req, uid)
 	case OpFoERead:
 		return h.foeRead(ctx, req, uid)
+	case OpSDOUpload:
+		return h.sdoUpload(ctx, req)
+	case OpSDODownload:
+		return h.sdoDownload(ctx, req, uid)
+	case OpSDOInfo:
+		return h.sdoInfo(ctx, req)
+	case OpDiag:
+		return h.diag(ctx, req)
+	case OpRescan:
+		return h.rescan(ctx)
 	}
 	return nil, fmt.Errorf("unknown request %q", req.Op)
 }
@@ -144,6 +154,30 @@ func (h *Handler) report(pos int, uid int, text string) {
 	ev := shm.Event{Kind: shm.EventMaintenance, Slave: uint16(pos), Value: uint64(uid)}
 	ev.SetText(text)
 	h.events.Report(ev)
+}
+
+// reportState records, before it happens, that a request of uid takes the
+// slave at pos to state on purpose: an shm.EventMaintenanceState, which
+// the agent logs and publishes as maintenance, not as a fault.
+func (h *Handler) reportState(pos int, uid int, state esc.ALState, text string) {
+	if h.events == nil {
+		return
+	}
+	var b [esc.ALStatusLen]byte
+	esc.ALStatus{State: state}.Encode(b[:])
+	ev := shm.Event{Kind: shm.EventMaintenanceState, Slave: uint16(pos), Value: uint64(uid),
+		ALState: binary.LittleEndian.Uint16(b[:])}
+	ev.SetText(text)
+	h.events.Report(ev)
+}
+
+// checkBoot refuses BOOT to s before its state is touched when its SII
+// names no bootstrap mailbox.
+func (h *Handler) checkBoot(ctx context.Context, s *master.Slave) error {
+	if _, err := h.m.BootstrapMailbox(ctx, s); err != nil {
+		return fmt.Errorf("%w: BOOT refused before the slave's state was touched (it stays in %v)", err, s.State())
+	}
+	return nil
 }
 
 // RegResult is the content of registers after a read or write.
@@ -217,7 +251,7 @@ type SlaveStatus struct {
 	Code     uint16 `json:"code"`
 	// CodeText is the code's standard meaning (ETG.1000.6 Table 11), ""
 	// for code 0.
-	CodeText string `json:"codetext,omitempty"`
+	CodeText string `json:"code_text,omitempty"`
 }
 
 func (h *Handler) states(ctx context.Context, req Request, uid int) (*StatesResult, error) {
@@ -233,8 +267,15 @@ func (h *Handler) states(ctx context.Context, req Request, uid int) (*StatesResu
 		}
 		targets = []*master.Slave{s}
 	}
+	if state == esc.StateBootstrap {
+		for _, s := range targets {
+			if err := h.checkBoot(ctx, s); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for _, s := range targets {
-		h.report(s.Position, uid, "states "+state.String())
+		h.reportState(s.Position, uid, state, "states "+state.String())
 	}
 	var reqErr error
 	if req.Slave == AllSlaves {
@@ -295,10 +336,10 @@ type PortCounters struct {
 	// RXError (0x0301+2p) physical-layer RX errors, ForwardedRX
 	// (0x0308+p) errors a slave before this one found, LostLink
 	// (0x0310+p) link losses.
-	InvalidFrame uint8 `json:"invalidframe"`
-	RXError      uint8 `json:"rxerror"`
-	ForwardedRX  uint8 `json:"forwardedrx"`
-	LostLink     uint8 `json:"lostlink"`
+	InvalidFrame uint8 `json:"invalid_frame"`
+	RXError      uint8 `json:"rx_error"`
+	ForwardedRX  uint8 `json:"forwarded_rx"`
+	LostLink     uint8 `json:"lost_link"`
 }
 
 func (h *Handler) crc(ctx context.Context) (*CRCResult, error) {

@@ -234,10 +234,15 @@ func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // error that unwraps to the master's *ALStateError, as in-process.
 func TestRefusalOverSocket(t *testing.T) {
 	s := newSegment(t, "EK1100", "EL4132")
+	// A slave whose application keeps refusing OP (0x001B, sync manager
+	// watchdog), as one that is faulty until repaired.
+	if err := s.seg.Faults().HoldALError(1, 0x001B); err != nil {
+		t.Fatal(err)
+	}
 	_, ctx, cl, _ := s.serveAndDial(t)
-	_, err := cl.Call(ctx, Request{Op: OpStates, Slave: 1, State: "BOOT", Write: true})
+	_, err := cl.Call(ctx, Request{Op: OpStates, Slave: 1, State: "OP", Write: true})
 	var refused *master.ALStateError
-	if !errors.As(err, &refused) || refused.Position != 1 || refused.Code != 0x0013 {
-		t.Errorf("BOOT of an EL4132: %v (%+v), want its refusal with code 0x0013", err, refused)
+	if !errors.As(err, &refused) || refused.Position != 1 || refused.Code != 0x001B {
+		t.Errorf("OP of an EL4132 holding an AL error: %v (%+v), want its refusal with code 0x001B", err, refused)
 	}
 }

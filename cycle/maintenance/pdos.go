@@ -14,8 +14,8 @@ const OpPDOs Op = "pdos"
 
 // PDOsResult is the process image's layout: outputs first, then inputs.
 type PDOsResult struct {
-	OutputBytes int         `json:"outputbytes"`
-	InputBytes  int         `json:"inputbytes"`
+	OutputBytes int         `json:"output_bytes"`
+	InputBytes  int         `json:"input_bytes"`
 	Slaves      []SlavePDOs `json:"slaves"`
 }
 
@@ -25,13 +25,13 @@ type SlavePDOs struct {
 	Name     string `json:"name"`
 	// Source is where the assignment came from: sii, coe or config.
 	Source       string   `json:"source"`
-	SyncManagers []SMInfo `json:"syncmanagers"`
+	SyncManagers []SMInfo `json:"sync_managers"`
 	// Outputs and Inputs are the slave's bits in the image, as bit
 	// offsets from the image's start (inputs follow the outputs).
 	Outputs BitRange  `json:"outputs"`
 	Inputs  BitRange  `json:"inputs"`
-	RxPDOs  []PDOInfo `json:"rxpdos"`
-	TxPDOs  []PDOInfo `json:"txpdos"`
+	RxPDOs  []PDOInfo `json:"rx_pdos"`
+	TxPDOs  []PDOInfo `json:"tx_pdos"`
 }
 
 // BitRange is a run of bits of the process image.
@@ -60,7 +60,7 @@ type PDOInfo struct {
 // image's start. Index 0 is a gap.
 type EntryInfo struct {
 	Index    uint16 `json:"index"`
-	SubIndex uint8  `json:"subindex"`
+	SubIndex uint8  `json:"sub_index"`
 	Bits     int    `json:"bits"`
 	Offset   int    `json:"offset"`
 }

@@ -1,6 +1,6 @@
 // Package maintenance is the local maintenance endpoint of a cycle process and
 // the code behind the maintenance commands of ecagent (slaves, reg,
-// states, crc, sii, alias, master).
+// states, crc, sii, alias, master, sdo, sdos, scan, foe, pdos, data).
 //
 // The cycle process serves a Unix stream socket (SocketPath of its
 // shared-memory segment, in a directory of its own: see socket.go for who
@@ -85,12 +85,17 @@ type Request struct {
 	Name     string `json:"name,omitempty"`
 	Password uint32 `json:"password,omitempty"`
 	Progress bool   `json:"progress,omitempty"`
+	// Index and Sub name the object entry of OpSDOUpload and
+	// OpSDODownload; Values asks OpSDOInfo for the short values.
+	Index  uint16 `json:"index,omitempty"`
+	Sub    uint8  `json:"sub,omitempty"`
+	Values bool   `json:"values,omitempty"`
 }
 
 // IsWrite reports whether the request changes a slave and so needs Write.
 func (r Request) IsWrite() bool {
 	switch r.Op {
-	case OpRegWrite, OpStates, OpSIIWrite, OpAlias, OpFoEWrite:
+	case OpRegWrite, OpStates, OpSIIWrite, OpAlias, OpFoEWrite, OpSDODownload:
 		return true
 	}
 	return false

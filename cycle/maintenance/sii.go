@@ -13,10 +13,10 @@ import (
 type SIIResult struct {
 	Slave int `json:"slave"`
 	// Data is the whole EEPROM (read only).
-	Data []byte `json:"data,omitempty"`
+	Data HexBytes `json:"data,omitempty"`
 	// Words is how many words a write changed; the others already held
-	// their value.
-	Words int `json:"words"`
+	// their value (a write only).
+	Words int `json:"words,omitempty"`
 }
 
 // AliasResult is the station alias after OpAlias, as the ESC reloaded it

@@ -27,7 +27,7 @@ type SlaveInfo struct {
 	Revision  uint32 `json:"revision"`
 	Serial    uint32 `json:"serial"`
 	Name      string `json:"name"`
-	OrderCode string `json:"ordercode"`
+	OrderCode string `json:"order_code"`
 	// Parent is the position of the slave this one hangs off, -1 for the
 	// master.
 	Parent int `json:"parent"`
@@ -38,8 +38,8 @@ type SlaveInfo struct {
 	// without one.
 	Mailbox   *MailboxInfo `json:"mailbox,omitempty"`
 	Protocols string       `json:"protocols,omitempty"`
-	InBits    int          `json:"inbits"`
-	OutBits   int          `json:"outbits"`
+	InBits    int          `json:"in_bits"`
+	OutBits   int          `json:"out_bits"`
 	// Strings is the SII's Strings category.
 	Strings []string `json:"strings,omitempty"`
 }
@@ -57,10 +57,10 @@ type PortInfo struct {
 
 // MailboxInfo is the standard mailbox of a slave.
 type MailboxInfo struct {
-	RxOffset uint16 `json:"rxoffset"`
-	RxSize   uint16 `json:"rxsize"`
-	TxOffset uint16 `json:"txoffset"`
-	TxSize   uint16 `json:"txsize"`
+	RxOffset uint16 `json:"rx_offset"`
+	RxSize   uint16 `json:"rx_size"`
+	TxOffset uint16 `json:"tx_offset"`
+	TxSize   uint16 `json:"tx_size"`
 }
 
 // portKind names the port descriptor's two bits of a port.

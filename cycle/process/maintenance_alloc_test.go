@@ -221,6 +221,11 @@ func allocatesNothingAfterMaintenance(t *testing.T, wire segmentWire) {
 		call(maintenance.Request{Op: maintenance.OpAlias, Slave: 4, Alias: 0, Write: true}, nil)
 		call(maintenance.Request{Op: maintenance.OpStates, Slave: 2, State: "SAFEOP", Write: true}, nil)
 		call(maintenance.Request{Op: maintenance.OpStates, Slave: 2, State: "OP", Write: true}, nil)
+		call(maintenance.Request{Op: maintenance.OpSDOUpload, Slave: alError, Index: 0x1018, Sub: 2}, nil)
+		call(maintenance.Request{Op: maintenance.OpSDODownload, Slave: alError, Index: 0xF008, Data: []byte{1, 0, 0, 0}, Write: true}, nil)
+		call(maintenance.Request{Op: maintenance.OpSDOInfo, Slave: alError, Values: true}, nil)
+		call(maintenance.Request{Op: maintenance.OpDiag, Slave: alError}, nil)
+		call(maintenance.Request{Op: maintenance.OpRescan}, nil)
 		call(maintenance.Request{Op: maintenance.OpFoEWrite, Slave: foeSlave, Name: "fw.bin", Data: firmware, Write: true}, nil)
 		call(maintenance.Request{Op: maintenance.OpFoERead, Slave: foeSlave, Name: "fw.bin"}, &foeBack)
 		if string(foeBack.Data) != string(firmware) {

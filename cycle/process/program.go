@@ -17,6 +17,7 @@ import (
 
 	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle"
+	"github.com/ecagent/ecagent/cycle/maintenance"
 	"github.com/ecagent/ecagent/cycle/rt"
 	"github.com/ecagent/ecagent/ethercat/esc"
 	"github.com/ecagent/ecagent/master"
@@ -120,7 +121,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 	period := time.Duration(cfg.Cycle.Period)
 	// SIGPIPE from a closed stderr (the agent died) must not kill the cycle.
 	signal.Ignore(syscall.SIGPIPE)
-	seg, err := shm.Attach(cfg.Cycle.SHM)
+	seg, err := attachSegment(cfg.Cycle.SHM, period)
 	if err != nil {
 		return rep, err
 	}
@@ -128,6 +129,7 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 	if p := seg.Layout().Period; p != 0 && p != period {
 		return rep, fmt.Errorf("cycle: segment %s was made for a %v cycle, configuration says %v", cfg.Cycle.SHM, p, period)
 	}
+	defer claimInterface(ctx, cfg, o, log)()
 	l, err := openCycleLink(cfg, o, log)
 	if err != nil {
 		return rep, err
@@ -424,4 +426,38 @@ func checkCycleFits(m *master.Master, period time.Duration, pipelined bool, log 
 			"suggested_period", need(median))
 	}
 	return nil
+}
+
+// claimInterface claims the interface the cycle drives and returns what
+// releases the claim. The claim tells a second master (a maintenance
+// command given --iface) that this process drives the segment, and
+// through which segment its maintenance socket is reached. One held by
+// another process is told in the log but does not stop the machine: any
+// local user could bind the name.
+func claimInterface(ctx context.Context, cfg Config, o Options, log *slog.Logger) (release func()) {
+	if cfg.Bus.Interface == "" || o.LinkFD >= 0 {
+		return func() {}
+	}
+	claim, err := maintenance.ClaimInterface(ctx, cfg.Bus.Interface, cfg.Cycle.SHM)
+	if err != nil {
+		log.Warn("another master holds the interface's claim: its frames and ours will disturb each other",
+			"interface", cfg.Bus.Interface, "err", err)
+		return func() {}
+	}
+	claim.Serve(ctx)
+	return func() { _ = claim.Close() }
+}
+
+// attachSegment attaches the shared-memory segment at path, which must
+// have been made for a cycle of period (or for any).
+func attachSegment(path string, period time.Duration) (*shm.Segment, error) {
+	seg, err := shm.Attach(path)
+	if err != nil {
+		return nil, err
+	}
+	if p := seg.Layout().Period; p != 0 && p != period {
+		_ = seg.Close()
+		return nil, fmt.Errorf("cycle: segment %s was made for a %v cycle, configuration says %v", path, p, period)
+	}
+	return seg, nil
 }

@@ -122,8 +122,8 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, scenario string) {
 	for _, v := range spec.Volumes {
 		volumes[v.Name] = v
 	}
-	if m, ok := mounts["/dev/shm"]; !ok || volumes[m.Name].EmptyDir == nil || volumes[m.Name].EmptyDir.Medium != corev1.StorageMediumMemory {
-		t.Error("/dev/shm must be an in-memory emptyDir (read-only root file system)")
+	if m, ok := mounts["/run/ecagent"]; !ok || volumes[m.Name].EmptyDir == nil || volumes[m.Name].EmptyDir.Medium != corev1.StorageMediumMemory {
+		t.Error("/run/ecagent must be an in-memory emptyDir (read-only root file system)")
 	}
 	if m, ok := mounts["/etc/ecagent/ecagent.yaml"]; !ok || volumes[m.Name].ConfigMap == nil || !m.ReadOnly {
 		t.Error("the configuration must be mounted read-only from the ConfigMap at /etc/ecagent/ecagent.yaml")
@@ -189,8 +189,8 @@ func checkConfig(t *testing.T, ds *appsv1.DaemonSet, cm *corev1.ConfigMap) {
 	if want := fmt.Sprintf(":%d", port); cfg.Metrics.Listen != want {
 		t.Errorf("metrics.listen %q, container port %d", cfg.Metrics.Listen, port)
 	}
-	if !strings.HasPrefix(cfg.Cycle.SHM, "/dev/shm/") {
-		t.Errorf("cycle.shm %s is not on the /dev/shm volume", cfg.Cycle.SHM)
+	if !strings.HasPrefix(cfg.Cycle.SHM, "/run/ecagent/") {
+		t.Errorf("cycle.shm %s is not on the /run/ecagent volume", cfg.Cycle.SHM)
 	}
 }
 

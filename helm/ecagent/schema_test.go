@@ -50,7 +50,7 @@ func generated(t *testing.T) (schema, bounds []byte) {
 // chartConfig adds what the chart itself requires of config: the keys it
 // manages are not values (host is the node's name, metrics.listen comes
 // from containerPort), the fleet labels are set, the segment lies on the
-// /dev/shm volume.
+// /run/ecagent volume.
 func chartConfig(cfg map[string]any) {
 	props := cfg["properties"].(map[string]any)
 	cfg["description"] = "The agent's configuration file (deploy/examples/ecagent.yaml), generated from agent/config: " + regenerate + ". The chart manages host and metrics.listen."
@@ -59,8 +59,8 @@ func chartConfig(cfg map[string]any) {
 	delete(props["metrics"].(map[string]any)["properties"].(map[string]any), "listen")
 	shm := props["cycle"].(map[string]any)["properties"].(map[string]any)["shm"].(map[string]any)
 	shm["type"] = "string"
-	shm["pattern"] = "^/dev/shm/[^/]+$"
-	shm["description"] = shm["description"].(string) + "; in the chart, a file of the /dev/shm volume"
+	shm["pattern"] = "^/run/ecagent/[^/]+$"
+	shm["description"] = shm["description"].(string) + "; in the chart, a file of the /run/ecagent volume"
 }
 
 func marshal(t *testing.T, v any, indent string) []byte {
