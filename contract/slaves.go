@@ -138,81 +138,105 @@ func ParsePreviousPort(s string) (position int, port string, err error) {
 
 // slavesProblems checks bus.slaves.
 func (c Config) slavesProblems(p *problems) {
-	add := p.add
 	for i, s := range c.Bus.Slaves {
 		key := fmt.Sprintf("bus.slaves[%d]", i)
-		if s.Slave != i {
-			add(key+".slave", s.Slave, fmt.Sprintf("must be the item's index in the list (%d here): bus.slaves lists every slave in ring order, from 0", i))
-		}
-		if _, _, _, err := ParseIdentity(s.Identity); err != nil {
-			add(key+".identity", s.Identity, err.Error())
-		}
-		if !slices.Contains(revisionPolicies, s.RevisionPolicy) {
-			add(key+".revisionpolicy", s.RevisionPolicy, "must be exact, minimum or any")
-		}
-		if s.PreviousPort != "" {
-			if p, _, err := ParsePreviousPort(s.PreviousPort); err != nil {
-				add(key+".previousport", s.PreviousPort, err.Error())
-			} else if p >= i {
-				add(key+".previousport", s.PreviousPort, fmt.Sprintf("must name a slave before this one (ring position below %d)", i))
-			}
-		}
-		for _, b := range []struct {
-			key  string
-			bits int
-		}{{key + ".outputbits", s.OutputBits}, {key + ".inputbits", s.InputBits}} {
-			if b.bits < -1 || b.bits > MaxProcessDataBits {
-				add(b.key, b.bits, fmt.Sprintf("must be -1 (not checked) or between 0 and %d", MaxProcessDataBits))
-			}
-		}
+		slaveProblems(p, key, i, s)
 		for j, sdo := range s.SDOs {
-			k := fmt.Sprintf("%s.sdos[%d]", key, j)
-			if !slices.Contains(Transitions(), sdo.Transition) {
-				add(k+".transition", sdo.Transition, "must be one of "+strings.Join(Transitions(), ", "))
-			}
-			if _, _, err := ParseObject(sdo.Object); err != nil {
-				add(k+".object", sdo.Object, err.Error())
-			}
-			if b, err := ParseHex(sdo.Data); err != nil || len(b) == 0 {
-				add(k+".data", sdo.Data, "must be the bytes written, in hex, two digits each, e.g. \"01000016\"")
-			}
-			if sdo.Timeout < 0 || time.Duration(sdo.Timeout) > MaxStateTimeout {
-				add(k+".timeout", time.Duration(sdo.Timeout), "must be between 0 (bus.statetimeout) and "+FormatDuration(MaxStateTimeout))
-			}
+			startupSDOProblems(p, fmt.Sprintf("%s.sdos[%d]", key, j), sdo)
 		}
 		for j, ic := range s.InitCmds {
-			k := fmt.Sprintf("%s.initcmds[%d]", key, j)
-			if !slices.Contains(Transitions(), ic.Transition) {
-				add(k+".transition", ic.Transition, "must be one of "+strings.Join(Transitions(), ", "))
-			}
-			if !slices.Contains(initCmdNames, ic.Cmd) {
-				add(k+".cmd", ic.Cmd, "must be FPRD, FPWR or FPRW")
-			}
-			data, err := ParseHex(ic.Data)
-			if err != nil || len(data) == 0 {
-				add(k+".data", ic.Data, "must be the bytes written or read, in hex, two digits each, e.g. \"0000\"")
-			}
-			if ic.WKC < 0 || ic.WKC > 3 {
-				add(k+".wkc", ic.WKC, "must be 0 (not checked) to 3")
-			}
-			if ic.Retries < 0 || ic.Retries > MaxInitCmdRetries {
-				add(k+".retries", ic.Retries, fmt.Sprintf("must be between 0 and %d", MaxInitCmdRetries))
-			}
-			if ic.Timeout < 0 || time.Duration(ic.Timeout) > MaxStateTimeout {
-				add(k+".timeout", time.Duration(ic.Timeout), "must be between 0 (bus.statetimeout) and "+FormatDuration(MaxStateTimeout))
-			}
-			v, errV := ParseHex(ic.Validate)
-			m, errM := ParseHex(ic.ValidateMask)
-			switch {
-			case errV != nil:
-				add(k+".validate", ic.Validate, errV.Error())
-			case errM != nil:
-				add(k+".validatemask", ic.ValidateMask, errM.Error())
-			case len(v) > len(data):
-				add(k+".validate", ic.Validate, fmt.Sprintf("must be at most as long as data (%d bytes)", len(data)))
-			case len(m) > 0 && len(m) != len(v):
-				add(k+".validatemask", ic.ValidateMask, fmt.Sprintf("must be as long as validate (%d bytes)", len(v)))
-			}
+			initCmdProblems(p, fmt.Sprintf("%s.initcmds[%d]", key, j), ic)
 		}
+	}
+}
+
+// slaveProblems checks the fields of bus.slaves[i] (key) other than its
+// startup commands.
+func slaveProblems(p *problems, key string, i int, s Slave) {
+	add := p.add
+	if s.Slave != i {
+		add(key+".slave", s.Slave, fmt.Sprintf("must be the item's index in the list (%d here): bus.slaves lists every slave in ring order, from 0", i))
+	}
+	if _, _, _, err := ParseIdentity(s.Identity); err != nil {
+		add(key+".identity", s.Identity, err.Error())
+	}
+	if !slices.Contains(revisionPolicies, s.RevisionPolicy) {
+		add(key+".revisionpolicy", s.RevisionPolicy, "must be exact, minimum or any")
+	}
+	if s.PreviousPort != "" {
+		if prev, _, err := ParsePreviousPort(s.PreviousPort); err != nil {
+			add(key+".previousport", s.PreviousPort, err.Error())
+		} else if prev >= i {
+			add(key+".previousport", s.PreviousPort, fmt.Sprintf("must name a slave before this one (ring position below %d)", i))
+		}
+	}
+	for _, b := range []struct {
+		key  string
+		bits int
+	}{{key + ".outputbits", s.OutputBits}, {key + ".inputbits", s.InputBits}} {
+		if b.bits < -1 || b.bits > MaxProcessDataBits {
+			add(b.key, b.bits, fmt.Sprintf("must be -1 (not checked) or between 0 and %d", MaxProcessDataBits))
+		}
+	}
+}
+
+// startupSDOProblems checks one startup SDO download, key naming it
+// (bus.slaves[i].sdos[j]).
+func startupSDOProblems(p *problems, k string, sdo StartupSDO) {
+	add := p.add
+	if !slices.Contains(Transitions(), sdo.Transition) {
+		add(k+".transition", sdo.Transition, "must be one of "+strings.Join(Transitions(), ", "))
+	}
+	if _, _, err := ParseObject(sdo.Object); err != nil {
+		add(k+".object", sdo.Object, err.Error())
+	}
+	if b, err := ParseHex(sdo.Data); err != nil || len(b) == 0 {
+		add(k+".data", sdo.Data, "must be the bytes written, in hex, two digits each, e.g. \"01000016\"")
+	}
+	if sdo.Timeout < 0 || time.Duration(sdo.Timeout) > MaxStateTimeout {
+		add(k+".timeout", time.Duration(sdo.Timeout), "must be between 0 (bus.statetimeout) and "+FormatDuration(MaxStateTimeout))
+	}
+}
+
+// initCmdProblems checks one startup register command, key naming it
+// (bus.slaves[i].initcmds[j]).
+func initCmdProblems(p *problems, k string, ic InitCmd) {
+	add := p.add
+	if !slices.Contains(Transitions(), ic.Transition) {
+		add(k+".transition", ic.Transition, "must be one of "+strings.Join(Transitions(), ", "))
+	}
+	if !slices.Contains(initCmdNames, ic.Cmd) {
+		add(k+".cmd", ic.Cmd, "must be FPRD, FPWR or FPRW")
+	}
+	data, err := ParseHex(ic.Data)
+	if err != nil || len(data) == 0 {
+		add(k+".data", ic.Data, "must be the bytes written or read, in hex, two digits each, e.g. \"0000\"")
+	}
+	if ic.WKC < 0 || ic.WKC > 3 {
+		add(k+".wkc", ic.WKC, "must be 0 (not checked) to 3")
+	}
+	if ic.Retries < 0 || ic.Retries > MaxInitCmdRetries {
+		add(k+".retries", ic.Retries, fmt.Sprintf("must be between 0 and %d", MaxInitCmdRetries))
+	}
+	if ic.Timeout < 0 || time.Duration(ic.Timeout) > MaxStateTimeout {
+		add(k+".timeout", time.Duration(ic.Timeout), "must be between 0 (bus.statetimeout) and "+FormatDuration(MaxStateTimeout))
+	}
+	initCmdValidateProblems(p, k, ic, data)
+}
+
+// initCmdValidateProblems checks an init command's validate and
+// validatemask against each other and against its data.
+func initCmdValidateProblems(p *problems, k string, ic InitCmd, data []byte) {
+	v, errV := ParseHex(ic.Validate)
+	m, errM := ParseHex(ic.ValidateMask)
+	switch {
+	case errV != nil:
+		p.add(k+".validate", ic.Validate, errV.Error())
+	case errM != nil:
+		p.add(k+".validatemask", ic.ValidateMask, errM.Error())
+	case len(v) > len(data):
+		p.add(k+".validate", ic.Validate, fmt.Sprintf("must be at most as long as data (%d bytes)", len(data)))
+	case len(m) > 0 && len(m) != len(v):
+		p.add(k+".validatemask", ic.ValidateMask, fmt.Sprintf("must be as long as validate (%d bytes)", len(v)))
 	}
 }

@@ -110,81 +110,22 @@ func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, 
 	s := m.slaves[position]
 
 	// 1. Is anything there?
-	var reg [2]byte
-	if err := m.reconnectStep(ctx, func() error { return m.readAtPosition(ctx, position, esc.RegStationAddress, reg[:]) }); err != nil {
-		return rep, fmt.Errorf("master: reconnect position %d: %w", position, err)
-	}
-	rep.PreviousAddress = binary.LittleEndian.Uint16(reg[:])
-	if rep.PreviousAddress == s.StationAddress {
-		var al [2]byte
-		if err := m.reconnectStep(ctx, func() error { return m.readAtPosition(ctx, position, esc.RegALStatus, al[:]) }); err != nil {
-			return rep, fmt.Errorf("master: reconnect position %d: read AL status: %w", position, err)
-		}
-		if st := esc.DecodeALStatus(al[:]); st.State == esc.StateSafeOp || st.State == esc.StateOp {
-			return rep, fmt.Errorf("master: reconnect %v: in %v: %w", s, st, ErrStillConfigured)
-		}
+	if err := m.reconnectPresent(ctx, s, &rep); err != nil {
+		return rep, err
 	}
 
 	// 2. Is it the same device?
-	var id Identity
-	var alias uint16
-	err := m.reconnectStep(ctx, func() (err error) { id, alias, err = m.identityAt(ctx, position); return err })
-	if err != nil {
-		return rep, fmt.Errorf("master: reconnect position %d: %w", position, err)
-	}
-	rep.Identity = id
-	if e, ok := m.expected(position); ok {
-		// The configuration decides, under its revision policy; the
-		// previous port is not read again (the segment around the slave
-		// kept running).
-		found := &Slave{Position: position, Identity: id, Alias: alias, Name: "another device", Parent: s.Parent}
-		e.PreviousPort = ""
-		if errs := e.check(found, -1); len(errs) > 0 {
-			return rep, &IdentityMismatchError{Position: position, Want: s.Identity, Got: id, WantAlias: s.Alias, GotAlias: alias,
-				Topology: errs[0].(*TopologyError)}
-		}
-	} else if !id.sameModel(s.Identity) || alias != s.Alias {
-		return rep, &IdentityMismatchError{Position: position, Want: s.Identity, Got: id, WantAlias: s.Alias, GotAlias: alias}
-	}
-	if id.SerialNumber != s.Identity.SerialNumber {
-		rep.Replaced = true
-		m.log.Warn("reconnect: identical device with another serial number", "slave", s.String(),
-			"serial_was", fmt.Sprintf("%#08x", s.Identity.SerialNumber), "serial_now", fmt.Sprintf("%#08x", id.SerialNumber))
+	if err := m.reconnectIdentify(ctx, s, &rep); err != nil {
+		return rep, err
 	}
 
 	// 3. Address, INIT, a clean register set.
-	if err := m.reconnectStep(ctx, func() error { return m.bus.APWR(ctx, position, uint16(esc.RegSIIConfig), []byte{siiAccessPDI}) }); err != nil {
-		return rep, fmt.Errorf("master: reconnect %v: assign SII EEPROM to PDI: %w", s, err)
-	}
-	binary.LittleEndian.PutUint16(reg[:], s.StationAddress)
-	if err := m.reconnectStep(ctx, func() error { return m.bus.APWR(ctx, position, uint16(esc.RegStationAddress), reg[:]) }); err != nil {
-		// The write may have reached the device and only its answer
-		// been lost.
-		rep.Addressed = true
-		return rep, fmt.Errorf("master: reconnect %v: set station address: %w", s, err)
-	}
-	rep.Addressed = true
-	if err := m.reconnectStep(ctx, func() error { return m.requestState(ctx, []*Slave{s}, esc.StateInit) }); err != nil {
-		return rep, fmt.Errorf("master: reconnect: %w", err)
-	}
-	zero := make([]byte, max(fmmuArea, syncManagerArea))
-	if err := m.reconnectStep(ctx, func() error { return m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegFMMU0), zero[:fmmuArea]) }); err != nil {
-		return rep, fmt.Errorf("master: reconnect %v: clear FMMUs: %w", s, err)
-	}
-	if err := m.reconnectStep(ctx, func() error {
-		return m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegSyncManager0), zero[:syncManagerArea])
-	}); err != nil {
-		return rep, fmt.Errorf("master: reconnect %v: clear SyncManagers: %w", s, err)
+	if err := m.reconnectReset(ctx, s, &rep); err != nil {
+		return rep, err
 	}
 
 	// 4. PREOP, and the PDO layout checked.
-	if err := m.reconnectStep(ctx, func() error { return m.requestState(ctx, []*Slave{s}, esc.StatePreOp) }); err != nil {
-		return rep, fmt.Errorf("master: reconnect: %w", err)
-	}
-	if err := m.reconnectStep(ctx, func() error { s.preOpStartup = false; return m.runPreOpStartup(ctx, s) }); err != nil {
-		return rep, fmt.Errorf("master: reconnect: %w", err)
-	}
-	if err := m.checkPDOLayout(ctx, s); err != nil {
+	if err := m.reconnectPreOp(ctx, s); err != nil {
 		return rep, err
 	}
 
@@ -202,6 +143,110 @@ func (m *Master) Reconnect(ctx context.Context, position int) (ReconnectReport, 
 		"previous_address", fmt.Sprintf("%#04x", rep.PreviousAddress), "took", rep.Took.Round(time.Microsecond).String(),
 		"cycles", rep.Cycles)
 	return rep, nil
+}
+
+// reconnectPresent is step 1 of Reconnect: it reads the station address
+// at the slave's ring position into rep.PreviousAddress, and refuses
+// (ErrStillConfigured) a slave that kept its address and is still in
+// SAFEOP or OP.
+func (m *Master) reconnectPresent(ctx context.Context, s *Slave, rep *ReconnectReport) error {
+	position := rep.Position
+	var reg [2]byte
+	if err := m.reconnectStep(ctx, func() error { return m.readAtPosition(ctx, position, esc.RegStationAddress, reg[:]) }); err != nil {
+		return fmt.Errorf("master: reconnect position %d: %w", position, err)
+	}
+	rep.PreviousAddress = binary.LittleEndian.Uint16(reg[:])
+	if rep.PreviousAddress != s.StationAddress {
+		return nil
+	}
+	var al [2]byte
+	if err := m.reconnectStep(ctx, func() error { return m.readAtPosition(ctx, position, esc.RegALStatus, al[:]) }); err != nil {
+		return fmt.Errorf("master: reconnect position %d: read AL status: %w", position, err)
+	}
+	if st := esc.DecodeALStatus(al[:]); st.State == esc.StateSafeOp || st.State == esc.StateOp {
+		return fmt.Errorf("master: reconnect %v: in %v: %w", s, st, ErrStillConfigured)
+	}
+	return nil
+}
+
+// reconnectIdentify is step 2 of Reconnect: it reads the identity and
+// alias at the slave's ring position into rep.Identity and checks them
+// against the configuration (under its revision policy) or, without one,
+// against the slave found at bring-up (*IdentityMismatchError). Another
+// serial number of the same model sets rep.Replaced.
+func (m *Master) reconnectIdentify(ctx context.Context, s *Slave, rep *ReconnectReport) error {
+	position := rep.Position
+	var id Identity
+	var alias uint16
+	err := m.reconnectStep(ctx, func() (err error) { id, alias, err = m.identityAt(ctx, position); return err })
+	if err != nil {
+		return fmt.Errorf("master: reconnect position %d: %w", position, err)
+	}
+	rep.Identity = id
+	if e, ok := m.expected(position); ok {
+		// The configuration decides, under its revision policy; the
+		// previous port is not read again (the segment around the slave
+		// kept running).
+		found := &Slave{Position: position, Identity: id, Alias: alias, Name: "another device", Parent: s.Parent}
+		e.PreviousPort = ""
+		if errs := e.check(found, -1); len(errs) > 0 {
+			return &IdentityMismatchError{Position: position, Want: s.Identity, Got: id, WantAlias: s.Alias, GotAlias: alias,
+				Topology: errs[0].(*TopologyError)}
+		}
+	} else if !id.sameModel(s.Identity) || alias != s.Alias {
+		return &IdentityMismatchError{Position: position, Want: s.Identity, Got: id, WantAlias: s.Alias, GotAlias: alias}
+	}
+	if id.SerialNumber != s.Identity.SerialNumber {
+		rep.Replaced = true
+		m.log.Warn("reconnect: identical device with another serial number", "slave", s.String(),
+			"serial_was", fmt.Sprintf("%#08x", s.Identity.SerialNumber), "serial_now", fmt.Sprintf("%#08x", id.SerialNumber))
+	}
+	return nil
+}
+
+// reconnectReset is step 3 of Reconnect: the SII EEPROM given to the PDI,
+// the station address written back (rep.Addressed set once the write was
+// sent), INIT, and the FMMUs and SyncManagers cleared.
+func (m *Master) reconnectReset(ctx context.Context, s *Slave, rep *ReconnectReport) error {
+	position := rep.Position
+	if err := m.reconnectStep(ctx, func() error { return m.bus.APWR(ctx, position, uint16(esc.RegSIIConfig), []byte{siiAccessPDI}) }); err != nil {
+		return fmt.Errorf("master: reconnect %v: assign SII EEPROM to PDI: %w", s, err)
+	}
+	var reg [2]byte
+	binary.LittleEndian.PutUint16(reg[:], s.StationAddress)
+	err := m.reconnectStep(ctx, func() error { return m.bus.APWR(ctx, position, uint16(esc.RegStationAddress), reg[:]) })
+	// Even on an error: the write may have reached the device and only
+	// its answer been lost.
+	rep.Addressed = true
+	if err != nil {
+		return fmt.Errorf("master: reconnect %v: set station address: %w", s, err)
+	}
+	if err := m.reconnectStep(ctx, func() error { return m.requestState(ctx, []*Slave{s}, esc.StateInit) }); err != nil {
+		return fmt.Errorf("master: reconnect: %w", err)
+	}
+	zero := make([]byte, max(fmmuArea, syncManagerArea))
+	if err := m.reconnectStep(ctx, func() error { return m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegFMMU0), zero[:fmmuArea]) }); err != nil {
+		return fmt.Errorf("master: reconnect %v: clear FMMUs: %w", s, err)
+	}
+	if err := m.reconnectStep(ctx, func() error {
+		return m.bus.FPWR(ctx, s.StationAddress, uint16(esc.RegSyncManager0), zero[:syncManagerArea])
+	}); err != nil {
+		return fmt.Errorf("master: reconnect %v: clear SyncManagers: %w", s, err)
+	}
+	return nil
+}
+
+// reconnectPreOp is step 4 of Reconnect: PREOP, the slave's PREOP startup
+// commands run again, and its PDO layout checked against the one mapped
+// at bring-up.
+func (m *Master) reconnectPreOp(ctx context.Context, s *Slave) error {
+	if err := m.reconnectStep(ctx, func() error { return m.requestState(ctx, []*Slave{s}, esc.StatePreOp) }); err != nil {
+		return fmt.Errorf("master: reconnect: %w", err)
+	}
+	if err := m.reconnectStep(ctx, func() error { s.preOpStartup = false; return m.runPreOpStartup(ctx, s) }); err != nil {
+		return fmt.Errorf("master: reconnect: %w", err)
+	}
+	return m.checkPDOLayout(ctx, s)
 }
 
 // reconnectStep runs one step of Reconnect (f) and runs it again when its

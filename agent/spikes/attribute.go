@@ -221,26 +221,51 @@ func (s *state) cause(wake int64) (causeKey, bool) {
 	return causeKey{class: ClassTask, name: name, pid: s.cur}, true
 }
 
+// apply updates the state with one record, the records taken in the
+// order the kernel wrote them.
 func (s *state) apply(r *record) {
 	if r.kind != kindFault {
 		s.fault = false
 	}
 	switch r.kind {
 	case kindSwitch:
-		if r.prevPID == s.id.tid && r.prevState&0xff == 0 {
-			s.runnable = true // preempted: still runnable
-		}
-		s.cur, s.curPrio, s.curComm = r.nextPID, r.nextPrio, r.comm
-		s.irqs, s.inSoft, s.compact = s.irqs[:0], false, 0
-		if r.nextPID == s.id.tid {
-			s.runnable, s.throttled = false, false
-		} else if s.runnable && (r.nextPID == 0 || r.nextPrio > s.id.prio) {
-			s.throttled = true // a lower priority picked over a runnable cycle
-		}
+		s.applySwitch(r)
 	case kindWakeup:
 		if r.nextPID == s.id.tid {
 			s.runnable = true
 		}
+	case kindIRQEntry, kindIRQExit, kindSoftirqEntry, kindSoftirqExit:
+		s.applyInterrupt(r)
+	case kindWorkStart, kindWorkEnd, kindCompactBegin, kindCompactEnd:
+		s.applyKernelWork(r)
+	case kindFault:
+		s.fault = s.id.threads[r.pid]
+	}
+	if s.cur < 0 && r.pid >= 0 && r.kind != kindSwitch {
+		s.cur = r.pid // any event names the task it ran in
+	}
+}
+
+// applySwitch takes a context switch: the task now on the CPU, whether
+// the cycle thread was preempted, and whether a lower priority was picked
+// over a runnable cycle thread.
+func (s *state) applySwitch(r *record) {
+	if r.prevPID == s.id.tid && r.prevState&0xff == 0 {
+		s.runnable = true // preempted: still runnable
+	}
+	s.cur, s.curPrio, s.curComm = r.nextPID, r.nextPrio, r.comm
+	s.irqs, s.inSoft, s.compact = s.irqs[:0], false, 0
+	if r.nextPID == s.id.tid {
+		s.runnable, s.throttled = false, false
+	} else if s.runnable && (r.nextPID == 0 || r.nextPrio > s.id.prio) {
+		s.throttled = true // a lower priority picked over a runnable cycle
+	}
+}
+
+// applyInterrupt takes a hard or soft interrupt entry or exit: the stack
+// of hard interrupts in progress and the softirq being run.
+func (s *state) applyInterrupt(r *record) {
+	switch r.kind {
 	case kindIRQEntry:
 		s.irqs = append(s.irqs, r.num)
 	case kindIRQExit:
@@ -251,6 +276,13 @@ func (s *state) apply(r *record) {
 		s.inSoft, s.softirq = true, r.num
 	case kindSoftirqExit:
 		s.inSoft = false
+	}
+}
+
+// applyKernelWork takes the start or end of a workqueue item or of a
+// memory compaction.
+func (s *state) applyKernelWork(r *record) {
+	switch r.kind {
 	case kindWorkStart:
 		if s.work == nil {
 			s.work = map[int32]uint64{}
@@ -264,10 +296,5 @@ func (s *state) apply(r *record) {
 		if s.compact > 0 {
 			s.compact--
 		}
-	case kindFault:
-		s.fault = s.id.threads[r.pid]
-	}
-	if s.cur < 0 && r.pid >= 0 && r.kind != kindSwitch {
-		s.cur = r.pid // any event names the task it ran in
 	}
 }

@@ -126,9 +126,6 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 		return rep, err
 	}
 	defer seg.Close()
-	if p := seg.Layout().Period; p != 0 && p != period {
-		return rep, fmt.Errorf("cycle: segment %s was made for a %v cycle, configuration says %v", cfg.Cycle.SHM, p, period)
-	}
 	defer claimInterface(ctx, cfg, o, log)()
 	l, err := openCycleLink(cfg, o, log)
 	if err != nil {
