@@ -17,6 +17,7 @@ var lazyFamilies = map[string]bool{
 	nameSlavePortErrors: true, nameSlaveESCErrors: true, nameRTCheck: true,
 	nameSlavePresence: true, nameSlaveQuality: true, nameSlaveQualitySince: true,
 	nameSlaveALStatus: true, nameBringUpFailures: true,
+	nameCycleSpikes: true, nameCycleSpikeBlame: true, nameForensicsEnabled: true,
 }
 
 // TestStandardDetailOnlyDropsZeros renders the same history with both
@@ -38,6 +39,7 @@ func TestStandardDetailOnlyDropsZeros(t *testing.T) {
 			}
 			must(t, r.SetRTCheck("clocksource", CheckPass))
 			must(t, r.SetRTCheck("cpufreq_governor", CheckSkip))
+			r.SetForensics(ForensicsOn)
 		}},
 		{"port errors and a failing check", func(r *Registry) {
 			r.SetSlaveErrorCounters(2, "EL1014", ESCErrorCounters{Ports: [4]PortErrorCounters{{RXError: 3}, {LostLink: 1}}, PDI: 2})

@@ -152,7 +152,7 @@ func NewRegistry(opts Options) (*Registry, error) {
 	r.rtCheck = b.gaugeVec(nameRTCheck, labelCheck, labelStatus)
 	r.dc = newDCGauges(&b)
 	r.devices = newDeviceSeries(&b)
-	r.spikes = newSpikeSeries(&b)
+	r.spikes = newSpikeSeries(&b, opts.Detail)
 
 	r.host = newHostCollector(b.catalog, opts.ProcRoot, opts.CycleCore)
 	b.register(r.host)

@@ -40,14 +40,16 @@ func spikeSeries() []Series {
 		{Name: nameCycleSpikes, Type: TypeCounter, Labels: []string{labelCause},
 			Help: "Late cycles (woken later than forensics.threshold of the period, or overrun) the forensics explained, by the class of " +
 				"their largest cause: host, task, cycle-process, irq, softirq, kernel-work, kernel-memory, rt-throttling, unknown " +
-				"(the trace lost events). The culprits' names are in the cycle-spike event and `ecagent spikes`."},
+				"(the trace lost events). The culprits' names are in the cycle-spike event and `ecagent spikes`.",
+			Conditional: "once a spike of that class was explained (always with metrics.detail full)"},
 		{Name: nameCycleSpikeBlame, Type: TypeCounter, Labels: []string{labelCause},
-			Help: "Time the late cycles lost to each class of cause: the part of each spike's excess (deadline to wake-up, to the job's end for an overrun) that class took."},
+			Help:        "Time the late cycles lost to each class of cause: the part of each spike's excess (deadline to wake-up, to the job's end for an overrun) that class took.",
+			Conditional: "once a spike of that class was explained (always with metrics.detail full)"},
 		{Name: nameSpikesDropped, Type: TypeCounter,
 			Help: "Late cycles the forensics could not explain because they came faster than it could (its queue was full)."},
 		{Name: nameForensicsEnabled, Type: TypeGauge, Labels: []string{labelReason},
 			Help: "Whether the spike forensics run, as a state set: 1 for the current reason (on; disabled by forensics.enabled; unpinned: " +
-				"cycle.core is -1; no-tracefs; not-permitted: tracefs needs CAP_SYS_ADMIN or a tracefs group; failed), 0 for the others. /readyz's details say why.",
+				"cycle.core is -1; no-tracefs; not-permitted: tracefs needs CAP_SYS_ADMIN or a tracefs group; failed); with metrics.detail full also 0 for the others. /readyz's details say why.",
 			Conditional: "once the agent started"},
 	}
 }
@@ -57,14 +59,22 @@ type spikeSeriesSet struct {
 	spikes, blame *prometheus.CounterVec
 	dropped       prometheus.Counter
 	enabled       *prometheus.GaugeVec
+	detail        Detail
 }
 
-func newSpikeSeries(b *builder) spikeSeriesSet {
+// newSpikeSeries registers the forensics' families; with DetailFull every
+// class starts at 0, with DetailStandard a class appears with its first
+// spike.
+func newSpikeSeries(b *builder, detail Detail) spikeSeriesSet {
 	s := spikeSeriesSet{
 		spikes:  b.counterVec(nameCycleSpikes, labelCause),
 		blame:   b.counterVec(nameCycleSpikeBlame, labelCause),
 		dropped: b.counter(nameSpikesDropped),
 		enabled: b.gaugeVec(nameForensicsEnabled, labelReason),
+		detail:  detail,
+	}
+	if !detail.full() {
+		return s
 	}
 	for _, c := range contract.SpikeClasses() {
 		s.spikes.WithLabelValues(c.String())
@@ -97,10 +107,13 @@ func (r *Registry) SetSpikesUnexplained(total uint64) {
 // SetForensics says whether the spike forensics run, and if not why.
 func (r *Registry) SetForensics(reason ForensicsReason) {
 	for _, fr := range forensicsReasons() {
-		v := 0.0
-		if fr == reason {
-			v = 1
+		switch {
+		case fr == reason:
+			r.spikes.enabled.WithLabelValues(string(fr)).Set(1)
+		case r.spikes.detail.full():
+			r.spikes.enabled.WithLabelValues(string(fr)).Set(0)
+		default:
+			r.spikes.enabled.DeleteLabelValues(string(fr))
 		}
-		r.spikes.enabled.WithLabelValues(string(fr)).Set(v)
 	}
 }
