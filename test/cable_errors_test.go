@@ -57,7 +57,7 @@ func TestNoisyCableShowsWhereItIs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ecagent crc: %v", err)
 	}
-	if !regexp.MustCompile(`"rxerror":\s*[1-9]`).Match(out) {
+	if !regexp.MustCompile(`"rx_error":\s*[1-9]`).Match(out) {
 		t.Errorf("ecagent crc shows no RX error:\n%s", out)
 	}
 	t.Logf("slave 3 port 1: %v RX errors, %v invalid frames", own["3/1/rx_error"], own["3/1/invalid_frame"])
