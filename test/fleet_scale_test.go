@@ -66,6 +66,7 @@ func TestFleetOnRealEngines(t *testing.T) {
 		Injected    []string `json:"injected"`
 		Alerted     []string `json:"alerted"`
 		False       []string `json:"false_alerts"`
+		LineHosts   []string `json:"line_host_alerts"`
 		QueryErrors []string `json:"query_errors"`
 		RuleErrors  []string `json:"rule_errors"`
 		Queries     int      `json:"queries"`
@@ -93,7 +94,12 @@ func TestFleetOnRealEngines(t *testing.T) {
 		t.Errorf("injected %v, alerted %v: want every injected regression alerted", r.Injected, r.Alerted)
 	}
 	if len(r.False) > 0 {
-		t.Errorf("false alerts: %v", r.False)
+		t.Errorf("false alerts (hosts that did not change): %v", r.False)
+	}
+	if len(r.LineHosts) > 0 {
+		// They did change: their line's alert took them in an evaluation
+		// or two later. Said, not failed.
+		t.Logf("hosts of the regressed line paged before their line: %v", r.LineHosts)
 	}
 	for _, e := range r.RuleErrors {
 		t.Errorf("rule error: %s", e)

@@ -105,32 +105,36 @@ func parseFlags(args []string) (options, error) {
 
 // report is every figure of a run.
 type report struct {
-	Hosts           int                `json:"hosts"`
-	Scraped         int                `json:"scraped"`
-	Pushed          int                `json:"pushed_otlp"`
-	SeriesPerHost   int                `json:"series_per_host"`
-	ScrapeBytes     int                `json:"scrape_bytes_text"`
-	ScrapeGzipBytes int                `json:"scrape_bytes_text_gzip"`
-	ScrapeProtoGzip int                `json:"scrape_bytes_protobuf_gzip"`
-	ScrapeServe     time.Duration      `json:"scrape_serve_ns"`
-	HeapPerHost     int64              `json:"heap_bytes_per_host"`
-	IngestPerSec    float64            `json:"ingest_samples_per_s"`
-	RemoteWriteBps  float64            `json:"remote_write_bytes_per_s"`
-	WALBytesPerSec  float64            `json:"store_wal_bytes_per_s"`
-	SeriesInStore   float64            `json:"series_in_store"`
-	OTLPSeries      float64            `json:"otlp_series_in_store"`
-	QueryP99        time.Duration      `json:"query_p99_ns"`
-	QueryP99Panel   string             `json:"query_p99_panel"`
-	QueryMax        time.Duration      `json:"query_max_ns"`
-	Queries         int                `json:"queries"`
-	QueryErrors     []string           `json:"query_errors,omitempty"`
-	RuleErrors      []string           `json:"rule_errors,omitempty"`
-	Injected        []string           `json:"injected"`
-	Alerted         []string           `json:"alerted"`
-	FalseAlerts     []string           `json:"false_alerts"`
-	Engines         map[string]engCost `json:"engines"`
-	BenchCPU        float64            `json:"bench_cpu_cores"`
-	Timescale       map[string]string  `json:"timescale"`
+	Hosts           int           `json:"hosts"`
+	Scraped         int           `json:"scraped"`
+	Pushed          int           `json:"pushed_otlp"`
+	SeriesPerHost   int           `json:"series_per_host"`
+	ScrapeBytes     int           `json:"scrape_bytes_text"`
+	ScrapeGzipBytes int           `json:"scrape_bytes_text_gzip"`
+	ScrapeProtoGzip int           `json:"scrape_bytes_protobuf_gzip"`
+	ScrapeServe     time.Duration `json:"scrape_serve_ns"`
+	HeapPerHost     int64         `json:"heap_bytes_per_host"`
+	IngestPerSec    float64       `json:"ingest_samples_per_s"`
+	RemoteWriteBps  float64       `json:"remote_write_bytes_per_s"`
+	WALBytesPerSec  float64       `json:"store_wal_bytes_per_s"`
+	SeriesInStore   float64       `json:"series_in_store"`
+	OTLPSeries      float64       `json:"otlp_series_in_store"`
+	QueryP99        time.Duration `json:"query_p99_ns"`
+	QueryP99Panel   string        `json:"query_p99_panel"`
+	QueryMax        time.Duration `json:"query_max_ns"`
+	Queries         int           `json:"queries"`
+	QueryErrors     []string      `json:"query_errors,omitempty"`
+	RuleErrors      []string      `json:"rule_errors,omitempty"`
+	Injected        []string      `json:"injected"`
+	Alerted         []string      `json:"alerted"`
+	FalseAlerts     []string      `json:"false_alerts"`
+	// LineHostAlerts are host alerts on hosts of a regressed line that
+	// fired before their line's alert took them in: hosts that did
+	// change, paged one by one rather than as their line.
+	LineHostAlerts []string           `json:"line_host_alerts"`
+	Engines        map[string]engCost `json:"engines"`
+	BenchCPU       float64            `json:"bench_cpu_cores"`
+	Timescale      map[string]string  `json:"timescale"`
 }
 
 // engCost is an engine's CPU (cores, averaged over the measured part) and
@@ -418,15 +422,23 @@ func (w *watch) account(r *report) {
 	}
 	self, _ := readProcStat(os.Getpid())
 	r.BenchCPU = (self.cpu - w.self0.cpu).Seconds() / dt
+	changed := map[string]bool{} // the host alert of every regressed host
+	for _, h := range w.regress {
+		changed[firing{"EcagentJitterP99Regressed", h.site, h.line, h.name}.String()] = true
+	}
 	for k := range w.seen {
-		if w.injected[k] {
+		switch {
+		case w.injected[k]:
 			r.Alerted = append(r.Alerted, k)
-		} else {
+		case changed[k]:
+			r.LineHostAlerts = append(r.LineHostAlerts, k)
+		default:
 			r.FalseAlerts = append(r.FalseAlerts, k)
 		}
 	}
 	sort.Strings(r.Alerted)
 	sort.Strings(r.FalseAlerts)
+	sort.Strings(r.LineHostAlerts)
 	r.RuleErrors, _ = ruleErrors("http://" + w.eng.ruleHTTP)
 }
 
@@ -459,6 +471,7 @@ func printReport(w io.Writer, o options, r *report) {
 	fmt.Fprintf(w, "injected: %s\n", strings.Join(r.Injected, ", "))
 	fmt.Fprintf(w, "alerted: %s\n", strings.Join(r.Alerted, ", "))
 	fmt.Fprintf(w, "false alerts: %s\n", strings.Join(r.FalseAlerts, ", "))
+	fmt.Fprintf(w, "hosts of a regressed line paged before their line: %s\n", strings.Join(r.LineHostAlerts, ", "))
 	fmt.Fprintf(w, "fleet: %d hosts, %d series/host, %.1f KB gzip/scrape, ingest %.0f samples/s, query p99 %.0f ms (panel %s), regressions alerted %d of %d, false alerts %d\n",
 		r.Hosts, r.SeriesPerHost, float64(r.ScrapeGzipBytes)/1024, r.IngestPerSec, float64(r.QueryP99)/1e6, r.QueryP99Panel,
 		len(r.Alerted), len(r.Injected), len(r.FalseAlerts))
