@@ -16,7 +16,7 @@ func closestKey(key string, known []string) string {
 
 	best, bestDist := "", len(lower)+1
 	for _, k := range known {
-		if d := editDistance(lower, k); d < bestDist {
+		if d := EditDistance(lower, k); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
@@ -37,9 +37,10 @@ func closestKey(key string, known []string) string {
 	return match
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes (keys
-// are ASCII).
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, in bytes (keys
+// and command names are ASCII): the "did you mean" of a key and of a
+// toolbox command.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

@@ -252,7 +252,7 @@ func suggest(name string) string {
 	sort.Strings(names)
 	best, bestD := "", 3
 	for _, n := range names {
-		d := editDistance(strings.ToLower(name), n)
+		d := config.EditDistance(strings.ToLower(name), n)
 		if l := strings.ToLower(name); (strings.HasPrefix(n, l) && len(l) >= 2) || (strings.HasPrefix(l, n) && len(n) >= 3) {
 			d = min(d, 1)
 		}
@@ -261,27 +261,6 @@ func suggest(name string) string {
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func usage(w io.Writer) {
