@@ -17,7 +17,7 @@ func mbxWrite(tb testing.TB, seg *Segment, adp uint16, service uint16, body []by
 	tb.Helper()
 	msg := make([]byte, 0x80)
 	binary.LittleEndian.PutUint16(msg, uint16(2+len(body)))
-	msg[5] = mbxTypeCoE | 1<<4
+	msg[5] = mbxTypeCoE // counter 0: a master that does not count, each request served
 	binary.LittleEndian.PutUint16(msg[6:], service<<12)
 	copy(msg[8:], body)
 	if d := one(tb, seg, phys(wire.FPWR, adp, 0x1000, msg)); d.WKC != 1 {
@@ -264,7 +264,7 @@ func sdo(tb testing.TB, seg *Segment, adp uint16, req []byte) []byte {
 	tb.Helper()
 	msg := make([]byte, 0x80)
 	binary.LittleEndian.PutUint16(msg, uint16(2+len(req)))
-	msg[5] = mbxTypeCoE | 1<<4
+	msg[5] = mbxTypeCoE // counter 0: a master that does not count, each request served
 	binary.LittleEndian.PutUint16(msg[6:], coeSDORequest<<12)
 	copy(msg[8:], req)
 	if d := one(tb, seg, phys(wire.FPWR, adp, 0x1000, msg)); d.WKC != 1 {
@@ -392,4 +392,76 @@ func FuzzMailboxRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMailboxCounterDropsRepeats: the mailbox data link layer
+// (ETG.1000.4). A master that counts its requests 1..7 sends a request it
+// believes lost (its answer frame did not come back, or the receive
+// mailbox was still full) again with the same counter; the device takes
+// such a repeat out of its receive mailbox without serving it again. A
+// master that does not count (counter 0) is served every time, and INIT
+// forgets the last counter. Before the devices honoured the counter, a
+// repeated last packet of an FoE write answered the read that followed
+// with FoE error 0x8004 (illegal).
+func TestMailboxCounterDropsRepeats(t *testing.T) {
+	upload := []byte{0x40, 0x18, 0x10, 0x01, 0, 0, 0, 0} // 0x1018:01
+	for _, tc := range []struct {
+		name     string
+		counters []uint8 // 8: INIT and back to PREOP in between
+		served   []bool
+	}{
+		{"counting master", []uint8{1, 2, 3}, []bool{true, true, true}},
+		{"repeat of the last request", []uint8{4, 4, 5}, []bool{true, false, true}},
+		{"repeat twice", []uint8{2, 2, 2, 3}, []bool{true, false, false, true}},
+		{"not counting", []uint8{0, 0, 0}, []bool{true, true, true}},
+		{"7 wraps to 1", []uint8{7, 1, 1}, []bool{true, true, false}},
+		{"INIT forgets the counter", []uint8{3, 8, 3}, []bool{true, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seg := preOpEL3004(t)
+			var served []bool
+			for _, c := range tc.counters {
+				if c == 8 {
+					if st, _ := request(t, seg, 0x1001, 0x01); st != 0x01 {
+						t.Fatalf("INIT: %#04x", st)
+					}
+					mailboxSMs(t, seg, 0x1001)
+					if st, _ := request(t, seg, 0x1001, 0x02); st != 0x02 {
+						t.Fatalf("PREOP: %#04x", st)
+					}
+					continue
+				}
+				msg := make([]byte, 0x80)
+				binary.LittleEndian.PutUint16(msg, uint16(2+len(upload)))
+				msg[5] = mbxTypeCoE | c<<4
+				binary.LittleEndian.PutUint16(msg[6:], coeSDORequest<<12)
+				copy(msg[8:], upload)
+				// The receive mailbox takes every copy: a repeat is taken
+				// out of it like any request.
+				if d := one(t, seg, phys(wire.FPWR, 0x1001, 0x1000, msg)); d.WKC != 1 {
+					t.Fatalf("counter %d: mailbox write: WKC %d", c, d.WKC)
+				}
+				got := false
+				for range 12 {
+					if one(t, seg, phys(wire.FPRD, 0x1001, 0x080D, []byte{0})).Data[0]&smStatusFull != 0 {
+						got = true
+						break
+					}
+				}
+				if got {
+					d := one(t, seg, phys(wire.FPRD, 0x1001, 0x1080, make([]byte, 0x80)))
+					if d.WKC != 1 || d.Data[8] != 0x43 {
+						t.Fatalf("counter %d: answer WKC %d % x, want the 0x1018:01 upload", c, d.WKC, d.Data[:16])
+					}
+				}
+				if st := one(t, seg, phys(wire.FPRD, 0x1001, 0x0805, []byte{0})).Data[0]; st&smStatusFull != 0 {
+					t.Fatalf("counter %d: the receive mailbox stays full", c)
+				}
+				served = append(served, got)
+			}
+			if !slices.Equal(served, tc.served) {
+				t.Errorf("counters %v served %v, want %v", tc.counters, served, tc.served)
+			}
+		})
+	}
 }

@@ -18,7 +18,7 @@ func akdSDO(t *testing.T, seg *Segment, req []byte) []byte {
 	t.Helper()
 	msg := make([]byte, 0x400)
 	binary.LittleEndian.PutUint16(msg, uint16(2+len(req)))
-	msg[5] = mbxTypeCoE | 1<<4
+	msg[5] = mbxTypeCoE // counter 0: a master that does not count, each request served
 	binary.LittleEndian.PutUint16(msg[6:], coeSDORequest<<12)
 	copy(msg[8:], req)
 	if d := one(t, seg, phys(wire.FPWR, 0x1001, 0x1800, msg)); d.WKC != 1 {

@@ -36,7 +36,7 @@ func TestBootNeedsBootstrapMailbox(t *testing.T) {
 	// A CoE request in BOOT gets a mailbox error (only FoE runs there).
 	req := make([]byte, 0x400)
 	binary.LittleEndian.PutUint16(req, 10)
-	req[5] = 0x13
+	req[5] = 0x03 // CoE, counter 0
 	binary.LittleEndian.PutUint16(req[6:], 2<<12)
 	req[8], req[9], req[10] = 0x40, 0x00, 0x10
 	one(t, seg, phys(wire.FPWR, 0x1001, 0x1800, req))

@@ -83,8 +83,11 @@ type mailbox struct {
 	armed       bool
 	left        int
 	resp        [maxMailboxBytes]byte // the reply being built
-	counter     uint8
-	scratch     [maxMailboxBytes]byte
+	counter     uint8                 // of the last message sent, 1..7
+	// requestCounter is the counter of the last request taken from the master
+	// (0: none since INIT, or a master that does not count).
+	requestCounter uint8
+	scratch        [maxMailboxBytes]byte
 
 	queue  [replyQueueLen]message // ready messages, oldest at head
 	head   int
@@ -126,7 +129,7 @@ func (m *mailbox) idle() bool {
 // reset forgets everything in progress (the device went to INIT): queued
 // messages, transfers, the repeat handshake.
 func (m *mailbox) reset() {
-	m.pending, m.armed, m.upload, m.counter = false, false, nil, 0
+	m.pending, m.armed, m.upload, m.counter, m.requestCounter = false, false, nil, 0, 0
 	m.head, m.queued, m.last.n = 0, 0, 0
 	m.download.active, m.info.rest = false, nil
 	m.resetFoE()
@@ -327,6 +330,17 @@ func (m *mailbox) serve() {
 		m.mailboxError(mbxErrInvalidSize)
 		return
 	}
+	// The mailbox data link layer (ETG.1000.4): a master that counts its
+	// requests (1..7) sends a repeated request with the counter of the
+	// previous one — it lost the frame that carried the first copy back,
+	// or found the mailbox still full — and the application takes the
+	// repeat out of the SyncManager without serving it again; counter 0
+	// (a master that does not count) is served every time.
+	c := req[5] >> 4 & 0x07
+	if c != 0 && c == m.requestCounter {
+		return
+	}
+	m.requestCounter = c
 	body := req[mailboxHeaderLen : mailboxHeaderLen+n]
 	switch typ := req[5] & 0x0F; {
 	case typ == mbxTypeCoE && m.d.esm.state != esc.StateBootstrap:

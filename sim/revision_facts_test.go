@@ -50,7 +50,7 @@ func upload(tb testing.TB, seg *Segment, adp, index uint16, sub uint8) (data []b
 	mb := d.sii.Header.StandardMailbox
 	msg := make([]byte, mb.ReceiveSize)
 	binary.LittleEndian.PutUint16(msg, 10)
-	msg[5] = mbxTypeCoE | 1<<4
+	msg[5] = mbxTypeCoE // counter 0: a master that does not count, each request served
 	binary.LittleEndian.PutUint16(msg[6:], coeSDORequest<<12)
 	copy(msg[8:], []byte{0x40, byte(index), byte(index >> 8), sub})
 	if r := one(tb, seg, phys(wire.FPWR, adp, mb.ReceiveOffset, msg)); r.WKC != 1 {

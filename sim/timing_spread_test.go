@@ -58,7 +58,7 @@ func mailboxTime(tb testing.TB, model string, seed uint64) int64 {
 	}
 	msg := make([]byte, mb.ReceiveSize)
 	binary.LittleEndian.PutUint16(msg, 10)
-	msg[5] = mbxTypeCoE | 1<<4
+	msg[5] = mbxTypeCoE // counter 0: a master that does not count, each request served
 	binary.LittleEndian.PutUint16(msg[6:], coeSDORequest<<12)
 	copy(msg[8:], []byte{0x40, 0x18, 0x10, 0x01})
 	one(tb, seg, phys(wire.FPWR, 0x1001, mb.ReceiveOffset, msg))
