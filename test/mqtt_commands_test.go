@@ -29,7 +29,10 @@ import (
 //     session taken over, raises a session-takeover event, counts it in
 //     ecagent_mqtt_session_takeovers_total and backs off, so its retained
 //     status flips a bounded number of times (it used to flip at every
-//     connection of the other client).
+//     connection of the other client);
+//   - a stamped write delivered a second time after a later one (a
+//     sender's QoS 1 retransmission, two bridges) is refused as a
+//     duplicate: it used to run again and switch the output back.
 func TestMQTTCommandsRunOnceOrNotAtAll(t *testing.T) {
 	w, devs, _ := referenceOnWire(t, "mqc")
 	broker := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
@@ -133,6 +136,33 @@ func TestMQTTCommandsRunOnceOrNotAtAll(t *testing.T) {
 	outputs(0b0001, "a live write after the redeliveries")
 	if v := counterValue(t, addr, "ecagent_mqtt_writes_rejected_total", "reason", "retained"); v < 1 {
 		t.Errorf("ecagent_mqtt_writes_rejected_total{reason=retained} = %v, want one per resubscription", v)
+	}
+
+	// A stamped true, a stamped false after it, then the true again with
+	// its first stamp (a sender's QoS 1 retransmission, or a second
+	// bridge, delivering it late): the copy is refused as a duplicate and
+	// channel 2 stays off.
+	stamp := time.Now().UnixMilli()
+	on := fmt.Sprintf(`{"value": true, "ts": %d}`, stamp)
+	from = sub.Len()
+	pub("EL2004-1/channel_2.output", on, false)
+	outputs(0b0011, "a stamped write")
+	pub("EL2004-1/channel_2.output", fmt.Sprintf(`{"value": false, "ts": %d}`, stamp+1), false)
+	outputs(0b0001, "a stamped write after it")
+	pub("EL2004-1/channel_2.output", on, false)
+	m = sub.WaitFrom(t, from, "/events", 10*time.Second, func(m mqtttest.Message) bool {
+		return strings.Contains(string(m.Payload), `"kind":"command-rejected"`)
+	})
+	if err := json.Unmarshal(m.Payload, &ev); err != nil || ev["code"] != "duplicate" || ev["signal"] != "channel_2.output" ||
+		!strings.HasPrefix(fmt.Sprint(ev["reason"]), "duplicate command: ") {
+		t.Fatalf("the first stamped write delivered again: %s, want refused as a duplicate", m.Payload)
+	}
+	// The refusal came back after the cycle would have taken the write: a
+	// live write behind it runs, and channel 2 is still off.
+	pub("EL2004-1/channel_3.output", "true", false)
+	outputs(0b0101, "a live write after the duplicate")
+	if v := counterValue(t, addr, "ecagent_mqtt_writes_rejected_total", "reason", "duplicate"); v != 1 {
+		t.Errorf("ecagent_mqtt_writes_rejected_total{reason=duplicate} = %v, want 1", v)
 	}
 }
 

@@ -77,5 +77,5 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 // RejectCodes lists every RejectCode.
 func RejectCodes() []RejectCode {
 	return []RejectCode{RejectDisabled, RejectUnknown, RejectNotWritable, RejectMalformed, RejectWrongType,
-		RejectOutOfRange, RejectCycleDown, RejectQueueFull, RejectCycleRefused, RejectRetained, RejectStale}
+		RejectOutOfRange, RejectCycleDown, RejectQueueFull, RejectCycleRefused, RejectRetained, RejectStale, RejectDuplicate}
 }

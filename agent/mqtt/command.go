@@ -29,6 +29,7 @@ const (
 	RejectCycleRefused RejectCode = "cycle_refused" // the cycle refused it
 	RejectRetained     RejectCode = "retained"      // delivered with the retain flag: a stored command, not a live one
 	RejectStale        RejectCode = "stale"         // its timestamp is further from the agent's clock than MaxCommandAge
+	RejectDuplicate    RejectCode = "duplicate"     // a second copy of a command taken already, or a redelivery that may have run
 )
 
 // RejectError is a refused write.

@@ -112,7 +112,7 @@ func FuzzCommand(f *testing.F) {
 		// under a MiB), noise against commandAllocLimit.
 		metrics.Read(allocs)
 		before := allocs[0].Value.Uint64()
-		h.p.message(topic, payload, retained)
+		h.p.message(topic, payload, retained, false)
 		metrics.Read(allocs)
 		if n := allocs[0].Value.Uint64() - before; len(topic)+len(payload) <= 4096 && n > commandAllocLimit {
 			t.Fatalf("a command of %d bytes allocated %d bytes", len(topic)+len(payload), n)
@@ -155,4 +155,5 @@ func (h *commandHarness) reset() {
 	h.ring.mu.Unlock()
 	h.log.take()
 	h.p.session.rebirth.Store(false)
+	h.p.recent.forget()
 }

@@ -82,5 +82,6 @@
 // by one summary (refusals.go). A command runs once, when it is sent, or
 // not at all: one delivered with the retain flag (a broker's stored copy)
 // or stamped more than MaxCommandAge from the agent's clock is refused
-// (stale.go).
+// (stale.go), and so is a second copy of a stamped command or a DUP
+// redelivery that may have run (duplicate.go).
 package mqtt

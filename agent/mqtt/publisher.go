@@ -163,6 +163,7 @@ type Publisher struct {
 	sampler   sampler
 	writes    writes
 	refusals  refusals
+	recent    recentCommands // stamped commands taken lately (duplicate.go)
 	sequencer sequencer
 	session   session
 

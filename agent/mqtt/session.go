@@ -58,7 +58,7 @@ type session struct {
 	sampler   *sampler   // the bus to announce, births to render
 	seq       *sequencer // the takeover event
 	bdSeq     *bdSeqStore
-	onMessage func(topic string, payload []byte, retained bool)
+	onMessage func(topic string, payload []byte, retained, dup bool)
 	closing   <-chan struct{}
 
 	conn                                        atomic.Pointer[mqttconn.Conn] // the connection being served, or nil

@@ -35,20 +35,56 @@ const brokerRetainedReason = "retained command ignored: the embedded broker refu
 
 // message takes a publication from the broker, on the connection's reader
 // goroutine (it must not block): a command delivered with the retain flag
-// is refused; anything else goes to the renderer, and the publisher
-// carries out what it asks for.
-func (p *Publisher) message(topic string, payload []byte, retained bool) {
+// is refused, and so is a second copy of one (duplicate.go); anything
+// else goes to the renderer, and the publisher carries out what it asks
+// for.
+func (p *Publisher) message(topic string, payload []byte, retained, dup bool) {
 	if retained && p.refuseRetained(topic, retainedReason) {
 		return
 	}
-	for _, a := range p.r.Command(nil, topic, payload, p.sampler.current.Load()) {
+	actions := p.r.Command(nil, topic, payload, p.sampler.current.Load())
+	re := p.duplicate(topic, payload, actions, dup)
+	for _, a := range actions {
+		if re != nil && (a.Kind == ActionWrite || a.Kind == ActionNode) {
+			p.refusals.reject(time.Now(), re, a.Slave, a.Signal, a.Topic)
+			continue
+		}
 		p.do(&a)
 	}
 }
 
-// command dispatches a live message (not retained) on a command topic to
-// the renderer. It must not block.
-func (p *Publisher) command(topic string, payload []byte) { p.message(topic, payload, false) }
+// duplicate returns the refusal of a command (its actions) that is a copy
+// of one taken already or a redelivery that may have run, or nil; a
+// stamped command it lets through is remembered.
+func (p *Publisher) duplicate(topic string, payload []byte, actions []Action, dup bool) *RejectError {
+	stamped, acts := false, false
+	for i := range actions {
+		if k := actions[i].Kind; k == ActionWrite || k == ActionNode {
+			acts = true
+			stamped = stamped || !actions[i].Sent.IsZero()
+		}
+	}
+	switch {
+	case !acts:
+		return nil
+	case !stamped && dup:
+		return reject(RejectDuplicate, "%s", dupFlagReason)
+	case !stamped:
+		return nil
+	}
+	first, again, full := p.recent.take(keyOf(topic, payload), time.Now())
+	switch {
+	case again:
+		return duplicateReason(first)
+	case full:
+		return reject(RejectQueueFull, "more than %d time-stamped commands within %v: too many to tell a copy from a new command", maxRemembered, duplicateWindow)
+	}
+	return nil
+}
+
+// command dispatches a live message (not retained, not flagged DUP) on a
+// command topic to the renderer. It must not block.
+func (p *Publisher) command(topic string, payload []byte) { p.message(topic, payload, false, false) }
 
 // do carries out one action of a command. A write is checked and handed
 // to the cycle (writes); a command to the agent itself runs once, when it

@@ -45,7 +45,7 @@ func TestRetainedCommandsAreRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := newCommandHarness(t, tt.scheme, true)
-			h.p.message(tt.topic, tt.payload, true)
+			h.p.message(tt.topic, tt.payload, true, false)
 			if !tt.refused {
 				h.expect(t)
 				return

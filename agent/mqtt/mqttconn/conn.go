@@ -61,8 +61,10 @@ type Options struct {
 	// goroutine, in order; it must not block. The payload is the
 	// handler's to keep. retained is the PUBLISH's retain flag: set, the
 	// broker sends a message it stored because a new subscription matches
-	// it, not one published now (MQTT 3.1.1 §3.3.1.3).
-	OnMessage func(topic string, payload []byte, retained bool)
+	// it, not one published now (MQTT 3.1.1 §3.3.1.3). dup is its DUP
+	// flag: set, the broker delivers again a packet it may have delivered
+	// before (§3.3.1.1).
+	OnMessage func(topic string, payload []byte, retained, dup bool)
 }
 
 // ConnectError is a CONNACK return code other than 0 (accepted).
@@ -125,7 +127,7 @@ type Conn struct {
 	timeout   time.Duration
 	keepAlive time.Duration
 	maxPacket int
-	onMessage func(string, []byte, bool)
+	onMessage func(string, []byte, bool, bool)
 
 	wmu       sync.Mutex
 	wbuf      []byte

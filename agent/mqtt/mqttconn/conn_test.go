@@ -40,7 +40,7 @@ func dial(t *testing.T, o Options) *Conn {
 func subscriber(t *testing.T, broker, id, filter string) (*Conn, chan msg) {
 	t.Helper()
 	got := make(chan msg, 1024)
-	c := dial(t, Options{Broker: broker, ClientID: id, CleanSession: true, OnMessage: func(topic string, p []byte, _ bool) {
+	c := dial(t, Options{Broker: broker, ClientID: id, CleanSession: true, OnMessage: func(topic string, p []byte, _, _ bool) {
 		got <- msg{topic, string(p)}
 	}})
 	if err := c.Subscribe(map[string]byte{filter: 1}); err != nil {
@@ -234,7 +234,7 @@ func TestConnackCodesAndBadAnswers(t *testing.T) {
 func TestMalformedInboundEndsTheConnection(t *testing.T) {
 	// CONNACK, then a PUBLISH whose topic overruns its packet.
 	url := fakeBroker(t, []byte{0x20, 2, 0, 0, 0x30, 3, 0, 200, 'a'})
-	c := dial(t, Options{Broker: url, ClientID: "x", OnMessage: func(string, []byte, bool) { t.Error("a malformed PUBLISH was delivered") }})
+	c := dial(t, Options{Broker: url, ClientID: "x", OnMessage: func(string, []byte, bool, bool) { t.Error("a malformed PUBLISH was delivered") }})
 	select {
 	case <-c.Done():
 	case <-time.After(wait):
@@ -355,7 +355,7 @@ func TestWebSocket(t *testing.T) {
 	b := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
 	url := wsBridge(t, b.Addr())
 	got := make(chan msg, 16)
-	sub := dial(t, Options{Broker: url, ClientID: "wsub", CleanSession: true, OnMessage: func(topic string, p []byte, _ bool) { got <- msg{topic, string(p)} }})
+	sub := dial(t, Options{Broker: url, ClientID: "wsub", CleanSession: true, OnMessage: func(topic string, p []byte, _, _ bool) { got <- msg{topic, string(p)} }})
 	if err := sub.Subscribe(map[string]byte{"ws/#": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func TestRetainFlagDelivered(t *testing.T) {
 	}
 	sub := func(id string) chan flagged {
 		got := make(chan flagged, 16)
-		c := dial(t, Options{Broker: b.URL(), ClientID: id, CleanSession: true, OnMessage: func(_ string, p []byte, retained bool) {
+		c := dial(t, Options{Broker: b.URL(), ClientID: id, CleanSession: true, OnMessage: func(_ string, p []byte, retained, _ bool) {
 			got <- flagged{string(p), retained}
 		}})
 		if err := c.Subscribe(map[string]byte{"r/#": 1}); err != nil {

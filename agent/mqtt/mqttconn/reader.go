@@ -73,7 +73,7 @@ func (c *Conn) handle(h byte, body []byte) error {
 			return errors.New("inbound PUBLISH at QoS 2 (not supported)")
 		}
 		if c.onMessage != nil {
-			c.onMessage(string(p.Topic), slices.Clone(p.Payload), p.Retain)
+			c.onMessage(string(p.Topic), slices.Clone(p.Payload), p.Retain, p.Dup)
 		}
 		if p.QoS == 1 {
 			return c.write("puback", func(b []byte) []byte { return packet.AppendUint16(append(b, packet.TypePuback<<4, 2), p.ID) })

@@ -157,11 +157,13 @@ type Publish struct {
 	ID      uint16
 	QoS     byte
 	Retain  bool
+	// Dup is the DUP flag: the sender delivers this packet again.
+	Dup bool
 }
 
 // ParsePublish decodes a PUBLISH body with first byte h.
 func ParsePublish(h byte, body []byte) (Publish, error) {
-	p := Publish{QoS: (h >> 1) & 3, Retain: h&1 != 0}
+	p := Publish{QoS: (h >> 1) & 3, Retain: h&1 != 0, Dup: h&8 != 0}
 	if p.QoS == 3 {
 		return p, Malformed("PUBLISH with QoS 3")
 	}

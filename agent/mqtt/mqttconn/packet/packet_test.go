@@ -82,3 +82,24 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestPublishFlags: the fixed header's DUP, QoS and RETAIN bits
+// (MQTT 3.1.1 §3.3.1) decode to their fields.
+func TestPublishFlags(t *testing.T) {
+	body := []byte{0, 1, 'a', 0, 7, 'x'}
+	for _, tc := range []struct {
+		h           byte
+		dup, retain bool
+		qos         byte
+	}{
+		{0x32, false, false, 1},
+		{0x3a, true, false, 1},
+		{0x3b, true, true, 1},
+		{0x33, false, true, 1},
+	} {
+		p, err := ParsePublish(tc.h, body)
+		if err != nil || p.Dup != tc.dup || p.Retain != tc.retain || p.QoS != tc.qos || p.ID != 7 {
+			t.Errorf("header %#02x: %+v, %v; want DUP %v RETAIN %v QoS %d", tc.h, p, err, tc.dup, tc.retain, tc.qos)
+		}
+	}
+}
