@@ -92,7 +92,7 @@ func exported(t *testing.T) map[string]bool {
 
 // recorded is every series the shipped rules record
 // (deploy/prometheus/ecagent.rules.yml), which the fleet dashboard reads.
-func recorded(t *testing.T) map[string]bool {
+func recorded(t *testing.T) map[string]string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "deploy", "prometheus", "ecagent.rules.yml"))
 	if err != nil {
@@ -102,17 +102,18 @@ func recorded(t *testing.T) map[string]bool {
 		Groups []struct {
 			Rules []struct {
 				Record string `yaml:"record"`
+				Expr   string `yaml:"expr"`
 			} `yaml:"rules"`
 		} `yaml:"groups"`
 	}
 	if err := yaml.Unmarshal(b, &f); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]bool{}
+	out := map[string]string{}
 	for _, g := range f.Groups {
 		for _, r := range g.Rules {
 			if r.Record != "" {
-				out[r.Record] = true
+				out[r.Record] += " or " + r.Expr // a record may have several rules
 			}
 		}
 	}
@@ -126,7 +127,26 @@ func recorded(t *testing.T) map[string]bool {
 // test/fleet_dashboards_test.go).
 func TestQueriesReadExportedSeries(t *testing.T) {
 	known := exported(t)
+	rules := recorded(t)
 	used := map[string]bool{}
+	// use marks a series as shown, and what a recorded one is made of.
+	var use func(n string)
+	use = func(n string) {
+		n = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_count"), "_sum")
+		if used[n] {
+			return
+		}
+		used[n] = true
+		if expr, ok := rules[n]; ok {
+			names, err := SelectedMetrics(strings.TrimPrefix(expr, " or "))
+			if err != nil {
+				t.Fatalf("rule %s: %v", n, err)
+			}
+			for _, m := range names {
+				use(m)
+			}
+		}
+	}
 	for file, b := range committed(t) {
 		qs, err := Queries(b)
 		if err != nil {
@@ -142,7 +162,7 @@ func TestQueriesReadExportedSeries(t *testing.T) {
 				continue
 			}
 			for _, n := range names {
-				used[strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_count"), "_sum")] = true
+				use(n)
 				if !known[n] {
 					t.Errorf("%s, %s: reads %s, which the agent does not export", file, q.Where, n)
 				}

@@ -70,11 +70,11 @@ func FleetOverview() (dashboard.Dashboard, error) {
 		WithPanel(fleetStat("Cycle processes down", "Agents whose real-time cycle process is not running.",
 			fmt.Sprintf("count(%s == 0) or vector(0)", series("ecagent_cycle_process_up", sel)), thresholds(1, 5)).Span(2)).
 		WithPanel(fleetStat("Slaves not in OP", "Slaves of all selected hosts that are not in OP without an error: lost, refused (another device at their position), or answering in another state or with the AL error bit set.",
-			fmt.Sprintf("count(%s) or vector(0)", notOperational(sel)), thresholds(1, 10)).Span(2)).
+			fmt.Sprintf("sum(%s) or vector(0)", series("host:ecagent_slaves_not_operational:count", sel)), thresholds(1, 10)).Span(2)).
 		WithPanel(fleetStat("Slaves not answering", "Slaves of all selected hosts that do not answer: lost, or another device answers at their position.",
-			fmt.Sprintf("count(%s == 0) or vector(0)", series("ecagent_slave_up", sel)), thresholds(1, 10)).Span(2)).
+			fmt.Sprintf("sum(%s) or vector(0)", series("host:ecagent_slaves_not_answering:count", sel)), thresholds(1, 10)).Span(2)).
 		WithPanel(fleetStat("Failed RT checks", "Host real-time checks that fail now, summed over the selected hosts.",
-			fmt.Sprintf("sum(%s) or vector(0)", series("ecagent_rt_check", sel, `status="fail"`)), thresholds(1, 10)).Span(2)).
+			fmt.Sprintf("sum(%s) or vector(0)", series("host:ecagent_rt_checks_failed:count", sel)), thresholds(1, 10)).Span(2)).
 		WithPanel(fleetStat("Lost frames/s", "Cycles that lost a frame per second over the last 5 minutes (recorded), all selected hosts.",
 			fmt.Sprintf("sum(%s) or vector(0)", series("host:ecagent_lost_frames:rate5m", sel)), thresholds(1e-9, 1)).
 			Unit(unitPerSec).Span(4)).
@@ -82,7 +82,7 @@ func FleetOverview() (dashboard.Dashboard, error) {
 			fmt.Sprintf("max(max_over_time(%s[%s]))", series("host:ecagent_cycle_jitter_p99_5m:period_ratio", sel), dashRange), thresholds(0.05, 0.1)).
 			Unit(unitRatio).Span(4)).
 		WithPanel(fleetStat("Drives in fault", "CiA 402 drives of all selected hosts that are in fault now.",
-			fmt.Sprintf("count(%s != 0) or vector(0)", series("ecagent_drive_error_code", sel)), thresholds(1, 5)).Span(2)).
+			fmt.Sprintf("sum(%s) or vector(0)", series("host:ecagent_drives_in_fault:count", sel)), thresholds(1, 5)).Span(2)).
 		WithPanel(fleetStat("Worst p99 DC difference", "The largest 5-minute p99 distributed-clock system time difference of any selected host over the dashboard's time range (recorded); EtherCAT keeps it under 1 µs: orange from 500 ns, red from 1 µs.",
 			fmt.Sprintf("max(max_over_time(%s[%s]))", series("host:ecagent_dc_time_difference_seconds:p99_5m", sel), dashRange), thresholds(500e-9, 1e-6)).
 			Unit(unitSeconds).Span(2)).
@@ -176,11 +176,11 @@ func hostsTable(sel string) *table.PanelBuilder {
 		{ref: "G", name: "WKC errors/s", unit: unitPerSec, orange: 1e-9, red: 0.01,
 			expr: averageOver("host:ecagent_wkc_errors:rate5m", sel)},
 		{ref: "H", name: "slaves not in OP", unit: unitCount, orange: 1, red: 3,
-			expr: fmt.Sprintf("count by (%s) %s\nor\n0 * max by (%s) (%s)", byHost, notOperational(sel), byHost, series("ecagent_bus_slaves", sel))},
+			expr: series("host:ecagent_slaves_not_operational:count", sel)},
 		{ref: "N", name: "slaves not answering", unit: unitCount, orange: 1, red: 3,
-			expr: fmt.Sprintf("count by (%s) (%s == 0)\nor\n0 * max by (%s) (%s)", byHost, series("ecagent_slave_up", sel), byHost, series("ecagent_bus_slaves", sel))},
+			expr: series("host:ecagent_slaves_not_answering:count", sel)},
 		{ref: "I", name: "failed RT checks", unit: unitCount, orange: 1, red: 3,
-			expr: fmt.Sprintf("sum by (%s) (%s)", byHost, series("ecagent_rt_check", sel, `status="fail"`))},
+			expr: series("host:ecagent_rt_checks_failed:count", sel)},
 	}
 	t := table.NewPanelBuilder().
 		Title("Hosts").

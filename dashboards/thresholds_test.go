@@ -214,8 +214,9 @@ func TestStockPrometheusFirst(t *testing.T) {
 }
 
 // TestFleetReadsRecordings requires the fleet overview's panels to read
-// no histogram buckets of their own: over 1 000 hosts those come from the
-// recording rules.
+// no histogram buckets and no per-slave or per-check series of their own:
+// over 1 000 hosts those come from the recording rules (per host, line or
+// site), so a refresh reads a few series per host, not every slave's.
 func TestFleetReadsRecordings(t *testing.T) {
 	b := committed(t)["ecagent-fleet-overview.json"]
 	ps, _ := panels(t, b)
@@ -228,6 +229,11 @@ func TestFleetReadsRecordings(t *testing.T) {
 			for _, n := range names {
 				if slices.Contains([]string{"_bucket"}, n[max(0, len(n)-7):]) || strings.HasSuffix(n, "_seconds") && strings.HasPrefix(n, "ecagent_") && n != "ecagent_cycle_target_seconds" {
 					t.Errorf("panel %q reads %s directly; the fleet overview reads the recorded series", p.Title, n)
+				}
+				for _, perItem := range []string{"ecagent_slave_", "ecagent_drive_", "ecagent_rt_check", "ecagent_port_", "ecagent_esc_"} {
+					if strings.HasPrefix(n, perItem) {
+						t.Errorf("panel %q reads %s (a series per slave or check) directly; the fleet overview reads its per-host recording", p.Title, n)
+					}
 				}
 			}
 		}

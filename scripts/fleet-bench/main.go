@@ -122,6 +122,9 @@ type report struct {
 	QueryP99        time.Duration `json:"query_p99_ns"`
 	QueryP99Panel   string        `json:"query_p99_panel"`
 	QueryMax        time.Duration `json:"query_max_ns"`
+	// PanelMax is each panel's slowest query, the slowest first: what a
+	// larger fleet needs recorded first.
+	PanelMax []panelLatency `json:"query_panels"`
 	Queries         int           `json:"queries"`
 	QueryErrors     []string      `json:"query_errors,omitempty"`
 	RuleErrors      []string      `json:"rule_errors,omitempty"`
@@ -462,6 +465,9 @@ func printReport(w io.Writer, o options, r *report) {
 	fmt.Fprintf(w, "timescale: %v\n", r.Timescale)
 	fmt.Fprintf(w, "dashboard: %d queries x %d, p99 %.0f ms, max %.0f ms (%s)\n", r.Queries, o.queryRepeats,
 		float64(r.QueryP99)/1e6, float64(r.QueryMax)/1e6, r.QueryP99Panel)
+	for _, p := range r.PanelMax[:min(5, len(r.PanelMax))] {
+		fmt.Fprintf(w, "  slowest panel: %-40s %.0f ms\n", p.Panel, float64(p.Max)/1e6)
+	}
 	for _, e := range r.QueryErrors {
 		fmt.Fprintln(w, "query error:", e)
 	}

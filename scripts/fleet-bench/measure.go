@@ -146,5 +146,20 @@ func timeDashboard(api string, o options, r *report) error {
 	r.QueryP99 = all[min(i, len(all))-1].latency
 	r.QueryMax = all[len(all)-1].latency
 	r.QueryP99Panel = all[len(all)-1].panel
+	worst := map[string]time.Duration{}
+	for _, t := range all {
+		worst[t.panel] = max(worst[t.panel], t.latency)
+	}
+	r.PanelMax = r.PanelMax[:0]
+	for p, d := range worst {
+		r.PanelMax = append(r.PanelMax, panelLatency{Panel: p, Max: d})
+	}
+	slices.SortFunc(r.PanelMax, func(a, b panelLatency) int { return int(b.Max - a.Max) })
 	return nil
+}
+
+// panelLatency is a dashboard panel's slowest query.
+type panelLatency struct {
+	Panel string        `json:"panel"`
+	Max   time.Duration `json:"max_ns"`
 }
