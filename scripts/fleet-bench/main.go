@@ -124,13 +124,13 @@ type report struct {
 	QueryMax        time.Duration `json:"query_max_ns"`
 	// PanelMax is each panel's slowest query, the slowest first: what a
 	// larger fleet needs recorded first.
-	PanelMax []panelLatency `json:"query_panels"`
-	Queries         int           `json:"queries"`
-	QueryErrors     []string      `json:"query_errors,omitempty"`
-	RuleErrors      []string      `json:"rule_errors,omitempty"`
-	Injected        []string      `json:"injected"`
-	Alerted         []string      `json:"alerted"`
-	FalseAlerts     []string      `json:"false_alerts"`
+	PanelMax    []panelLatency `json:"query_panels"`
+	Queries     int            `json:"queries"`
+	QueryErrors []string       `json:"query_errors,omitempty"`
+	RuleErrors  []string       `json:"rule_errors,omitempty"`
+	Injected    []string       `json:"injected"`
+	Alerted     []string       `json:"alerted"`
+	FalseAlerts []string       `json:"false_alerts"`
 	// LineHostAlerts are host alerts on hosts of a regressed line that
 	// fired before their line's alert took them in: hosts that did
 	// change, paged one by one rather than as their line.
