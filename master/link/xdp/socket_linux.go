@@ -32,11 +32,14 @@ var (
 
 // Geometry of the UMEM and the rings: umemFrames chunks of frameSize
 // bytes, the first half lent to the kernel for receiving (the fill ring),
-// the second half for sending. 256 KiB in all, registered (pinned) once.
+// the second half for sending. 128 KiB in all, registered (pinned) once:
+// a cycle has a few frames in flight (its cyclic frames and a maintenance
+// datagram or two), so 32 receive buffers ride out any burst the segment
+// answers with, and every KiB here is locked in the cycle process.
 const (
 	frameSize  = 2048
-	umemFrames = 128
-	ringSize   = 64 // every ring; a power of two
+	umemFrames = 64
+	ringSize   = 32 // every ring; a power of two
 	rxFrames   = umemFrames / 2
 	stampSize  = 8 // the XDP program's arrival time in front of each frame
 )
@@ -150,7 +153,7 @@ func open(ifname string, modes []attachMode) (_ *Socket, err error) {
 			s.release()
 		}
 	}()
-	if err := loadRedirectObjects(&s.objs, nil); err != nil {
+	if err := loadRedirectObjects(&s.objs); err != nil {
 		return nil, fmt.Errorf("loading the XDP program: %w", permission(err))
 	}
 	if s.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
