@@ -80,7 +80,7 @@ type Socket struct {
 	spin    time.Duration
 	keepP   bool
 
-	objs    redirectObjects
+	objs    xdpProgram
 	xdpLink ebpflink.Link
 
 	errTimeout, errClosed, errSendClosed, errAgain, errShort, errDown error
@@ -153,7 +153,7 @@ func open(ifname string, modes []attachMode) (_ *Socket, err error) {
 			s.release()
 		}
 	}()
-	if err := loadRedirectObjects(&s.objs); err != nil {
+	if err := s.objs.load(); err != nil {
 		return nil, fmt.Errorf("loading the XDP program: %w", permission(err))
 	}
 	if s.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
@@ -167,7 +167,7 @@ func open(ifname string, modes []attachMode) (_ *Socket, err error) {
 	}
 	// Attach before bind: a zero-copy bind needs the driver in XDP mode.
 	for _, m := range modes {
-		l, aerr := ebpflink.AttachXDP(ebpflink.XDPOptions{Program: s.objs.EcatRedirect, Interface: ifi.Index, Flags: m.flags})
+		l, aerr := ebpflink.AttachXDP(ebpflink.XDPOptions{Program: s.objs.prog, Interface: ifi.Index, Flags: m.flags})
 		if aerr == nil {
 			s.xdpLink, s.mode = l, m.name
 			break
@@ -186,7 +186,7 @@ func open(ifname string, modes []attachMode) (_ *Socket, err error) {
 			return nil, fmt.Errorf("bind to queue 0: %w", err)
 		}
 	}
-	if err := s.objs.Xsks.Put(uint32(0), uint32(s.fd)); err != nil {
+	if err := s.objs.xsks.Put(uint32(0), uint32(s.fd)); err != nil {
 		return nil, fmt.Errorf("entering the socket in the XDP program's map: %w", err)
 	}
 	s.pollFDs = [2]unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(s.wake), Events: unix.POLLIN}}
