@@ -61,9 +61,8 @@ type Options struct {
 	// goroutine, in order; it must not block. The payload is the
 	// handler's to keep. retained is the PUBLISH's retain flag: set, the
 	// broker sends a message it stored because a new subscription matches
-	// it, not one published now (MQTT 3.1.1 §3.3.1.3). dup is its DUP
-	// flag: set, the broker delivers again a packet it may have delivered
-	// before (§3.3.1.1).
+	// it, not one published now (MQTT 3.1.1 §3.3.1.3); dup, its DUP flag:
+	// a packet it may have delivered before (§3.3.1.1).
 	OnMessage func(topic string, payload []byte, retained, dup bool)
 }
 
