@@ -190,17 +190,10 @@ func checkSpikeData(v *violations, m tahuMessage, got tahuSpike, count uint64) {
 		v.add(m, "Spikes/Last/causes %q: %v", s, err)
 		return
 	}
-	classes := slices.Collect(func(yield func(string) bool) {
-		for _, c := range contract.SpikeClasses() {
-			if !yield(c.String()) {
-				return
-			}
-		}
-	})
 	cause, _ := got["Spikes/Last/cause"].Value.(string)
 	name, _ := got["Spikes/Last/culprit"].Value.(string)
 	switch {
-	case !slices.Contains(classes, cause):
+	case !slices.ContainsFunc(contract.SpikeClasses(), func(c contract.SpikeClass) bool { return c.String() == cause }):
 		v.add(m, "Spikes/Last/cause %q is not a class", cause)
 	case len(causes) > 0 && (causes[0].Class != cause || causes[0].Name != name):
 		v.add(m, "Spikes/Last/cause %q culprit %q, the first of causes is %+v", cause, name, causes[0])
