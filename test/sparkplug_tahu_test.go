@@ -129,13 +129,27 @@ func TestSparkplugTahuConformance(t *testing.T) {
 	_ = a.cmd.Wait()
 	host.WaitFrom(t, 0, "/NDEATH/edge7", 10*time.Second, nil)
 
+	ms := tahuDecodeNode(t, tahu, host.All(), "edge7")
+	t.Run("seq", func(t *testing.T) { checkTahuSeq(t, ms) })
+	t.Run("bdSeq", func(t *testing.T) { checkTahuBdSeq(t, ms) })
+	t.Run("birth-order", func(t *testing.T) { checkTahuBirthOrder(t, ms) })
+	t.Run("datatypes", func(t *testing.T) { checkTahuDatatypes(t, ms) })
+	t.Run("aliases", func(t *testing.T) { checkTahuAliases(t, ms) })
+	t.Run("timestamps", func(t *testing.T) { checkTahuTimestamps(t, ms) })
+}
+
+// tahuDecodeNode has Tahu decode every message of the edge node node
+// among msgs (not the host's own commands), failing t on a payload Tahu
+// refuses.
+func tahuDecodeNode(t *testing.T, tahu *mqtttest.Tahu, msgs []mqtttest.Message, node string) []tahuMessage {
+	t.Helper()
 	var ms []tahuMessage
-	for i, m := range host.All() {
+	for i, m := range msgs {
 		topic, ok := sparkplug.ParseTopic(m.Topic)
 		if !ok {
 			t.Fatalf("message #%d: not a Sparkplug topic: %s", i, m.Topic)
 		}
-		if topic.Type == sparkplug.NCMD || topic.Type == sparkplug.DCMD || topic.Node != "edge7" {
+		if topic.Type == sparkplug.NCMD || topic.Type == sparkplug.DCMD || topic.Node != node {
 			continue // the host's own commands
 		}
 		p, err := tahu.Decode(m.Payload)
@@ -148,15 +162,9 @@ func TestSparkplugTahuConformance(t *testing.T) {
 	for _, m := range ms {
 		counts[m.topic.Type]++
 	}
-	t.Logf("Tahu decoded %d messages of edge7: %d NBIRTH, %d DBIRTH, %d NDATA, %d DDATA, %d NDEATH", len(ms),
+	t.Logf("Tahu decoded %d messages of %s: %d NBIRTH, %d DBIRTH, %d NDATA, %d DDATA, %d NDEATH", len(ms), node,
 		counts[sparkplug.NBIRTH], counts[sparkplug.DBIRTH], counts[sparkplug.NDATA], counts[sparkplug.DDATA], counts[sparkplug.NDEATH])
-
-	t.Run("seq", func(t *testing.T) { checkTahuSeq(t, ms) })
-	t.Run("bdSeq", func(t *testing.T) { checkTahuBdSeq(t, ms) })
-	t.Run("birth-order", func(t *testing.T) { checkTahuBirthOrder(t, ms) })
-	t.Run("datatypes", func(t *testing.T) { checkTahuDatatypes(t, ms) })
-	t.Run("aliases", func(t *testing.T) { checkTahuAliases(t, ms) })
-	t.Run("timestamps", func(t *testing.T) { checkTahuTimestamps(t, ms) })
+	return ms
 }
 
 // checkTahuSeq: every message of the node but NDEATH carries seq; NBIRTH

@@ -54,13 +54,15 @@
 // talks to the broker.
 //
 // The Sparkplug B scheme publishes NBIRTH/NDATA/NDEATH for the agent (the
-// edge node; NDATA carries the window statistics) and DBIRTH/DDATA/DDEATH
+// edge node; NDATA carries the window statistics, the bus's state, the
+// refused commands and each cycle spike) and DBIRTH/DDATA/DDEATH
 // for each slave (a device), with metric aliases after the births, seq
 // 0–255 per connection and bdSeq in NBIRTH and in the NDEATH will; it
 // answers "Node Control/Rebirth" and takes writes as DCMD. A device is
 // born while its slave answers: DDEATH when it is lost or refused, a fresh
 // DBIRTH before its first DDATA when it is back. Events are
-// published on the JSON events topic in both schemes.
+// published on the JSON events topic in both schemes; Sparkplug shows a
+// cycle spike also as its Spikes/… node metrics (spike.go).
 //
 // # Delivery
 //

@@ -212,6 +212,11 @@ type Event struct {
 	Kind string
 	// JSON is the event's JSON object.
 	JSON []byte
+	// Spike is the spike of a cycle-spike event, nil for any other kind:
+	// what a scheme shows of a spike beyond the event (Sparkplug's
+	// Spikes/… node metrics) it renders from here, the data the JSON was
+	// written from.
+	Spike *SpikeEvent
 }
 
 // Refusal is a refused write, or a summary of those refused in a burst,

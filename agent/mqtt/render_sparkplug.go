@@ -27,6 +27,19 @@ const (
 	aliasRebirth                                      // Node Control/Rebirth
 )
 
+// The aliases of the node's spike metrics: Spikes/Count, then
+// Spikes/Last/<key> of the i-th of spikeFields at aliasSpikeLast + i.
+const (
+	aliasSpikeCount = nodeStatAliasBase + 128
+	aliasSpikeLast  = aliasSpikeCount + 1
+)
+
+// The names of the node's spike metrics.
+const (
+	spikeCountMetric = "Spikes/Count"
+	spikeLastFolder  = "Spikes/Last/"
+)
+
 func nodeStatAlias(i int) uint64 { return nodeStatAliasBase + uint64(i) }
 
 // nodeDeath returns the NDEATH payload: bdSeq.
@@ -158,7 +171,7 @@ type SparkplugOptions struct {
 // DDEATH). A device is born while its slave answers: a lost or refused
 // slave gets its DDEATH, and its return a fresh DBIRTH before any DDATA.
 // It takes NCMD (rebirth) and DCMD (writes). Events go to the JSON events
-// topic.
+// topic; a cycle spike is also an NDATA of the Spikes/… node metrics.
 type SparkplugRenderer struct {
 	group, node, root string
 	log               *slog.Logger
@@ -176,6 +189,9 @@ type SparkplugRenderer struct {
 	hasBus       bool
 	refusedLast  string // the last refused command, and how many so far
 	refusedCount uint64
+	spike        *SpikeEvent // the last cycle spike (nil before the first), when, and how many so far
+	spikeAt      time.Time
+	spikeCount   uint64
 }
 
 var _ Renderer = (*SparkplugRenderer)(nil)
@@ -363,6 +379,32 @@ func (s *SparkplugRenderer) refusedMetrics(ts uint64) []sparkplug.Metric {
 	return ms
 }
 
+// spikeMetrics returns the spike metrics: Spikes/Count, and the fields of
+// the last spike as Spikes/Last/<key>, null before the first; named when
+// ts is set, for NBIRTH, where the last spike's fields carry its time.
+// nmu is held.
+func (s *SparkplugRenderer) spikeMetrics(ts uint64) []sparkplug.Metric {
+	fields := spikeFields()
+	ms := make([]sparkplug.Metric, 0, 1+len(fields))
+	ms = append(ms, sparkplug.Metric{Name: spikeCountMetric, Alias: aliasSpikeCount, DataType: sparkplug.UInt64, Int: s.spikeCount})
+	for i, f := range fields {
+		m := sparkplug.Metric{Name: spikeLastFolder + f.key, Alias: aliasSpikeLast + uint64(i), DataType: f.typ, Null: s.spike == nil}
+		if s.spike != nil {
+			f.set(s.spike, &m)
+		}
+		ms = append(ms, m)
+	}
+	for i := range ms {
+		ms[i].HasAlias, ms[i].Timestamp = true, ts
+		if ts == 0 {
+			ms[i].Name = ""
+		} else if s.spike != nil {
+			ms[i].Timestamp = uint64(s.spikeAt.UnixMilli())
+		}
+	}
+	return ms
+}
+
 // nodeData returns an NDATA of ms, made at at; historical while offline.
 func (s *SparkplugRenderer) nodeData(ms []sparkplug.Metric, at time.Time, offline bool) Message {
 	b := sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: uint64(at.UnixMilli())})
@@ -376,7 +418,8 @@ func (s *SparkplugRenderer) nodeData(ms []sparkplug.Metric, at time.Time, offlin
 
 // nodeBirth returns an NBIRTH payload (without seq): bdSeq, the rebirth
 // control, the statistics metrics (null until the first window closed),
-// the bus's state and the refused commands, each with its alias.
+// the bus's state, the refused commands and the spikes (the last one's
+// fields null until the first), each with its alias.
 func (s *SparkplugRenderer) nodeBirth(bdSeq uint64, now time.Time) []byte {
 	ts := uint64(now.UnixMilli())
 	b := sparkplug.AppendPayload(nil, &sparkplug.Payload{Timestamp: ts})
@@ -394,7 +437,8 @@ func (s *SparkplugRenderer) nodeBirth(bdSeq uint64, now time.Time) []byte {
 		m.Name, m.HasAlias, m.Alias, m.Timestamp = nm.name, true, nodeStatAlias(i), ts
 		b = sparkplug.AppendMetric(b, &m)
 	}
-	for _, m := range append(s.busMetrics(ts), s.refusedMetrics(ts)...) {
+	ms := append(s.busMetrics(ts), s.refusedMetrics(ts)...)
+	for _, m := range append(ms, s.spikeMetrics(ts)...) {
 		b = sparkplug.AppendMetric(b, &m)
 	}
 	return b
@@ -413,9 +457,21 @@ func (s *SparkplugRenderer) Window(ms []Message, r *cyclestats.Report, st Stamp)
 	return append(ms, s.nodeData(metrics, st.At, st.Offline))
 }
 
-// Event publishes the event on the JSON events topic, at QoS 1.
+// Event publishes the event on the JSON events topic, at QoS 1; a cycle
+// spike also as NDATA of the Spikes/… node metrics, at the spike's time:
+// one per cycle-spike event, so never more often than the events.
 func (s *SparkplugRenderer) Event(ms []Message, e *Event) []Message {
-	return append(ms, Message{Topic: s.root + "/events", Payload: e.JSON, QoS: 1})
+	ms = append(ms, Message{Topic: s.root + "/events", Payload: e.JSON, QoS: 1})
+	if e.Spike == nil {
+		return ms
+	}
+	sp := *e.Spike
+	s.nmu.Lock()
+	s.spike, s.spikeAt = &sp, e.At
+	s.spikeCount++
+	metrics := s.spikeMetrics(0)
+	s.nmu.Unlock()
+	return append(ms, s.nodeData(metrics, e.At, e.Offline))
 }
 
 // Refused answers a refused write as NDATA: Commands/Last Refused says

@@ -28,6 +28,12 @@ type sequencer struct {
 // event queues one event, made at at: a JSON object with its time, its
 // number and its kind, then the fields fill writes (none when nil).
 func (q *sequencer) event(at time.Time, kind string, fill func(o *jsonObject)) {
+	q.eventWith(at, kind, nil, fill)
+}
+
+// eventWith queues one event as event does, handing the renderer the
+// spike of a cycle-spike event (Event.Spike) beside its JSON.
+func (q *sequencer) eventWith(at time.Time, kind string, spike *SpikeEvent, fill func(o *jsonObject)) {
 	q.qmu.Lock()
 	defer q.qmu.Unlock()
 	q.eventSeq++
@@ -38,7 +44,7 @@ func (q *sequencer) event(at time.Time, kind string, fill func(o *jsonObject)) {
 	if fill != nil {
 		fill(&o)
 	}
-	e := Event{Stamp: q.stampLocked(at, q.eventSeq), Kind: kind, JSON: o.end()}
+	e := Event{Stamp: q.stampLocked(at, q.eventSeq), Kind: kind, JSON: o.end(), Spike: spike}
 	q.msgs = q.r.Event(q.msgs[:0], &e)
 	queue(q.out, q.msgs, at)
 }
