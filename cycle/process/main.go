@@ -106,6 +106,7 @@ func Main(name string, args []string, stdout, stderr io.Writer) int {
 	}
 	log := cfg.Log.NewLogger(stderr).With("process", "cycle")
 	quietRuntime(log)
+	logCapabilities(cfg, log)
 	rep, err := Run(context.Background(), cfg, Options{LinkFD: *linkFD, Cycles: *cycles, BringUpReport: report}, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
