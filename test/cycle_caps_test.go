@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
 
 	"github.com/ecagent/ecagent/contract"
@@ -85,14 +87,20 @@ func TestCycleProcessHoldsOnlyWhatItNeeds(t *testing.T) {
 	}
 }
 
-// TestCycleProcessOfTheForensicsUnit runs `ecagent run` as the unit with
-// the forensics drop-in does — a non-root user with the unit's
-// capabilities and CAP_SYS_ADMIN, ambient and bounding, no new privileges
-// — and shows that the cycle process holds the unit's capabilities in
-// every set but the bounding one, and CAP_SYS_ADMIN in none of them: the
-// agent holds no CAP_SETPCAP to narrow a bounding set, and none is needed,
-// since no_new_privs keeps every execve from gaining anything through it.
-func TestCycleProcessOfTheForensicsUnit(t *testing.T) {
+// TestCycleProcessOfTheForensicsDeployments runs `ecagent run` as the two
+// deployments with forensics on run it, both granting the agent
+// CAP_SYS_ADMIN for tracefs, neither CAP_SETPCAP: the systemd unit with
+// the forensics drop-in (a non-root user, the unit's capabilities and
+// CAP_SYS_ADMIN ambient and bounding, no new privileges) and the Helm
+// chart's container with forensics.enabled (uid 0, every capability
+// dropped but the chart's and SYS_ADMIN, allowPrivilegeEscalation false).
+// The cycle process must hold what it needs of those in every set but the
+// bounding one, CAP_SYS_ADMIN in none of them, with no_new_privs: without
+// CAP_SETPCAP no bounding set can be narrowed, and none need be, since
+// no_new_privs keeps every execve from gaining anything through it — the
+// container's root, whose execve would otherwise take its whole bounding
+// set, CAP_SYS_ADMIN included, most of all.
+func TestCycleProcessOfTheForensicsDeployments(t *testing.T) {
 	needRoot(t)
 	for _, tool := range []string{"setpriv", "prlimit"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -102,52 +110,109 @@ func TestCycleProcessOfTheForensicsUnit(t *testing.T) {
 	u := readUnitSettings(t, unitFile)
 	d := readUnitSettings(t, forensicsDropIn)
 	unitCaps := strings.Fields(u.one(t, "Service.AmbientCapabilities"))
-	caps := append(unitCaps, strings.Fields(d.one(t, "Service.AmbientCapabilities"))...)
-	if bounding := d.one(t, "Service.CapabilityBoundingSet"); bounding != "CAP_SYS_ADMIN" {
-		t.Fatalf("the test assumes the drop-in adds CAP_SYS_ADMIN to both sets; its bounding set adds %q", bounding)
+	if bounding := d.one(t, "Service.CapabilityBoundingSet"); bounding != d.one(t, "Service.AmbientCapabilities") {
+		t.Fatalf("the test assumes the drop-in adds the same to both sets; it adds %q and %q", d.one(t, "Service.AmbientCapabilities"), bounding)
 	}
+	chartCaps := chartCapabilities(t)
+	for _, tc := range []struct {
+		name, tag string
+		uid       int
+		caps      []string // the agent's
+		need      []string // what the cycle needs of them
+	}{
+		{"systemd unit and forensics.conf", "cpu", unprivilegedUID, append(slices.Clone(unitCaps), strings.Fields(d.one(t, "Service.AmbientCapabilities"))...), unitCaps},
+		// The chart's template adds SYS_ADMIN with forensics.enabled.
+		{"Helm chart, forensics.enabled", "cph", 0, append(slices.Clone(chartCaps), "CAP_SYS_ADMIN"), chartCaps},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWire(t, tc.tag)
+			startSim(t, w, strings.Join(referenceSet, ","))
+			a, shmPath := startAgentAs(t, w, tc.tag, tc.uid, tc.caps, u)
+			a.waitStatus(t, " OP  slaves 7 ", 30*time.Second)
+			// The bus description belongs to the agent's user: read as a file.
+			raw, err := os.ReadFile(contract.BusInfoPath(shmPath))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var info contract.BusInfo
+			if err := json.Unmarshal(raw, &info); err != nil {
+				t.Fatal(err)
+			}
+			agent := procCaps(t, a.cmd.Process.Pid)
+			if !agent.Effective.Has(contract.CapSysAdmin) || agent.Bounding.Has(contract.CapSetPCAP) {
+				t.Fatalf("the agent holds %v, bounding %v: want CAP_SYS_ADMIN and no CAP_SETPCAP, or the test shows nothing", agent.Effective, agent.Bounding)
+			}
+			var want contract.Caps
+			for _, c := range tc.need {
+				want |= capsByName(t, c)
+			}
+			checkCycleCaps(t, info.CyclePID, want, agent.Bounding)
+			wantCapsLine(t, a, want)
+		})
+	}
+}
+
+// startAgentAs starts `ecagent run` on the wire as uid with caps, as the
+// unit u does (its limits, no new privileges) or a container: uid 0 holds
+// caps as its bounding set, which its execve makes its permitted and
+// effective ones, another uid as its ambient set. It returns the agent and
+// its segment's path, in a directory of uid's own.
+func startAgentAs(t *testing.T, w wire, tag string, uid int, caps []string, u unitSettings) (*agentProc, string) {
+	t.Helper()
 	bin := binaryForAnyUser(t)
-	w := newWire(t, "cpu")
-	startSim(t, w, strings.Join(referenceSet, ","))
-	runDir := filepath.Join("/dev/shm", fmt.Sprintf("ecagent-cpu-%d", os.Getpid()))
+	runDir := filepath.Join("/dev/shm", fmt.Sprintf("ecagent-%s-%d", tag, os.Getpid()))
 	if err := os.Mkdir(runDir, 0o750); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(runDir) })
-	if err := os.Chown(runDir, unprivilegedUID, unprivilegedUID); err != nil {
+	if err := os.Chown(runDir, uid, uid); err != nil {
 		t.Fatal(err)
 	}
 	shmPath := filepath.Join(runDir, "ecagent.shm")
 	capList := capsForSetpriv(caps)
-	cmd := exec.Command("prlimit",
-		"--rtprio="+reachableLimit(t, "RLIMIT_RTPRIO", unix.RLIMIT_RTPRIO, u.one(t, "Service.LimitRTPRIO")),
-		"--memlock="+reachableLimit(t, "RLIMIT_MEMLOCK", unix.RLIMIT_MEMLOCK, u.one(t, "Service.LimitMEMLOCK")), "--",
-		"setpriv", "--reuid", strconv.Itoa(unprivilegedUID), "--regid", strconv.Itoa(unprivilegedUID), "--clear-groups",
-		"--inh-caps", capList, "--ambient-caps", capList, "--bounding-set", capList, "--no-new-privs",
-		"--", bin, "run", "--bus.interface", w.MasterEnd, "--bus.expectedslaves", "7",
-		"--cycle.shm", shmPath, "--status.interval", "300ms", "--metrics.listen", testsupport.FreeAddr(t))
-	a := startProcess(t, cmd)
+	args := []string{
+		"--rtprio=" + reachableLimit(t, "RLIMIT_RTPRIO", unix.RLIMIT_RTPRIO, u.one(t, "Service.LimitRTPRIO")),
+		"--memlock=" + reachableLimit(t, "RLIMIT_MEMLOCK", unix.RLIMIT_MEMLOCK, u.one(t, "Service.LimitMEMLOCK")), "--", "setpriv"}
+	if uid != 0 {
+		args = append(args, "--reuid", strconv.Itoa(uid), "--regid", strconv.Itoa(uid), "--clear-groups",
+			"--inh-caps", capList, "--ambient-caps", capList)
+	}
+	args = append(args, "--bounding-set", capList, "--no-new-privs", "--", bin, "run", "--bus.interface", w.MasterEnd,
+		"--bus.expectedslaves", "7", "--cycle.shm", shmPath, "--status.interval", "300ms", "--metrics.listen", testsupport.FreeAddr(t))
+	a := startProcess(t, exec.Command("prlimit", args...))
 	stopAgentAtCleanup(t, a)
-	a.waitStatus(t, " OP  slaves 7 ", 30*time.Second)
-	// The bus description belongs to the unit's user: read as a file.
-	raw, err := os.ReadFile(contract.BusInfoPath(shmPath))
+	return a, shmPath
+}
+
+// chartCapabilities returns the capabilities the Helm chart's values add
+// to the container (securityContext.capabilities.add), as CAP_ names.
+func chartCapabilities(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../helm/ecagent/values.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var info contract.BusInfo
-	if err := json.Unmarshal(raw, &info); err != nil {
+	var v struct {
+		SecurityContext struct {
+			RunAsUser    int `yaml:"runAsUser"`
+			Capabilities struct {
+				Drop []string `yaml:"drop"`
+				Add  []string `yaml:"add"`
+			} `yaml:"capabilities"`
+		} `yaml:"securityContext"`
+	}
+	if err := yaml.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
-	agent := procCaps(t, a.cmd.Process.Pid)
-	if !agent.Effective.Has(contract.CapSysAdmin) {
-		t.Fatalf("the agent does not hold CAP_SYS_ADMIN (effective %v): the test shows nothing", agent.Effective)
+	sc := v.SecurityContext
+	if sc.RunAsUser != 0 || !slices.Equal(sc.Capabilities.Drop, []string{"ALL"}) || len(sc.Capabilities.Add) == 0 {
+		t.Fatalf("the test assumes the chart runs uid 0 with ALL dropped and some added; values have %+v", sc)
 	}
-	var want contract.Caps
-	for _, c := range unitCaps {
-		want |= capsByName(t, c)
+	var caps []string
+	for _, c := range sc.Capabilities.Add {
+		caps = append(caps, "CAP_"+c)
 	}
-	checkCycleCaps(t, info.CyclePID, want, agent.Bounding)
-	wantCapsLine(t, a, want)
+	return caps
 }
 
 // checkCycleCaps fails t unless the cycle process pid holds exactly want
