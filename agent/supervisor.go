@@ -308,7 +308,7 @@ func launchCycle(cfg config.Config, prog CycleProgram, log *slog.Logger, cycles 
 		cp.waitErr = cp.cmd.Wait()
 		close(cp.exited)
 	}()
-	log.Info("cycle process started", "pid", cp.pid, "segment", path, "capabilities", cp.granted.Caps, "bounding_set_narrowed", cp.granted.Bounding)
+	log.Info("cycle process started", "pid", cp.pid, "segment", path, "capabilities", cp.granted.Caps, "bounding_set_narrowed", cp.granted.Bounding, "no_new_privs", cp.granted.NoNewPrivs)
 	cp.startBy = time.Now().Add(4*time.Duration(cfg.Bus.StateTimeout) + 10*time.Second)
 	return cp, nil
 }

@@ -319,3 +319,57 @@ func stopAgentAtCleanup(t *testing.T, a *agentProc) {
 		}
 	})
 }
+
+// TestCycleProgramWithFileCapabilities installs as README.md does without
+// the unit: ecagent-cycle carries the three capabilities as file
+// capabilities (setcap), and a user holding none runs `ecagent run`. The
+// cycle process must get them from its file — no no_new_privs set by the
+// agent, which would disable them — reach OP on a veth pair, and hold
+// nothing else.
+func TestCycleProgramWithFileCapabilities(t *testing.T) {
+	needRoot(t)
+	for _, tool := range []string{"setpriv", "setcap"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s (Debian packages util-linux, libcap2-bin)", tool)
+		}
+	}
+	bin := binaryForAnyUser(t)
+	cycleProg := filepath.Join(filepath.Dir(bin), "ecagent-cycle")
+	if out, err := exec.Command("setcap", "cap_net_raw,cap_sys_nice,cap_ipc_lock+ep", cycleProg).CombinedOutput(); err != nil {
+		t.Skipf("setcap on %s (the file system may not keep file capabilities): %v %s", cycleProg, err, out)
+	}
+	w := newWire(t, "cpf")
+	startSim(t, w, strings.Join(referenceSet, ","))
+	runDir := filepath.Join("/dev/shm", fmt.Sprintf("ecagent-cpf-%d", os.Getpid()))
+	if err := os.Mkdir(runDir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(runDir) })
+	if err := os.Chown(runDir, unprivilegedUID, unprivilegedUID); err != nil {
+		t.Fatal(err)
+	}
+	shmPath := filepath.Join(runDir, "ecagent.shm")
+	a := startProcess(t, exec.Command("setpriv", "--reuid", strconv.Itoa(unprivilegedUID), "--regid", strconv.Itoa(unprivilegedUID),
+		"--clear-groups", "--inh-caps", "-all", "--", bin, "run", "--bus.interface", w.MasterEnd, "--bus.expectedslaves", "7",
+		"--cycle.shm", shmPath, "--status.interval", "300ms", "--metrics.listen", testsupport.FreeAddr(t)))
+	stopAgentAtCleanup(t, a)
+	a.waitStatus(t, " OP  slaves 7 ", 30*time.Second)
+	raw, err := os.ReadFile(contract.BusInfoPath(shmPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info contract.BusInfo
+	if err := json.Unmarshal(raw, &info); err != nil {
+		t.Fatal(err)
+	}
+	if agent := procCaps(t, a.cmd.Process.Pid); agent.Effective != 0 || agent.NoNewPrivs {
+		t.Fatalf("the agent holds %v (no_new_privs %v): want nothing, or the test shows nothing", agent.Effective, agent.NoNewPrivs)
+	}
+	want := contract.CapsOf(contract.CapNetRaw, contract.CapSysNice, contract.CapIPCLock)
+	pc := procCaps(t, info.CyclePID)
+	t.Logf("cycle process %d: %+v", info.CyclePID, pc)
+	if pc.Effective != want || pc.Permitted != want || pc.Ambient != 0 || pc.Inheritable != 0 || pc.NoNewPrivs {
+		t.Errorf("cycle process %d: %+v; want %v effective and permitted from its file, no ambient or inheritable ones, no no_new_privs",
+			info.CyclePID, pc, want)
+	}
+}

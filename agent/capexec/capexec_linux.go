@@ -3,6 +3,7 @@ package capexec
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 
@@ -22,6 +23,10 @@ type Granted struct {
 	// set is this process's, and no_new_privs keeps it from regaining
 	// anything through it.
 	Bounding bool
+	// NoNewPrivs reports whether the child runs with no_new_privs: all
+	// but a non-root process's child whose program carries file
+	// capabilities (see Start).
+	NoNewPrivs bool
 }
 
 // Start starts cmd (exec.Cmd.Start) as a child that holds no capability
@@ -32,14 +37,25 @@ type Granted struct {
 // the unit), and it runs with no_new_privs, so that neither the program
 // nor anything it executes (a set-user-ID program, file capabilities)
 // can ever hold more. As root, with the bounding set narrowed, execve
-// gives the child keep and nothing else. The calling process keeps
-// everything it holds; only the thread that forks the child is narrowed,
-// and it ends when the child has started.
+// gives the child keep and nothing else; without it (a container's root,
+// no CAP_SETPCAP) no_new_privs limits what execve gives root — its
+// bounding set — to keep.
+//
+// One exception: a non-root process starting a program that carries file
+// capabilities (setcap, README.md's install without the unit, the Helm
+// chart's non-root alternative) leaves no_new_privs unset, which would
+// disable them. The child then holds the file's capabilities (within its
+// bounding set), never one this process holds for itself: file
+// capabilities cancel the ambient set, and the inheritable set is keep.
+//
+// The calling process keeps everything it holds; only the thread that
+// forks the child is narrowed, and it ends when the child has started.
 func Start(cmd *exec.Cmd, keep contract.Caps) (Granted, error) {
 	var g Granted
 	var err error
+	noNewPrivs := os.Geteuid() == 0 || !fileCapabilities(cmd.Path)
 	onThreadOfItsOwn(func() {
-		if g, err = narrow(keep); err != nil {
+		if g, err = narrow(keep, noNewPrivs); err != nil {
 			err = fmt.Errorf("starting %s with %v only: %w", cmd.Path, keep, err)
 			return
 		}
@@ -75,8 +91,8 @@ func onThreadOfItsOwn(f func()) {
 // bounding set first (dropping from it takes CAP_SETPCAP, which the
 // capset after it gives up), then the effective, permitted and
 // inheritable sets, then the ambient set (a capability is raised there
-// only while permitted and inheritable), and sets no_new_privs.
-func narrow(keep contract.Caps) (Granted, error) {
+// only while permitted and inheritable), and sets no_new_privs if asked.
+func narrow(keep contract.Caps, noNewPrivs bool) (Granted, error) {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
@@ -115,8 +131,29 @@ func narrow(keep contract.Caps) (Granted, error) {
 		// a non-root user goes without c, and the cycle process says so.
 		_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_RAISE, uintptr(c), 0, 0)
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return g, fmt.Errorf("no_new_privs: %w", err)
+	if noNewPrivs {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return g, fmt.Errorf("no_new_privs: %w", err)
+		}
 	}
-	return g, nil
+	var err error
+	g.NoNewPrivs, err = threadNoNewPrivs()
+	return g, err
+}
+
+// threadNoNewPrivs reports whether the calling thread has no_new_privs
+// (set here, or inherited: the unit's NoNewPrivileges=).
+func threadNoNewPrivs() (bool, error) {
+	v, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+	if err != nil {
+		return false, fmt.Errorf("no_new_privs: %w", err)
+	}
+	return v == 1, nil
+}
+
+// fileCapabilities reports whether the program at path carries file
+// capabilities (the security.capability attribute setcap writes).
+func fileCapabilities(path string) bool {
+	n, err := unix.Getxattr(path, "security.capability", nil)
+	return err == nil && n > 0
 }

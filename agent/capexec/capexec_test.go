@@ -41,7 +41,7 @@ func TestStartGivesOnlyWhatItKeeps(t *testing.T) {
 		if err := cmd.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		if g != (Granted{Caps: keep, Bounding: true}) {
+		if g != (Granted{Caps: keep, Bounding: true, NoNewPrivs: true}) {
 			t.Errorf("child %d: granted %+v, want %v and the bounding set narrowed", i, g, keep)
 		}
 		pc, err := contract.ParseProcessCaps(out.Bytes())
