@@ -46,8 +46,8 @@ Example, the cycle of a running agent's segment, for 10000 cycles on eth1:
 
 It logs to stderr (log.level, log.format) and ends with a line saying the cycles run and
 the heap allocations and garbage collections during cyclic operation (both 0).
-Capabilities: CAP_NET_RAW (raw socket), CAP_SYS_NICE (SCHED_FIFO, affinity),
-CAP_IPC_LOCK (locked memory); without them it runs anyway and says so.
+Capabilities: CAP_NET_RAW (raw socket), CAP_NET_ADMIN and CAP_BPF (bus.link xdp), CAP_SYS_NICE
+(SCHED_FIFO), CAP_IPC_LOCK (locked memory); it logs what it holds at start and runs without any.
 Exit codes: 0 ok, 1 runtime failure (link, bus, I/O), 2 usage or configuration error,
 3 the segment is not as configured (slave count, a slave refusing a state).
 `, "NAME", name)
