@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/busstate"
+	"github.com/ecagent/ecagent/agent/capexec"
 	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/shm"
@@ -44,6 +45,9 @@ type CycleProcess struct {
 	// startBy is when a started cycle process must be in cyclic
 	// operation.
 	startBy time.Time
+	// granted is what a cycle process this agent started was given of
+	// the agent's capabilities.
+	granted capexec.Granted
 }
 
 // heartbeatFresh is how recent the heartbeat of a cycle process must be
@@ -264,7 +268,7 @@ func launchCycle(cfg config.Config, prog CycleProgram, log *slog.Logger, cycles 
 		cp.sim.ExtraFiles = []*os.File{sf}
 		cp.sim.Stderr = os.Stderr
 		cp.sim.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		if err := cp.sim.Start(); err != nil {
+		if _, err := capexec.Start(cp.sim, simCapabilities(cfg)); err != nil {
 			return fail(fmt.Errorf("starting the simulated segment: %w", err))
 		}
 		go func() { _ = cp.sim.Wait() }()
@@ -281,7 +285,7 @@ func launchCycle(cfg config.Config, prog CycleProgram, log *slog.Logger, cycles 
 	// Its own session: a Ctrl-C meant for the agent does not stop the
 	// machine, and the cycle outlives an agent that crashes.
 	cp.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cp.cmd.Start(); err != nil {
+	if err := cp.startProgram(cfg); err != nil {
 		return fail(fmt.Errorf("starting the cycle process: %w", err))
 	}
 	_ = cfgRead.Close()
@@ -304,9 +308,30 @@ func launchCycle(cfg config.Config, prog CycleProgram, log *slog.Logger, cycles 
 		cp.waitErr = cp.cmd.Wait()
 		close(cp.exited)
 	}()
-	log.Info("cycle process started", "pid", cp.pid, "segment", path)
+	log.Info("cycle process started", "pid", cp.pid, "segment", path, "capabilities", cp.granted.Caps, "bounding_set_narrowed", cp.granted.Bounding, "no_new_privs", cp.granted.NoNewPrivs)
 	cp.startBy = time.Now().Add(4*time.Duration(cfg.Bus.StateTimeout) + 10*time.Second)
 	return cp, nil
+}
+
+// startProgram starts cp.cmd, the cycle process for cfg, holding no
+// capability but those its configuration needs
+// (contract.Config.Capabilities) and the agent holds: never one the
+// agent holds for itself alone, as CAP_SYS_ADMIN for the forensics'
+// tracefs.
+func (cp *CycleProcess) startProgram(cfg config.Config) error {
+	g, err := capexec.Start(cp.cmd, cfg.CycleConfig().Capabilities())
+	cp.granted = g
+	return err
+}
+
+// simCapabilities are the capabilities of the built-in simulated
+// segment's process (simArgs): CAP_SYS_NICE for its SCHED_FIFO priority,
+// nothing else (its link is a socket pair, it locks no memory).
+func simCapabilities(cfg config.Config) contract.Caps {
+	if cfg.Cycle.Priority > 0 {
+		return contract.CapsOf(contract.CapSysNice)
+	}
+	return 0
 }
 
 // maxReport bounds what the agent reads of a cycle process's bring-up

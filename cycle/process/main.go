@@ -46,8 +46,8 @@ Example, the cycle of a running agent's segment, for 10000 cycles on eth1:
 
 It logs to stderr (log.level, log.format) and ends with a line saying the cycles run and
 the heap allocations and garbage collections during cyclic operation (both 0).
-Capabilities: CAP_NET_RAW (raw socket), CAP_SYS_NICE (SCHED_FIFO, affinity),
-CAP_IPC_LOCK (locked memory); without them it runs anyway and says so.
+Capabilities: CAP_NET_RAW (raw socket), CAP_NET_ADMIN and CAP_BPF (bus.link xdp), CAP_SYS_NICE
+(SCHED_FIFO), CAP_IPC_LOCK (locked memory); it logs what it holds at start and runs without any.
 Exit codes: 0 ok, 1 runtime failure (link, bus, I/O), 2 usage or configuration error,
 3 the segment is not as configured (slave count, a slave refusing a state).
 `, "NAME", name)
@@ -106,6 +106,7 @@ func Main(name string, args []string, stdout, stderr io.Writer) int {
 	}
 	log := cfg.Log.NewLogger(stderr).With("process", "cycle")
 	quietRuntime(log)
+	logCapabilities(cfg, log)
 	rep, err := Run(context.Background(), cfg, Options{LinkFD: *linkFD, Cycles: *cycles, BringUpReport: report}, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime/debug"
 
+	"github.com/ecagent/ecagent/contract"
 	"github.com/ecagent/ecagent/cycle/rt"
 )
 
@@ -32,4 +33,27 @@ func quietRuntime(log *slog.Logger) {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(cycleMemoryLimit)
 	}
+}
+
+// logCapabilities says in one line, at start, which capabilities the
+// process holds (effective) against those its configuration needs
+// (contract.Config.Capabilities): missing ones are the settings refused
+// later, each with a line of its own; it warns when the process holds one
+// it does not need (run by hand as root: `ecagent run` passes only what
+// is needed).
+func logCapabilities(cfg Config, log *slog.Logger) {
+	pc, err := contract.ReadProcessCaps(0)
+	if err != nil {
+		log.Warn("cannot read the process's capabilities", "err", err)
+		return
+	}
+	need := cfg.Capabilities()
+	attrs := []any{"effective", pc.Effective, "needed", need, "missing", need &^ pc.Effective,
+		"bounding", pc.Bounding, "no_new_privs", pc.NoNewPrivs}
+	if beyond := pc.Effective &^ need; beyond != 0 {
+		log.Warn("capabilities beyond what the configuration needs: start the cycle process with ecagent run, "+
+			"which passes only those, or drop them", append(attrs, "beyond_needed", beyond)...)
+		return
+	}
+	log.Info("capabilities", attrs...)
 }
