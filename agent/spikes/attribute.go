@@ -174,6 +174,13 @@ func (s *state) cause(wake int64) (causeKey, bool) {
 		// that wakes the cycle as much as the cycle.
 		num := s.irqs[len(s.irqs)-1]
 		return causeKey{class: ClassIRQ, name: s.names.irq(num)}, true
+	case s.inSoft && (s.cur == s.id.tid || s.runnable):
+		// A softirq holds the core whoever's context it borrowed: run on
+		// the exit of the interrupt that woke the cycle, or of a system
+		// call of the cycle's own (local_bh_enable), it delays the cycle
+		// as much as in ksoftirqd — rtla's timerlat counts it as softirq
+		// interference too.
+		return causeKey{class: ClassSoftirq, name: softirqName(s.softirq)}, true
 	case s.cur == s.id.tid:
 		if s.fault || s.compact > 0 {
 			return causeKey{class: ClassKernelMemory, name: "page faults of the cycle process"}, true
@@ -190,8 +197,6 @@ func (s *state) cause(wake int64) (causeKey, bool) {
 			return causeKey{class: ClassHost, name: "timer late, core idle (halted or preempted vCPU, SMI)"}, true
 		}
 		return causeKey{class: ClassHost, name: "timer late (preempted vCPU, SMI, or interrupts off)"}, true
-	case s.inSoft:
-		return causeKey{class: ClassSoftirq, name: softirqName(s.softirq)}, true
 	case s.compact > 0:
 		return causeKey{class: ClassKernelMemory, name: "compaction"}, true
 	case s.throttled:

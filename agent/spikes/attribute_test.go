@@ -83,6 +83,31 @@ func TestAttribute(t *testing.T) {
 				sw(d+900*us, cycleTID, 0, 120, "swapper/1", 1),
 			},
 			w: window{deadline: d, wake: d + 804*us, end: d + 850*us}, want: ClassSoftirq, share: 0.98},
+		{name: "NET_RX on the exit of the interrupt that woke the cycle, in the cycle thread's context",
+			// As a frame flood steered to the core does: the timer fires
+			// on time, and the softirq pending on its exit runs before
+			// the cycle returns to user space.
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				sw(d-400*us, 0, cycleTID, cyclePrio, "cycle", 0),
+				ev(d+10*us, kindIRQEntry, cycleTID, -1),
+				ev(d+11*us, kindWakeup, cycleTID, cycleTID),
+				ev(d+15*us, kindIRQExit, cycleTID, -1),
+				ev(d+16*us, kindSoftirqEntry, cycleTID, 3),
+				ev(d+2500*us, kindSoftirqExit, cycleTID, 3),
+				sw(d+2600*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 2502*us, end: d + 2550*us}, want: ClassSoftirq, share: 0.98},
+		{name: "NET_RX in the cycle thread's context overruns its job",
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				ev(d+1*us, kindWakeup, 0, cycleTID),
+				sw(d+2*us, 0, cycleTID, cyclePrio, "cycle", 0),
+				ev(d+30*us, kindSoftirqEntry, cycleTID, 3),
+				ev(d+1800*us, kindSoftirqExit, cycleTID, 3),
+				sw(d+1900*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 4*us, end: d + 1850*us, overrun: true}, want: ClassSoftirq, share: 0.9},
 		{name: "throttled: a CFS task runs while the cycle is runnable",
 			recs: []record{
 				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
