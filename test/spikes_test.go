@@ -91,8 +91,17 @@ func (h *hog) spans() [][2]int64 {
 // and is killed at the test's end otherwise.
 func startHog(t *testing.T, prio int, burst, every, total time.Duration, name string) *hog {
 	t.Helper()
+	return startInjector(t, hogEnv, fmt.Sprintf("%d,%d,%v,%v,%v,%s", spikeCore, prio, burst, every, total, name))
+}
+
+// startInjector runs the test binary as the injector env names, with
+// spec: it prints its thread's id and "go", then "burst START END" after
+// each burst (hogMain, floodMain, compactMain). It ends by itself and is
+// killed at the test's end otherwise.
+func startInjector(t *testing.T, env, spec string) *hog {
+	t.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d,%d,%v,%v,%v,%s", hogEnv, spikeCore, prio, burst, every, total, name))
+	cmd.Env = append(os.Environ(), env+"="+spec)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -106,11 +115,11 @@ func startHog(t *testing.T, prio int, burst, every, total time.Duration, name st
 	r := bufio.NewReader(out)
 	line, err := r.ReadString('\n')
 	if err != nil {
-		t.Fatalf("hog: %v: %s", err, stderr.String())
+		t.Fatalf("injector %s: %v: %s", env, err, stderr.String())
 	}
 	h := &hog{}
 	if h.tid, err = strconv.Atoi(strings.TrimSuffix(line, " go\n")); err != nil {
-		t.Fatalf("hog said %q", line)
+		t.Fatalf("injector %s said %q", env, line)
 	}
 	go func() {
 		for {
