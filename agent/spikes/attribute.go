@@ -95,6 +95,14 @@ func attribute(recs []record, w window, id identity, n names) Spike {
 	} else {
 		start, st.t = i, from
 	}
+	// Kernel work and compaction outlast switches: a task that slept in
+	// the middle of one resumes it. Their state comes from all the
+	// history kept, the rest from the last switch.
+	for j := range recs[:start] {
+		if k := recs[j].kind; k >= kindWorkStart && k <= kindCompactEnd {
+			st.applyKernelWork(&recs[j])
+		}
+	}
 	acc := map[causeKey]time.Duration{}
 	charge := func(until int64) {
 		a, b := max(st.t, from), min(until, to)
@@ -157,8 +165,10 @@ type state struct {
 	// work is the function of the workqueue item the running kworker
 	// executes (0 none), by kworker.
 	work map[int32]uint64
-	// compact counts compaction in progress in the running task.
-	compact int
+	// compact counts the compactions in progress, by task: a task that
+	// sleeps on a page under migration resumes its compaction when it
+	// runs again.
+	compact map[int32]int
 	// fault is set after a page fault of the cycle process until the
 	// next event.
 	fault bool
@@ -182,7 +192,10 @@ func (s *state) cause(wake int64) (causeKey, bool) {
 		// interference too.
 		return causeKey{class: ClassSoftirq, name: softirqName(s.softirq)}, true
 	case s.cur == s.id.tid:
-		if s.fault || s.compact > 0 {
+		if s.compact[s.cur] > 0 {
+			return causeKey{class: ClassKernelMemory, name: "compaction in the cycle process"}, true
+		}
+		if s.fault {
 			return causeKey{class: ClassKernelMemory, name: "page faults of the cycle process"}, true
 		}
 		return causeKey{}, false // the cycle's own time
@@ -197,8 +210,12 @@ func (s *state) cause(wake int64) (causeKey, bool) {
 			return causeKey{class: ClassHost, name: "timer late, core idle (halted or preempted vCPU, SMI)"}, true
 		}
 		return causeKey{class: ClassHost, name: "timer late (preempted vCPU, SMI, or interrupts off)"}, true
-	case s.compact > 0:
-		return causeKey{class: ClassKernelMemory, name: "compaction"}, true
+	case s.compact[s.cur] > 0:
+		// Memory management whoever asked for it (a direct compaction of
+		// an allocation, compact_memory written): named with the task.
+		comm := string(bytes.TrimRight(s.curComm[:], "\x00"))
+		return causeKey{class: ClassKernelMemory, pid: s.cur,
+			name: fmt.Sprintf("compaction in %s/%d %s", comm, s.cur, s.names.policy(s.cur, s.curPrio))}, true
 	case s.throttled:
 		return causeKey{class: ClassThrottling, name: "RT throttling: lower-priority work ran while the cycle was runnable"}, true
 	case s.cur == 0:
@@ -259,7 +276,7 @@ func (s *state) applySwitch(r *record) {
 		s.runnable = true // preempted: still runnable
 	}
 	s.cur, s.curPrio, s.curComm = r.nextPID, r.nextPrio, r.comm
-	s.irqs, s.inSoft, s.compact = s.irqs[:0], false, 0
+	s.irqs, s.inSoft = s.irqs[:0], false
 	if r.nextPID == s.id.tid {
 		s.runnable, s.throttled = false, false
 	} else if s.runnable && (r.nextPID == 0 || r.nextPrio > s.id.prio) {
@@ -296,10 +313,15 @@ func (s *state) applyKernelWork(r *record) {
 	case kindWorkEnd:
 		delete(s.work, r.pid)
 	case kindCompactBegin:
-		s.compact++
+		if s.compact == nil {
+			s.compact = map[int32]int{}
+		}
+		s.compact[r.pid]++
 	case kindCompactEnd:
-		if s.compact > 0 {
-			s.compact--
+		if s.compact[r.pid] > 1 {
+			s.compact[r.pid]--
+		} else {
+			delete(s.compact, r.pid)
 		}
 	}
 }

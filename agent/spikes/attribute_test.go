@@ -108,6 +108,23 @@ func TestAttribute(t *testing.T) {
 				sw(d+1900*us, cycleTID, 0, 120, "swapper/1", 1),
 			},
 			w: window{deadline: d, wake: d + 4*us, end: d + 1850*us, overrun: true}, want: ClassSoftirq, share: 0.9},
+		{name: "compaction by a FIFO task above the cycle, which sleeps on a page and resumes it",
+			// As writing /proc/sys/vm/compact_memory does, or a direct
+			// compaction of an allocation: the time is memory management,
+			// whoever asked for it, and is not lost when the compacting
+			// task sleeps on a page under migration and comes back.
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				sw(d-300*us, 0, 4711, 9, "ecmemhog", 0),
+				{ts: d - 290*us, kind: kindCompactBegin, pid: 4711},
+				sw(d-200*us, 4711, 0, 120, "swapper/1", 2),
+				sw(d-150*us, 0, 4711, 9, "ecmemhog", 0),
+				ev(d+1*us, kindWakeup, 4711, cycleTID),
+				{ts: d + 3000*us, kind: kindCompactEnd, pid: 4711},
+				sw(d+3010*us, 4711, cycleTID, cyclePrio, "cycle", 1),
+				sw(d+3100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 3012*us, end: d + 3090*us}, want: ClassKernelMemory, wantPID: 4711, share: 0.95},
 		{name: "throttled: a CFS task runs while the cycle is runnable",
 			recs: []record{
 				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
