@@ -11,6 +11,9 @@ import (
 // TestSquattedMaintenanceSocket, run as another user (squatterMain); with
 // ECAGENT_TEST_SPIKE_HOG set, the injector of the spike tests (hogMain).
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(compactEnv); spec != "" {
+		os.Exit(compactMain(spec))
+	}
 	if spec := os.Getenv(floodEnv); spec != "" {
 		os.Exit(floodMain(spec))
 	}
