@@ -125,6 +125,39 @@ func TestAttribute(t *testing.T) {
 				sw(d+3100*us, cycleTID, 0, 120, "swapper/1", 1),
 			},
 			w: window{deadline: d, wake: d + 3012*us, end: d + 3090*us}, want: ClassKernelMemory, wantPID: 4711, share: 0.95},
+		{name: "woken from the other core while ksoftirqd runs NET_RX: the softirq from the reschedule IPI on",
+			// The cycle thread blocked in its job (a system call whose P
+			// the Go runtime took, a frame); the other core wakes it and
+			// traces the wake-up there: this core sees only the
+			// reschedule IPI, then ksoftirqd finishing its softirq.
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				ev(d+1*us, kindWakeup, 0, cycleTID),
+				sw(d+2*us, 0, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+300*us, cycleTID, 24, 120, "ksoftirqd/1", 1),
+				ev(d+310*us, kindSoftirqEntry, 24, 3),
+				ev(d+500*us, kindIRQEntry, 24, -2),
+				ev(d+501*us, kindIRQExit, 24, -2),
+				ev(d+1500*us, kindSoftirqExit, 24, 3),
+				sw(d+1510*us, 24, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+1700*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 4*us, end: d + 1600*us, overrun: true}, want: ClassSoftirq, share: 0.6},
+		{name: "blocked in its job, the core idle: the cycle process, not the host",
+			// Waiting for its frame, a lock or another of its threads:
+			// nothing on this core held it.
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				ev(d+1*us, kindWakeup, 0, cycleTID),
+				sw(d+2*us, 0, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+100*us, cycleTID, 0, 120, "swapper/1", 1),
+				ev(d+900*us, kindIRQEntry, 0, -4),
+				ev(d+901*us, kindWakeup, 0, cycleTID),
+				ev(d+902*us, kindIRQExit, 0, -4),
+				sw(d+903*us, 0, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+1000*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 4*us, end: d + 950*us, overrun: true}, want: ClassSelf, wantPID: cycleTID, share: 0.9},
 		{name: "throttled: a CFS task runs while the cycle is runnable",
 			recs: []record{
 				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
