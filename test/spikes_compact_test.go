@@ -129,7 +129,7 @@ func TestSpikesBlameCompaction(t *testing.T) {
 		t.Skipf("the kernel traces no compaction (compaction/mm_compaction_begin): %v", err)
 	}
 	a, addr := startSpikeAgent(t, "kmm")
-	const rounds = 8
+	const rounds = 12
 	h := startInjector(t, compactEnv, fmt.Sprintf("%d,%d,%v,%v,%s,%d", spikeCore, 90, 400*time.Millisecond,
 		rounds*400*time.Millisecond+200*time.Millisecond, "ecmemhog", 64))
 	for deadline := time.Now().Add(40 * time.Second); len(h.spans()) < rounds; time.Sleep(100 * time.Millisecond) {
@@ -139,7 +139,7 @@ func TestSpikesBlameCompaction(t *testing.T) {
 	}
 	waitExplained(t, a, addr)
 	spans := h.spans()
-	per := spikesIn(getSpikes(t, addr).Spikes, spans, time.Millisecond)
+	per := spikesIn(getSpikes(t, addr).Spikes, spans)
 	var n, right, hit int
 	var excess, memory float64
 	for i, sps := range per {
