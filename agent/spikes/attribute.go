@@ -90,34 +90,64 @@ func attribute(recs []record, w window, id identity, n names) Spike {
 		}
 	}
 	st := state{id: id, names: n, cur: -1}
+	if w.overrun {
+		st.jobFrom, st.jobTo = w.wake, w.end
+	}
 	if start >= 0 {
 		st.t = recs[start].ts
 	} else {
 		start, st.t = i, from
 	}
-	acc := map[causeKey]time.Duration{}
-	charge := func(until int64) {
-		a, b := max(st.t, from), min(until, to)
-		if b > a {
-			if k, ok := st.cause(w.wake); ok {
-				acc[k] += time.Duration(b - a)
-			}
-		}
-		st.t = until
-	}
-	for _, r := range recs[start:] {
-		if r.ts >= to {
-			break
-		}
-		charge(r.ts)
-		st.apply(&r)
-	}
-	charge(to)
+	acc := st.replay(recs, start, from, to)
 	if st.cur != id.tid {
 		// At its wake-up and at its job's end the cycle thread runs: a
 		// trace that says otherwise lost events.
 		sp.Incomplete = true
 	}
+	setCauses(&sp, acc)
+	return sp
+}
+
+// replay runs the records from start (the last switch before from) and
+// charges each slice of from to to to its cause.
+func (st *state) replay(recs []record, start int, from, to int64) map[causeKey]time.Duration {
+	// Kernel work and compaction outlast switches: a task that slept in
+	// the middle of one resumes it. Their state comes from all the
+	// history kept, the rest from the last switch.
+	for j := range recs[:start] {
+		if k := recs[j].kind; k >= kindWorkStart && k <= kindCompactEnd {
+			st.applyKernelWork(&recs[j])
+		}
+	}
+	acc := map[causeKey]time.Duration{}
+	charge := func(until int64) {
+		a, b := max(st.t, from), min(until, to)
+		if b > a {
+			if k, ok := st.cause(); ok {
+				acc[k] += time.Duration(b - a)
+			}
+		}
+		st.t = until
+	}
+	tid := st.id.tid
+	for j := start; j < len(recs) && recs[j].ts < to; j++ {
+		r := &recs[j]
+		charge(r.ts)
+		st.apply(r)
+		if r.kind == kindIRQEntry && r.num == vectorReschedule && !st.runnable && st.cur != tid &&
+			wokenRemotely(recs[j+1:], tid) {
+			// Another core woke the cycle thread and traced it there;
+			// this core sees the IPI that asks it to reschedule.
+			st.runnable, st.blocked = true, false
+		}
+	}
+	charge(to)
+	return acc
+}
+
+// setCauses lists the causes of acc in sp, largest first, with their
+// shares of the excess (one unknown cause when the trace is incomplete).
+func setCauses(sp *Spike, acc map[causeKey]time.Duration) {
 	for k, d := range acc {
 		sp.Excess += d
 		sp.Causes = append(sp.Causes, Cause{Class: k.class, Name: k.name, PID: int(k.pid), Time: d})
@@ -136,7 +166,6 @@ func attribute(recs []record, w window, id identity, n names) Spike {
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})
-	return sp
 }
 
 // state is what runs on the CPU at one moment of a replay of its trace.
@@ -157,28 +186,64 @@ type state struct {
 	// work is the function of the workqueue item the running kworker
 	// executes (0 none), by kworker.
 	work map[int32]uint64
-	// compact counts compaction in progress in the running task.
-	compact int
+	// compact counts the compactions in progress, by task: a task that
+	// sleeps on a page under migration resumes its compaction when it
+	// runs again.
+	compact map[int32]int
 	// fault is set after a page fault of the cycle process until the
 	// next event.
 	fault bool
 	// runnable is set while the cycle thread is runnable but not
 	// running; throttled once lower-priority work ran meanwhile.
 	runnable, throttled bool
+	// blocked is set while the cycle thread sleeps in the middle of its
+	// job (jobFrom to jobTo, an overrun's): on a frame, a lock, another
+	// of its threads — not on its timer.
+	blocked        bool
+	jobFrom, jobTo int64
 }
 
-func (s *state) cause(wake int64) (causeKey, bool) {
+// wokenRemotely tells whether the next switch after a reschedule IPI
+// runs the cycle thread tid without a wake-up of it on this core: then
+// another core woke it (and traced the wake-up there).
+func wokenRemotely(rest []record, tid int32) bool {
+	for i := range rest {
+		switch r := &rest[i]; {
+		case r.kind == kindWakeup && r.nextPID == tid:
+			return false
+		case r.kind == kindSwitch:
+			return r.nextPID == tid
+		}
+	}
+	return false
+}
+
+func (s *state) cause() (causeKey, bool) {
 	switch {
 	case len(s.irqs) > 0:
 		// A hard interrupt, with interrupts off: it delays the timer
 		// that wakes the cycle as much as the cycle.
 		num := s.irqs[len(s.irqs)-1]
 		return causeKey{class: ClassIRQ, name: s.names.irq(num)}, true
+	case s.inSoft && (s.cur == s.id.tid || s.runnable):
+		// A softirq holds the core whoever's context it borrowed: run on
+		// the exit of the interrupt that woke the cycle, or of a system
+		// call of the cycle's own (local_bh_enable), it delays the cycle
+		// as much as in ksoftirqd — rtla's timerlat counts it as softirq
+		// interference too.
+		return causeKey{class: ClassSoftirq, name: softirqName(s.softirq)}, true
 	case s.cur == s.id.tid:
-		if s.fault || s.compact > 0 {
+		if s.compact[s.cur] > 0 {
+			return causeKey{class: ClassKernelMemory, name: "compaction in the cycle process"}, true
+		}
+		if s.fault {
 			return causeKey{class: ClassKernelMemory, name: "page faults of the cycle process"}, true
 		}
 		return causeKey{}, false // the cycle's own time
+	case s.blocked && !s.runnable:
+		// Nothing on this core held it: it waited for something else.
+		return causeKey{class: ClassSelf, pid: s.id.tid,
+			name: "the cycle thread blocked in its job (a frame, a lock, another of its threads)"}, true
 	case s.cur < 0:
 		return causeKey{class: ClassHost, name: "no trace of the core"}, true
 	case !s.runnable:
@@ -190,10 +255,12 @@ func (s *state) cause(wake int64) (causeKey, bool) {
 			return causeKey{class: ClassHost, name: "timer late, core idle (halted or preempted vCPU, SMI)"}, true
 		}
 		return causeKey{class: ClassHost, name: "timer late (preempted vCPU, SMI, or interrupts off)"}, true
-	case s.inSoft:
-		return causeKey{class: ClassSoftirq, name: softirqName(s.softirq)}, true
-	case s.compact > 0:
-		return causeKey{class: ClassKernelMemory, name: "compaction"}, true
+	case s.compact[s.cur] > 0:
+		// Memory management whoever asked for it (a direct compaction of
+		// an allocation, compact_memory written): named with the task.
+		comm := string(bytes.TrimRight(s.curComm[:], "\x00"))
+		return causeKey{class: ClassKernelMemory, pid: s.cur,
+			name: fmt.Sprintf("compaction in %s/%d %s", comm, s.cur, s.names.policy(s.cur, s.curPrio))}, true
 	case s.throttled:
 		return causeKey{class: ClassThrottling, name: "RT throttling: lower-priority work ran while the cycle was runnable"}, true
 	case s.cur == 0:
@@ -232,7 +299,7 @@ func (s *state) apply(r *record) {
 		s.applySwitch(r)
 	case kindWakeup:
 		if r.nextPID == s.id.tid {
-			s.runnable = true
+			s.runnable, s.blocked = true, false
 		}
 	case kindIRQEntry, kindIRQExit, kindSoftirqEntry, kindSoftirqExit:
 		s.applyInterrupt(r)
@@ -250,13 +317,17 @@ func (s *state) apply(r *record) {
 // the cycle thread was preempted, and whether a lower priority was picked
 // over a runnable cycle thread.
 func (s *state) applySwitch(r *record) {
-	if r.prevPID == s.id.tid && r.prevState&0xff == 0 {
-		s.runnable = true // preempted: still runnable
+	if r.prevPID == s.id.tid {
+		if r.prevState&0xff == 0 {
+			s.runnable = true // preempted: still runnable
+		} else {
+			s.blocked = r.ts >= s.jobFrom && r.ts < s.jobTo
+		}
 	}
 	s.cur, s.curPrio, s.curComm = r.nextPID, r.nextPrio, r.comm
-	s.irqs, s.inSoft, s.compact = s.irqs[:0], false, 0
+	s.irqs, s.inSoft = s.irqs[:0], false
 	if r.nextPID == s.id.tid {
-		s.runnable, s.throttled = false, false
+		s.runnable, s.throttled, s.blocked = false, false, false
 	} else if s.runnable && (r.nextPID == 0 || r.nextPrio > s.id.prio) {
 		s.throttled = true // a lower priority picked over a runnable cycle
 	}
@@ -291,10 +362,15 @@ func (s *state) applyKernelWork(r *record) {
 	case kindWorkEnd:
 		delete(s.work, r.pid)
 	case kindCompactBegin:
-		s.compact++
+		if s.compact == nil {
+			s.compact = map[int32]int{}
+		}
+		s.compact[r.pid]++
 	case kindCompactEnd:
-		if s.compact > 0 {
-			s.compact--
+		if s.compact[r.pid] > 1 {
+			s.compact[r.pid]--
+		} else {
+			delete(s.compact, r.pid)
 		}
 	}
 }

@@ -83,6 +83,81 @@ func TestAttribute(t *testing.T) {
 				sw(d+900*us, cycleTID, 0, 120, "swapper/1", 1),
 			},
 			w: window{deadline: d, wake: d + 804*us, end: d + 850*us}, want: ClassSoftirq, share: 0.98},
+		{name: "NET_RX on the exit of the interrupt that woke the cycle, in the cycle thread's context",
+			// As a frame flood steered to the core does: the timer fires
+			// on time, and the softirq pending on its exit runs before
+			// the cycle returns to user space.
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				sw(d-400*us, 0, cycleTID, cyclePrio, "cycle", 0),
+				ev(d+10*us, kindIRQEntry, cycleTID, -1),
+				ev(d+11*us, kindWakeup, cycleTID, cycleTID),
+				ev(d+15*us, kindIRQExit, cycleTID, -1),
+				ev(d+16*us, kindSoftirqEntry, cycleTID, 3),
+				ev(d+2500*us, kindSoftirqExit, cycleTID, 3),
+				sw(d+2600*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 2502*us, end: d + 2550*us}, want: ClassSoftirq, share: 0.98},
+		{name: "NET_RX in the cycle thread's context overruns its job",
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				ev(d+1*us, kindWakeup, 0, cycleTID),
+				sw(d+2*us, 0, cycleTID, cyclePrio, "cycle", 0),
+				ev(d+30*us, kindSoftirqEntry, cycleTID, 3),
+				ev(d+1800*us, kindSoftirqExit, cycleTID, 3),
+				sw(d+1900*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 4*us, end: d + 1850*us, overrun: true}, want: ClassSoftirq, share: 0.9},
+		{name: "compaction by a FIFO task above the cycle, which sleeps on a page and resumes it",
+			// As writing /proc/sys/vm/compact_memory does, or a direct
+			// compaction of an allocation: the time is memory management,
+			// whoever asked for it, and is not lost when the compacting
+			// task sleeps on a page under migration and comes back.
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				sw(d-300*us, 0, 4711, 9, "ecmemhog", 0),
+				{ts: d - 290*us, kind: kindCompactBegin, pid: 4711},
+				sw(d-200*us, 4711, 0, 120, "swapper/1", 2),
+				sw(d-150*us, 0, 4711, 9, "ecmemhog", 0),
+				ev(d+1*us, kindWakeup, 4711, cycleTID),
+				{ts: d + 3000*us, kind: kindCompactEnd, pid: 4711},
+				sw(d+3010*us, 4711, cycleTID, cyclePrio, "cycle", 1),
+				sw(d+3100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 3012*us, end: d + 3090*us}, want: ClassKernelMemory, wantPID: 4711, share: 0.95},
+		{name: "woken from the other core while ksoftirqd runs NET_RX: the softirq from the reschedule IPI on",
+			// The cycle thread blocked in its job (a system call whose P
+			// the Go runtime took, a frame); the other core wakes it and
+			// traces the wake-up there: this core sees only the
+			// reschedule IPI, then ksoftirqd finishing its softirq.
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				ev(d+1*us, kindWakeup, 0, cycleTID),
+				sw(d+2*us, 0, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+300*us, cycleTID, 24, 120, "ksoftirqd/1", 1),
+				ev(d+310*us, kindSoftirqEntry, 24, 3),
+				ev(d+500*us, kindIRQEntry, 24, -2),
+				ev(d+501*us, kindIRQExit, 24, -2),
+				ev(d+1500*us, kindSoftirqExit, 24, 3),
+				sw(d+1510*us, 24, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+1700*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 4*us, end: d + 1600*us, overrun: true}, want: ClassSoftirq, share: 0.6},
+		{name: "blocked in its job, the core idle: the cycle process, not the host",
+			// Waiting for its frame, a lock or another of its threads:
+			// nothing on this core held it.
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				ev(d+1*us, kindWakeup, 0, cycleTID),
+				sw(d+2*us, 0, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+100*us, cycleTID, 0, 120, "swapper/1", 1),
+				ev(d+900*us, kindIRQEntry, 0, -4),
+				ev(d+901*us, kindWakeup, 0, cycleTID),
+				ev(d+902*us, kindIRQExit, 0, -4),
+				sw(d+903*us, 0, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+1000*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 4*us, end: d + 950*us, overrun: true}, want: ClassSelf, wantPID: cycleTID, share: 0.9},
 		{name: "throttled: a CFS task runs while the cycle is runnable",
 			recs: []record{
 				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),

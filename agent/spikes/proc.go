@@ -161,17 +161,19 @@ func (r *resolver) lookup(addr uint64) (string, bool) {
 }
 
 // policy is a task's scheduling class and priority, as chrt says them.
+// The class is the trace's priority's (a task may have changed it since,
+// or be gone); /proc tells RR from FIFO and BATCH or IDLE from OTHER.
 func (r *resolver) policy(pid, prio int32) string {
 	pol := -1
 	if f, err := statFields(filepath.Join(r.proc, strconv.Itoa(int(pid)), "stat")); err == nil && len(f) >= 39 {
 		pol, _ = strconv.Atoi(f[38])
 	}
 	switch {
-	case pol == policyDeadline || prio < 0:
+	case prio < 0:
 		return "DEADLINE"
-	case pol == policyRR:
+	case prio < 100 && pol == policyRR:
 		return "RR " + strconv.Itoa(int(99-prio))
-	case pol == policyFIFO || (pol < 0 && prio < 100):
+	case prio < 100:
 		return "FIFO " + strconv.Itoa(int(99-prio))
 	case pol == policyBatch:
 		return "BATCH nice " + strconv.Itoa(int(prio-120))

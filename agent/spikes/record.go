@@ -106,6 +106,9 @@ type layout struct {
 // vectorNames name the x86 system vectors, by pseudo irq number −1, −2 ….
 var vectorNames = []string{"local_timer", "reschedule", "call_function", "call_function_single", "irq_work"}
 
+// vectorReschedule is the reschedule IPI's pseudo irq number.
+const vectorReschedule = -2
+
 func newDecoder(formats []tracefs.Format) (*decoder, error) {
 	d := &decoder{byID: map[uint16]*layout{}, irqName: map[int32]string{}}
 	kinds := map[string]kind{}
