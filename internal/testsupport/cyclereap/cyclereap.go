@@ -79,13 +79,13 @@ func Stop(tb testing.TB, shmPath string) {
 	}
 	deadline := time.Now().Add(stopGrace)
 	for _, p := range procs {
-		for running(p.PID) && time.Now().Before(deadline) {
+		for Running(p.PID) && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		if running(p.PID) {
+		if Running(p.PID) {
 			tb.Logf("cycle process %v did not stop on SIGTERM within %v: killed", p, stopGrace)
 			_ = syscall.Kill(p.PID, syscall.SIGKILL)
-			for end := time.Now().Add(2 * time.Second); running(p.PID) && time.Now().Before(end); {
+			for end := time.Now().Add(2 * time.Second); Running(p.PID) && time.Now().Before(end); {
 				time.Sleep(5 * time.Millisecond)
 			}
 		}
@@ -107,7 +107,7 @@ func Find(shmPath string) []Process {
 	// line (a program of another name, a configuration file).
 	if info, err := contract.ReadBusInfo(contract.BusInfoPath(shmPath)); err == nil && info.CyclePID > 0 &&
 		!slices.ContainsFunc(out, func(p Process) bool { return p.PID == info.CyclePID }) {
-		if args := cmdline(info.CyclePID); slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, shmPath) }) && running(info.CyclePID) {
+		if args := cmdline(info.CyclePID); slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, shmPath) }) && Running(info.CyclePID) {
 			out = append(out, Process{PID: info.CyclePID, Args: args})
 		}
 	}
@@ -193,9 +193,9 @@ func cmdline(pid int) []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
 }
 
-// running reports whether pid runs: it exists and is no zombie (a zombie
+// Running reports whether pid runs: it exists and is no zombie (a zombie
 // still answers signal 0 until its parent reaps it).
-func running(pid int) bool {
+func Running(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false

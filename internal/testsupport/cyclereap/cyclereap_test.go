@@ -78,10 +78,10 @@ func TestStopFindsTheCycleProcessByItsSegment(t *testing.T) {
 		t.Fatalf("Find(%s) = %v, want pid %d", shm, got, cmd.Process.Pid)
 	}
 	Stop(t, shm)
-	if running(cmd.Process.Pid) {
+	if Running(cmd.Process.Pid) {
 		t.Errorf("the cycle process runs on after Stop")
 	}
-	if !running(other.Process.Pid) {
+	if !Running(other.Process.Pid) {
 		t.Errorf("Stop ended the cycle process of another segment")
 	}
 	for _, p := range []string{shm, contract.BusInfoPath(shm)} {
@@ -97,7 +97,7 @@ func TestStopKillsACycleProcessDeafToSIGTERM(t *testing.T) {
 	cmd := startFake(t, "deaf", shm, nil)
 	start := time.Now()
 	Stop(t, shm)
-	if running(cmd.Process.Pid) {
+	if Running(cmd.Process.Pid) {
 		t.Fatalf("the cycle process runs on after Stop")
 	}
 	if d := time.Since(start); d < stopGrace {
@@ -129,13 +129,13 @@ func TestCheckFailsOnASurvivor(t *testing.T) {
 		t.Errorf("Check's report does not name the survivor (%q):\n%s", want, out.String())
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for running(ours.Process.Pid) && time.Now().Before(deadline) {
+	for Running(ours.Process.Pid) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if running(ours.Process.Pid) {
+	if Running(ours.Process.Pid) {
 		t.Errorf("Check left the survivor running")
 	}
-	if !running(foreign.Process.Pid) {
+	if !Running(foreign.Process.Pid) {
 		t.Errorf("Check killed a cycle process of another binary")
 	}
 	// Env gives the mark to a command with an environment of its own.
