@@ -66,59 +66,22 @@ func startMQTT(cfg config.Config, log *slog.Logger, reg *metrics.Registry) (*mqt
 		return nil, err
 	}
 	b := &mqttBridge{reg: reg, rules: rules, log: log}
-	url := mc.Broker
-	clientID := mc.ClientID
-	if clientID == "" {
-		clientID = "ecagent-" + cfg.Site + "-" + cfg.Host
-	}
-	node := mc.Sparkplug.Node
-	if node == "" {
-		node = cfg.Host
-	}
-	root := mc.Prefix + "/" + cfg.Site + "/" + cfg.Host
-	username, password := mc.Username, mc.Password
+	id := newMQTTIdentity(cfg)
+	url, username, password := mc.Broker, mc.Username, mc.Password
 	if url == "" {
-		auth, secretPath, err := embeddedAuth(mqttStateDir(mc), root, mc.Sparkplug.Group, node, clientID, log)
-		if err != nil {
-			log.Warn("MQTT stays off: the embedded broker's credential is unusable (set mqtt.broker to use another broker)", "err", err)
+		var ok bool
+		if url, username, password, ok = b.startEmbeddedBroker(mc, id, log); !ok {
 			return nil, nil
 		}
-		auth.RetainRefused = func(topic string) {
-			if p := b.started.Load(); p != nil {
-				p.RefuseRetained(topic)
-			}
-		}
-		b.broker, err = broker.StartAuth(mc.Embedded, log, auth)
-		if err != nil {
-			log.Warn("MQTT stays off: the embedded broker cannot start (set mqtt.broker to use another broker, or mqtt.embedded to listen elsewhere)", "err", err)
-			return nil, nil
-		}
-		url = b.broker.URL()
-		username, password = auth.Agent.Username, auth.Agent.Password
-		host, port, _ := net.SplitHostPort(b.broker.Addr())
-		try := []any{"addr", b.broker.Addr(), "try", fmt.Sprintf("mosquitto_sub -h %s -p %s -t '%s/#' -v", host, port, mc.Prefix)}
-		if secretPath != "" {
-			try = append(try, "commands", fmt.Sprintf("mosquitto_pub -h %s -p %s -u %s -P \"$(cat %s)\" -t '%s/set/<slave>/<signal>' -m <value>",
-				host, port, embeddedOperator, secretPath, root))
-		}
-		log.Info("embedded MQTT broker", try...)
 	}
 	pc := mqtt.Config{
-		Broker: url, ClientID: clientID, Username: username, Password: password, TLS: tlsConfig,
-		QoS: byte(mc.QoS), Scheme: scheme, Root: root,
-		Group: mc.Sparkplug.Group, Node: node, Rules: rules, Scan: mc.Scan, Buffer: mc.Buffer,
+		Broker: url, ClientID: id.clientID, Username: username, Password: password, TLS: tlsConfig,
+		QoS: byte(mc.QoS), Scheme: scheme, Root: id.root,
+		Group: mc.Sparkplug.Group, Node: id.node, Rules: rules, Scan: mc.Scan, Buffer: mc.Buffer,
 		BufferFile: mqttBufferFile(mc), Timeout: mc.Timeout, ReconnectMin: mc.ReconnectMin, ReconnectMax: mc.ReconnectMax,
 		WritesEnabled: mc.Writes.Enabled, Logger: log, StateDir: mqttStateDir(mc),
 	}
-	b.pub, err = mqtt.New(pc)
-	if err != nil && mc.BufferFile == "" && pc.BufferFile != "" {
-		// The write-ahead log in the state directory was not asked for:
-		// without it, the outbox is kept in memory, as before.
-		log.Warn("MQTT outbox kept in memory only: its write-ahead log cannot be used (set mqtt.bufferfile to choose another file)",
-			"file", pc.BufferFile, "err", err)
-		pc.BufferFile = ""
-		b.pub, err = mqtt.New(pc)
-	}
+	b.pub, err = newPublisher(pc, mc, log)
 	if err != nil {
 		b.closeBroker()
 		return nil, err
@@ -133,6 +96,70 @@ func startMQTT(cfg config.Config, log *slog.Logger, reg *metrics.Registry) (*mqt
 	log.Info("MQTT publisher", "broker", url, "scheme", mc.Scheme, "interval", mc.Interval, "onchange", mc.OnChange,
 		"writes", mc.Writes.Enabled)
 	return b, nil
+}
+
+// mqttIdentity is who the agent is on MQTT: its client ID, its Sparkplug
+// edge node and the root of its topics.
+type mqttIdentity struct {
+	clientID, node, root string
+}
+
+// newMQTTIdentity returns cfg's MQTT identity: the configured client ID
+// and Sparkplug node, else ones made of the site and host.
+func newMQTTIdentity(cfg config.Config) mqttIdentity {
+	mc := cfg.MQTT
+	id := mqttIdentity{clientID: mc.ClientID, node: mc.Sparkplug.Node, root: mc.Prefix + "/" + cfg.Site + "/" + cfg.Host}
+	if id.clientID == "" {
+		id.clientID = "ecagent-" + cfg.Site + "-" + cfg.Host
+	}
+	if id.node == "" {
+		id.node = cfg.Host
+	}
+	return id
+}
+
+// startEmbeddedBroker starts the embedded broker (mqtt.broker empty) with
+// its credentials, and returns where and as whom the publisher connects
+// to it. When it cannot start, it says so and ok is false: MQTT stays
+// off.
+func (b *mqttBridge) startEmbeddedBroker(mc config.MQTT, id mqttIdentity, log *slog.Logger) (url, username, password string, ok bool) {
+	auth, secretPath, err := embeddedAuth(mqttStateDir(mc), id.root, mc.Sparkplug.Group, id.node, id.clientID, log)
+	if err != nil {
+		log.Warn("MQTT stays off: the embedded broker's credential is unusable (set mqtt.broker to use another broker)", "err", err)
+		return "", "", "", false
+	}
+	auth.RetainRefused = func(topic string) {
+		if p := b.started.Load(); p != nil {
+			p.RefuseRetained(topic)
+		}
+	}
+	b.broker, err = broker.StartAuth(mc.Embedded, log, auth)
+	if err != nil {
+		log.Warn("MQTT stays off: the embedded broker cannot start (set mqtt.broker to use another broker, or mqtt.embedded to listen elsewhere)", "err", err)
+		return "", "", "", false
+	}
+	host, port, _ := net.SplitHostPort(b.broker.Addr())
+	try := []any{"addr", b.broker.Addr(), "try", fmt.Sprintf("mosquitto_sub -h %s -p %s -t '%s/#' -v", host, port, mc.Prefix)}
+	if secretPath != "" {
+		try = append(try, "commands", fmt.Sprintf("mosquitto_pub -h %s -p %s -u %s -P \"$(cat %s)\" -t '%s/set/<slave>/<signal>' -m <value>",
+			host, port, embeddedOperator, secretPath, id.root))
+	}
+	log.Info("embedded MQTT broker", try...)
+	return b.broker.URL(), auth.Agent.Username, auth.Agent.Password, true
+}
+
+// newPublisher makes the publisher of pc. When the write-ahead log in the
+// state directory, which mc did not ask for, cannot be used, the outbox is
+// kept in memory, as before there was one, and the log says so.
+func newPublisher(pc mqtt.Config, mc config.MQTT, log *slog.Logger) (*mqtt.Publisher, error) {
+	pub, err := mqtt.New(pc)
+	if err != nil && mc.BufferFile == "" && pc.BufferFile != "" {
+		log.Warn("MQTT outbox kept in memory only: its write-ahead log cannot be used (set mqtt.bufferfile to choose another file)",
+			"file", pc.BufferFile, "err", err)
+		pc.BufferFile = ""
+		pub, err = mqtt.New(pc)
+	}
+	return pub, err
 }
 
 // The embedded broker's users: the agent (a password made at each start,

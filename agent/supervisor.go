@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"math/bits"
@@ -205,14 +204,10 @@ func StartCycle(ctx context.Context, cfg config.Config, prog CycleProgram, log *
 // bringing the bus up (see poll).
 func launchCycle(cfg config.Config, prog CycleProgram, log *slog.Logger, cycles uint64) (*CycleProcess, error) {
 	path := cfg.Cycle.SHM
-	if err := checkSegmentPlace(path, log); err != nil {
+	cp, err := newCycleProcess(cfg, log)
+	if err != nil {
 		return nil, err
 	}
-	seg, err := shm.Create(path, layoutFor(cfg))
-	if err != nil {
-		return nil, segmentCreateError(path, err)
-	}
-	cp := &CycleProcess{path: path, seg: seg, exited: make(chan struct{}), reported: make(chan struct{})}
 	fail := func(err error) (*CycleProcess, error) {
 		cp.stop(log, time.Second)
 		return nil, err
@@ -221,20 +216,11 @@ func launchCycle(cfg config.Config, prog CycleProgram, log *slog.Logger, cycles 
 	if err != nil {
 		return fail(fmt.Errorf("cycle configuration: %w", err))
 	}
-	// The configuration goes through a pipe: no file another user could
-	// plant, read or replace, and nothing left behind.
-	cfgRead, cfgWrite, err := os.Pipe()
+	cfgRead, cfgWrite, reportRead, reportWrite, err := cyclePipes()
 	if err != nil {
-		return fail(fmt.Errorf("cycle configuration: %w", err))
+		return fail(err)
 	}
 	defer cfgRead.Close()
-	// What the cycle process tells of its bring-up comes back through
-	// another pipe (ecagent-cycle --report-fd, a contract.BringUpFailure).
-	reportRead, reportWrite, err := os.Pipe()
-	if err != nil {
-		_ = cfgWrite.Close()
-		return fail(fmt.Errorf("cycle bring-up report: %w", err))
-	}
 	defer reportWrite.Close()
 	reading := false
 	defer func() {
@@ -254,24 +240,11 @@ func launchCycle(cfg config.Config, prog CycleProgram, log *slog.Logger, cycles 
 	}
 	var extra []*os.File
 	if cfg.Simulated() {
-		mf, sf, err := contract.SocketPair()
+		mf, err := cp.startSimulator(cfg)
 		if err != nil {
 			return fail(err)
 		}
 		defer mf.Close()
-		defer sf.Close()
-		exe, err := os.Executable()
-		if err != nil {
-			return fail(err)
-		}
-		cp.sim = exec.Command(exe, simArgs(cfg)...)
-		cp.sim.ExtraFiles = []*os.File{sf}
-		cp.sim.Stderr = os.Stderr
-		cp.sim.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		if _, err := capexec.Start(cp.sim, simCapabilities(cfg)); err != nil {
-			return fail(fmt.Errorf("starting the simulated segment: %w", err))
-		}
-		go func() { _ = cp.sim.Wait() }()
 		args = append(args, "--link-fd", "3")
 		extra = append(extra, mf)
 	}
@@ -290,24 +263,8 @@ func launchCycle(cfg config.Config, prog CycleProgram, log *slog.Logger, cycles 
 	}
 	_ = cfgRead.Close()
 	_ = reportWrite.Close() // the cycle's copy is the only one: its exit ends the report
-	reading = true
-	go func() {
-		defer close(cp.reported)
-		defer reportRead.Close()
-		cp.report, _ = io.ReadAll(io.LimitReader(reportRead, maxReport))
-	}()
-	// Written while the cycle reads, so a configuration larger than the
-	// pipe's buffer cannot block; a cycle that exits unread ends it (EPIPE).
-	writing = true
-	go func() {
-		_, _ = cfgWrite.Write(append(cc, '\n'))
-		_ = cfgWrite.Close()
-	}()
-	cp.pid = cp.cmd.Process.Pid
-	go func() {
-		cp.waitErr = cp.cmd.Wait()
-		close(cp.exited)
-	}()
+	reading, writing = true, true
+	cp.follow(cc, cfgWrite, reportRead)
 	log.Info("cycle process started", "pid", cp.pid, "segment", path, "capabilities", cp.granted.Caps, "bounding_set_narrowed", cp.granted.Bounding, "no_new_privs", cp.granted.NoNewPrivs)
 	cp.startBy = time.Now().Add(4*time.Duration(cfg.Bus.StateTimeout) + 10*time.Second)
 	return cp, nil

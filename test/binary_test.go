@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 var (
@@ -131,7 +132,7 @@ func TestRunCommandOverVeth(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill() // a no-op once it stopped
-		killOrphanCycle(t, shm)
+		cyclereap.Stop(t, shm)
 	})
 
 	addr := a.loggedAddr(t, "metrics endpoint", 20*time.Second)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // TestAgentNeverGivesUpOnItsBus starts an agent on a wire with no segment
@@ -35,7 +37,7 @@ func TestAgentNeverGivesUpOnItsBus(t *testing.T) {
 			_ = a.cmd.Process.Kill()
 			<-exited
 		}
-		killOrphanCycle(t, path)
+		cyclereap.Stop(t, path)
 	})
 	addr := a.loggedAddr(t, "metrics endpoint", 30*time.Second)
 	client := &http.Client{Timeout: 5 * time.Second}

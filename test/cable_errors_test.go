@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // TestNoisyCableShowsWhereItIs: a noisy cable on port 1 of slave 3 (the
@@ -26,7 +28,7 @@ func TestNoisyCableShowsWhereItIs(t *testing.T) {
 	a := startProcess(t, cmd)
 	t.Cleanup(func() {
 		stopAgent(t, a)
-		killOrphanCycle(t, shmPath)
+		cyclereap.Stop(t, shmPath)
 		if t.Failed() {
 			t.Logf("agent log:\n%s", a.log())
 		}

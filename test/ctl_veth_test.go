@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // TestCtlCommandsOverVeth runs the maintenance commands on a simulated
@@ -52,7 +54,7 @@ func TestCtlCommandsOverVeth(t *testing.T) {
 	a := startProcess(t, cmd)
 	t.Cleanup(func() {
 		stopAgent(t, a)
-		killOrphanCycle(t, shmPath)
+		cyclereap.Stop(t, shmPath)
 	})
 	a.waitLog(t, "maintenance endpoint", 30*time.Second)
 	for i, c := range cmds {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -309,11 +308,11 @@ func childRunning(t *testing.T, parent int, word string) int {
 }
 
 // stopAgentAtCleanup stops the agent when the test ends (SIGTERM, which
-// stops its cycle process too) and logs its output if the test failed.
+// stops its cycle process too; stopAgent kills one that hangs) and logs
+// its output if the test failed.
 func stopAgentAtCleanup(t *testing.T, a *agentProc) {
 	t.Cleanup(func() {
-		_ = a.cmd.Process.Signal(syscall.SIGTERM)
-		_ = a.cmd.Wait()
+		stopAgent(t, a)
 		if t.Failed() {
 			t.Logf("agent log:\n%s", a.log())
 		}

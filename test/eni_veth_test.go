@@ -15,6 +15,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 	"github.com/ecagent/ecagent/sim"
 )
 
@@ -87,7 +88,7 @@ func TestENIDefaultSegment(t *testing.T) {
 	}
 	a := startAgent(t, "--bus.interface", w.MasterEnd, "--bus.eni", eniPath, "--cycle.shm", path, "--status.interval", "0",
 		"--metrics.listen", addr, "--site", "plant", "--host", "edge", "--mqtt.broker", broker.URL(), "--mqtt.interval", "50ms")
-	t.Cleanup(func() { stopAgent(t, a); killOrphanCycle(t, path) })
+	t.Cleanup(func() { stopAgent(t, a); cyclereap.Stop(t, path) })
 	a.waitLog(t, "cycle started", 30*time.Second)
 	a.waitLog(t, `msg="running from an ENI"`, time.Second)
 	if code, body := readyz(addr); code != http.StatusOK {
@@ -177,7 +178,7 @@ drives:
 	addr := testsupport.FreeAddr(t)
 	a := startAgent(t, "--config", cfg, "--cycle.shm", path, "--status.interval", "0", "--metrics.listen", addr,
 		"--site", "plant", "--host", "edge", "--mqtt.broker", broker.URL(), "--mqtt.interval", "50ms")
-	t.Cleanup(func() { stopAgent(t, a); killOrphanCycle(t, path) })
+	t.Cleanup(func() { stopAgent(t, a); cyclereap.Stop(t, path) })
 	a.waitLog(t, `state="operation enabled"`, 30*time.Second)
 	fams := scrape(t, addr)
 	if v := counter(fams, "ecagent_dc_enabled", nil); v != 1 {
@@ -267,7 +268,7 @@ func TestENIMismatch(t *testing.T) {
 			addr := testsupport.FreeAddr(t)
 			a := startAgent(t, "--bus.interface", w.MasterEnd, "--bus.eni", eniPath, "--cycle.shm", path, "--status.interval", "0",
 				"--metrics.listen", addr, "--bus.statetimeout", "500ms", "--site", "plant", "--host", "edge", "--mqtt.broker", broker.URL())
-			t.Cleanup(func() { stopAgent(t, a); killOrphanCycle(t, path) })
+			t.Cleanup(func() { stopAgent(t, a); cyclereap.Stop(t, path) })
 
 			deadline := time.Now().Add(60 * time.Second)
 			for {

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // TestRunWithoutCycleProgram is `go run ./cmd/ecagent run`, the first
@@ -85,7 +87,7 @@ func runAlone(t *testing.T, cmd *exec.Cmd, shmPath string) {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // go run and its program; a no-op once stopped
 		}
 		_ = cmd.Process.Kill()
-		killOrphanCycle(t, shmPath)
+		cyclereap.Stop(t, shmPath)
 	})
 
 	// go run compiles first: the deadline is a loaded host's link time.

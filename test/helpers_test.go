@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -47,12 +48,20 @@ func wantReady(t *testing.T, addr string) {
 }
 
 // stopAtCleanup stops the started cmd when the test ends (SIGTERM, then
-// waits for it) and, if the test failed, logs what log returns, as the
-// log of what.
+// waits for it; SIGKILL if it has not stopped within agentStopGrace) and,
+// if the test failed, logs what log returns, as the log of what.
 func stopAtCleanup(t *testing.T, cmd *exec.Cmd, what string, log func() string) {
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(agentStopGrace):
+			t.Errorf("%s did not stop within %v of SIGTERM: killed", what, agentStopGrace)
+			_ = cmd.Process.Kill()
+			<-done
+		}
 		if t.Failed() {
 			t.Logf("%s log:\n%s", what, log())
 		}

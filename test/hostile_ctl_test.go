@@ -16,6 +16,7 @@ import (
 	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/cycle/maintenance"
 	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // squatterEnv names the socket path the test binary, run as the squatter,
@@ -131,7 +132,7 @@ func TestSquattedMaintenanceSocket(t *testing.T) {
 	a := startAgent(t, "--cycle.shm", shm, "--status.interval", "300ms", "--metrics.listen", addr,
 		"--site", "plant", "--host", "edge", "--mqtt.broker", broker.URL(),
 		"--bus.timeout", "100ms") // a loaded CI host answers late
-	t.Cleanup(func() { stopAgent(t, a); killOrphanCycle(t, shm) })
+	t.Cleanup(func() { stopAgent(t, a); cyclereap.Stop(t, shm) })
 	a.waitLog(t, "cycle started", 30*time.Second)
 	// Not waitLog: the test goes on to the client when this fails.
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(a.log(), "the cycle process refused to serve its maintenance socket"); {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/process"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // nobodyUID is the user hostile tests give planted files to.
@@ -54,7 +55,7 @@ func TestHostileSideFilesInDevShm(t *testing.T) {
 
 	a := startAgent(t, "--cycle.shm", path, "--status.interval", "0", "--metrics.listen", "", "--mqtt.password", "s3cret",
 		"--bus.timeout", "100ms") // a loaded CI host answers late
-	t.Cleanup(func() { _ = a.cmd.Process.Kill(); _ = a.cmd.Wait(); killOrphanCycle(t, path) })
+	t.Cleanup(func() { _ = a.cmd.Process.Kill(); _ = a.cmd.Wait(); cyclereap.Stop(t, path) })
 	a.waitLog(t, "cycle started", 30*time.Second)
 
 	info, err := process.ReadBusInfo(process.BusInfoPath(path))

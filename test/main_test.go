@@ -4,9 +4,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
-// TestMain removes the ecagent binary the tests built, with its directory.
+// TestMain removes the ecagent binary the tests built, with its directory,
+// and fails the run when a cycle process the tests started outlives them
+// (cyclereap.Check).
 // With ECAGENT_TEST_SQUATTER set the binary is no test but the squatter of
 // TestSquattedMaintenanceSocket, run as another user (squatterMain); with
 // ECAGENT_TEST_SPIKE_HOG, _FLOOD or _COMPACT set, an injector of the spike
@@ -24,7 +29,11 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(squatterEnv); path != "" {
 		os.Exit(squatterMain(path))
 	}
+	cyclereap.Mark()
 	code := m.Run()
+	// A cycle process one of the tests started and did not reap fails the
+	// run, and is killed (a cycle once ran on for 1 h 43 min).
+	code = cyclereap.Check(os.Stderr, code, 10*time.Second)
 	if binary != "" {
 		_ = os.RemoveAll(filepath.Dir(binary))
 	}

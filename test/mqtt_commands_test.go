@@ -13,6 +13,7 @@ import (
 	"github.com/ecagent/ecagent/agent/mqtt/mqttconn"
 	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // TestMQTTCommandsRunOnceOrNotAtAll is issue 30's reproduction of its
@@ -62,7 +63,7 @@ func TestMQTTCommandsRunOnceOrNotAtAll(t *testing.T) {
 	a := startAgent(t, "--bus.interface", w.MasterEnd, "--cycle.shm", path, "--status.interval", "0",
 		"--metrics.listen", addr, "--site", "plant", "--host", "edge", "--mqtt.broker", broker.URL(),
 		"--mqtt.writes.enabled", "--mqtt.writes.allow", "EL2004-1/*")
-	t.Cleanup(func() { stopAgent(t, a); killOrphanCycle(t, path) })
+	t.Cleanup(func() { stopAgent(t, a); cyclereap.Stop(t, path) })
 	a.waitLog(t, "cycle started", 30*time.Second)
 	sub.WaitFrom(t, 0, "/events", 10*time.Second, func(m mqtttest.Message) bool {
 		return strings.Contains(string(m.Payload), `"kind":"bus-attached"`)

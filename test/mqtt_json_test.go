@@ -12,6 +12,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // TestMQTTJSONEndToEnd runs the agent over a veth pair against the
@@ -34,7 +35,7 @@ func TestMQTTJSONEndToEnd(t *testing.T) {
 		"--metrics.listen", addr, "--metrics.window", "1s", "--site", "plant", "--host", "edge",
 		"--mqtt.broker", broker.URL(), "--mqtt.interval", interval.String(),
 		"--mqtt.writes.enabled", "--mqtt.writes.allow", "EL2004-1/*,EL4132-5/ao_output_channel_1.analog_output -5..5")
-	t.Cleanup(func() { stopAgent(t, a); killOrphanCycle(t, path) })
+	t.Cleanup(func() { stopAgent(t, a); cyclereap.Stop(t, path) })
 	a.waitLog(t, "cycle started", 30*time.Second)
 
 	if m := sub.WaitFrom(t, 0, "/status", 10*time.Second, nil); string(m.Payload) != "online" {

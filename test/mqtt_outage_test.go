@@ -11,6 +11,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // outage is how long TestMQTTBrokerOutage keeps the broker down:
@@ -47,7 +48,7 @@ func TestMQTTBrokerOutage(t *testing.T) {
 	a := startAgent(t, "--cycle.shm", path, "--status.interval", "0", "--metrics.listen", addr, "--metrics.window", "1s",
 		"--site", "plant", "--host", "outage", "--mqtt.broker", broker.URL(), "--mqtt.interval", "10ms",
 		"--mqtt.buffer", fmt.Sprint(bound), "--mqtt.reconnectmax", "200ms")
-	t.Cleanup(func() { stopAgent(t, a); killOrphanCycle(t, path) })
+	t.Cleanup(func() { stopAgent(t, a); cyclereap.Stop(t, path) })
 	a.waitLog(t, "cycle started", 30*time.Second)
 	sub.WaitFrom(t, 0, "/pd/EL1014-3", 10*time.Second, nil)
 

@@ -5,13 +5,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ecagent/ecagent/agent/config"
 	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 	"github.com/ecagent/ecagent/shm"
 )
 
@@ -48,11 +51,73 @@ func startWithFiles(tb testing.TB, cmd *exec.Cmd) *agentProc {
 	}
 	defer errf.Close()
 	cmd.Stdout, cmd.Stderr = out, errf
+	cmd.Env = cyclereap.Env(cmd.Env)
+	reapAtCleanup(tb, cmd)
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
 	return a
 }
+
+// agentStopGrace is how long an agent gets to stop on SIGTERM, its cycle
+// process and the bus's way down to INIT included.
+const agentStopGrace = 20 * time.Second
+
+// reapAtCleanup, registered before the agent cmd starts, stops it when the
+// test ends if it still runs then (SIGTERM, SIGKILL after agentStopGrace),
+// and then the cycle process on its segment if that outlived it: whatever
+// path the test took and whatever its own cleanup did (a SIGKILL leaves
+// the cycle process running, in its own session), nothing of it runs on.
+// The test's own cleanups run first.
+func reapAtCleanup(tb testing.TB, cmd *exec.Cmd) {
+	tb.Helper()
+	segment := cycleSegment(cmd)
+	tb.Cleanup(func() {
+		if p := cmd.Process; p != nil && p.Signal(syscall.Signal(0)) == nil && cyclereap.Running(p.Pid) {
+			_ = p.Signal(syscall.SIGTERM)
+			deadline := time.Now().Add(agentStopGrace)
+			for cyclereap.Running(p.Pid) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if cyclereap.Running(p.Pid) {
+				tb.Errorf("%s did not stop within %v of SIGTERM: killed", strings.Join(cmd.Args, " "), agentStopGrace)
+				_ = p.Kill()
+			}
+		}
+		if segment != "" {
+			cyclereap.Stop(tb, segment)
+		}
+	})
+}
+
+// cycleSegment returns the segment the agent cmd runs its cycle process
+// on: its --cycle.shm flag, else ECAGENT_CYCLE_SHM in its environment.
+// It is "" otherwise: the default segment may be a real agent's, which a
+// test must not stop.
+func cycleSegment(cmd *exec.Cmd) string {
+	flag := "--" + cycleSHMKey
+	for i, a := range cmd.Args {
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v
+		}
+		if a == flag && i+1 < len(cmd.Args) {
+			return cmd.Args[i+1]
+		}
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	for _, kv := range slices.Backward(env) {
+		if v, ok := strings.CutPrefix(kv, config.EnvName(cycleSHMKey)+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// cycleSHMKey is the configuration key of the segment's path.
+const cycleSHMKey = "cycle.shm"
 
 func (a *agentProc) out() string { b, _ := os.ReadFile(a.stdout); return string(b) }
 func (a *agentProc) log() string { b, _ := os.ReadFile(a.stderr); return string(b) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/mqtt/mqtttest"
 	"github.com/ecagent/ecagent/agent/mqtt/sparkplug"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // tahuMessage is a message of the edge node as Eclipse Tahu decoded it.
@@ -98,7 +99,7 @@ func TestSparkplugTahuConformance(t *testing.T) {
 	a := startAgent(t, "--cycle.shm", path, "--status.interval", "0", "--metrics.listen", "", "--metrics.window", "1s",
 		"--site", "plant", "--host", "edge7", "--mqtt.broker", broker.URL(), "--mqtt.scheme", "sparkplug",
 		"--mqtt.sparkplug.group", "line3", "--mqtt.interval", "10ms")
-	t.Cleanup(func() { _ = a.cmd.Process.Kill(); _ = a.cmd.Wait(); killOrphanCycle(t, path) })
+	t.Cleanup(func() { _ = a.cmd.Process.Kill(); _ = a.cmd.Wait(); cyclereap.Stop(t, path) })
 	a.waitLog(t, "cycle started", 30*time.Second)
 
 	// Two closed windows (NDATA with the statistics' values) and enough

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // busCounters are the agent's counters a maintenance command must leave
@@ -78,7 +79,7 @@ func TestToolboxThroughAgentOverVeth(t *testing.T) {
 	a := startProcess(t, cmd)
 	t.Cleanup(func() {
 		stopAgent(t, a)
-		killOrphanCycle(t, shmPath)
+		cyclereap.Stop(t, shmPath)
 	})
 	a.waitLog(t, "maintenance endpoint", 30*time.Second)
 	a.waitLog(t, `msg="cyclic operation"`, 10*time.Second)

@@ -3,7 +3,6 @@ package test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/ecagent/ecagent/internal/testsupport"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // TestWireJunkWakeupBench is a benchmark, not part of the suite: with
@@ -60,9 +62,10 @@ func TestWireJunkWakeupBench(t *testing.T) {
 	benchRun := func(junk bool) (result, string, error) {
 		dir := t.TempDir()
 		jsonPath := filepath.Join(dir, "bench.json")
+		segment := filepath.Join("/dev/shm", fmt.Sprintf("ecagent-junkb-%d.shm", os.Getpid()))
+		t.Cleanup(func() { cyclereap.Stop(t, segment) }) // a bench that failed may leave its cycle process
 		cmd := exec.Command(ecagentBinary(t), "bench", "--bus.interface", w.MasterEnd, "--bus.expectedslaves", "7",
-			"--cycle.period", "1ms", "--duration", duration.String(), "--json", jsonPath,
-			"--cycle.shm", filepath.Join("/dev/shm", fmt.Sprintf("ecagent-junkb-%d.shm", os.Getpid())))
+			"--cycle.period", "1ms", "--duration", duration.String(), "--json", jsonPath, "--cycle.shm", segment)
 		var out testsupport.SyncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		stop := make(chan struct{})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/cycle/process"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 	"github.com/ecagent/ecagent/master/link"
 )
 
@@ -50,7 +51,7 @@ func startJunkAgent(t *testing.T, tag string, period time.Duration) *junkAgent {
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
-		killOrphanCycle(t, shmPath)
+		cyclereap.Stop(t, shmPath)
 		if t.Failed() || os.Getenv("ECAGENT_JUNK_LOG") != "" {
 			t.Logf("agent log:\n%s", a.log())
 		}

@@ -12,12 +12,15 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/agent/cyclestats/stats"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
-// benchSHM returns a segment path unique to this test process and test.
+// benchSHM returns a segment path unique to this test process and test;
+// when the test ends, a cycle process a failed bench left on it is
+// stopped, and the segment removed.
 func benchSHM(t *testing.T, name string) string {
 	path := fmt.Sprintf("/dev/shm/ecagent-benchtest-%d-%s.shm", os.Getpid(), name)
-	t.Cleanup(func() { _ = os.Remove(path) })
+	t.Cleanup(func() { cyclereap.Stop(t, path) })
 	return path
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 	"github.com/ecagent/ecagent/master"
 )
 
@@ -36,17 +37,14 @@ func startCtlAgent(t *testing.T) *ctlAgent {
 		"--cycle.shm", a.shm, "--log.level", "warn", "--bus.timeout", "200ms")
 	cmd.Env = append(append(os.Environ(), "ECAGENT_TEST_MAIN=1"), cycleEnviron(t)...)
 	cmd.Stderr = a.stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	cmd.WaitDelay = 10 * time.Second // its children hold stderr until they stop
 	t.Cleanup(func() {
+		if cmd.Process == nil {
+			return
+		}
 		// SIGTERM stops the agent with its cycle and simulator; a kill
-		// would leave them running.
+		// leaves them running, and the cycle process is stopped by its
+		// segment then.
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
@@ -56,7 +54,15 @@ func startCtlAgent(t *testing.T) *ctlAgent {
 			_ = cmd.Process.Kill()
 			<-done
 		}
+		cyclereap.Stop(t, a.shm)
 	})
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		in := bufio.NewScanner(stdout)
 		for in.Scan() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // runCLI runs ecagent in-process with args and returns its exit code and output.
@@ -126,10 +127,23 @@ func TestRunReachesOPAndStops(t *testing.T) {
 	// bring-up took on this host.
 	stdout, stderr := &testsupport.SyncBuffer{}, &testsupport.SyncBuffer{}
 	exited := make(chan int, 1)
+	returned := make(chan struct{})
 	go func() {
+		defer close(returned)
 		exited <- dispatch(ctx, &env{stdout: stdout, stderr: stderr, environ: environ}, []string{"run", "--status.interval", "200ms",
 			"--metrics.listen", "", "--cycle.shm", shmPath})
 	}()
+	// A test that failed before the agent returned stops it here, with its
+	// cycle process; one that outlives it is stopped by its segment.
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-returned:
+		case <-time.After(30 * time.Second):
+			t.Errorf("the agent did not return within 30 s of its context's end")
+		}
+		cyclereap.Stop(t, shmPath)
+	})
 	var code int
 	deadline := time.After(30 * time.Second)
 wait:

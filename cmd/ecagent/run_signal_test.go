@@ -9,8 +9,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ecagent/ecagent/internal/testsupport"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // `ecagent run` stopped by SIGINT (Ctrl-C) exits 130, the documented code
@@ -28,6 +30,19 @@ func TestRunExitCodeOnSignals(t *testing.T) {
 			cmd.Env = append(append(os.Environ(), "ECAGENT_TEST_MAIN=1"), cycleEnviron(t)...)
 			var stderr testsupport.SyncBuffer
 			cmd.Stderr = &stderr
+			// A test that fails before it stops the agent kills it here,
+			// and then its cycle process, which a kill leaves running
+			// (holding the agent's stderr: Wait would wait for it).
+			cmd.WaitDelay = 10 * time.Second
+			t.Cleanup(func() {
+				if cmd.Process != nil {
+					_ = cmd.Process.Kill()
+				}
+				cyclereap.Stop(t, shmPath)
+				if cmd.Process != nil {
+					_ = cmd.Wait()
+				}
+			})
 			stdout, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -35,7 +50,6 @@ func TestRunExitCodeOnSignals(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 			// The first status line: the agent runs in cyclic operation.
 			lines := bufio.NewScanner(stdout)
 			if !lines.Scan() || !strings.Contains(lines.Text(), " OP ") {

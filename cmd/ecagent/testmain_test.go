@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ecagent/ecagent/agent"
 	"github.com/ecagent/ecagent/agent/config"
+	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // TestMain lets the test binary stand in for ecagent when a command under
@@ -16,12 +18,17 @@ import (
 // sim` through os.Executable): with ECAGENT_TEST_MAIN=1 in its environment
 // the binary runs the command line instead of tests, as main does
 // (signals included). The cycle process is the real ecagent-cycle, built
-// once when a test first needs it (cycleEnviron).
+// once when a test first needs it (cycleEnviron). A cycle process the
+// tests started that outlives them fails the run (cyclereap.Check).
 func TestMain(m *testing.M) {
 	if os.Getenv("ECAGENT_TEST_MAIN") == "1" {
 		os.Exit(mainCode(os.Args[1:]))
 	}
+	cyclereap.Mark()
 	code := m.Run()
+	// A cycle process one of the tests started and did not reap fails the
+	// run, and is killed (one once ran on for 1 h 43 min).
+	code = cyclereap.Check(os.Stderr, code, 10*time.Second)
 	if cycleBuild.dir != "" {
 		_ = os.RemoveAll(cycleBuild.dir)
 	}

@@ -107,17 +107,8 @@ type Report struct {
 // Everything that allocates happens before cyclic operation starts. An
 // error is a failed bring-up, told to o.BringUpReport too.
 func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Report, err error) {
-	report := o.BringUpReport // nil once the cycle runs
-	defer func() {
-		if report == nil {
-			return
-		}
-		if err != nil {
-			line, _ := json.Marshal(contract.BringUpFailure{Reason: FailureReason(err), Error: err.Error()})
-			_, _ = report.Write(append(line, '\n'))
-		}
-		_ = report.Close()
-	}()
+	report := &bringUpReport{w: o.BringUpReport}
+	defer func() { report.finish(err) }()
 	period := time.Duration(cfg.Cycle.Period)
 	// SIGPIPE from a closed stderr (the agent died) must not kill the cycle.
 	signal.Ignore(syscall.SIGPIPE)
@@ -137,28 +128,103 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 		return rep, err
 	}
 	defer m.Close()
-	if err := m.BringUp(ctx); err != nil {
-		return rep, fmt.Errorf("bring-up: %w", err)
-	}
-	jobs, err := bindDrives(ctx, m, cfg.Drives, log)
+	jobs, err := bringUpBus(ctx, m, seg, cfg, log)
 	if err != nil {
 		return rep, err
 	}
-	if err := checkCycleFits(m, period, cfg.Cycle.Exchange == ExchangePipelined, log); err != nil {
-		return rep, err
+	info := NewBusInfo(m, period)
+	e := newEngine(m, seg, cfg, o)
+	e.Jobs = jobs
+	defer stopOnSignal(ctx, e)()
+	e.OnStart = func(s *rt.Setup) {
+		// Runs on the cycle thread after its set-up, before the first
+		// cycle: the last moment allowed to allocate.
+		announceCyclic(cfg, info, m, s, log)
+		report.close() // brought up: nothing to report
+	}
+	// From here the cycle thread alone sends and receives: recovery's
+	// datagrams ride in the cycle's frames (master.QueueAcyclic).
+	m.QueueAcyclic(true, period)
+	w := startWorkers(ctx, m, e, seg, cfg, info, log)
+	defer w.stop(m)
+	stopSpin := spinForAnswers(l, cfg)
+	// Counting starts after the first cycle: it meets one first-use
+	// allocation in the runtime (measured: 1 malloc, then none in 99 999
+	// cycles).
+	counts := &steadyCounts{episodes: w.rec.episodes.Load, requests: w.ctl.Requests}
+	e.SteadyAfter = 1
+	e.OnSteady = counts.start
+	prepareThreads(cfg, w.rec, log)
+	if o.running != nil {
+		o.running(w.rec)
+	}
+	rep.Cycles = e.Run()
+	stopSpin()
+	counts.report(&rep)
+
+	w.stop(m)
+	down, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.Bus.StateTimeout))
+	defer cancel()
+	if err := m.RequestState(down, esc.StateInit); err != nil {
+		log.Warn("taking the bus to INIT", "err", err)
+	}
+	return rep, nil
+}
+
+// bringUpReport is where Run tells the agent why bring-up failed
+// (Options.BringUpReport): nil once the cycle runs.
+type bringUpReport struct{ w io.WriteCloser }
+
+// finish tells err, a failed bring-up, if the report is still open, and
+// closes it.
+func (r *bringUpReport) finish(err error) {
+	if r.w == nil {
+		return
+	}
+	if err != nil {
+		line, _ := json.Marshal(contract.BringUpFailure{Reason: FailureReason(err), Error: err.Error()})
+		_, _ = r.w.Write(append(line, '\n'))
+	}
+	r.close()
+}
+
+// close closes the report unwritten: the bus is up.
+func (r *bringUpReport) close() {
+	if r.w != nil {
+		_ = r.w.Close()
+		r.w = nil
+	}
+}
+
+// bringUpBus brings the bus to OP, binds the drives' jobs and checks that
+// the cycle fits its period and the process image the segment, then locks
+// the segment if configured.
+func bringUpBus(ctx context.Context, m *master.Master, seg *shm.Segment, cfg Config, log *slog.Logger) ([]cycle.Job, error) {
+	if err := m.BringUp(ctx); err != nil {
+		return nil, fmt.Errorf("bring-up: %w", err)
+	}
+	jobs, err := bindDrives(ctx, m, cfg.Drives, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCycleFits(m, time.Duration(cfg.Cycle.Period), cfg.Cycle.Exchange == ExchangePipelined, log); err != nil {
+		return nil, err
 	}
 	if n := len(m.Image().Bytes()); n > seg.Image().Cap() {
-		return rep, fmt.Errorf("cycle: process image of %d bytes does not fit the segment's %d", n, seg.Image().Cap())
+		return nil, fmt.Errorf("cycle: process image of %d bytes does not fit the segment's %d", n, seg.Image().Cap())
 	}
 	if cfg.Cycle.LockMemory {
 		if err := seg.Lock(); err != nil {
 			log.Warn("cannot lock the shared-memory segment", "err", err)
 		}
 	}
-	info := NewBusInfo(m, period)
+	return jobs, nil
+}
 
-	e := cycle.New(m, seg, cycle.Config{
-		Period:      period,
+// newEngine makes the cycle engine of cfg on m and seg.
+func newEngine(m *master.Master, seg *shm.Segment, cfg Config, o Options) *cycle.Engine {
+	return cycle.New(m, seg, cycle.Config{
+		Period:      time.Duration(cfg.Cycle.Period),
 		BusyWait:    time.Duration(cfg.Cycle.BusyWait),
 		SleepKeepsP: runtime.GOMAXPROCS(0) >= 2, // the cycle thread is this process's only sleeper
 		Pipelined:   cfg.Cycle.Exchange == ExchangePipelined,
@@ -167,10 +233,13 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 		RT: rt.Options{Priority: cfg.Cycle.Priority, Core: cfg.Cycle.Core,
 			LockMemory: cfg.Cycle.LockMemory, DMALatency: true},
 	})
-	e.Jobs = jobs
+}
+
+// stopOnSignal stops e on SIGTERM, SIGINT or the end of ctx; the returned
+// function stops listening for the signals.
+func stopOnSignal(ctx context.Context, e *cycle.Engine) (stopListening func()) {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(stop)
 	go func() {
 		select {
 		case <-stop:
@@ -178,100 +247,95 @@ func Run(ctx context.Context, cfg Config, o Options, log *slog.Logger) (rep Repo
 		}
 		e.Stop()
 	}()
-	e.OnStart = func(s *rt.Setup) {
-		// Runs on the cycle thread after its set-up, before the first
-		// cycle: the last moment allowed to allocate.
-		setRT(info, s)
-		if err := contract.WriteBusInfo(contract.BusInfoPath(cfg.Cycle.SHM), info); err != nil {
-			log.Error("writing the bus description", "err", err)
-		}
-		for _, r := range s.Refused() {
-			log.Warn("real-time setting refused by the host; running without it", "setting", r.Setting, "err", r.Err)
-		}
-		log.Info("cyclic operation", "period", period, "slaves", len(m.Slaves()),
-			"expected_wkc", m.Cyclic().ExpectedWKC(), "pid", os.Getpid())
-		if report != nil {
-			_ = report.Close() // brought up: nothing to report
-			report = nil
-		}
+	return func() { signal.Stop(stop) }
+}
+
+// announceCyclic, on the cycle thread before its first cycle, completes
+// the bus description with the real-time set-up s and writes it, and logs
+// the settings the host refused and the start of cyclic operation.
+func announceCyclic(cfg Config, info *BusInfo, m *master.Master, s *rt.Setup, log *slog.Logger) {
+	setRT(info, s)
+	if err := contract.WriteBusInfo(contract.BusInfoPath(cfg.Cycle.SHM), info); err != nil {
+		log.Error("writing the bus description", "err", err)
 	}
-	// From here the cycle thread alone sends and receives: recovery's
-	// datagrams ride in the cycle's frames (master.QueueAcyclic).
-	m.QueueAcyclic(true, period)
-	rec := newRecoverer(m, e, log)
-	rec.rt = recoveryRT(cfg.Cycle.Priority)
-	recCtx, stopRec := context.WithCancel(ctx)
+	for _, r := range s.Refused() {
+		log.Warn("real-time setting refused by the host; running without it", "setting", r.Setting, "err", r.Err)
+	}
+	log.Info("cyclic operation", "period", time.Duration(cfg.Cycle.Period), "slaves", len(m.Slaves()),
+		"expected_wkc", m.Cyclic().ExpectedWKC(), "pid", os.Getpid())
+}
+
+// workers are the goroutines that run beside the cycle and queue their
+// datagrams into its frames: recovery, the maintenance endpoint (ecagent
+// slaves, reg, sii …) and the error counters' poller.
+type workers struct {
+	rec                            *recoverer
+	ctl                            *maintenance.Handler
+	cancel                         context.CancelFunc
+	recDone, ctlDone, countersDone <-chan struct{}
+}
+
+// startWorkers starts the workers until ctx ends or stop.
+func startWorkers(ctx context.Context, m *master.Master, e *cycle.Engine, seg *shm.Segment, cfg Config, info *BusInfo, log *slog.Logger) *workers {
+	w := &workers{rec: newRecoverer(m, e, log)}
+	w.rec.rt = recoveryRT(cfg.Cycle.Priority)
+	var recCtx context.Context
+	recCtx, w.cancel = context.WithCancel(ctx)
 	recDone := make(chan struct{})
-	go func() { defer close(recDone); rec.run(recCtx) }()
-	// The maintenance endpoint (ecagent slaves, reg, sii …): its requests
-	// go through the acyclic queue like recovery's.
-	ctlDone, ctl := serveControl(recCtx, m, e, seg, cfg, info, log)
+	go func() { defer close(recDone); w.rec.run(recCtx) }()
+	w.recDone = recDone
+	w.ctlDone, w.ctl = serveControl(recCtx, m, e, seg, cfg, info, log)
 	countersDone := make(chan struct{})
 	counters := newErrorCountersPoller(recCtx, m, e.Report, errorCountersEvery) // allocates here, not in the cycle's steady state
 	go func() {
 		defer close(countersDone)
 		counters.run(recCtx)
 	}()
-	defer func() {
-		stopRec()
-		<-recDone
-		<-ctlDone
-		<-countersDone
-		m.QueueAcyclic(false, 0) // the cycle has stopped: acyclic frames go straight out again
-	}()
+	w.countersDone = countersDone
+	return w
+}
 
-	// The cycle thread is the link's only user from here: let it spin for
-	// its answers if configured (link.RecvSpinner), and stop spinning for
-	// the frames of the way down.
-	spinner, spin := l.(link.RecvSpinner)
-	spin = spin && cfg.Cycle.RecvSpin > 0
-	if spin {
-		spinner.SetRecvSpin(min(time.Duration(cfg.Cycle.RecvSpin), time.Duration(cfg.Cycle.Period)/2))
+// stop stops the workers and waits for them; acyclic frames then go
+// straight out again, the cycle having stopped. Stopping twice is
+// stopping once.
+func (w *workers) stop(m *master.Master) {
+	w.cancel()
+	<-w.recDone
+	<-w.ctlDone
+	<-w.countersDone
+	m.QueueAcyclic(false, 0)
+}
+
+// spinForAnswers lets the cycle thread, the link's only user from here,
+// spin for its answers if configured (link.RecvSpinner); the returned
+// function stops the spinning, for the frames of the way down.
+func spinForAnswers(l link.Link, cfg Config) (stop func()) {
+	spinner, ok := l.(link.RecvSpinner)
+	if !ok || cfg.Cycle.RecvSpin <= 0 {
+		return func() {}
 	}
-	// Counting starts after the first cycle: it meets one first-use
-	// allocation in the runtime (measured: 1 malloc, then none in 99 999
-	// cycles).
-	counts := &steadyCounts{episodes: rec.episodes.Load, requests: ctl.Requests}
-	e.SteadyAfter = 1
-	e.OnSteady = counts.start
-	// Threads the runtime may need while the cycle yields, made now
-	// rather than (allocating) in cyclic operation.
+	spinner.SetRecvSpin(min(time.Duration(cfg.Cycle.RecvSpin), time.Duration(cfg.Cycle.Period)/2))
+	return func() { spinner.SetRecvSpin(0) }
+}
+
+// prepareThreads makes now, rather than (allocating) in cyclic
+// operation, the threads the runtime may need while the cycle yields,
+// and with the cycle pinned puts every other thread of the process one
+// below it, those of the runtime included, on the CPUs the cycle leaves
+// (rt.Options.Core). The recovery worker's threads are then not alone at
+// real-time priority among the runtime's threads of the normal
+// scheduler, which they may wait for in the runtime's spin loops: on a
+// host with one CPU left beside the cycle's, that is a livelock until
+// real-time throttling (rt.ProcessFIFO). Unpinned, the kernel moves such
+// threads to another CPU, and the runtime's work stays on the normal
+// scheduler beside other processes' real-time threads.
+func prepareThreads(cfg Config, rec *recoverer, log *slog.Logger) {
 	rt.WarmThreads(runtime.GOMAXPROCS(0) + 4)
-	// With the cycle pinned, every other thread of the process runs one
-	// below it, those of the runtime included, on the CPUs the cycle
-	// leaves (rt.Options.Core). The recovery worker's threads are then
-	// not alone at real-time priority among the runtime's threads of the
-	// normal scheduler, which they may wait for in the runtime's spin
-	// loops: on a host with one CPU left beside the cycle's, that is a
-	// livelock until real-time throttling (rt.ProcessFIFO). Unpinned,
-	// the kernel moves such threads to another CPU, and the runtime's
-	// work stays on the normal scheduler beside other processes'
-	// real-time threads.
 	if p := rec.rt.Priority; p > 0 && cfg.Cycle.Core >= 0 {
 		if err := rt.ProcessFIFO(p); err != nil {
 			log.Warn("real-time setting refused by the host; the process's other threads run without it", "setting", "process_fifo", "err", err)
 		}
 	}
-	if o.running != nil {
-		o.running(rec)
-	}
-	rep.Cycles = e.Run()
-	if spin {
-		spinner.SetRecvSpin(0)
-	}
-	counts.report(&rep)
-
-	stopRec()
-	<-recDone
-	<-ctlDone
-	<-countersDone
-	m.QueueAcyclic(false, 0)
-	down, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.Bus.StateTimeout))
-	defer cancel()
-	if err := m.RequestState(down, esc.StateInit); err != nil {
-		log.Warn("taking the bus to INIT", "err", err)
-	}
-	return rep, nil
 }
 
 // steadyCounts counts what the cycle process did from the cycle's steady

@@ -34,46 +34,78 @@ func lockResident() error {
 	var firstErr error
 	sc := bufio.NewScanner(maps)
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 2 || f[1] == "---p" || (len(f) >= 6 && (f[5] == "[vsyscall]" || f[5] == "[vvar]" || f[5] == "[vvar_vclock]")) {
-			continue
-		}
-		lo, hi, ok := strings.Cut(f[0], "-")
+		r, ok := lockableMapping(sc.Text())
 		if !ok {
 			continue
 		}
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil || end <= start {
-			continue
-		}
-		n := int((uintptr(end) - uintptr(start)) / page)
-		if cap(buf) < 8*n {
-			buf = make([]byte, 8*n)
-		}
-		b := buf[:8*n]
-		if _, err := pm.ReadAt(b, int64(uintptr(start)/page*8)); err != nil {
-			continue
-		}
-		run := -1
-		for i := 0; i <= n; i++ {
-			present := i < n && binary.NativeEndian.Uint64(b[8*i:])&(1<<63) != 0
-			switch {
-			case present && run < 0:
-				run = i
-			case !present && run >= 0:
-				_, _, e := unix.Syscall(unix.SYS_MLOCK, uintptr(start)+uintptr(run)*page, uintptr(i-run)*page, 0)
-				if e != 0 && firstErr == nil {
-					firstErr = fmt.Errorf("mlock of %s: %w", f[0], e)
-				}
-				run = -1
-			}
+		var err error
+		if buf, err = lockPresentPages(pm, r, page, buf); err != nil && firstErr == nil {
+			firstErr = err
 		}
 	}
 	if err := sc.Err(); err != nil && firstErr == nil {
 		firstErr = fmt.Errorf("lock resident pages: %w", err)
 	}
 	return firstErr
+}
+
+// mapping is an address range of the process, as /proc/self/maps names
+// it (lo-hi, in hex).
+type mapping struct {
+	name       string
+	start, end uintptr
+}
+
+// lockableMapping parses a line of /proc/self/maps. It is not ok for a
+// mapping without access (---p, the runtime's reservations and guard
+// pages), for the kernel's vsyscall and vvar pages, which cannot be
+// locked, and for a line it cannot read.
+func lockableMapping(line string) (mapping, bool) {
+	f := strings.Fields(line)
+	if len(f) < 2 || f[1] == "---p" || (len(f) >= 6 && (f[5] == "[vsyscall]" || f[5] == "[vvar]" || f[5] == "[vvar_vclock]")) {
+		return mapping{}, false
+	}
+	lo, hi, ok := strings.Cut(f[0], "-")
+	if !ok {
+		return mapping{}, false
+	}
+	start, err1 := strconv.ParseUint(lo, 16, 64)
+	end, err2 := strconv.ParseUint(hi, 16, 64)
+	if err1 != nil || err2 != nil || end <= start {
+		return mapping{}, false
+	}
+	return mapping{name: f[0], start: uintptr(start), end: uintptr(end)}, true
+}
+
+// lockPresentPages locks each run of r's pages that the page map pm says
+// are present, and returns buf, grown if r's page map entries needed
+// more, for the next mapping. A mapping whose page map cannot be read is
+// skipped; the error is that of the first run mlock refused.
+func lockPresentPages(pm *os.File, r mapping, page uintptr, buf []byte) ([]byte, error) {
+	n := int((r.end - r.start) / page)
+	if cap(buf) < 8*n {
+		buf = make([]byte, 8*n)
+	}
+	b := buf[:8*n]
+	if _, err := pm.ReadAt(b, int64(r.start/page*8)); err != nil {
+		return buf, nil
+	}
+	var firstErr error
+	run := -1
+	for i := 0; i <= n; i++ {
+		present := i < n && binary.NativeEndian.Uint64(b[8*i:])&(1<<63) != 0
+		switch {
+		case present && run < 0:
+			run = i
+		case !present && run >= 0:
+			_, _, e := unix.Syscall(unix.SYS_MLOCK, r.start+uintptr(run)*page, uintptr(i-run)*page, 0)
+			if e != 0 && firstErr == nil {
+				firstErr = fmt.Errorf("mlock of %s: %w", r.name, e)
+			}
+			run = -1
+		}
+	}
+	return buf, firstErr
 }
 
 // futureLockUnlimited returns nil when no RLIMIT_MEMLOCK applies to what
