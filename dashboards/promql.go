@@ -29,13 +29,6 @@ func slaveState(sel string) string {
 		series("ecagent_slave_presence", sel, `presence="refused"`), bySlave, bySlave, state)
 }
 
-// notOperational selects the slaves not in OP without an error: lost and
-// refused ones read AL state 0, so they are among them.
-func notOperational(sel string) string {
-	return fmt.Sprintf("(%s != 8 or (%s and %s == 1))",
-		series("ecagent_slave_al_state", sel), series("ecagent_slave_al_state", sel), series("ecagent_slave_al_error", sel))
-}
-
 // Grafana's range variables as they appear in queries.
 const (
 	rateInterval = "$__rate_interval"
