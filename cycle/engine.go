@@ -26,8 +26,8 @@ type Config struct {
 	// rt.SleepUntilInterrupted): for the cycle process, whose cycle thread
 	// is its only sleeper, with GOMAXPROCS ≥ 2, so that the other
 	// goroutines have a P of their own. The cycle then yields to the Go
-	// scheduler only when the runtime asks for its P, from within its
-	// sleep (see Engine.sleep).
+	// scheduler only for the runtime: when it asks for the P, from within
+	// the sleep, or just before it would (see Engine.sleep).
 	SleepKeepsP bool
 	// RT is the thread set-up; settings the host refuses are reported as
 	// events and the cycle runs anyway.
@@ -87,14 +87,20 @@ type Engine struct {
 	slaveCount  int
 	stall       func() // tests only: runs inside the job to provoke overruns
 	// yields counts the sleeps a signal interrupted, at each of which the
-	// cycle let the runtime take its P if it had asked (see sleep).
+	// cycle let the runtime take its P if it had asked, and its yields
+	// ahead of a request (see sleep).
 	yields uint64
-	// yieldLate is set when such a yield returned after the next
-	// deadline; the next sample carries shm.SampleYieldLate.
+	// asks foresees the runtime's next request (see yieldAhead).
+	asks askForecast
+	// yieldLate is set when a yield returned after the next deadline;
+	// the next sample carries shm.SampleYieldLate.
 	yieldLate bool
 	// yielded, when set (tests), runs where the cycle lets the runtime
 	// take its P: a stand-in for a slow hand-back.
 	yielded func()
+	// yield yields to the Go scheduler ahead of a request (yieldAhead):
+	// runtime.Gosched, or a test's stand-in.
+	yield func()
 
 	// OnStart, if set, runs on the cycle thread after the real-time set-up
 	// and before the garbage collector is switched off: the place for the
@@ -129,7 +135,7 @@ type Engine struct {
 // with its process image mapped, writing to the segment seg.
 func New(m *master.Master, seg *shm.Segment, cfg Config) *Engine {
 	e := &Engine{m: m, seg: seg, cfg: cfg, slaveCount: len(m.Slaves()),
-		emergencies: make([]master.SlaveEmergency, 0, master.EmergencyQueueLen)}
+		emergencies: make([]master.SlaveEmergency, 0, master.EmergencyQueueLen), yield: runtime.Gosched}
 	e.reports, _ = spsc.NewRing[shm.Event](reportQueueLen) // a power of two
 	e.trouble.Prepare(1)                                   // for the recovery worker's WaitTrouble
 	if setup, _, ok := m.DC(); ok && setup.Reference != nil {
@@ -212,6 +218,7 @@ func (e *Engine) Run() uint64 {
 			e.sample.Flags |= shm.SampleOverrun
 		}
 		e.publish(end)
+		e.yieldAhead(end, next)
 	}
 	e.publishLink(rt.Now()) // the last figures, for the agent's accounting
 	return e.cycle - first
@@ -223,10 +230,11 @@ func (e *Engine) Run() uint64 {
 // to the runtime the cycle goroutine never stops running: sysmon asks for
 // its P once it has held it for 10 ms (forcePreemptNS), with a signal
 // that cuts the sleep short. The cycle yields then, inside its sleep
-// (yieldAsked), and sleeps on; it never yields on its own. It used to
-// yield every 5 ms after its frames went out, so that the request would
-// never come: about 170 hand-overs of its P a second, each a round of
-// futex calls and wake-ups across three threads of the process (3.0
+// (yieldAsked), and sleeps on; it yields on its own only just before a
+// request due where serving it could make a cycle late (yieldAhead). It
+// used to yield every 5 ms after its frames went out, so that the request
+// would never come: about 170 hand-overs of its P a second, each a round
+// of futex calls and wake-ups across three threads of the process (3.0
 // system calls and 1.7 context switches a cycle on the mmap link, where
 // the cycle's own are 2 and 1). Asked, it hands the P over once per two
 // sysmon ticks, about 50 times a second (docs/performance.md). A
@@ -234,8 +242,9 @@ func (e *Engine) Run() uint64 {
 // microseconds instead of at the sleep's end.
 //
 // A request that comes while the cycle runs its job is served there, at
-// the runtime's next safe point (about 4 % of them at 1 ms: the share of
-// the period the cycle is not asleep).
+// the runtime's next safe point (a few % of them at 1 ms: the share of
+// the period the cycle is not asleep; yieldAhead avoids those it
+// foresees).
 func (e *Engine) sleep(next, spin int64) {
 	if !e.cfg.SleepKeepsP {
 		rt.SleepUntilSpin(next, spin, false)
@@ -246,11 +255,43 @@ func (e *Engine) sleep(next, spin int64) {
 		until = next - spin
 	}
 	for rt.SleepUntilInterrupted(until) {
+		e.asks.asked(rt.Now()) // the vDSO's clock: no call that could yield first
 		e.yieldAsked(next)
 	}
 	if spin > 0 {
 		rt.SpinUntil(next)
 	}
+}
+
+// forecastPeriod is the longest period for which the cycle yields ahead
+// of the runtime's request (yieldAhead): the yield, up to a period and a
+// half before the request, must come after sysmon's tick before it.
+const forecastPeriod = 2 * time.Millisecond
+
+// yieldAhead yields to the scheduler after the cycle that ended at end
+// when the runtime's next request for the P (askForecast) is due where
+// serving it could make a cycle late: in the last quarter of the coming
+// sleep, or in the next cycle's job (then at the job's next safe point).
+// This cycle's frames are out and at least half a period is left: the
+// hand-over has room, and the request moves one sysmon tick on. Sysmon's
+// tick is not a whole number of periods, so a request's place in the
+// period drifts (about 0.1 ms a request at 1 ms here): the cycle yields
+// ahead while it drifts through those places, and lets the runtime ask
+// otherwise.
+func (e *Engine) yieldAhead(end, next int64) {
+	p := int64(e.cfg.Period)
+	if !e.cfg.SleepKeepsP || p > int64(forecastPeriod) || next-end < p/2 {
+		return
+	}
+	due := e.asks.next(end)
+	const slop = 50_000 // the forecast's error: sysmon's wake-up and the signal's
+	if due == 0 || due < next-p/4-slop || due > next+p/8+slop {
+		return
+	}
+	e.yield()
+	e.asks.yielded()
+	e.yields++
+	e.yieldLate = e.yieldLate || rt.Now() > next
 }
 
 // yieldAsked runs when a signal cut the sleep to next short. If the
