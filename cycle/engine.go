@@ -22,10 +22,12 @@ type Config struct {
 	// BusyWait is the tail before each deadline spent spinning instead of
 	// sleeping (0: sleep all the way).
 	BusyWait time.Duration
-	// SleepKeepsP makes the cycle's sleep keep its P (rt.SleepUntilKeepingP):
-	// for the cycle process, whose cycle thread is its only sleeper, with
-	// GOMAXPROCS ≥ 2. The cycle then yields to the Go scheduler itself, at
-	// a moment of its choosing (see yieldEvery).
+	// SleepKeepsP makes the cycle's sleep keep its P (a raw system call,
+	// rt.SleepUntilInterrupted): for the cycle process, whose cycle thread
+	// is its only sleeper, with GOMAXPROCS ≥ 2, so that the other
+	// goroutines have a P of their own. The cycle then yields to the Go
+	// scheduler only for the runtime: when it asks for the P, from within
+	// the sleep, or just before it would (see Engine.sleep).
 	SleepKeepsP bool
 	// RT is the thread set-up; settings the host refuses are reported as
 	// events and the cycle runs anyway.
@@ -84,15 +86,20 @@ type Engine struct {
 	setup       *rt.Setup
 	slaveCount  int
 	stall       func() // tests only: runs inside the job to provoke overruns
-	// lastYield is when the cycle last yielded to the scheduler; yields
-	// counts those yields (see yieldEvery).
-	lastYield int64
-	yields    uint64
+	// yields counts the sleeps a signal interrupted, at each of which the
+	// cycle let the runtime take its P if it had asked, and its yields
+	// ahead of a request (see sleep).
+	yields uint64
+	// asks foresees the runtime's next request (see yieldAhead).
+	asks askForecast
 	// yieldLate is set when a yield returned after the next deadline;
 	// the next sample carries shm.SampleYieldLate.
 	yieldLate bool
-	// yield yields to the Go scheduler (runtime.Gosched; a test's slow
-	// stand-in).
+	// yielded, when set (tests), runs where the cycle lets the runtime
+	// take its P: a stand-in for a slow hand-back.
+	yielded func()
+	// yield yields to the Go scheduler ahead of a request (yieldAhead):
+	// runtime.Gosched, or a test's stand-in.
 	yield func()
 
 	// OnStart, if set, runs on the cycle thread after the real-time set-up
@@ -200,7 +207,7 @@ func (e *Engine) Run() uint64 {
 			next = max(next, rt.Now()+p)
 			e.yieldLate = false
 		}
-		rt.SleepUntilSpin(next, spin, e.cfg.SleepKeepsP)
+		e.sleep(next, spin)
 		end := e.step(next, skipped)
 		skipped = 0
 		next += p + e.dcStep
@@ -211,36 +218,97 @@ func (e *Engine) Run() uint64 {
 			e.sample.Flags |= shm.SampleOverrun
 		}
 		e.publish(end)
-		e.maybeYield(end, next)
+		e.yieldAhead(end, next)
 	}
 	e.publishLink(rt.Now()) // the last figures, for the agent's accounting
 	return e.cycle - first
 }
 
-// yieldEvery is how often a cycle whose sleep keeps its P yields to the Go
-// scheduler. The runtime preempts a goroutine that has run for 10 ms
-// without passing through the scheduler (sysmon's forcePreemptNS), and to
-// the runtime a cycle goroutine that sleeps in a raw system call never
-// stops running: it was preempted every 10 ms at whatever point of the
-// cycle the request found, and, being locked to its thread, waited for
-// another thread to hand its P back — before its deadline, when the
-// request came just before the sleep. Yielding at half that interval,
-// right after the cycle's frames went out, resets the runtime's time slice
-// at the moment with the most room before the next deadline.
-const yieldEvery = 5 * time.Millisecond
+// sleep sleeps until next, busy-waiting its last spin ns (Config.BusyWait).
+//
+// A sleep that keeps its P (Config.SleepKeepsP) is a raw system call, and
+// to the runtime the cycle goroutine never stops running: sysmon asks for
+// its P once it has held it for 10 ms (forcePreemptNS), with a signal
+// that cuts the sleep short. The cycle yields then, inside its sleep
+// (yieldAsked), and sleeps on; it yields on its own only just before a
+// request due where serving it could make a cycle late (yieldAhead). It
+// used to yield every 5 ms after its frames went out, so that the request
+// would never come: about 170 hand-overs of its P a second, each a round
+// of futex calls and wake-ups across three threads of the process (3.0
+// system calls and 1.7 context switches a cycle on the mmap link, where
+// the cycle's own are 2 and 1). Asked, it hands the P over once per two
+// sysmon ticks, about 50 times a second (docs/performance.md). A
+// stop-the-world's request comes the same way and is served within
+// microseconds instead of at the sleep's end.
+//
+// A request that comes while the cycle runs its job is served there, at
+// the runtime's next safe point (a few % of them at 1 ms: the share of
+// the period the cycle is not asleep; yieldAhead avoids those it
+// foresees).
+func (e *Engine) sleep(next, spin int64) {
+	if !e.cfg.SleepKeepsP {
+		rt.SleepUntilSpin(next, spin, false)
+		return
+	}
+	until := next
+	if spin > 0 {
+		until = next - spin
+	}
+	for rt.SleepUntilInterrupted(until) {
+		e.asks.asked(rt.Now()) // the vDSO's clock: no call that could yield first
+		e.yieldAsked(next)
+	}
+	if spin > 0 {
+		rt.SpinUntil(next)
+	}
+}
 
-// maybeYield yields to the scheduler (runtime.Gosched) after the cycle
-// that ended at end, when the sleep keeps its P, yieldEvery has passed
-// since the last yield and at least half a period is left before next.
-// Otherwise the runtime's own preemption stays as it was.
-func (e *Engine) maybeYield(end, next int64) {
-	if !e.cfg.SleepKeepsP || end-e.lastYield < int64(yieldEvery) || next-end < int64(e.cfg.Period)/2 {
+// forecastPeriod is the longest period for which the cycle yields ahead
+// of the runtime's request (yieldAhead): the yield, up to a period and a
+// half before the request, must come after sysmon's tick before it.
+const forecastPeriod = 2 * time.Millisecond
+
+// yieldAhead yields to the scheduler after the cycle that ended at end
+// when the runtime's next request for the P (askForecast) is due where
+// serving it could make a cycle late: in the last quarter of the coming
+// sleep, or in the next cycle's job (then at the job's next safe point).
+// This cycle's frames are out and at least half a period is left: the
+// hand-over has room, and the request moves one sysmon tick on. Sysmon's
+// tick is not a whole number of periods, so a request's place in the
+// period drifts (about 0.1 ms a request at 1 ms here): the cycle yields
+// ahead while it drifts through those places, and lets the runtime ask
+// otherwise.
+func (e *Engine) yieldAhead(end, next int64) {
+	p := int64(e.cfg.Period)
+	if !e.cfg.SleepKeepsP || p > int64(forecastPeriod) || next-end < p/2 {
+		return
+	}
+	due := e.asks.next(end)
+	const slop = 50_000 // the forecast's error: sysmon's wake-up and the signal's
+	if due == 0 || due < next-p/4-slop || due > next+p/8+slop {
 		return
 	}
 	e.yield()
-	e.lastYield = rt.Now()
+	e.asks.yielded()
 	e.yields++
-	e.yieldLate = e.lastYield > next
+	e.yieldLate = e.yieldLate || rt.Now() > next
+}
+
+// yieldAsked runs when a signal cut the sleep to next short. If the
+// runtime asked for the cycle's P, the goroutine yields at its next
+// function call, which this call is (a function that calls another, and
+// is not inlined, checks for a request on entry): the P goes to another
+// thread and comes back through it. Calling runtime.Gosched here would
+// hand the P over a second time. A signal that was not the runtime's
+// request (SIGTERM, a test's SIGURG) costs nothing more.
+//
+//go:noinline
+func (e *Engine) yieldAsked(next int64) {
+	if e.yielded != nil {
+		e.yielded()
+	}
+	e.yields++
+	e.yieldLate = e.yieldLate || rt.Now() > next
 }
 
 // step runs one cycle woken for deadline and fills e.sample; it returns

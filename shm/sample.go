@@ -93,10 +93,11 @@ const (
 	// datagrams its own frames had no room for, and waited for it after
 	// the cyclic answers (Recv) were in.
 	SampleAcyclicFrame
-	// SampleYieldLate: the cycle woke late because the yield to the Go
-	// scheduler after the cycle before (cycle's yieldEvery) returned after
-	// its deadline: the runtime had handed the cycle thread's P to
-	// another thread and gave it back too late. That wait is the cycle
+	// SampleYieldLate: the cycle woke late because a yield to the Go
+	// scheduler in the sleep before it (the runtime asked for the cycle
+	// thread's P: cycle.Engine's sleep) returned after its deadline: the
+	// runtime had handed the P to another thread and gave it back too
+	// late. That wait is the cycle
 	// process's own, not the host timer's; how long it lasts depends on
 	// the other threads of the process and on the load on their CPUs.
 	SampleYieldLate

@@ -126,7 +126,7 @@ func counterTable() [NumCounters]CounterInfo {
 		CounterAcyclicOverruns: {Stem: "acyclic_cycle_overruns", Key: "acyclic_overruns", JSON: 10, Sparkplug: 20,
 			Help: "Overruns among the cycles that carried acyclic datagrams: a rate well above that of ecagent_cycle_overruns_total is the acyclic work's doing, not the host's."},
 		CounterYieldLate: {Stem: "cycle_yield_late", Key: "yield_late", JSON: 11, Sparkplug: 21, Flag: shm.SampleYieldLate,
-			Help: "Cycles woken after their deadline because the cycle's yield to the Go scheduler (every 5 ms, after a cycle with half a period to spare) returned late: the runtime hands the cycle thread's P back through another thread, on another CPU, and each of the two wake-ups is as slow as the woken CPU is to leave its idle state. The other late wake-ups are the host's timer and scheduler."},
+			Help: "Cycles woken after their deadline because the cycle's yield to the Go scheduler returned late. The cycle yields from within its sleep when the runtime asks for its P (sysmon, for a P held 10 ms; a stop-the-world), and the runtime hands the cycle thread's P back through another thread, on another CPU, and each of the two wake-ups is as slow as the woken CPU is to leave its idle state. The other late wake-ups are the host's timer and scheduler."},
 		CounterRingDrops: {Stem: "sample_ring_drops", Key: "ring_drops", JSON: 12, Sparkplug: 22,
 			Help: "Cycle samples dropped because the sample ring was full (the agent fell behind)."},
 		CounterFramesSent: {Stem: "cyclic_frames_sent", Key: "frames_sent", JSON: 5, Sparkplug: 16,

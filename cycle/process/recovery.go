@@ -206,8 +206,9 @@ func (r *recoverer) episode(ctx context.Context) {
 
 // collectIfDue collects the garbage when the process has allocated
 // gcAfter bytes since the last collection. A collection stops the world,
-// the cycle with it: the cycle's goroutine parks at its next yield until
-// the world starts again, and then waits for its P to be handed back. A
+// the cycle with it: the cycle's goroutine yields at the request, in its
+// sleep or at its job's next safe point, parks until the world starts
+// again, and then waits for its P to be handed back. A
 // fault storm that collected at the end of every episode (one every 2 s)
 // multiplied the cycle thread's waits for its P over 1 ms by eight
 // (docs/performance.md); an episode allocates far less than gcAfter, so
@@ -342,7 +343,7 @@ func (r *recoverer) start(ctx context.Context, st *slaveRecovery, step func()) {
 // with its goroutine, rather than run other goroutines with a real-time
 // priority. A thread that ends is one fewer idle thread the runtime
 // keeps: the cycle thread, which hands its P to an idle thread whenever
-// it yields (cycle.Config.SleepKeepsP) or is preempted, then finds none
+// the runtime asks for it (cycle.Config.SleepKeepsP), then finds none
 // and has the runtime make one — 7 allocations on the cycle thread, once
 // the steps of a few recovery episodes had ended the threads made
 // beforehand (rt.WarmThreads; TestFaultStorm, the cycle process's

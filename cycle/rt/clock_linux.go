@@ -33,6 +33,32 @@ func SleepUntil(deadline int64) { sleepUntil(deadline, false) }
 // stop-the-world waits until the sleep ends (one period at most).
 func SleepUntilKeepingP(deadline int64) { sleepUntil(deadline, true) }
 
+// SleepUntilInterrupted is SleepUntilKeepingP, except that it returns
+// when a signal interrupts the sleep, and says so: true if the sleep was
+// cut short, false once deadline is reached. The caller sleeps again.
+//
+// In a Go process the signal is mostly the runtime's own SIGURG, its
+// request for the goroutine's P: sysmon's preemption of a goroutine that
+// has held its P for 10 ms, or a stop-the-world. A goroutine in a raw
+// system call cannot be preempted there; the runtime leaves the request
+// set, and the goroutine yields at the next function call it makes. A
+// caller that makes one right away yields inside its sleep, with the rest
+// of the sleep for the hand-over, instead of after it, when the next
+// deadline has come (cycle.Engine's sleep). It does not allocate.
+func SleepUntilInterrupted(deadline int64) bool {
+	ts := unix.NsecToTimespec(deadline)
+	_, _, errno := unix.RawSyscall6(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME,
+		uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	return errno == unix.EINTR
+}
+
+// SpinUntil busy-waits until CLOCK_MONOTONIC reaches deadline (ns),
+// reading the vDSO's clock: no system call, and a core's worth of CPU.
+func SpinUntil(deadline int64) {
+	for Now() < deadline {
+	}
+}
+
 func sleepUntil(deadline int64, raw bool) {
 	ts := unix.NsecToTimespec(deadline)
 	for {

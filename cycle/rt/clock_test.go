@@ -91,3 +91,58 @@ func TestNowIsClockMonotonic(t *testing.T) {
 		}
 	}
 }
+
+// TestSleepUntilInterruptedSaysSo: a signal cuts SleepUntilInterrupted
+// short and it says so (the cycle yields then, see cycle.Engine's sleep);
+// uninterrupted, it sleeps to its deadline and says it did. The signal is
+// the runtime's own preemption signal, SIGURG, sent until the sleep ends:
+// one sent before the thread is in its system call interrupts nothing.
+func TestSleepUntilInterruptedSaysSo(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	deadline := Now() + 1_000_000
+	if SleepUntilInterrupted(deadline) {
+		// A stray signal of the runtime's own: try once more.
+		for SleepUntilInterrupted(deadline) {
+		}
+	}
+	if now := Now(); now < deadline {
+		t.Fatalf("returned %v before its deadline, not interrupted", time.Duration(deadline-now))
+	}
+	if SleepUntilInterrupted(Now() - 1) {
+		t.Error("a deadline in the past reported an interruption")
+	}
+
+	tid, pid := unix.Gettid(), unix.Getpid()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				_ = unix.Tgkill(pid, tid, unix.SIGURG)
+			}
+		}
+	}()
+	far := Now() + int64(time.Minute)
+	if !SleepUntilInterrupted(far) {
+		t.Fatal("slept to a deadline a minute away under signals every millisecond")
+	}
+	if Now() >= far {
+		t.Fatal("interrupted only after its deadline")
+	}
+}
+
+func TestSleepUntilInterruptedAllocatesNothing(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() {
+		for SleepUntilInterrupted(Now() + 1000) {
+		}
+		SpinUntil(Now() + 1000)
+	}); n != 0 {
+		t.Errorf("SleepUntilInterrupted and SpinUntil allocate %v times", n)
+	}
+}

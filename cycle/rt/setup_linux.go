@@ -299,6 +299,5 @@ func SleepUntilSpin(deadline, spin int64, keepP bool) {
 		return
 	}
 	sleep(deadline - spin)
-	for Now() < deadline {
-	}
+	SpinUntil(deadline)
 }
