@@ -254,13 +254,16 @@ func (s *state) cause() (causeKey, bool) {
 		if s.cur == 0 {
 			return causeKey{class: ClassHost, name: "timer late, core idle (halted or preempted vCPU, SMI)"}, true
 		}
+		if s.compact[s.cur] > 0 {
+			// Compaction isolates pages under the zone and LRU locks with
+			// interrupts off: a timer late while it runs here is its.
+			return s.compaction("timer held off"), true
+		}
 		return causeKey{class: ClassHost, name: "timer late (preempted vCPU, SMI, or interrupts off)"}, true
 	case s.compact[s.cur] > 0:
 		// Memory management whoever asked for it (a direct compaction of
 		// an allocation, compact_memory written): named with the task.
-		comm := string(bytes.TrimRight(s.curComm[:], "\x00"))
-		return causeKey{class: ClassKernelMemory, pid: s.cur,
-			name: fmt.Sprintf("compaction in %s/%d %s", comm, s.cur, s.names.policy(s.cur, s.curPrio))}, true
+		return s.compaction(""), true
 	case s.throttled:
 		return causeKey{class: ClassThrottling, name: "RT throttling: lower-priority work ran while the cycle was runnable"}, true
 	case s.cur == 0:
@@ -373,4 +376,15 @@ func (s *state) applyKernelWork(r *record) {
 			delete(s.compact, r.pid)
 		}
 	}
+}
+
+// compaction is the cause of the compaction the running task does, named
+// with the task (and how, when how is not "").
+func (s *state) compaction(how string) causeKey {
+	comm := string(bytes.TrimRight(s.curComm[:], "\x00"))
+	name := fmt.Sprintf("compaction in %s/%d %s", comm, s.cur, s.names.policy(s.cur, s.curPrio))
+	if how != "" {
+		name += ", " + how
+	}
+	return causeKey{class: ClassKernelMemory, pid: s.cur, name: name}
 }

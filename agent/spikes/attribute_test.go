@@ -73,6 +73,21 @@ func TestAttribute(t *testing.T) {
 				sw(d+2200*us, cycleTID, 0, 120, "swapper/1", 1),
 			},
 			w: window{deadline: d, wake: d + 2106*us, end: d + 2150*us}, want: ClassHost, share: 0.99},
+		{name: "a compaction runs while the timer is late: kernel memory, not the host",
+			// Compaction isolates pages with interrupts off (zone and LRU
+			// locks): the cycle's timer fires only when it lets go.
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				sw(d-400*us, 0, 4711, 9, "ecmemhog", 0),
+				{ts: d - 390*us, kind: kindCompactBegin, pid: 4711},
+				ev(d+2100*us, kindIRQEntry, 4711, -1),
+				ev(d+2101*us, kindWakeup, 4711, cycleTID),
+				ev(d+2102*us, kindIRQExit, 4711, -1),
+				{ts: d + 2103*us, kind: kindCompactEnd, pid: 4711},
+				sw(d+2104*us, 4711, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+2200*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 2106*us, end: d + 2150*us}, want: ClassKernelMemory, wantPID: 4711, share: 0.99},
 		{name: "NET_RX in idle",
 			recs: []record{
 				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
