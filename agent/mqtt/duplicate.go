@@ -96,14 +96,6 @@ func (r *recentCommands) expireLocked(now time.Time) {
 	}
 }
 
-// forget drops everything remembered (tests).
-func (r *recentCommands) forget() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	clear(r.at)
-	r.order = r.order[:0]
-}
-
 // duplicateReason is the reason of a refused copy of a command taken at
 // first.
 func duplicateReason(first time.Time) *RejectError {

@@ -127,3 +127,11 @@ func TestRecentCommandsWindow(t *testing.T) {
 		t.Errorf("%d/%d remembered after the window, want 1", len(r.order), len(r.at))
 	}
 }
+
+// forget drops everything remembered (tests).
+func (r *recentCommands) forget() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.at)
+	r.order = r.order[:0]
+}
