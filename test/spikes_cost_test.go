@@ -65,13 +65,20 @@ func measureCost(t *testing.T, on bool, burstsPerSec int, window time.Duration) 
 		}
 		return sum
 	}
-	cpu0 := m0["process_cpu_seconds_total"].GetMetric()[0].GetCounter().GetValue()
+	first := func(name string) float64 {
+		if ms := m0[name].GetMetric(); len(ms) > 0 {
+			return ms[0].GetCounter().GetValue()
+		}
+		return math.NaN()
+	}
 	r := costRun{on: on, wakeP99: get("ecagent_wakeup_latency_window_seconds", "p99"),
 		wakeMax: get("ecagent_wakeup_latency_window_seconds", "max"),
 		cycles:  get("ecagent_cycles_total", ""), spikes: get("ecagent_cycle_spikes_total", ""),
-		agentCPU: (get("process_cpu_seconds_total", "") - cpu0) / time.Since(start).Seconds(),
+		agentCPU: (get("process_cpu_seconds_total", "") - first("process_cpu_seconds_total")) / time.Since(start).Seconds(),
 		agentRSS: get("process_resident_memory_bytes", "")}
-	r.cycleCPUPerCycle = get("ecagent_cycle_process_cpu_seconds_total", "") / r.cycles
+	// Over the window only: bring-up's CPU is not the cycle's.
+	r.cycleCPUPerCycle = (get("ecagent_cycle_process_cpu_seconds_total", "") - first("ecagent_cycle_process_cpu_seconds_total")) /
+		(r.cycles - first("ecagent_cycles_total"))
 	_ = a
 	return r
 }
@@ -98,8 +105,8 @@ func TestSpikesCost(t *testing.T) {
 	if os.Getenv(costEnv) == "" {
 		t.Skip("minutes long: set " + costEnv + "=1")
 	}
-	const pairs = 3
-	window := 20 * time.Second
+	const pairs = 8
+	window := 10 * time.Second
 	var runs []costRun
 	for i := 0; i < pairs; i++ {
 		for _, on := range []bool{i%2 == 1, i%2 == 0} { // off first, then on first: no order favours one
@@ -110,24 +117,29 @@ func TestSpikesCost(t *testing.T) {
 				on, r.wakeP99*1e6, r.wakeMax*1e6, r.cycleCPUPerCycle*1e6, r.agentCPU, r.agentRSS/(1<<20), r.spikes, r.cycles)
 		}
 	}
-	ratio := func(f func(costRun) float64) (float64, float64, float64) {
-		var on, off []float64
-		for _, r := range runs {
-			if r.on {
-				on = append(on, f(r))
-			} else {
-				off = append(off, f(r))
+	// Each pair's two runs are neighbours in time and share the host's
+	// state, so the ratio within a pair is the figure; its median over
+	// the pairs, with the quartiles and the extremes, is reported (the
+	// ratio of the medians too).
+	ratio := func(what string, f func(costRun) float64) {
+		var pr, on, off []float64
+		for i := 0; i+1 < len(runs); i += 2 {
+			a, b := runs[i], runs[i+1]
+			if !a.on {
+				a, b = b, a
 			}
+			pr = append(pr, f(a)/f(b))
+			on, off = append(on, f(a)), append(off, f(b))
 		}
+		sort.Float64s(pr)
 		sort.Float64s(on)
 		sort.Float64s(off)
-		med := func(v []float64) float64 { return v[len(v)/2] }
-		return med(on) / med(off), on[len(on)-1] / off[0], on[0] / off[len(off)-1]
+		q := func(v []float64, p float64) float64 { return v[int(p*float64(len(v)-1)+0.5)] }
+		t.Logf("%s on/off: median of the pairs' ratios %.3f (quartiles %.3f..%.3f, spread %.3f..%.3f); ratio of the medians %.3f",
+			what, q(pr, 0.5), q(pr, 0.25), q(pr, 0.75), pr[0], pr[len(pr)-1], q(on, 0.5)/q(off, 0.5))
 	}
-	r, hi, lo := ratio(func(r costRun) float64 { return r.wakeP99 })
-	t.Logf("wake-up p99 on/off: median ratio %.3f (spread %.3f..%.3f)", r, lo, hi)
-	r, hi, lo = ratio(func(r costRun) float64 { return r.cycleCPUPerCycle })
-	t.Logf("cycle CPU per cycle on/off: median ratio %.3f (spread %.3f..%.3f)", r, lo, hi)
+	ratio("wake-up p99", func(r costRun) float64 { return r.wakeP99 })
+	ratio("cycle CPU per cycle", func(r costRun) float64 { return r.cycleCPUPerCycle })
 	for _, on := range []bool{false, true} {
 		var r costRun
 		t.Run(fmt.Sprintf("hog-on=%v", on), func(t *testing.T) { r = measureCost(t, on, 10, window) })

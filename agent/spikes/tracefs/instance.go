@@ -68,7 +68,7 @@ func Open(cfg Config) (*Instance, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, root, err)
 	}
 	in := &Instance{dir: filepath.Join(root, "instances", cfg.Name), pipe: -1}
-	switch err := os.Mkdir(in.dir, 0o750); {
+	switch err := mkdirWithoutComms(root, in.dir); {
 	case err == nil:
 		in.created = true
 	case errors.Is(err, fs.ErrExist):
@@ -148,6 +148,38 @@ func (in *Instance) setup(root string, cfg Config) error {
 		return fmt.Errorf("tracefs: opening %s: %w", p, err)
 	}
 	return in.write("tracing_on", "1")
+}
+
+// mkdirWithoutComms creates the instance directory dir so that it does
+// not feed the kernel's cache of task names (saved_cmdlines). Enabling a
+// sched event in an instance whose record-cmd flag is set hooks a probe
+// into every context switch and wake-up of the CPU that copies both
+// tasks' names under a lock; the events carry the names the collector
+// needs, so the probe is pure cost, and it fell on the cycle: about 3 %
+// of its CPU per cycle at 1 ms (docs/performance.md). The flag is one of
+// tracefs's top-level options: an instance cannot change it and copies
+// the top level's when it is created. So the top level's option is
+// cleared for the mkdir and set back right after, under an exclusive
+// flock on the tracefs root that other ecagents creating an instance
+// wait for (so that none sees the cleared option as the one to restore).
+// Where the option cannot be read or changed the instance is created as
+// it comes.
+func mkdirWithoutComms(root, dir string) error {
+	if fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		defer unix.Close(fd)
+		for unix.Flock(fd, unix.LOCK_EX) == unix.EINTR {
+		}
+	}
+	opt := filepath.Join(root, "options", "record-cmd")
+	b, err := os.ReadFile(opt)
+	cleared := err == nil && strings.TrimSpace(string(b)) == "1" && os.WriteFile(opt, []byte("0"), 0) == nil
+	err = os.Mkdir(dir, 0o750)
+	if cleared {
+		if rerr := os.WriteFile(opt, []byte("1"), 0); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("tracefs: setting %s back to 1: %w", opt, rerr))
+		}
+	}
+	return err
 }
 
 // cpuMask is the tracing_cpumask of one CPU: hexadecimal words of 32

@@ -2,11 +2,17 @@ package tracefs
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // openForTest opens an instance of its own name on CPU 0, skipping the
@@ -71,5 +77,59 @@ func TestInstanceReadsSchedSwitches(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("instance %s still there after Close: %v", dir, err)
+	}
+}
+
+// TestInstanceFeedsNoTaskNames checks that the instance does not feed the
+// kernel's task-name cache (saved_cmdlines): a thread of a name of its
+// own switching on the recorded CPU while the instance records sched
+// events is not in the cache afterwards, and the top level's record-cmd
+// option is as it was found, during recording and after Close.
+func TestInstanceFeedsNoTaskNames(t *testing.T) {
+	opt := filepath.Join(DefaultRoot, "options", "record-cmd")
+	before, err := os.ReadFile(opt)
+	if err != nil {
+		t.Skipf("no %s: %v", opt, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(DefaultRoot, "events", "enable")); err != nil || strings.TrimSpace(string(b)) != "0" {
+		t.Skipf("the top-level trace records events (%q, %v): it feeds the cache itself", b, err)
+	}
+	in := openForTest(t, "sched/sched_switch", "sched/sched_wakeup")
+	if got, _ := os.ReadFile(opt); string(got) != string(before) {
+		t.Errorf("record-cmd %q while recording, was %q", got, before)
+	}
+	name := fmt.Sprintf("ecnocmd%d", os.Getpid()%100000)
+	tid := make(chan int)
+	go func() { // a thread of its own name on CPU 0 that sleeps and wakes
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		var cpu0 unix.CPUSet
+		cpu0.Set(0)
+		_ = unix.SchedSetaffinity(0, &cpu0)
+		_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&append([]byte(name), 0)[0])), 0, 0, 0)
+		for range 50 {
+			time.Sleep(time.Millisecond)
+		}
+		tid <- unix.Gettid()
+	}()
+	id := <-tid
+	var records int
+	if _, _, err := in.Read(func(uint64, []byte) { records++ }); err != nil {
+		t.Fatal(err)
+	}
+	if records == 0 {
+		t.Fatal("no sched event recorded on CPU 0: the check would prove nothing")
+	}
+	cache, err := os.ReadFile(filepath.Join(DefaultRoot, "saved_cmdlines"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entry := fmt.Sprintf("%d %s", id, name); strings.Contains(string(cache), entry) {
+		t.Errorf("saved_cmdlines has %q: the instance feeds the task-name cache", entry)
+	}
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(opt); string(got) != string(before) {
+		t.Errorf("record-cmd %q after Close, was %q", got, before)
 	}
 }
