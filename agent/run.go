@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"time"
 
 	"github.com/ecagent/ecagent/agent/busstate"
@@ -42,6 +43,14 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger, status io.Wri
 	if err != nil {
 		return err
 	}
+	if err := makeDefaultSHMDir(filepath.Dir(cfg.Cycle.SHM), contract.DefaultSHMDir); err != nil {
+		return fmt.Errorf("cycle.shm %s: %w", cfg.Cycle.SHM, err)
+	}
+	lock, err := lockSegment(cfg.Cycle.SHM) // one agent a segment, before anything is served
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	tel, err := newTelemetry(cfg, build)
 	if err != nil {
 		return err

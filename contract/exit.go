@@ -16,7 +16,8 @@ const (
 	// count, a slave refusing a state).
 	ExitBusMismatch = 3
 	// ExitInUse: a maintenance command refused to open an interface
-	// another master drives (ecagent only; --second-master overrides).
+	// another master drives (ecagent only; --second-master overrides),
+	// or `run` found another agent serving its cycle.shm.
 	ExitInUse = 4
 	// ExitInterrupted: interrupted (SIGINT) before the work was done.
 	ExitInterrupted = 130

@@ -21,6 +21,8 @@ import (
 //   - shm + ".d": the directory of the cycle process's maintenance
 //     socket, which the cycle process makes and removes itself
 //     (cycle/maintenance).
+//   - [AgentLockPath]: the lock the agent serving the segment holds
+//     (flock) for as long as it runs; it removes it when it stops.
 //
 // Other users may create names in /dev/shm: every process opens these
 // files only when [CheckOwnFile] accepts them, and removes only those.
@@ -33,6 +35,12 @@ func LegacyCycleConfigPath(shm string) string { return shm + ".cycle.json" }
 // LegacyAgentConfigPath is where agents before ecagent-cycle wrote their
 // whole configuration for the cycle process (then `ecagent cycle`).
 func LegacyAgentConfigPath(shm string) string { return shm + ".yaml" }
+
+// AgentLockPath is the file whose exclusive flock the agent serving the
+// segment at shm holds while it runs: a second agent configured with the
+// same segment finds it held and stops, instead of attaching to the first
+// one's cycle process and taking its share of the segment's rings.
+func AgentLockPath(shm string) string { return shm + ".agent.lock" }
 
 // SideFiles returns the files beside the segment at shm that the agent
 // removes with it: the bus description and the legacy configurations.

@@ -303,7 +303,7 @@ func exitCode(ctx context.Context, e *env, err error) int {
 	switch {
 	case errors.As(err, &ue), errors.As(err, &prog) && prog.Program != "": // cycle.program names no program
 		return exitUsage
-	case errors.As(err, &inUse):
+	case errors.As(err, &inUse), errors.As(err, new(*agent.SegmentInUseError)):
 		return exitInUse
 	case process.IsBusMismatch(err), errors.As(err, &bringUp) && bringUp.Reason == busstate.BringUpNotAsConfigured,
 		errors.As(err, new(*rescanMismatch)):
