@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ecagent/ecagent/ethercat/bitfield"
 	"github.com/ecagent/ecagent/ethercat/sii"
 )
 
@@ -228,7 +229,7 @@ func (d *Device) gatherProcessData(out bool) []byte {
 	at := 0
 	for _, s := range d.pd.sms {
 		if s.out == out {
-			copyBits(b, at, d.mem.b[:], d.smArea(s.sm)*8, s.bits)
+			bitfield.Copy(b, at, d.mem.b[:], d.smArea(s.sm)*8, s.bits)
 			at += s.bits
 		}
 	}
@@ -288,7 +289,7 @@ func (d *Device) SetInputs(b []byte) {
 		if s.out {
 			continue
 		}
-		copyBits(d.mem.b[:], d.smArea(s.sm)*8, b, at, min(s.bits, len(b)*8-at))
+		bitfield.Copy(d.mem.b[:], d.smArea(s.sm)*8, b, at, min(s.bits, len(b)*8-at))
 		at += s.bits
 	}
 }
@@ -365,22 +366,6 @@ func (d *Device) putBits(at, n int, v uint64) {
 			d.mem.b[b/8] |= mask
 		} else {
 			d.mem.b[b/8] &^= mask
-		}
-	}
-}
-
-// copyBits copies n bits from bit from of src to bit to of dst, least
-// significant bit first; bits that fall outside either slice are skipped.
-func copyBits(dst []byte, to int, src []byte, from, n int) {
-	for k := range n {
-		s, t := from+k, to+k
-		if s/8 >= len(src) || t/8 >= len(dst) {
-			return
-		}
-		if src[s/8]&(1<<(s%8)) != 0 {
-			dst[t/8] |= 1 << (t % 8)
-		} else {
-			dst[t/8] &^= 1 << (t % 8)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/ecagent/ecagent/ethercat/bitfield"
 	"github.com/ecagent/ecagent/ethercat/coe"
 	"github.com/ecagent/ecagent/ethercat/esc"
 )
@@ -23,7 +24,7 @@ func (m *mailbox) value(index uint16, e *entry, buf []byte) []byte {
 	for k := range m.d.pd.entries {
 		pe := &m.d.pd.entries[k]
 		if pe.index == index && pe.sub == e.sub {
-			copyBits(buf[at:], 0, m.d.mem.b[:], m.d.smArea(pe.sm)*8+pe.bit, min(e.bits, pe.bits))
+			bitfield.Copy(buf[at:], 0, m.d.mem.b[:], m.d.smArea(pe.sm)*8+pe.bit, min(e.bits, pe.bits))
 			return buf
 		}
 	}
@@ -45,7 +46,7 @@ func (m *mailbox) store(index uint16, e *entry, data []byte) {
 	for k := range m.d.pd.entries {
 		pe := &m.d.pd.entries[k]
 		if pe.index == index && pe.sub == e.sub && pe.out {
-			copyBits(m.d.mem.b[:], m.d.smArea(pe.sm)*8+pe.bit, e.value, 0, min(e.bits, pe.bits))
+			bitfield.Copy(m.d.mem.b[:], m.d.smArea(pe.sm)*8+pe.bit, e.value, 0, min(e.bits, pe.bits))
 		}
 	}
 	if w, ok := m.d.app.(outputWriter); ok {

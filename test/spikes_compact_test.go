@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,9 +27,8 @@ const compactKnob = "/proc/sys/vm/compact_memory"
 // thread's id and "go" before the first compaction and "burst START END"
 // (CLOCK_MONOTONIC ns) after each, as hogMain does.
 func compactMain(spec string) int {
-	f := strings.Split(spec, ",")
-	if len(f) != 6 {
-		fmt.Fprintln(os.Stderr, "compact: want cpu,priority,every,for,name,mb")
+	f, ok := injectorSpec("compact", spec, "cpu,priority,every,for,name,mb")
+	if !ok {
 		return 2
 	}
 	cpu, _ := strconv.Atoi(f[0])
@@ -38,9 +36,8 @@ func compactMain(spec string) int {
 	every, _ := time.ParseDuration(f[2])
 	total, _ := time.ParseDuration(f[3])
 	mb, _ := strconv.Atoi(f[5])
-	runtime.LockOSThread()
-	if err := unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(unsafePointer(f[4]))), 0, 0, 0); err != nil {
-		fmt.Fprintln(os.Stderr, "compact: name:", err)
+	if err := nameThread(f[4]); err != nil {
+		fmt.Fprintln(os.Stderr, "compact:", err)
 		return 1
 	}
 	knob, err := os.OpenFile(compactKnob, os.O_WRONLY, 0)

@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -26,20 +25,16 @@ const floodEnv = "ECAGENT_TEST_SPIKE_FLOOD"
 // before the first burst and "burst START END" (CLOCK_MONOTONIC ns) after
 // each, as hogMain does.
 func floodMain(spec string) int {
-	f := strings.Split(spec, ",")
-	if len(f) != 5 {
-		fmt.Fprintln(os.Stderr, "flood: want iface,cpu,burst,every,for")
+	f, ok := injectorSpec("flood", spec, "iface,cpu,burst,every,for")
+	if !ok {
 		return 2
 	}
 	cpu, _ := strconv.Atoi(f[1])
 	burst, _ := time.ParseDuration(f[2])
 	every, _ := time.ParseDuration(f[3])
 	total, _ := time.ParseDuration(f[4])
-	runtime.LockOSThread()
-	var set unix.CPUSet
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		fmt.Fprintln(os.Stderr, "flood: affinity:", err)
+	if err := pinThread(cpu); err != nil {
+		fmt.Fprintln(os.Stderr, "flood:", err)
 		return 1
 	}
 	ifi, err := net.InterfaceByName(f[0])
@@ -53,18 +48,9 @@ func floodMain(spec string) int {
 		return 1
 	}
 	defer tx.close()
-	fmt.Printf("%d go\n", unix.Gettid())
-	end := time.Now().Add(total)
-	for next := time.Now().Add(every); next.Before(end); next = next.Add(every) {
-		time.Sleep(time.Until(next))
-		start := monoNS()
-		for stop := time.Now().Add(burst); time.Now().Before(stop); {
-			if err := tx.send(); err != nil {
-				fmt.Fprintln(os.Stderr, "flood:", err)
-				return 1
-			}
-		}
-		fmt.Printf("burst %d %d\n", start, monoNS())
+	if err := runBursts(burst, every, total, tx.send); err != nil {
+		fmt.Fprintln(os.Stderr, "flood:", err)
+		return 1
 	}
 	return 0
 }

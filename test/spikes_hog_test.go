@@ -3,11 +3,8 @@ package test
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
-	"strings"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,9 +19,8 @@ const hogEnv = "ECAGENT_TEST_SPIKE_HOG"
 // and "go" before the first burst, "burst START END" (CLOCK_MONOTONIC ns)
 // after each, and returns its exit code.
 func hogMain(spec string) int {
-	f := strings.Split(spec, ",")
-	if len(f) != 6 {
-		fmt.Fprintln(os.Stderr, "hog: want cpu,priority,burst,every,for,name")
+	f, ok := injectorSpec("hog", spec, "cpu,priority,burst,every,for,name")
+	if !ok {
 		return 2
 	}
 	cpu, _ := strconv.Atoi(f[0])
@@ -32,15 +28,12 @@ func hogMain(spec string) int {
 	burst, _ := time.ParseDuration(f[2])
 	every, _ := time.ParseDuration(f[3])
 	total, _ := time.ParseDuration(f[4])
-	runtime.LockOSThread()
-	var set unix.CPUSet
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		fmt.Fprintln(os.Stderr, "hog: affinity:", err)
+	if err := pinThread(cpu); err != nil {
+		fmt.Fprintln(os.Stderr, "hog:", err)
 		return 1
 	}
-	if err := unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(unsafePointer(f[5]))), 0, 0, 0); err != nil {
-		fmt.Fprintln(os.Stderr, "hog: name:", err)
+	if err := nameThread(f[5]); err != nil {
+		fmt.Fprintln(os.Stderr, "hog:", err)
 		return 1
 	}
 	if prio > 0 {
@@ -50,27 +43,7 @@ func hogMain(spec string) int {
 			return 1
 		}
 	}
-	fmt.Printf("%d go\n", unix.Gettid())
-	end := time.Now().Add(total)
-	for next := time.Now().Add(every); next.Before(end); next = next.Add(every) {
-		time.Sleep(time.Until(next))
-		start := monoNS()
-		for spin := time.Now().Add(burst); time.Now().Before(spin); {
-		}
-		fmt.Printf("burst %d %d\n", start, monoNS())
-	}
+	// The burst spins: nothing to do but to keep the core.
+	_ = runBursts(burst, every, total, func() error { return nil })
 	return 0
-}
-
-// monoNS is CLOCK_MONOTONIC in ns, the clock of the cycle's samples.
-func monoNS() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
-}
-
-// unsafePointer returns a pointer to a NUL-terminated copy of s.
-func unsafePointer(s string) *byte {
-	b, _ := unix.BytePtrFromString(s)
-	return b
 }

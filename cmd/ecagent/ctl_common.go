@@ -109,6 +109,18 @@ func (c ctlFlags) takeSlave(args []string, at int) (int, []string, error) {
 	return n, append(append([]string(nil), args[:at]...), args[at+1:]...), nil
 }
 
+// oneSlave parses the command line of a command that names one slave and
+// nothing else (-p N, -a ALIAS[:OFFSET] or the older SLAVE) and returns
+// the slave, as takeSlave does.
+func (c ctlFlags) oneSlave(fs *pflag.FlagSet, args []string) (int, error) {
+	pos, err := parseArgs(fs, args, 0, 1, "-p N")
+	if err != nil {
+		return 0, err
+	}
+	slave, _, err := c.takeSlave(pos, 0)
+	return slave, err
+}
+
 // resolve puts the selector's ring position into the requests that stand
 // for it, asking the segment for its slaves when -a names one by alias.
 func (c ctlFlags) resolve(ctx context.Context, cmd string, s *session, reqs []maintenance.Request) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ecagent/ecagent/agent/eniconfig"
 	"github.com/ecagent/ecagent/cycle/maintenance"
+	"github.com/ecagent/ecagent/ethercat/bitfield"
 )
 
 // eniData is `ecagent data --eni FILE`: the process image in the ENI's
@@ -60,7 +61,7 @@ func eniDataCommand(ctx context.Context, e *env, c ctlFlags, file string) error 
 			dv.Direction, dst = "output", d.Outputs
 		}
 		if dv.BitOffset >= 0 {
-			copyBits(dst, int(v.BitOffs), img.Image, dv.BitOffset, int(v.BitSize))
+			bitfield.Copy(dst, int(v.BitOffs), img.Image, dv.BitOffset, int(v.BitSize))
 			dv.Value = bitsValue(img.Image, dv.BitOffset, int(min(v.BitSize, 64)))
 		}
 		d.Variables = append(d.Variables, dv)
@@ -88,22 +89,6 @@ func entryOffset(pdos maintenance.PDOsResult, v eniconfig.Variable) int {
 		}
 	}
 	return -1
-}
-
-// copyBits copies n bits from src at bit from to dst at bit to; bits
-// beyond either end are left.
-func copyBits(dst []byte, to int, src []byte, from, n int) {
-	for i := range n {
-		s, t := from+i, to+i
-		if s/8 >= len(src) || t/8 >= len(dst) {
-			return
-		}
-		if src[s/8]&(1<<(s%8)) != 0 {
-			dst[t/8] |= 1 << (t % 8)
-		} else {
-			dst[t/8] &^= 1 << (t % 8)
-		}
-	}
 }
 
 // bitsValue reads n ≤ 64 bits at bit from, little-endian.

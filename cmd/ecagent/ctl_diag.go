@@ -20,11 +20,7 @@ func diagCommand(ctx context.Context, e *env, args []string) error {
 		examples: []string{"ecagent diag -p 5", "ecagent diag -a 100:2 --json"},
 	})
 	c := addCtlFlags(fs)
-	pos, err := parseArgs(fs, args, 0, 1, "-p N")
-	if err != nil {
-		return err
-	}
-	slave, _, err := c.takeSlave(pos, 0)
+	slave, err := c.oneSlave(fs, args)
 	if err != nil {
 		return err
 	}

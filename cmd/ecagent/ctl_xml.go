@@ -100,11 +100,7 @@ func xmlCommand(ctx context.Context, e *env, args []string) error {
 		examples: []string{"ecagent xml -p 5 > el4132.xml"},
 	})
 	c := addCtlFlags(fs)
-	pos, err := parseArgs(fs, args, 0, 1, "-p N")
-	if err != nil {
-		return err
-	}
-	slave, _, err := c.takeSlave(pos, 0)
+	slave, err := c.oneSlave(fs, args)
 	if err != nil {
 		return err
 	}

@@ -25,15 +25,11 @@ type Options struct {
 	MaxPartElements int   // the elements of one Slave, Master, Cyclic or ProcessImage, each read whole
 }
 
-// limits returns the etgxml limits and the part bound of o.
-func (o Options) limits() (etgxml.Limits, int) {
-	l := etgxml.Limits{MaxBytes: o.MaxFileBytes, MaxDepth: o.MaxDepth, MaxElements: o.MaxElements}.
-		Or(etgxml.Limits{MaxBytes: DefaultMaxFileBytes, MaxDepth: DefaultMaxDepth, MaxElements: DefaultMaxElements})
-	part := o.MaxPartElements
-	if part <= 0 {
-		part = DefaultMaxPartElements
-	}
-	return l, part
+// limits returns the etgxml limits of o, each zero field at its default;
+// a part is the subtree the reader fills.
+func (o Options) limits() etgxml.Limits {
+	return etgxml.Limits{MaxBytes: o.MaxFileBytes, MaxDepth: o.MaxDepth, MaxElements: o.MaxElements, MaxSubtree: o.MaxPartElements}.
+		Or(etgxml.Limits{MaxBytes: DefaultMaxFileBytes, MaxDepth: DefaultMaxDepth, MaxElements: DefaultMaxElements, MaxSubtree: DefaultMaxPartElements})
 }
 
 // The kinds of error, matched with errors.Is (see etgxml for each).
@@ -52,8 +48,7 @@ var (
 // ReadFile reads the ENI file at path; a file past opt's size limit is
 // refused before it is read.
 func ReadFile(path string, opt Options) (*Config, error) {
-	l, _ := opt.limits()
-	f, err := etgxml.Open(path, l.MaxBytes)
+	f, err := etgxml.Open(path, opt.limits().MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("eni: %w", err)
 	}
@@ -65,9 +60,8 @@ func ReadFile(path string, opt Options) (*Config, error) {
 // the Config is nil; the error lists up to 20 problems, each with its
 // place.
 func Read(r io.Reader, name string, opt Options) (*Config, error) {
-	l, part := opt.limits()
 	rd := &reader{x: etgxml.NewErrors(name), cfg: &Config{Name: name}, once: map[string]bool{}}
-	rd.rd = etgxml.NewReader(r, name, l, part, &rd.warn)
+	rd.rd = etgxml.NewReader(r, name, opt.limits(), &rd.warn)
 	if err := rd.run(); err != nil && !errors.Is(err, errStop) {
 		rd.x.Add(err)
 	}

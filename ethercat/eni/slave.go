@@ -145,27 +145,13 @@ func readEnable(x *etgxml.Errors, e *etgxml.Element) bool {
 func readPDOs(x *etgxml.Errors, es []*etgxml.Element) []PDO {
 	var out []PDO
 	for _, e := range es {
-		p := PDO{Line: e.Line, SyncManager: NoSyncManager,
-			Index:     etgxml.Uint[uint16](x, etgxml.Need(x, e, "Index")),
-			Name:      e.Child("Name").Text(),
-			Fixed:     etgxml.BoolAttr(x, e, "Fixed"),
-			Mandatory: etgxml.BoolAttr(x, e, "Mandatory"),
-		}
-		if sm, ok := etgxml.UintAttr[uint8](x, e, "Sm"); ok {
-			p.SyncManager = int(sm)
-		}
-		for _, ex := range e.Children("Exclude") {
-			p.Exclude = append(p.Exclude, etgxml.Uint[uint16](x, ex))
-		}
+		h := etgxml.ReadPDO(x, e)
+		p := PDO{Line: e.Line, Index: h.Index, Name: e.Child("Name").Text(), SyncManager: h.SyncManager,
+			Fixed: h.Fixed, Mandatory: h.Mandatory, Exclude: h.Exclude}
 		for _, en := range e.Children("Entry") {
-			p.Entries = append(p.Entries, PDOEntry{
-				Index:    etgxml.Uint[uint16](x, etgxml.Need(x, en, "Index")),
-				SubIndex: etgxml.Uint[uint8](x, en.Child("SubIndex")),
-				BitLen:   etgxml.Uint[uint16](x, etgxml.Need(x, en, "BitLen")),
-				Name:     en.Child("Name").Text(),
-				DataType: en.Child("DataType").Text(),
-				Comment:  en.Child("Comment").Text(),
-			})
+			c := etgxml.ReadPDOEntry(x, en)
+			p.Entries = append(p.Entries, PDOEntry{Index: c.Index, SubIndex: c.SubIndex, BitLen: c.BitLen,
+				Name: en.Child("Name").Text(), DataType: c.DataType, Comment: en.Child("Comment").Text()})
 		}
 		out = append(out, p)
 	}

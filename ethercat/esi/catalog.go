@@ -71,8 +71,7 @@ func NewCatalog(opt Options) *Catalog {
 
 // AddFile indexes the ESI file at path. A file with an error adds nothing.
 func (c *Catalog) AddFile(path string) error {
-	l, _ := c.opt.limits()
-	f, err := etgxml.Open(path, l.MaxBytes)
+	f, err := etgxml.Open(path, c.opt.limits().MaxBytes)
 	if err != nil {
 		return fmt.Errorf("esi: %w", err)
 	}
@@ -254,9 +253,8 @@ func readDeviceAt(rs io.ReadSeeker, name string, loc etgxml.Location, opt Option
 	if err != nil {
 		return nil, err
 	}
-	l, devMax := opt.limits()
 	var w etgxml.Warnings // told when the file was read whole
-	rd := etgxml.NewReader(r, name, l, devMax, &w)
+	rd := etgxml.NewReader(r, name, opt.limits(), &w)
 	rd.StartsAtLine(loc.Line)
 	el, err := rd.Root("Device")
 	if err == nil {

@@ -204,31 +204,16 @@ func readPDOs(x *etgxml.Errors, es []*etgxml.Element) []PDO {
 
 // readPDO reads one RxPdo or TxPdo element.
 func readPDO(x *etgxml.Errors, e *etgxml.Element) PDO {
-	p := PDO{Line: e.Line, SyncManager: NoSyncManager, SyncUnit: -1,
-		Index:     etgxml.Uint[uint16](x, etgxml.Need(x, e, "Index")),
-		Name:      readTexts(x, e.Children("Name")),
-		Fixed:     etgxml.BoolAttr(x, e, "Fixed"),
-		Mandatory: etgxml.BoolAttr(x, e, "Mandatory"),
-		Virtual:   etgxml.BoolAttr(x, e, "Virtual"),
-	}
-	if sm, ok := etgxml.UintAttr[uint8](x, e, "Sm"); ok {
-		p.SyncManager = int(sm)
-	}
+	h := etgxml.ReadPDO(x, e)
+	p := PDO{Line: e.Line, Index: h.Index, Name: readTexts(x, e.Children("Name")), SyncManager: h.SyncManager,
+		SyncUnit: -1, Fixed: h.Fixed, Mandatory: h.Mandatory, Virtual: etgxml.BoolAttr(x, e, "Virtual"), Exclude: h.Exclude}
 	if su, ok := etgxml.UintAttr[uint8](x, e, "Su"); ok {
 		p.SyncUnit = int(su)
 	}
-	for _, ex := range e.Children("Exclude") {
-		p.Exclude = append(p.Exclude, etgxml.Uint[uint16](x, ex))
-	}
 	for _, en := range e.Children("Entry") {
-		p.Entries = append(p.Entries, PDOEntry{
-			Index:    etgxml.Uint[uint16](x, etgxml.Need(x, en, "Index")),
-			SubIndex: etgxml.Uint[uint8](x, en.Child("SubIndex")),
-			BitLen:   etgxml.Uint[uint16](x, etgxml.Need(x, en, "BitLen")),
-			Name:     readTexts(x, en.Children("Name")),
-			DataType: en.Child("DataType").Text(),
-			Fixed:    etgxml.BoolAttr(x, en, "Fixed"),
-		})
+		c := etgxml.ReadPDOEntry(x, en)
+		p.Entries = append(p.Entries, PDOEntry{Index: c.Index, SubIndex: c.SubIndex, BitLen: c.BitLen,
+			Name: readTexts(x, en.Children("Name")), DataType: c.DataType, Fixed: etgxml.BoolAttr(x, en, "Fixed")})
 	}
 	return p
 }

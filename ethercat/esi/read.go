@@ -24,15 +24,11 @@ type Options struct {
 	MaxDeviceElements int   // the elements of one Device, which bounds the memory reading it takes
 }
 
-// limits returns the etgxml limits and the device bound of o.
-func (o Options) limits() (etgxml.Limits, int) {
-	l := etgxml.Limits{MaxBytes: o.MaxFileBytes, MaxDepth: o.MaxDepth, MaxElements: o.MaxElements}.
-		Or(etgxml.Limits{MaxBytes: DefaultMaxFileBytes, MaxDepth: DefaultMaxDepth, MaxElements: DefaultMaxElements})
-	dev := o.MaxDeviceElements
-	if dev <= 0 {
-		dev = DefaultMaxDeviceElements
-	}
-	return l, dev
+// limits returns the etgxml limits of o, each zero field at its default;
+// a Device is the subtree the reader fills.
+func (o Options) limits() etgxml.Limits {
+	return etgxml.Limits{MaxBytes: o.MaxFileBytes, MaxDepth: o.MaxDepth, MaxElements: o.MaxElements, MaxSubtree: o.MaxDeviceElements}.
+		Or(etgxml.Limits{MaxBytes: DefaultMaxFileBytes, MaxDepth: DefaultMaxDepth, MaxElements: DefaultMaxElements, MaxSubtree: DefaultMaxDeviceElements})
 }
 
 // The kinds of error, matched with errors.Is (see etgxml for each).
@@ -54,8 +50,7 @@ const root = "EtherCATInfo"
 // ReadFile reads the ESI file at path; a file past opt's size limit is
 // refused before it is read.
 func ReadFile(path string, opt Options) (*File, error) {
-	l, _ := opt.limits()
-	f, err := etgxml.Open(path, l.MaxBytes)
+	f, err := etgxml.Open(path, opt.limits().MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("esi: %w", err)
 	}
@@ -96,9 +91,8 @@ func Scan(r io.Reader, name string, opt Options, each func(*File, *Device) error
 // scanAt is Scan telling each also where the device starts in the file
 // and whether that could be told.
 func scanAt(r io.Reader, name string, opt Options, each func(*File, *Device, etgxml.Location, bool) error) (*File, error) {
-	l, devMax := opt.limits()
 	s := &scan{x: etgxml.NewErrors(name), file: &File{Name: name}, each: each}
-	s.rd = etgxml.NewReader(r, name, l, devMax, &s.warn)
+	s.rd = etgxml.NewReader(r, name, opt.limits(), &s.warn)
 	err := s.run()
 	switch {
 	case s.eachErr != nil:

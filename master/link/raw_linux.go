@@ -51,14 +51,28 @@ func Open(ifname string, cfg *Config) (*RawSocket, error) {
 	if cfg == nil {
 		cfg = DefaultConfig()
 	}
+	s := &RawSocket{}
+	if err := s.open(ifname, cfg, nil, 0, nil); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// open opens s on the Ethernet interface ifname, the same way for a raw
+// and a memory-mapped link: the packet socket, cfg's options and the bind
+// (configure, with beforeBind), and the connection whose sends pass
+// sendFlags. undo, when not nil, runs when it fails after the socket
+// exists, before the socket is closed: it takes back what beforeBind may
+// have set up. Its errors are *OpError of Op "open".
+func (s *RawSocket) open(ifname string, cfg *Config, beforeBind func(fd int) error, sendFlags int, undo func()) error {
 	openErr := func(err error) error { return &OpError{Op: "open", Link: ifname, Err: err} }
 
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return nil, openErr(err)
+		return openErr(err)
 	}
 	if len(ifi.HardwareAddr) != len(hardwareAddr{}) {
-		return nil, openErr(fmt.Errorf("not an Ethernet interface (hardware address %q)", ifi.HardwareAddr))
+		return openErr(fmt.Errorf("not an Ethernet interface (hardware address %q)", ifi.HardwareAddr))
 	}
 
 	// Protocol 0 at creation: the socket receives nothing until bind
@@ -66,20 +80,24 @@ func Open(ifname string, cfg *Config) (*RawSocket, error) {
 	// in between.
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, openErr(fmt.Errorf("socket: %w", err))
+		return openErr(fmt.Errorf("socket: %w", err))
 	}
-	s := &RawSocket{ifname: ifname, addr: hardwareAddr(ifi.HardwareAddr)}
-	if err := s.configure(fd, ifi.Index, cfg, nil); err != nil {
+	fail := func(err error) error {
+		if undo != nil {
+			undo()
+		}
 		unix.Close(fd)
-		return nil, openErr(err)
+		return openErr(err)
+	}
+	s.ifname, s.addr = ifname, hardwareAddr(ifi.HardwareAddr)
+	if err := s.configure(fd, ifi.Index, cfg, beforeBind); err != nil {
+		return fail(err)
 	}
 	to := &unix.SockaddrLinklayer{Protocol: htons(EtherTypeEtherCAT), Ifindex: ifi.Index, Halen: uint8(len(s.addr))}
-	s.conn, err = newFDConn(ifname, fd, to, 0, false)
-	if err != nil {
-		unix.Close(fd)
-		return nil, openErr(err)
+	if s.conn, err = newFDConn(ifname, fd, to, sendFlags, false); err != nil {
+		return fail(err)
 	}
-	return s, nil
+	return nil
 }
 
 // configure sets the socket options, binds and joins promiscuous mode.

@@ -71,32 +71,11 @@ func OpenMmap(ifname string, cfg *Config) (*MmapSocket, error) {
 	if cfg == nil {
 		cfg = DefaultConfig()
 	}
-	openErr := func(err error) error { return &OpError{Op: "open", Link: ifname, Err: err} }
-	ifi, err := net.InterfaceByName(ifname)
-	if err != nil {
-		return nil, openErr(err)
-	}
-	if len(ifi.HardwareAddr) != len(hardwareAddr{}) {
-		return nil, openErr(fmt.Errorf("not an Ethernet interface (hardware address %q)", ifi.HardwareAddr))
-	}
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, openErr(fmt.Errorf("socket: %w", err))
-	}
-	s := &MmapSocket{raw: RawSocket{ifname: ifname, addr: hardwareAddr(ifi.HardwareAddr)}}
+	s := &MmapSocket{}
 	c := *cfg
 	c.RecvBufferSize, c.SendBufferSize = 0, 0
-	if err := s.raw.configure(fd, ifi.Index, &c, s.mapRings); err != nil {
-		s.unmap()
-		unix.Close(fd)
-		return nil, openErr(err)
-	}
-	to := &unix.SockaddrLinklayer{Protocol: htons(EtherTypeEtherCAT), Ifindex: ifi.Index, Halen: uint8(len(s.raw.addr))}
-	s.raw.conn, err = newFDConn(ifname, fd, to, unix.MSG_DONTWAIT, false)
-	if err != nil {
-		s.unmap()
-		unix.Close(fd)
-		return nil, openErr(err)
+	if err := s.raw.open(ifname, &c, s.mapRings, unix.MSG_DONTWAIT, s.unmap); err != nil {
+		return nil, err
 	}
 	s.sendRing = &OpError{Op: "send", Link: ifname, Err: unix.EAGAIN}
 	s.recvTrunc = &OpError{Op: "recv", Link: ifname, Err: io.ErrShortBuffer}

@@ -15,3 +15,50 @@ func Transitions(x *Errors, e *Element) []string {
 	}
 	return out
 }
+
+// PDO is what an ESI and an ENI say alike of an RxPdo or TxPdo element
+// (ETG.2000 PdoType, which ETG.2100 takes over): each package adds its
+// own names and attributes.
+type PDO struct {
+	Index       uint16
+	SyncManager int // @Sm, or -1: not assigned
+	Fixed       bool
+	Mandatory   bool
+	Exclude     []uint16
+}
+
+// ReadPDO reads the index, @Sm, @Fixed, @Mandatory and the Exclude
+// children of the RxPdo or TxPdo element e.
+func ReadPDO(x *Errors, e *Element) PDO {
+	p := PDO{SyncManager: -1,
+		Index:     Uint[uint16](x, Need(x, e, "Index")),
+		Fixed:     BoolAttr(x, e, "Fixed"),
+		Mandatory: BoolAttr(x, e, "Mandatory"),
+	}
+	if sm, ok := UintAttr[uint8](x, e, "Sm"); ok {
+		p.SyncManager = int(sm)
+	}
+	for _, ex := range e.Children("Exclude") {
+		p.Exclude = append(p.Exclude, Uint[uint16](x, ex))
+	}
+	return p
+}
+
+// PDOEntry is what an ESI and an ENI say alike of a PDO's Entry element.
+type PDOEntry struct {
+	Index    uint16
+	SubIndex uint8
+	BitLen   uint16
+	DataType string // as the file writes it: BOOL, INT, UDINT, ...
+}
+
+// ReadPDOEntry reads the Index, SubIndex, BitLen and DataType of the
+// Entry element e.
+func ReadPDOEntry(x *Errors, e *Element) PDOEntry {
+	return PDOEntry{
+		Index:    Uint[uint16](x, Need(x, e, "Index")),
+		SubIndex: Uint[uint8](x, e.Child("SubIndex")),
+		BitLen:   Uint[uint16](x, Need(x, e, "BitLen")),
+		DataType: e.Child("DataType").Text(),
+	}
+}

@@ -11,6 +11,7 @@ type Limits struct {
 	MaxBytes    int64 // the input's length in bytes
 	MaxDepth    int   // the nesting depth of elements, the root being 1
 	MaxElements int   // the number of elements in the input
+	MaxSubtree  int   // the elements of one subtree read whole (Reader.Fill), which bounds the memory it holds
 }
 
 // Or returns l with each zero field taken from d.
@@ -23,6 +24,9 @@ func (l Limits) Or(d Limits) Limits {
 	}
 	if l.MaxElements <= 0 {
 		l.MaxElements = d.MaxElements
+	}
+	if l.MaxSubtree <= 0 {
+		l.MaxSubtree = d.MaxSubtree
 	}
 	return l
 }

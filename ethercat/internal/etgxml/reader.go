@@ -16,12 +16,11 @@ import (
 //
 // Every token passes the limits: the input's size, the nesting depth, the
 // element count, and the element count of one filled subtree
-// (MaxSubtree), which bounds the memory one Fill holds.
+// (Limits.MaxSubtree), which bounds the memory one Fill holds.
 type Reader struct {
 	dec      *xml.Decoder
 	file     string
 	lim      Limits
-	subtree  int
 	warn     *Warnings
 	depth    int
 	count    int
@@ -42,9 +41,9 @@ func (r *Reader) StartsAtLine(n int) {
 // NewReader returns a reader of the document in r, named file in errors
 // and warnings. maxSubtree bounds the elements of one Fill; warnings (a
 // bare DOCTYPE, text where none belongs) go to w.
-func NewReader(r io.Reader, file string, lim Limits, maxSubtree int, w *Warnings) *Reader {
+func NewReader(r io.Reader, file string, lim Limits, w *Warnings) *Reader {
 	in, pos := prepare(r, lim.MaxBytes)
-	rd := &Reader{file: file, lim: lim, subtree: maxSubtree, warn: w, pos: pos}
+	rd := &Reader{file: file, lim: lim, warn: w, pos: pos}
 	rd.dec = xml.NewDecoder(in)
 	rd.dec.Strict = true
 	cr := charsetReader(pos, rd.dec.InputOffset)
@@ -130,8 +129,8 @@ func (r *Reader) Fill(e *Element) error {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			if n++; n > r.subtree {
-				return r.errAt(cur, ErrTooManyElements, fmt.Sprintf("<%s> holds more than %d elements", e.Name, r.subtree))
+			if n++; n > r.lim.MaxSubtree {
+				return r.errAt(cur, ErrTooManyElements, fmt.Sprintf("<%s> holds more than %d elements", e.Name, r.lim.MaxSubtree))
 			}
 			k := r.element(t, cur)
 			if strings.TrimSpace(cur.text) == "" {

@@ -17,7 +17,7 @@ var testLimits = Limits{MaxBytes: 1 << 20, MaxDepth: 16, MaxElements: 1000}
 func readAll(t *testing.T, doc string, lim Limits) (*Element, *Warnings, error) {
 	t.Helper()
 	var w Warnings
-	r := NewReader(strings.NewReader(doc), "t.xml", lim, 500, &w)
+	r := NewReader(strings.NewReader(doc), "t.xml", lim.Or(Limits{MaxSubtree: 500}), &w)
 	root, err := r.Root("A")
 	if err != nil {
 		return nil, &w, err
@@ -157,7 +157,7 @@ func TestStreamingAndUnused(t *testing.T) {
   <M/>
 </A>`
 	var w Warnings
-	r := NewReader(strings.NewReader(doc), "t.xml", testLimits, 100, &w)
+	r := NewReader(strings.NewReader(doc), "t.xml", testLimits.Or(Limits{MaxSubtree: 100}), &w)
 	root, err := r.Root("A")
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +233,7 @@ func TestStreamingAndUnused(t *testing.T) {
 func TestFillBoundsOneSubtree(t *testing.T) {
 	var w Warnings
 	doc := "<A><B>" + strings.Repeat("<C/>", 200) + "</B></A>"
-	r := NewReader(strings.NewReader(doc), "t.xml", testLimits, 100, &w)
+	r := NewReader(strings.NewReader(doc), "t.xml", testLimits.Or(Limits{MaxSubtree: 100}), &w)
 	if _, err := r.Root("A"); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestSizeGuardCutsAPipe(t *testing.T) {
 	}()
 	defer pr.Close()
 	var w Warnings
-	r := NewReader(pr, "pipe", Limits{MaxBytes: 1 << 20, MaxDepth: 4, MaxElements: 10}, 10, &w)
+	r := NewReader(pr, "pipe", Limits{MaxBytes: 1 << 20, MaxDepth: 4, MaxElements: 10, MaxSubtree: 10}, &w)
 	root, err := r.Root("A")
 	if err == nil {
 		err = r.Fill(root)
