@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,9 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/ecagent/ecagent/internal/testsupport"
-	"github.com/ecagent/ecagent/internal/testsupport/cyclereap"
 )
 
 // A second `ecagent run` on the cycle.shm of a running agent exits 4
@@ -23,32 +19,7 @@ import (
 // the segment's rings.
 func TestRunRefusesASecondAgentOnItsSegment(t *testing.T) {
 	shmPath := fmt.Sprintf("/dev/shm/ecagent-cmdtest-%d-second.shm", os.Getpid())
-	first := exec.Command(os.Args[0], "run", "--status.interval", "100ms", "--metrics.listen", "",
-		"--cycle.shm", shmPath, "--log.level", "warn")
-	first.Env = append(append(os.Environ(), "ECAGENT_TEST_MAIN=1"), cycleEnviron(t)...)
-	var stderr testsupport.SyncBuffer
-	first.Stderr = &stderr
-	first.WaitDelay = 10 * time.Second
-	t.Cleanup(func() {
-		if first.Process != nil {
-			_ = first.Process.Kill()
-		}
-		cyclereap.Stop(t, shmPath)
-		if first.Process != nil {
-			_ = first.Wait()
-		}
-	})
-	stdout, err := first.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() || !strings.Contains(lines.Text(), " OP ") {
-		t.Fatalf("no status line in OP: %q\n%s", lines.Text(), stderr.String())
-	}
+	first, lines, stderr := startRunInOP(t, shmPath)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // one that attached would run on
 	defer cancel()

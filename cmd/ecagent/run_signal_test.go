@@ -25,36 +25,7 @@ func TestRunExitCodeOnSignals(t *testing.T) {
 	}{{syscall.SIGINT, exitInterrupted}, {syscall.SIGTERM, exitOK}} {
 		t.Run(c.sig.String(), func(t *testing.T) {
 			shmPath := fmt.Sprintf("/dev/shm/ecagent-cmdtest-%d-%d.shm", os.Getpid(), int(c.sig))
-			cmd := exec.Command(os.Args[0], "run", "--status.interval", "100ms", "--metrics.listen", "",
-				"--cycle.shm", shmPath, "--log.level", "warn")
-			cmd.Env = append(append(os.Environ(), "ECAGENT_TEST_MAIN=1"), cycleEnviron(t)...)
-			var stderr testsupport.SyncBuffer
-			cmd.Stderr = &stderr
-			// A test that fails before it stops the agent kills it here,
-			// and then its cycle process, which a kill leaves running
-			// (holding the agent's stderr: Wait would wait for it).
-			cmd.WaitDelay = 10 * time.Second
-			t.Cleanup(func() {
-				if cmd.Process != nil {
-					_ = cmd.Process.Kill()
-				}
-				cyclereap.Stop(t, shmPath)
-				if cmd.Process != nil {
-					_ = cmd.Wait()
-				}
-			})
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			// The first status line: the agent runs in cyclic operation.
-			lines := bufio.NewScanner(stdout)
-			if !lines.Scan() || !strings.Contains(lines.Text(), " OP ") {
-				t.Fatalf("no status line in OP: %q\n%s", lines.Text(), stderr.String())
-			}
+			cmd, lines, stderr := startRunInOP(t, shmPath)
 			go func() {
 				for lines.Scan() { // keep the pipe drained until the agent exits
 				}
@@ -62,7 +33,7 @@ func TestRunExitCodeOnSignals(t *testing.T) {
 			if err := cmd.Process.Signal(c.sig); err != nil {
 				t.Fatal(err)
 			}
-			err = cmd.Wait()
+			err := cmd.Wait()
 			code := 0
 			var exit *exec.ExitError
 			if errors.As(err, &exit) {
@@ -73,9 +44,48 @@ func TestRunExitCodeOnSignals(t *testing.T) {
 			if code != c.code {
 				t.Errorf("exit %d on %v, want %d\n%s", code, c.sig, c.code, stderr.String())
 			}
-			if _, err := os.Stat(shmPath); err == nil {
-				t.Errorf("segment %s left behind", shmPath)
+			for _, p := range []string{shmPath, shmPath + ".agent.lock"} {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s left behind", p)
+				}
 			}
 		})
 	}
+}
+
+// startRunInOP starts `ecagent run` on the default simulated segment with
+// the segment at shmPath and a status line every 100 ms, and returns once
+// the first status line shows the bus in OP, with the lines that follow
+// and the agent's standard error. A test that fails before it stops the
+// agent kills it at its end, and then its cycle process, which a kill
+// leaves running (holding the agent's stderr: Wait would wait for it).
+func startRunInOP(t *testing.T, shmPath string) (*exec.Cmd, *bufio.Scanner, *testsupport.SyncBuffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "run", "--status.interval", "100ms", "--metrics.listen", "",
+		"--cycle.shm", shmPath, "--log.level", "warn")
+	cmd.Env = append(append(os.Environ(), "ECAGENT_TEST_MAIN=1"), cycleEnviron(t)...)
+	stderr := new(testsupport.SyncBuffer)
+	cmd.Stderr = stderr
+	cmd.WaitDelay = 10 * time.Second
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+		cyclereap.Stop(t, shmPath)
+		if cmd.Process != nil {
+			_ = cmd.Wait()
+		}
+	})
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || !strings.Contains(lines.Text(), " OP ") {
+		t.Fatalf("no status line in OP: %q\n%s", lines.Text(), stderr.String())
+	}
+	return cmd, lines, stderr
 }
