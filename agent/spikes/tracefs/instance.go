@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -156,19 +157,22 @@ func (in *Instance) setup(root string, cfg Config) error {
 // into every context switch and wake-up of the CPU that copies both
 // tasks' names under a lock; the events carry the names the collector
 // needs, so the probe is pure cost, and it fell on the cycle: about 3 %
-// of its CPU per cycle at 1 ms (docs/performance.md). The flag is one of
-// tracefs's top-level options: an instance cannot change it and copies
-// the top level's when it is created. So the top level's option is
-// cleared for the mkdir and set back right after, under an exclusive
-// flock on the tracefs root that other ecagents creating an instance
-// wait for (so that none sees the cleared option as the one to restore).
-// Where the option cannot be read or changed the instance is created as
-// it comes.
+// of its CPU per cycle at 1 ms (docs/performance-log.md, 2026-12-07
+// 15:10). The flag is one of tracefs's top-level options: an instance
+// cannot change it and copies the top level's when it is created. So the
+// top level's option is cleared for the mkdir and set back right after,
+// under an exclusive flock on the tracefs root that other ecagents
+// creating an instance take too (so that none sees the cleared option as
+// the one to restore). Where the lock is not had within lockWait, or the
+// option cannot be read or changed, the instance is created as it comes.
 func mkdirWithoutComms(root, dir string) error {
-	if fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
-		defer unix.Close(fd)
-		for unix.Flock(fd, unix.LOCK_EX) == unix.EINTR {
-		}
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return os.Mkdir(dir, 0o750)
+	}
+	defer unix.Close(fd)
+	if !flockWithin(fd, lockWait) {
+		return os.Mkdir(dir, 0o750)
 	}
 	opt := filepath.Join(root, "options", "record-cmd")
 	b, err := os.ReadFile(opt)
@@ -180,6 +184,27 @@ func mkdirWithoutComms(root, dir string) error {
 		}
 	}
 	return err
+}
+
+// lockWait bounds the wait for another ecagent's instance creation: a
+// few milliseconds normally; one stopped in the middle does not hold
+// this one's start.
+const lockWait = 2 * time.Second
+
+// flockWithin takes an exclusive flock on fd, trying for up to wait.
+func flockWithin(fd int, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for {
+		switch err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); {
+		case err == nil:
+			return true
+		case err == unix.EINTR:
+		case err != unix.EWOULDBLOCK || time.Now().After(deadline):
+			return false
+		default:
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }
 
 // cpuMask is the tracing_cpumask of one CPU: hexadecimal words of 32

@@ -133,3 +133,58 @@ func TestInstanceFeedsNoTaskNames(t *testing.T) {
 		t.Errorf("record-cmd %q after Close, was %q", got, before)
 	}
 }
+
+// TestMkdirLeavesTheOptionWhenNotLocked checks, on a directory standing
+// in for tracefs, that the top-level record-cmd option is cleared and set
+// back around the mkdir only under the root's lock: with the lock held
+// elsewhere the instance is still made (after lockWait) and the option is
+// never written; without it, it is written and ends as it was.
+func TestMkdirLeavesTheOptionWhenNotLocked(t *testing.T) {
+	root := t.TempDir()
+	opt := filepath.Join(root, "options", "record-cmd")
+	if err := os.MkdirAll(filepath.Join(root, "instances"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(opt), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(opt, []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(opt, old, old); err != nil {
+		t.Fatal(err)
+	}
+	modified := func() bool {
+		fi, err := os.Stat(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !fi.ModTime().Equal(old)
+	}
+
+	holder, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(holder, unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if err := mkdirWithoutComms(root, filepath.Join(root, "instances", "a")); err != nil {
+		t.Fatalf("mkdir with the lock held elsewhere: %v", err)
+	}
+	if modified() {
+		t.Error("record-cmd written without the lock")
+	}
+	_ = unix.Close(holder) // lets the lock go
+
+	if err := mkdirWithoutComms(root, filepath.Join(root, "instances", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if !modified() {
+		t.Error("record-cmd not cleared around the mkdir under the lock")
+	}
+	if b, _ := os.ReadFile(opt); strings.TrimSpace(string(b)) != "1" {
+		t.Errorf("record-cmd %q after the mkdir, want it set back to 1", b)
+	}
+}
