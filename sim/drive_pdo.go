@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 
+	"github.com/ecagent/ecagent/ethercat/bitfield"
 	"github.com/ecagent/ecagent/ethercat/cia402/state"
 )
 
@@ -20,7 +21,7 @@ func (dr *drive) readOutputs() {
 		if !e.out || e.index == 0 || e.again {
 			continue
 		}
-		v := dr.d.readBits(dr.d.smArea(e.sm)*8+e.bit, e.bits)
+		v := bitfield.Value(dr.d.mem.b[:], dr.d.smArea(e.sm)*8+e.bit, e.bits)
 		switch {
 		case e.index == objControlword:
 			dr.controlword = state.Controlword(v)
@@ -155,20 +156,4 @@ func (dr *drive) writeInputs() {
 		}
 		dr.d.putBits(dr.d.smArea(e.sm)*8+e.bit, e.bits, v)
 	}
-}
-
-// readBits returns n (≤ 64) bits at physical bit address at, least
-// significant bit first.
-func (d *Device) readBits(at, n int) uint64 {
-	var v uint64
-	for k := range min(n, 64) {
-		b := at + k
-		if b/8 >= len(d.mem.b) {
-			break
-		}
-		if d.mem.b[b/8]&(1<<(b%8)) != 0 {
-			v |= 1 << k
-		}
-	}
-	return v
 }

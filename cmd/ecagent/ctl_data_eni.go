@@ -62,7 +62,7 @@ func eniDataCommand(ctx context.Context, e *env, c ctlFlags, file string) error 
 		}
 		if dv.BitOffset >= 0 {
 			bitfield.Copy(dst, int(v.BitOffs), img.Image, dv.BitOffset, int(v.BitSize))
-			dv.Value = bitsValue(img.Image, dv.BitOffset, int(min(v.BitSize, 64)))
+			dv.Value = bitfield.Value(img.Image, dv.BitOffset, int(v.BitSize))
 		}
 		d.Variables = append(d.Variables, dv)
 	}
@@ -89,18 +89,6 @@ func entryOffset(pdos maintenance.PDOsResult, v eniconfig.Variable) int {
 		}
 	}
 	return -1
-}
-
-// bitsValue reads n ≤ 64 bits at bit from, little-endian.
-func bitsValue(src []byte, from, n int) uint64 {
-	var v uint64
-	for i := range n {
-		s := from + i
-		if s/8 < len(src) && src[s/8]&(1<<(s%8)) != 0 {
-			v |= 1 << i
-		}
-	}
-	return v
 }
 
 // printENIData prints the ENI's images as hex dumps with offsets in the

@@ -20,3 +20,20 @@ func Copy(dst []byte, to int, src []byte, from, n int) {
 		}
 	}
 }
+
+// Value returns the n bits at bit from of src as an unsigned number,
+// least significant bit first: at most 64 of them, and those past the end
+// of src read as 0.
+func Value(src []byte, from, n int) uint64 {
+	var v uint64
+	for k := range min(n, 64) {
+		s := from + k
+		if s/8 >= len(src) {
+			break
+		}
+		if src[s/8]&(1<<(s%8)) != 0 {
+			v |= 1 << k
+		}
+	}
+	return v
+}

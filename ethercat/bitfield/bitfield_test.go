@@ -26,3 +26,23 @@ func TestCopy(t *testing.T) {
 		}
 	}
 }
+
+func TestValue(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		src     []byte
+		from, n int
+		want    uint64
+	}{
+		{"a byte", []byte{0xa5}, 0, 8, 0xa5},
+		{"across bytes", []byte{0xf0, 0x0f}, 4, 8, 0xff},
+		{"least significant first", []byte{0x34, 0x12}, 0, 16, 0x1234},
+		{"past the end reads 0", []byte{0xff}, 4, 12, 0x0f},
+		{"at most 64 bits", bytes.Repeat([]byte{0xff}, 10), 0, 80, ^uint64(0)},
+		{"nothing", []byte{0xff}, 0, 0, 0},
+	} {
+		if got := Value(tt.src, tt.from, tt.n); got != tt.want {
+			t.Errorf("%s: %#x, want %#x", tt.name, got, tt.want)
+		}
+	}
+}

@@ -1,5 +1,7 @@
 package eni
 
+import "github.com/ecagent/ecagent/ethercat/internal/etgxml"
+
 // ProcessData is a slave's ProcessData element: where its data lies in
 // the frames, its sync managers and its PDOs.
 type ProcessData struct {
@@ -36,7 +38,7 @@ type SyncManager struct {
 }
 
 // NoSyncManager is the SyncManager of a PDO that names none.
-const NoSyncManager = -1
+const NoSyncManager = etgxml.NoSyncManager
 
 // PDO is one RxPdo or TxPdo element: a PDO of the slave, assigned or not.
 type PDO struct {

@@ -137,7 +137,7 @@ type Channel struct {
 }
 
 // NoSyncManager is the SyncManager of a PDO or FMMU that names none.
-const NoSyncManager = -1
+const NoSyncManager = etgxml.NoSyncManager
 
 // SMType is what a sync manager carries (the Sm element's text).
 type SMType uint8

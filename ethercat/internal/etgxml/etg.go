@@ -16,12 +16,16 @@ func Transitions(x *Errors, e *Element) []string {
 	return out
 }
 
+// NoSyncManager is the SyncManager of a PDO element without @Sm; the
+// esi and eni packages export it under the same name.
+const NoSyncManager = -1
+
 // PDO is what an ESI and an ENI say alike of an RxPdo or TxPdo element
 // (ETG.2000 PdoType, which ETG.2100 takes over): each package adds its
 // own names and attributes.
 type PDO struct {
 	Index       uint16
-	SyncManager int // @Sm, or -1: not assigned
+	SyncManager int // @Sm, or NoSyncManager
 	Fixed       bool
 	Mandatory   bool
 	Exclude     []uint16
@@ -30,7 +34,7 @@ type PDO struct {
 // ReadPDO reads the index, @Sm, @Fixed, @Mandatory and the Exclude
 // children of the RxPdo or TxPdo element e.
 func ReadPDO(x *Errors, e *Element) PDO {
-	p := PDO{SyncManager: -1,
+	p := PDO{SyncManager: NoSyncManager,
 		Index:     Uint[uint16](x, Need(x, e, "Index")),
 		Fixed:     BoolAttr(x, e, "Fixed"),
 		Mandatory: BoolAttr(x, e, "Mandatory"),
