@@ -28,7 +28,11 @@ func injectorSpec(who, spec, want string) ([]string, bool) {
 // name the spikes' causes give it.
 func nameThread(name string) error {
 	runtime.LockOSThread()
-	if err := unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(unsafePointer(name))), 0, 0, 0); err != nil {
+	p, err := unix.BytePtrFromString(name)
+	if err == nil {
+		err = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(p)), 0, 0, 0)
+	}
+	if err != nil {
 		return fmt.Errorf("name: %w", err)
 	}
 	return nil
@@ -70,10 +74,4 @@ func monoNS() int64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return ts.Nano()
-}
-
-// unsafePointer returns a pointer to a NUL-terminated copy of s.
-func unsafePointer(s string) *byte {
-	b, _ := unix.BytePtrFromString(s)
-	return b
 }
