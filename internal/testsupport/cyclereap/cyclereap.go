@@ -69,7 +69,8 @@ func Env(env []string) []string {
 // its command line, `… --shm <shmPath> …`, and by the PID in the
 // segment's bus description): SIGTERM, then SIGKILL after stopGrace. The
 // simulator of a simulated segment ends with it. It then removes the
-// segment and the files beside it. It is a no-op when none runs: a test
+// segment and the files beside it, the agent's lock too (an agent the test
+// killed leaves its lock file; the lock itself went with the process). It is a no-op when none runs: a test
 // registers it as a cleanup before it starts the agent.
 func Stop(tb testing.TB, shmPath string) {
 	tb.Helper()
@@ -90,7 +91,7 @@ func Stop(tb testing.TB, shmPath string) {
 			}
 		}
 	}
-	for _, p := range append([]string{shmPath, maintenance.SocketPath(shmPath), maintenance.SocketDir(shmPath)}, contract.SideFiles(shmPath)...) {
+	for _, p := range append([]string{shmPath, maintenance.SocketPath(shmPath), maintenance.SocketDir(shmPath), contract.AgentLockPath(shmPath)}, contract.SideFiles(shmPath)...) {
 		_ = os.Remove(p)
 	}
 }
