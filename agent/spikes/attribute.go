@@ -120,11 +120,22 @@ func (st *state) replay(recs []record, start int, from, to int64) map[causeKey]t
 		}
 	}
 	acc := map[causeKey]time.Duration{}
+	// A lower priority on the core while the cycle is runnable is either
+	// a task this kernel cannot preempt (in the kernel) or the real-time
+	// tasks throttled. Throttling shows at the first switch of the
+	// stretch, which picks a lower priority over the cycle; and it cannot
+	// begin within the stretch (the cycle waiting uses no real-time
+	// runtime), so it held from the stretch's start: the time charged to
+	// lower priorities until then (pending) is moved to it.
+	pending := map[causeKey]time.Duration{}
 	charge := func(until int64) {
 		a, b := max(st.t, from), min(until, to)
 		if b > a {
 			if k, ok := st.cause(); ok {
 				acc[k] += time.Duration(b - a)
+				if st.lowerHoldsRunnable() {
+					pending[k] += time.Duration(b - a)
+				}
 			}
 		}
 		st.t = until
@@ -133,7 +144,20 @@ func (st *state) replay(recs []record, start int, from, to int64) map[causeKey]t
 	for j := start; j < len(recs) && recs[j].ts < to; j++ {
 		r := &recs[j]
 		charge(r.ts)
+		throttled := st.throttled
 		st.apply(r)
+		if st.throttled && !throttled {
+			for k, d := range pending {
+				acc[k] -= d
+				if acc[k] == 0 {
+					delete(acc, k)
+				}
+				acc[throttlingKey] += d
+			}
+		}
+		if !st.runnable || st.throttled {
+			clear(pending)
+		}
 		if r.kind == kindIRQEntry && r.num == vectorReschedule && !st.runnable && st.cur != tid &&
 			wokenRemotely(recs[j+1:], tid) {
 			// Another core woke the cycle thread and traced it there;
@@ -218,6 +242,18 @@ func wokenRemotely(rest []record, tid int32) bool {
 	return false
 }
 
+// throttlingKey is the cause of the time the cycle was runnable while the
+// core's real-time tasks were throttled.
+var throttlingKey = causeKey{class: ClassThrottling, name: "RT throttling: lower-priority work ran while the cycle was runnable"}
+
+// lowerHoldsRunnable tells whether a task of lower priority than the
+// cycle's runs, not in an interrupt, while the cycle thread is runnable
+// and not yet known to be throttled.
+func (s *state) lowerHoldsRunnable() bool {
+	return s.runnable && !s.throttled && s.cur > 0 && s.cur != s.id.tid && s.curPrio > s.id.prio &&
+		len(s.irqs) == 0 && !s.inSoft
+}
+
 func (s *state) cause() (causeKey, bool) {
 	switch {
 	case len(s.irqs) > 0:
@@ -265,7 +301,7 @@ func (s *state) cause() (causeKey, bool) {
 		// an allocation, compact_memory written): named with the task.
 		return s.compaction(""), true
 	case s.throttled:
-		return causeKey{class: ClassThrottling, name: "RT throttling: lower-priority work ran while the cycle was runnable"}, true
+		return throttlingKey, true
 	case s.cur == 0:
 		return causeKey{class: ClassHost, name: "core waking from idle"}, true
 	}

@@ -182,6 +182,27 @@ func TestAttribute(t *testing.T) {
 				sw(d+5100*us, cycleTID, 0, 120, "swapper/1", 1),
 			},
 			w: window{deadline: d, wake: d + 5002*us, end: d + 5050*us}, want: ClassThrottling, share: 0.99},
+		{name: "throttled while a CFS task runs: no switch until the first picks a lower priority",
+			// The cycle wakes during throttling with a CFS task on the
+			// core; it keeps the core (the throttled cycle cannot preempt
+			// it), then a switch picks another CFS task over the cycle:
+			// the throttling held from the wake-up on.
+			recs: []record{
+				sw(d-500*us, cycleTID, 555, 120, "stress-ng-cpu", 1),
+				ev(d+1*us, kindWakeup, 555, cycleTID),
+				sw(d+3000*us, 555, 556, 120, "stress-ng-cpu", 0),
+				sw(d+5000*us, 556, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+5100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 5002*us, end: d + 5050*us}, want: ClassThrottling, share: 0.99},
+		{name: "a CFS task in the kernel, then the cycle: not throttling",
+			recs: []record{
+				sw(d-500*us, cycleTID, 555, 120, "stress-ng-cpu", 1),
+				ev(d+1*us, kindWakeup, 555, cycleTID),
+				sw(d+3000*us, 555, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+3100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 3002*us, end: d + 3050*us}, want: ClassTask, wantPID: 555, share: 0.99},
 		{name: "an overrun: the cycle preempted by an irq and a kworker",
 			recs: []record{
 				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
