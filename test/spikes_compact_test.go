@@ -153,7 +153,7 @@ func TestSpikesBlameCompaction(t *testing.T) {
 					memory += c.TimeUS
 				}
 			}
-			top := sp.Causes[0]
+			top := topCause(sp)
 			if top.Class == "kernel-memory" && strings.HasPrefix(top.Name, fmt.Sprintf("compaction in ecmemhog/%d ", h.tid)) {
 				right++
 			}

@@ -222,7 +222,7 @@ func TestSpikesBlameNetRX(t *testing.T) {
 					netrx += c.TimeUS
 				}
 			}
-			if top := sp.Causes[0]; top.Class == "softirq" && top.Name == "NET_RX" {
+			if top := topCause(sp); top.Class == "softirq" && top.Name == "NET_RX" {
 				right++
 			}
 		}

@@ -198,7 +198,7 @@ func TestSpikesBlameFIFOHog(t *testing.T) {
 	for i, sps := range per {
 		ok := false
 		for _, sp := range sps {
-			top := sp.Causes[0]
+			top := topCause(sp)
 			t.Logf("burst %d: cycle %d late %.0f µs excess %.0f µs: %+v", i, sp.Cycle, sp.LateUS, sp.ExcessUS, sp.Causes)
 			if top.Class == "task" && strings.HasPrefix(top.Name, want) && top.PID == h.tid && top.Share >= 0.8 {
 				ok = true
@@ -303,6 +303,17 @@ func TestForensicsOffWithoutPermission(t *testing.T) {
 	}
 }
 
+// topCause is a spike's largest cause; a spike the agent charged no time
+// to any cause has none and is reported with its top class (unknown):
+// it counts as not blamed on what a test injected, and does not panic
+// the test (seen once under stress: late 844 µs, excess 0, no causes).
+func topCause(sp contract.SpikeView) contract.SpikeCauseView {
+	if len(sp.Causes) == 0 {
+		return contract.SpikeCauseView{Class: sp.Top}
+	}
+	return sp.Causes[0]
+}
+
 func filepathBase(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
 
 // TestSpikesBlameRTThrottling: with sched_rt_runtime_us lowered to 70 %
@@ -381,7 +392,7 @@ func TestSpikesBlameRTThrottling(t *testing.T) {
 		// kernel has no preemption), when the throttling ends: 39 % once,
 		// throttling 49.9 %. A third is the least that still says the
 		// throttling is what held the cycle.
-		if top := sp.Causes[0]; top.Class != "rt-throttling" || top.Share < 1.0/3 {
+		if top := topCause(sp); top.Class != "rt-throttling" || top.Share < 1.0/3 {
 			t.Errorf("spike of cycle %d (late %.0f µs) not blamed on RT throttling first: %+v", sp.Cycle, sp.LateUS, sp.Causes)
 		}
 	}
