@@ -81,6 +81,13 @@ func attribute(recs []record, w window, id identity, n names) Spike {
 	if start < 0 {
 		sp.Incomplete = true // the trace does not reach back to the window
 	}
+	for j := max(start, 0) + 1; j < len(recs) && recs[j-1].ts <= to; j++ {
+		// The events a gap marks are younger than the record before it.
+		if recs[j].kind == kindGap {
+			sp.Incomplete = true // the ring lost events of the window
+			break
+		}
+	}
 	if id.tid <= 0 {
 		// The cycle thread is the task on the core when the cycle woke.
 		for j := i; j < len(recs) && recs[j].ts <= w.wake; j++ {
@@ -114,9 +121,14 @@ func (st *state) replay(recs []record, start int, from, to int64) map[causeKey]t
 	// Kernel work and compaction outlast switches: a task that slept in
 	// the middle of one resumes it. Their state comes from all the
 	// history kept, the rest from the last switch.
+	// So does the throttling of the core's real-time tasks: it can begin
+	// long before the window, switches among lower tasks after it.
 	for j := range recs[:start] {
-		if k := recs[j].kind; k >= kindWorkStart && k <= kindCompactEnd {
+		switch k := recs[j].kind; {
+		case k >= kindWorkStart && k <= kindCompactEnd:
 			st.applyKernelWork(&recs[j])
+		case k == kindSwitch:
+			st.applyRTOff(&recs[j])
 		}
 	}
 	acc := map[causeKey]time.Duration{}
@@ -220,6 +232,11 @@ type state struct {
 	// runnable is set while the cycle thread is runnable but not
 	// running; throttled once lower-priority work ran meanwhile.
 	runnable, throttled bool
+	// rtOff is set while the core's real-time tasks are throttled: a
+	// real-time task was switched out runnable for a task of a lower
+	// class, which only throttling does (sched_rt_runtime_us, the fair
+	// server), and none has run since.
+	rtOff bool
 	// blocked is set while the cycle thread sleeps in the middle of its
 	// job (jobFrom to jobTo, an overrun's): on a frame, a lock, another
 	// of its threads — not on its timer.
@@ -338,7 +355,8 @@ func (s *state) apply(r *record) {
 		s.applySwitch(r)
 	case kindWakeup:
 		if r.nextPID == s.id.tid {
-			s.runnable, s.blocked = true, false
+			// Woken into throttling, the cycle waits for its end.
+			s.runnable, s.blocked, s.throttled = true, false, s.throttled || s.rtOff
 		}
 	case kindIRQEntry, kindIRQExit, kindSoftirqEntry, kindSoftirqExit:
 		s.applyInterrupt(r)
@@ -363,12 +381,28 @@ func (s *state) applySwitch(r *record) {
 			s.blocked = r.ts >= s.jobFrom && r.ts < s.jobTo
 		}
 	}
+	s.applyRTOff(r)
 	s.cur, s.curPrio, s.curComm = r.nextPID, r.nextPrio, r.comm
 	s.irqs, s.inSoft = s.irqs[:0], false
 	if r.nextPID == s.id.tid {
 		s.runnable, s.throttled, s.blocked = false, false, false
 	} else if s.runnable && (r.nextPID == 0 || r.nextPrio > s.id.prio) {
 		s.throttled = true // a lower priority picked over a runnable cycle
+	}
+}
+
+// firstFairPrio is the kernel's priority of the most urgent task that is
+// not real-time (nice −20); real-time priorities are below it.
+const firstFairPrio = 100
+
+// applyRTOff follows, through a switch, whether the core's real-time
+// tasks are throttled.
+func (s *state) applyRTOff(r *record) {
+	switch {
+	case r.nextPID > 0 && r.nextPrio < firstFairPrio:
+		s.rtOff = false
+	case r.prevPID > 0 && r.prevPrio < firstFairPrio && r.prevState&0xff == 0:
+		s.rtOff = true
 	}
 }
 

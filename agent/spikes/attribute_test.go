@@ -25,6 +25,13 @@ func sw(ts int64, prev, next int32, nextPrio int32, comm string, prevState int64
 	return r
 }
 
+// swFrom is sw with the priority of the task switched out.
+func swFrom(ts int64, prev, prevPrio, next, nextPrio int32, comm string, prevState int64) record {
+	r := sw(ts, prev, next, nextPrio, comm, prevState)
+	r.prevPrio = prevPrio
+	return r
+}
+
 func ev(ts int64, k kind, pid, num int32) record {
 	return record{ts: ts, kind: k, pid: pid, num: num, nextPID: num}
 }
@@ -195,6 +202,65 @@ func TestAttribute(t *testing.T) {
 				sw(d+5100*us, cycleTID, 0, 120, "swapper/1", 1),
 			},
 			w: window{deadline: d, wake: d + 5002*us, end: d + 5050*us}, want: ClassThrottling, share: 0.99},
+		{name: "woken into throttling that began before the deadline, no switch until it ends",
+			// A FIFO task below the cycle used up the real-time runtime
+			// and was switched out runnable for a CFS task: throttling.
+			// Switches among CFS tasks follow before the deadline; the
+			// cycle's wake-up then switches nothing until the throttling
+			// ends.
+			recs: []record{
+				sw(d-900*us, cycleTID, 0, 120, "swapper/1", 1),
+				sw(d-800*us, 0, 4711, 49, "ecthrottlehog", 0),
+				swFrom(d-300*us, 4711, 49, 555, 120, "stress-ng-cpu", 0),
+				swFrom(d-200*us, 555, 120, 556, 120, "stress-ng-io", 0),
+				ev(d+1*us, kindWakeup, 556, cycleTID),
+				swFrom(d+20000*us, 556, 120, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+20100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 20002*us, end: d + 20050*us}, want: ClassThrottling, share: 0.99},
+		{name: "a real-time task ran after the throttling: over, a CFS task in the kernel holds the cycle",
+			recs: []record{
+				sw(d-900*us, cycleTID, 0, 120, "swapper/1", 1),
+				sw(d-800*us, 0, 4711, 49, "ecthrottlehog", 0),
+				swFrom(d-300*us, 4711, 49, 555, 120, "stress-ng-cpu", 0),
+				swFrom(d-250*us, 555, 120, 4711, 49, "ecthrottlehog", 0),
+				swFrom(d-200*us, 4711, 49, 556, 120, "stress-ng-io", 1),
+				ev(d+1*us, kindWakeup, 556, cycleTID),
+				swFrom(d+3000*us, 556, 120, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+3100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 3002*us, end: d + 3050*us}, want: ClassTask, wantPID: 556, share: 0.99},
+		{name: "the ring lost events in the window: incomplete, nothing claimed",
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				sw(d-400*us, 0, 4711, 9, "hog", 0),
+				{ts: d + 1500*us, kind: kindGap, pid: -1},
+				sw(d+3000*us, 4711, cycleTID, cyclePrio, "cycle", 1),
+				sw(d+3100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 3005*us, end: d + 3090*us}, want: ClassUnknown, share: 1},
+		{name: "the ring lost events before the window's last switch: complete",
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				{ts: d - 450*us, kind: kindGap, pid: -1},
+				sw(d-400*us, 0, 4711, 9, "hog", 0),
+				ev(d+2*us, kindWakeup, 4711, cycleTID),
+				sw(d+3000*us, 4711, cycleTID, cyclePrio, "cycle", 1),
+				sw(d+3100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 3005*us, end: d + 3090*us}, want: ClassTask, wantPID: 4711, share: 0.99},
+		{name: "the ring lost events just after the window: incomplete",
+			// The gap's events are younger than the record before it,
+			// which is inside the window.
+			recs: []record{
+				sw(d-500*us, cycleTID, 0, 120, "swapper/1", 1),
+				sw(d-400*us, 0, 4711, 9, "hog", 0),
+				ev(d+2*us, kindWakeup, 4711, cycleTID),
+				sw(d+3000*us, 4711, cycleTID, cyclePrio, "cycle", 1),
+				{ts: d + 3050*us, kind: kindGap, pid: -1},
+				sw(d+3100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 3005*us, end: d + 3090*us}, want: ClassUnknown, share: 1},
 		{name: "a CFS task in the kernel, then the cycle: not throttling",
 			recs: []record{
 				sw(d-500*us, cycleTID, 555, 120, "stress-ng-cpu", 1),
@@ -239,5 +305,44 @@ func TestAttribute(t *testing.T) {
 				t.Errorf("causes sum to %v, excess %v", sum, sp.Excess)
 			}
 		})
+	}
+}
+
+// TestTraceKeepsTheNewest adds records past the buffer's size and trims
+// them as polls do: what is kept is always the newest, in order, and the
+// buffer never grows.
+func TestTraceKeepsTheNewest(t *testing.T) {
+	const size = 64
+	tr := trace{buf: make([]record, 0, size)}
+	var next int64
+	for poll := 0; poll < 50; poll++ {
+		for range poll % 7 * 5 { // 0 to 30 records a poll
+			tr.add(record{ts: next})
+			next++
+		}
+		recs := tr.records()
+		if len(recs) > 0 {
+			tr.trim(recs[len(recs)-1].ts - 40) // keep 40 of history
+		}
+		recs = tr.records()
+		if cap(tr.buf) != size {
+			t.Fatalf("poll %d: buffer of %d, want %d", poll, cap(tr.buf), size)
+		}
+		if len(recs) > 41 {
+			t.Fatalf("poll %d: %d records kept, want at most 41", poll, len(recs))
+		}
+		for i, r := range recs {
+			if want := next - int64(len(recs)) + int64(i); r.ts != want {
+				t.Fatalf("poll %d: record %d at %d, want %d", poll, i, r.ts, want)
+			}
+		}
+	}
+	// Without trimming, a full buffer loses its oldest quarter.
+	tr = trace{buf: make([]record, 0, size)}
+	for i := range int64(size + 1) {
+		tr.add(record{ts: i})
+	}
+	if recs := tr.records(); len(recs) != size-size/4+1 || recs[0].ts != size/4 || recs[len(recs)-1].ts != size {
+		t.Errorf("full buffer: %d records, %d to %d; want %d, %d to %d", len(recs), recs[0].ts, recs[len(recs)-1].ts, size-size/4+1, size/4, size)
 	}
 }

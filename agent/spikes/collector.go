@@ -1,10 +1,12 @@
 package spikes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,8 +45,12 @@ type Options struct {
 // cycle's sample reaches the agent some milliseconds after its end.
 const history = time.Second
 
-// maxRecords bounds the records kept whatever history holds.
-const maxRecords = 1 << 15
+// maxRecords bounds the records kept whatever history holds: under a
+// block-I/O storm (stress-ng --io) a core raises 200 000 of the traced
+// events a second, so this keeps about 650 ms of it then — a spike as
+// long as RT throttling's 300 ms, and the time its sample takes to come.
+// A record is 72 bytes: at most 9 MiB, touched only as far as it fills.
+const maxRecords = 1 << 17
 
 // settle is how long after a window's end the collector waits for the
 // trace to cover it, at most: an idle core writes no events.
@@ -75,7 +81,6 @@ type Collector struct {
 	closeFn   func() error
 	closeOnce sync.Once
 	dropped   atomic.Uint64
-	lostPages atomic.Uint64
 	stealPrev int64
 }
 
@@ -196,7 +201,7 @@ func (c *Collector) Close() error { return c.closeFn() }
 func (c *Collector) run(ctx context.Context) {
 	tick := time.NewTicker(c.opts.Poll)
 	defer tick.Stop()
-	recs := make([]record, 0, maxRecords) // trimmed in place: no growth in steady state
+	tr := trace{buf: make([]record, 0, maxRecords)} // no growth in steady state
 	type pending struct {
 		w     window
 		since time.Time
@@ -213,27 +218,18 @@ func (c *Collector) run(ctx context.Context) {
 		}
 		c.refreshIdentity()
 		var r record
-		_, lost, err := c.in.Read(func(ts uint64, rec []byte) {
+		_, _, err := c.in.Read(func(ts uint64, rec []byte) {
 			if c.dec.decode(ts, rec, &r) {
-				recs = append(recs, r)
+				tr.add(r)
 			}
-		})
+		}, func(ts uint64) { tr.add(record{ts: int64(ts), kind: kindGap, pid: -1}) })
 		if err != nil {
 			c.opts.Log.Warn("forensics: reading the trace", "err", err)
 		}
-		if lost {
-			c.lostPages.Add(1)
-		}
+		recs := tr.records()
 		if len(recs) > 0 {
-			cut := recs[len(recs)-1].ts - int64(history)
-			i := 0
-			for i < len(recs) && recs[i].ts < cut {
-				i++
-			}
-			i = max(i, len(recs)-maxRecords)
-			if i > 0 {
-				recs = append(recs[:0], recs[i:]...)
-			}
+			tr.trim(recs[len(recs)-1].ts - int64(history))
+			recs = tr.records()
 		}
 		c.mu.Lock()
 		id := c.id
@@ -250,10 +246,6 @@ func (c *Collector) run(ctx context.Context) {
 			}
 			queue = queue[1:]
 			sp := attribute(recs, p.w, id, c.names)
-			if lost && !sp.Incomplete {
-				// a wrapped ring may have lost the window's events
-				sp.Incomplete = recs[0].ts > p.w.deadline
-			}
 			c.finish(&sp)
 		}
 	}
@@ -312,3 +304,41 @@ func (c *Collector) refreshIdentity() {
 // explained (or given up on, when the trace never covered it): at most
 // the settle time and two polls.
 func (c *Collector) Settle() { time.Sleep(settle + 2*c.opts.Poll) }
+
+// trace is the part of the core's trace the collector keeps, in time
+// order: buf[lo:]. Trimming moves lo; the records move to the front of
+// buf only once the trimmed part outgrows the kept one, or buf is full,
+// so a poll costs about what it reads, not what is kept.
+type trace struct {
+	buf []record
+	lo  int
+}
+
+// add appends r; a full buf loses its oldest quarter (attribution then
+// finds no switch before a window that old: incomplete, not wrong).
+func (t *trace) add(r record) {
+	if len(t.buf) == cap(t.buf) {
+		if t.lo == 0 {
+			t.lo = len(t.buf) / 4
+		}
+		t.compact()
+	}
+	t.buf = append(t.buf, r)
+}
+
+// records returns the records kept, oldest first.
+func (t *trace) records() []record { return t.buf[t.lo:] }
+
+// trim drops the records older than ts.
+func (t *trace) trim(ts int64) {
+	i, _ := slices.BinarySearchFunc(t.buf[t.lo:], ts, func(r record, ts int64) int { return cmp.Compare(r.ts, ts) })
+	t.lo += i
+	if t.lo > len(t.buf)-t.lo {
+		t.compact()
+	}
+}
+
+func (t *trace) compact() {
+	t.buf = t.buf[:copy(t.buf, t.buf[t.lo:])]
+	t.lo = 0
+}

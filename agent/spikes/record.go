@@ -26,6 +26,9 @@ const (
 	kindCompactEnd
 	kindCollapse
 	kindFault
+	// kindGap marks where the ring lost events: those older than it and
+	// younger than the record before it.
+	kindGap
 )
 
 // traceEvents are the events the collector enables, and the kind of

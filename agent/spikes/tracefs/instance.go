@@ -244,10 +244,12 @@ func (in *Instance) Missing() []string { return in.missing }
 func (in *Instance) Dir() string { return in.dir }
 
 // Read reads every page the ring holds now, without waiting, and calls fn
-// for each record (see PageLayout.Records). It reports the pages read
-// and whether events were lost (the ring overwrote them before they were
-// read).
-func (in *Instance) Read(fn func(ts uint64, rec []byte)) (pages int, lost bool, err error) {
+// for each record (see PageLayout.Records). A page the ring wrote after
+// overwriting events not yet read is announced first: gap (when not nil)
+// is called with the page's time stamp, so the reader knows that events
+// before it, after the last record it had, are missing. Read reports the
+// pages read and whether any events were lost.
+func (in *Instance) Read(fn func(ts uint64, rec []byte), gap func(ts uint64)) (pages int, lost bool, err error) {
 	for {
 		n, err := unix.Read(in.pipe, in.page)
 		if errors.Is(err, unix.EINTR) {
@@ -263,6 +265,9 @@ func (in *Instance) Read(fn func(ts uint64, rec []byte)) (pages int, lost bool, 
 			return pages, lost, nil
 		}
 		pages++
+		if ts, missed := in.layout.Missed(in.page[:n]); missed && gap != nil {
+			gap(ts)
+		}
 		l, err := in.layout.Records(in.page[:n], fn)
 		lost = lost || l
 		if err != nil {

@@ -61,7 +61,7 @@ func TestInstanceReadsSchedSwitches(t *testing.T) {
 			}
 			last = ts
 			n++
-		})
+		}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestInstanceFeedsNoTaskNames(t *testing.T) {
 	}()
 	id := <-tid
 	var records int
-	if _, _, err := in.Read(func(uint64, []byte) { records++ }); err != nil {
+	if _, _, err := in.Read(func(uint64, []byte) { records++ }, nil); err != nil {
 		t.Fatal(err)
 	}
 	if records == 0 {

@@ -62,6 +62,25 @@ const (
 	absMask = 1<<59 - 1
 )
 
+// Missed tells whether the writer overwrote events before page (the
+// ring wrapped before they were read), with the page's time stamp: the
+// lost events are older than it.
+func (l PageLayout) Missed(page []byte) (ts uint64, missed bool) {
+	if len(page) < l.DataOffset {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(page), l.commit(page)&(missedEvents|missedStored) != 0
+}
+
+// commit is the page's commit word: the length of its data and the
+// lost-events flags.
+func (l PageLayout) commit(page []byte) uint64 {
+	if l.CommitSize == 8 {
+		return binary.LittleEndian.Uint64(page[l.CommitOffset:])
+	}
+	return uint64(binary.LittleEndian.Uint32(page[l.CommitOffset:]))
+}
+
 // Records calls fn for every event record on page, in order, with its
 // time stamp (the instance's trace clock, in ns) and its data (common
 // fields first; valid only during the call). It reports whether the
@@ -72,12 +91,7 @@ func (l PageLayout) Records(page []byte, fn func(ts uint64, rec []byte)) (lost b
 		return false, fmt.Errorf("%w: %d bytes, shorter than its header", ErrPage, len(page))
 	}
 	ts := binary.LittleEndian.Uint64(page)
-	var commit uint64
-	if l.CommitSize == 8 {
-		commit = binary.LittleEndian.Uint64(page[l.CommitOffset:])
-	} else {
-		commit = uint64(binary.LittleEndian.Uint32(page[l.CommitOffset:]))
-	}
+	commit := l.commit(page)
 	lost = commit&(missedEvents|missedStored) != 0
 	size := int(commit &^ (missedEvents | missedStored) & 0xffffffff)
 	data := page[l.DataOffset:]

@@ -49,6 +49,19 @@ func TestRecordsDecodesEveryHeaderType(t *testing.T) {
 	if !lost {
 		t.Error("lost = false, want true (missed-events flag set)")
 	}
+	for _, c := range []struct {
+		name  string
+		flags uint64
+		want  bool
+	}{{"missed events", missedEvents, true}, {"missed and stored", missedEvents | missedStored, true}, {"none", 0, false}} {
+		binary.LittleEndian.PutUint64(page[8:], uint64(len(data))|c.flags)
+		if ts, missed := DefaultPageLayout.Missed(page); ts != base || missed != c.want {
+			t.Errorf("%s: Missed = %d, %v; want %d, %v", c.name, ts, missed, base, c.want)
+		}
+	}
+	if _, missed := DefaultPageLayout.Missed(page[:10]); missed {
+		t.Error("a page shorter than its header: missed")
+	}
 	t1 := uint64(base + 10)
 	t2 := t1 + (3<<27 | 5) + 7
 	t3 := uint64(1<<27|9) + 1
