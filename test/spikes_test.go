@@ -342,7 +342,10 @@ func TestSpikesBlameRTThrottling(t *testing.T) {
 	if err := os.WriteFile(knob, []byte("700000"), 0o644); err != nil {
 		t.Fatalf("lowering %s: %v", knob, err)
 	}
-	h := startHog(t, 50, 1500*time.Millisecond, 1600*time.Millisecond, 1700*time.Millisecond, "ecthrottlehog")
+	// Two bursts: how long a burst is throttled depends on where in the
+	// RT period it begins and on the fair server; once in about 30 runs
+	// under stress-ng one burst brought no spike of 20 ms.
+	h := startHog(t, 50, 1500*time.Millisecond, 2000*time.Millisecond, 3700*time.Millisecond, "ecthrottlehog")
 	// A spike whose window the trace no longer reaches (the agent, a
 	// normal task, read the ring after it wrapped: a loaded host) is
 	// reported as such, with no causes to judge; the test judges the
@@ -351,7 +354,7 @@ func TestSpikesBlameRTThrottling(t *testing.T) {
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		spans := h.spans()
 		long, incomplete = long[:0], incomplete[:0]
-		if len(spans) == 1 {
+		if len(spans) > 0 {
 			for _, sps := range spikesIn(getSpikes(t, addr).Spikes, spans) {
 				for _, sp := range sps {
 					switch {

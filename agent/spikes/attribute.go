@@ -127,7 +127,7 @@ func (st *state) replay(recs []record, start int, from, to int64) map[causeKey]t
 		switch k := recs[j].kind; {
 		case k >= kindWorkStart && k <= kindCompactEnd:
 			st.applyKernelWork(&recs[j])
-		case k == kindSwitch:
+		case k == kindSwitch || k == kindMigrate:
 			st.applyRTOff(&recs[j])
 		}
 	}
@@ -174,7 +174,7 @@ func (st *state) replay(recs []record, start int, from, to int64) map[causeKey]t
 			wokenRemotely(recs[j+1:], tid) {
 			// Another core woke the cycle thread and traced it there;
 			// this core sees the IPI that asks it to reschedule.
-			st.runnable, st.blocked = true, false
+			st.becomeRunnable()
 		}
 	}
 	charge(to)
@@ -233,10 +233,15 @@ type state struct {
 	// running; throttled once lower-priority work ran meanwhile.
 	runnable, throttled bool
 	// rtOff is set while the core's real-time tasks are throttled: a
-	// real-time task was switched out runnable for a task of a lower
-	// class, which only throttling does (sched_rt_runtime_us, the fair
-	// server), and none has run since.
-	rtOff bool
+	// task of a lower class was picked while a real-time task was
+	// runnable on the core, which only throttling does
+	// (sched_rt_runtime_us, the fair server), and none has run since.
+	// rtWaiting are the real-time tasks switched out runnable and not
+	// run since (a migration of one traced here takes it off; one an
+	// idle core pulls away is traced there, and stays: the cycle's core
+	// rarely has real-time tasks that may move).
+	rtOff     bool
+	rtWaiting map[int32]bool
 	// blocked is set while the cycle thread sleeps in the middle of its
 	// job (jobFrom to jobTo, an overrun's): on a frame, a lock, another
 	// of its threads — not on its timer.
@@ -299,6 +304,12 @@ func (s *state) cause() (causeKey, bool) {
 			name: "the cycle thread blocked in its job (a frame, a lock, another of its threads)"}, true
 	case s.cur < 0:
 		return causeKey{class: ClassHost, name: "no trace of the core"}, true
+	case !s.runnable && s.rtOff:
+		// Due while the core's real-time tasks are throttled: whether
+		// its timer fired then (its wake-up traced on another core, or
+		// not at all) or late, the cycle could not run before the
+		// throttling ended.
+		return throttlingKey, true
 	case !s.runnable:
 		// The cycle's timer has not fired yet: whatever the core runs
 		// meanwhile does not hold the cycle back — a timer that fires
@@ -355,8 +366,7 @@ func (s *state) apply(r *record) {
 		s.applySwitch(r)
 	case kindWakeup:
 		if r.nextPID == s.id.tid {
-			// Woken into throttling, the cycle waits for its end.
-			s.runnable, s.blocked, s.throttled = true, false, s.throttled || s.rtOff
+			s.becomeRunnable()
 		}
 	case kindIRQEntry, kindIRQExit, kindSoftirqEntry, kindSoftirqExit:
 		s.applyInterrupt(r)
@@ -364,10 +374,18 @@ func (s *state) apply(r *record) {
 		s.applyKernelWork(r)
 	case kindFault:
 		s.fault = s.id.threads[r.pid]
+	case kindMigrate:
+		s.applyRTOff(r)
 	}
 	if s.cur < 0 && r.pid >= 0 && r.kind != kindSwitch {
 		s.cur = r.pid // any event names the task it ran in
 	}
+}
+
+// becomeRunnable takes the cycle thread's wake-up (or preemption): woken
+// into throttling, it waits for its end.
+func (s *state) becomeRunnable() {
+	s.runnable, s.blocked, s.throttled = true, false, s.throttled || s.rtOff
 }
 
 // applySwitch takes a context switch: the task now on the CPU, whether
@@ -376,7 +394,7 @@ func (s *state) apply(r *record) {
 func (s *state) applySwitch(r *record) {
 	if r.prevPID == s.id.tid {
 		if r.prevState&0xff == 0 {
-			s.runnable = true // preempted: still runnable
+			s.becomeRunnable() // preempted: still runnable
 		} else {
 			s.blocked = r.ts >= s.jobFrom && r.ts < s.jobTo
 		}
@@ -395,14 +413,24 @@ func (s *state) applySwitch(r *record) {
 // not real-time (nice −20); real-time priorities are below it.
 const firstFairPrio = 100
 
-// applyRTOff follows, through a switch, whether the core's real-time
-// tasks are throttled.
+// applyRTOff follows, through a switch or a migration, whether the
+// core's real-time tasks are throttled.
 func (s *state) applyRTOff(r *record) {
-	switch {
-	case r.nextPID > 0 && r.nextPrio < firstFairPrio:
+	if r.kind == kindMigrate {
+		delete(s.rtWaiting, r.nextPID)
+		return
+	}
+	if r.prevPID > 0 && r.prevPrio < firstFairPrio && r.prevState&0xff == 0 {
+		if s.rtWaiting == nil {
+			s.rtWaiting = map[int32]bool{}
+		}
+		s.rtWaiting[r.prevPID] = true // preempted: still runnable here
+	}
+	delete(s.rtWaiting, r.nextPID) // it runs: whatever its class now
+	if r.nextPID > 0 && r.nextPrio < firstFairPrio {
 		s.rtOff = false
-	case r.prevPID > 0 && r.prevPrio < firstFairPrio && r.prevState&0xff == 0:
-		s.rtOff = true
+	} else if len(s.rtWaiting) > 0 {
+		s.rtOff = true // a lower class picked over a runnable real-time task
 	}
 }
 

@@ -218,6 +218,37 @@ func TestAttribute(t *testing.T) {
 				sw(d+20100*us, cycleTID, 0, 120, "swapper/1", 1),
 			},
 			w: window{deadline: d, wake: d + 20002*us, end: d + 20050*us}, want: ClassThrottling, share: 0.99},
+		{name: "the cycle sleeps and a CFS task is picked over a preempted real-time task: throttling",
+			// The hog (FIFO below the cycle) was preempted by the cycle;
+			// when the cycle sleeps, the core picks a kworker over the
+			// runnable hog — the throttling begins there.
+			recs: []record{
+				swFrom(d-1000*us, 4711, 49, cycleTID, cyclePrio, "cycle", 0),
+				swFrom(d-970*us, cycleTID, cyclePrio, 47, 100, "kworker/1:1H", 1),
+				swFrom(d-500*us, 47, 100, 555, 120, "stress-ng-cpu", 1),
+				ev(d+8*us, kindWakeup, 555, cycleTID),
+				swFrom(d+50000*us, 555, 120, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+50100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 50002*us, end: d + 50050*us}, want: ClassThrottling, share: 0.99},
+		{name: "due during throttling, its wake-up not traced here: throttling, not a late timer",
+			recs: []record{
+				swFrom(d-1000*us, 4711, 49, cycleTID, cyclePrio, "cycle", 0),
+				swFrom(d-970*us, cycleTID, cyclePrio, 555, 120, "stress-ng-cpu", 1),
+				swFrom(d+300000*us, 555, 120, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+300100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 300002*us, end: d + 300050*us}, want: ClassThrottling, share: 0.99},
+		{name: "the preempted real-time task migrated away: not throttling",
+			recs: []record{
+				swFrom(d-1000*us, 4711, 49, cycleTID, cyclePrio, "cycle", 0),
+				{ts: d - 990*us, kind: kindMigrate, pid: cycleTID, nextPID: 4711, nextPrio: 49, num: 0},
+				swFrom(d-970*us, cycleTID, cyclePrio, 555, 120, "stress-ng-cpu", 1),
+				ev(d+8*us, kindWakeup, 555, cycleTID),
+				swFrom(d+3000*us, 555, 120, cycleTID, cyclePrio, "cycle", 0),
+				sw(d+3100*us, cycleTID, 0, 120, "swapper/1", 1),
+			},
+			w: window{deadline: d, wake: d + 3002*us, end: d + 3050*us}, want: ClassTask, wantPID: 555, share: 0.99},
 		{name: "a real-time task ran after the throttling: over, a CFS task in the kernel holds the cycle",
 			recs: []record{
 				sw(d-900*us, cycleTID, 0, 120, "swapper/1", 1),
