@@ -70,7 +70,8 @@
 // out in order when it is back; what exceeds the bound is dropped oldest
 // first and counted. Messages sent but not acknowledged when a connection
 // breaks are sent again (at least once, as QoS 1 promises). Sparkplug
-// messages produced while disconnected carry is_historical. With a buffer
+// messages produced while disconnected carry is_historical, and so does
+// data made before the births of the connection that sends it. With a buffer
 // file the outbox has a write-ahead log (wal.go; the file format is
 // package walfile): what is buffered while the broker is unreachable
 // survives a kill -9, and a power cut but for the last 100 ms, and is

@@ -237,6 +237,9 @@ func (s *session) serve(c *mqttconn.Conn) (err error) {
 		_ = c.Disconnect()
 		s.out.requeue(inflight.messages())
 	}()
+	// born is when the connection's (or the last rebirth's) births were
+	// made: what was made before it is older than what they say.
+	born := time.Now().UnixNano()
 	if err := s.announce(c, &seq); err != nil {
 		return err
 	}
@@ -251,6 +254,7 @@ func (s *session) serve(c *mqttconn.Conn) (err error) {
 			if err := s.flushInflight(c, inflight, time.Time{}); err != nil {
 				return err
 			}
+			born = time.Now().UnixNano()
 			if err := s.announce(c, &seq); err != nil {
 				return err
 			}
@@ -263,6 +267,9 @@ func (s *session) serve(c *mqttconn.Conn) (err error) {
 			if !s.prepare(&m) {
 				s.out.finish(m)
 				continue
+			}
+			if m.made < born {
+				s.markHistorical(&m)
 			}
 			id, err := s.send(c, m, &seq)
 			inflight.push(flight{m: m, id: id, sent: time.Now()})
@@ -315,6 +322,26 @@ func (s *session) popAcked(c *mqttconn.Conn, inflight *flights) bool {
 		popped = true
 	}
 	return popped
+}
+
+// markHistorical marks the metrics of a Sparkplug data message made
+// before the births its connection sent: sent after them as current, its
+// older values would take their place at the host (a value going back in
+// time). The messages made while the agent knew it was offline carry the
+// mark already; these were made while it did not know yet (the
+// connection broken, not yet noticed), or sent on the broken connection
+// and not acknowledged.
+func (s *session) markHistorical(m *message) {
+	if !m.sparkplug || m.kind == KindBirth || m.kind == KindDeath || len(m.payload) == 0 {
+		return
+	}
+	h, err := sparkplug.MarkHistorical(m.payload)
+	if err != nil {
+		s.log.Warn("mqtt: a buffered Sparkplug message could not be marked historical; sent as it is", "topic", m.topic, "err", err)
+		return
+	}
+	s.out.recycle(m.payload)
+	m.payload = h
 }
 
 // send hands m to the client; a Sparkplug message gets the next seq. It

@@ -229,3 +229,42 @@ func TestSparkplugStoreAndForward(t *testing.T) {
 		t.Errorf("%d historical DDATA after an outage of %d buffered messages at 50 Hz for 6 devices", historical, stored)
 	}
 }
+
+// TestSparkplugDataMadeBeforeTheBirthIsHistorical sends two node data
+// messages on a live connection: one made before the connection's births
+// (as one made while a broken connection was not yet noticed, or sent on
+// it and not acknowledged, is) arrives marked historical — sent as
+// current after the births, its older values would replace theirs at the
+// host — and one made after them arrives as current.
+func TestSparkplugDataMadeBeforeTheBirthIsHistorical(t *testing.T) {
+	broker := mqtttest.StartMosquitto(t, mqtttest.MosquittoOptions{})
+	sub := subscribe(t, broker.URL(), "host", "spBv1.0/g/#", false)
+	p, _, _ := newTestPublisher(t, Config{Broker: broker.URL(), Scheme: SchemeSparkplug, Group: "g", Node: "n",
+		Root: "ecagent/hist/n", Rules: Rules{Interval: time.Hour}})
+	if !waitConnected(p, 5*time.Second) {
+		t.Fatal("not connected")
+	}
+	sub.waitFor(t, "/DBIRTH/n/EL2004-1", 5*time.Second, nil)
+	probe := func(name string, made time.Time) {
+		pl := sparkplug.Payload{Timestamp: uint64(made.UnixMilli()),
+			Metrics: []sparkplug.Metric{{Name: name, DataType: sparkplug.Boolean, Bool: true}}}
+		p.out.push(message{topic: "spBv1.0/g/NDATA/n", payload: sparkplug.AppendPayload(nil, &pl), sparkplug: true,
+			made: made.UnixNano()})
+	}
+	probe("probe/before", time.Now().Add(-time.Hour))
+	probe("probe/after", time.Now())
+	for _, c := range []struct {
+		name       string
+		historical bool
+	}{{"probe/before", true}, {"probe/after", false}} {
+		r := sub.waitFor(t, "/NDATA/n", 5*time.Second, func(r received) bool {
+			pl, _ := mqtttest.DecodeSparkplug(r.payload)
+			_, ok := metricNamed(pl, c.name)
+			return ok
+		})
+		pl, _ := mqtttest.DecodeSparkplug(r.payload)
+		if m, _ := metricNamed(pl, c.name); m.Historical != c.historical {
+			t.Errorf("%s: historical %v, want %v", c.name, m.Historical, c.historical)
+		}
+	}
+}

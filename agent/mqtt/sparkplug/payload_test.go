@@ -239,3 +239,40 @@ func TestPropertiesRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestMarkHistorical marks every metric of a payload, keeps its other
+// fields, and leaves a marked payload as it is.
+func TestMarkHistorical(t *testing.T) {
+	in := sparkplug.Payload{Timestamp: 1700000000000, Seq: 7, HasSeq: true, Metrics: []sparkplug.Metric{
+		{Alias: 3, HasAlias: true, Timestamp: 1700000000001, DataType: sparkplug.Boolean, Bool: true},
+		{Alias: 4, HasAlias: true, Timestamp: 1700000000002, DataType: sparkplug.Double, Float: 2.5, Historical: true},
+	}}
+	enc := sparkplug.AppendPayload(nil, &in)
+	marked, err := sparkplug.MarkHistorical(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out sparkplug.Payload
+	if err := sparkplug.DecodePayload(marked, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Timestamp != in.Timestamp || out.Seq != in.Seq || len(out.Metrics) != 2 {
+		t.Fatalf("decoded %+v, want the fields of %+v", out, in)
+	}
+	for i, m := range out.Metrics {
+		want := in.Metrics[i]
+		if !m.Historical || m.Alias != want.Alias || m.Timestamp != want.Timestamp || m.Bool != want.Bool || m.Float != want.Float {
+			t.Errorf("metric %d = %+v, want %+v marked historical", i, m, want)
+		}
+	}
+	again, err := sparkplug.MarkHistorical(marked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(marked) {
+		t.Errorf("marking a marked payload changed it: %d bytes, was %d", len(again), len(marked))
+	}
+	if _, err := sparkplug.MarkHistorical(enc[:len(enc)-3]); err == nil {
+		t.Error("a payload cut short: no error")
+	}
+}
