@@ -248,7 +248,6 @@ func (s *session) serve(c *mqttconn.Conn) (err error) {
 	}
 	timer := time.NewTimer(s.cfg.Timeout)
 	defer timer.Stop()
-	var m message
 	for {
 		if s.rebirth.Swap(false) {
 			if err := s.flushInflight(c, inflight, time.Time{}); err != nil {
@@ -259,23 +258,8 @@ func (s *session) serve(c *mqttconn.Conn) (err error) {
 				return err
 			}
 		}
-		for inflight.len() < maxInflight {
-			var ok bool
-			if m, ok = s.out.pop(); !ok {
-				break
-			}
-			if !s.prepare(&m) {
-				s.out.finish(m)
-				continue
-			}
-			if m.made < born {
-				s.markHistorical(&m)
-			}
-			id, err := s.send(c, m, &seq)
-			inflight.push(flight{m: m, id: id, sent: time.Now()})
-			if err != nil {
-				return fmt.Errorf("publish to %s: %w", m.topic, err)
-			}
+		if err := s.fill(c, inflight, &seq, born); err != nil {
+			return err
 		}
 		if s.popAcked(c, inflight) {
 			// Acknowledged while the last batch was sent: send more
@@ -309,6 +293,31 @@ func (s *session) serve(c *mqttconn.Conn) (err error) {
 			}
 		}
 	}
+}
+
+// fill sends what the outbox holds until maxInflight messages are in
+// flight; a message made before born (the births of this connection) is
+// marked historical first.
+func (s *session) fill(c *mqttconn.Conn, inflight *flights, seq *uint64, born int64) error {
+	for inflight.len() < maxInflight {
+		m, ok := s.out.pop()
+		if !ok {
+			return nil
+		}
+		if !s.prepare(&m) {
+			s.out.finish(m)
+			continue
+		}
+		if m.made < born {
+			s.markHistorical(&m)
+		}
+		id, err := s.send(c, m, seq)
+		inflight.push(flight{m: m, id: id, sent: time.Now()})
+		if err != nil {
+			return fmt.Errorf("publish to %s: %w", m.topic, err)
+		}
+	}
+	return nil
 }
 
 // popAcked takes the acknowledged messages off the front of inflight,
