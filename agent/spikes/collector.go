@@ -218,7 +218,7 @@ func (c *Collector) run(ctx context.Context) {
 		}
 		c.refreshIdentity()
 		var r record
-		_, _, err := c.in.Read(func(ts uint64, rec []byte) {
+		_, err := c.in.Read(func(ts uint64, rec []byte) {
 			if c.dec.decode(ts, rec, &r) {
 				tr.add(r)
 			}

@@ -248,30 +248,28 @@ func (in *Instance) Dir() string { return in.dir }
 // overwriting events not yet read is announced first: gap (when not nil)
 // is called with the page's time stamp, so the reader knows that events
 // before it, after the last record it had, are missing. Read reports the
-// pages read and whether any events were lost.
-func (in *Instance) Read(fn func(ts uint64, rec []byte), gap func(ts uint64)) (pages int, lost bool, err error) {
+// pages read.
+func (in *Instance) Read(fn func(ts uint64, rec []byte), gap func(ts uint64)) (pages int, err error) {
 	for {
 		n, err := unix.Read(in.pipe, in.page)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if errors.Is(err, unix.EAGAIN) {
-			return pages, lost, nil
+			return pages, nil
 		}
 		if err != nil {
-			return pages, lost, fmt.Errorf("tracefs: reading trace_pipe_raw of %s: %w", in.dir, err)
+			return pages, fmt.Errorf("tracefs: reading trace_pipe_raw of %s: %w", in.dir, err)
 		}
 		if n <= 0 {
-			return pages, lost, nil
+			return pages, nil
 		}
 		pages++
 		if ts, missed := in.layout.Missed(in.page[:n]); missed && gap != nil {
 			gap(ts)
 		}
-		l, err := in.layout.Records(in.page[:n], fn)
-		lost = lost || l
-		if err != nil {
-			return pages, lost, err
+		if err := in.layout.Records(in.page[:n], fn); err != nil {
+			return pages, err
 		}
 	}
 }

@@ -51,7 +51,7 @@ func TestInstanceReadsSchedSwitches(t *testing.T) {
 	var last uint64
 	for n < 50 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond) // make switches on CPU 0, and let the ring fill
-		_, _, err := in.Read(func(ts uint64, rec []byte) {
+		_, err := in.Read(func(ts uint64, rec []byte) {
 			typ := uint16(rec[0]) | uint16(rec[1])<<8
 			if _, ok := ids[typ]; !ok {
 				t.Fatalf("record of type %d, not an enabled event", typ)
@@ -113,7 +113,7 @@ func TestInstanceFeedsNoTaskNames(t *testing.T) {
 	}()
 	id := <-tid
 	var records int
-	if _, _, err := in.Read(func(uint64, []byte) { records++ }, nil); err != nil {
+	if _, err := in.Read(func(uint64, []byte) { records++ }, nil); err != nil {
 		t.Fatal(err)
 	}
 	if records == 0 {

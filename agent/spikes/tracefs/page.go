@@ -83,20 +83,17 @@ func (l PageLayout) commit(page []byte) uint64 {
 
 // Records calls fn for every event record on page, in order, with its
 // time stamp (the instance's trace clock, in ns) and its data (common
-// fields first; valid only during the call). It reports whether the
-// writer overwrote events before this page (the ring wrapped: events
-// were lost).
-func (l PageLayout) Records(page []byte, fn func(ts uint64, rec []byte)) (lost bool, err error) {
+// fields first; valid only during the call). Whether the writer lost
+// events before the page is Missed's to say.
+func (l PageLayout) Records(page []byte, fn func(ts uint64, rec []byte)) error {
 	if len(page) < l.DataOffset {
-		return false, fmt.Errorf("%w: %d bytes, shorter than its header", ErrPage, len(page))
+		return fmt.Errorf("%w: %d bytes, shorter than its header", ErrPage, len(page))
 	}
 	ts := binary.LittleEndian.Uint64(page)
-	commit := l.commit(page)
-	lost = commit&(missedEvents|missedStored) != 0
-	size := int(commit &^ (missedEvents | missedStored) & 0xffffffff)
+	size := int(l.commit(page) &^ (missedEvents | missedStored) & 0xffffffff)
 	data := page[l.DataOffset:]
 	if size > len(data) {
-		return lost, fmt.Errorf("%w: commit %d beyond the page's %d data bytes", ErrPage, size, len(data))
+		return fmt.Errorf("%w: commit %d beyond the page's %d data bytes", ErrPage, size, len(data))
 	}
 	data = data[:size]
 	for len(data) >= 4 {
@@ -105,36 +102,36 @@ func (l PageLayout) Records(page []byte, fn func(ts uint64, rec []byte)) (lost b
 		switch {
 		case typeLen == typePadding:
 			if delta == 0 {
-				return lost, nil // the rest of the page is empty
+				return nil // the rest of the page is empty
 			}
 			if len(data) < 8 {
-				return lost, fmt.Errorf("%w: short padding", ErrPage)
+				return fmt.Errorf("%w: short padding", ErrPage)
 			}
 			n := int(binary.LittleEndian.Uint32(data[4:])) + 4
 			if n < 8 || n > len(data) {
-				return lost, fmt.Errorf("%w: padding of %d bytes", ErrPage, n)
+				return fmt.Errorf("%w: padding of %d bytes", ErrPage, n)
 			}
 			data = data[n:]
 		case typeLen == typeTimeExtend:
 			if len(data) < 8 {
-				return lost, fmt.Errorf("%w: short time extend", ErrPage)
+				return fmt.Errorf("%w: short time extend", ErrPage)
 			}
 			ts += uint64(binary.LittleEndian.Uint32(data[4:]))<<tsShift | delta
 			data = data[8:]
 		case typeLen == typeTimeStamp:
 			if len(data) < 8 {
-				return lost, fmt.Errorf("%w: short time stamp", ErrPage)
+				return fmt.Errorf("%w: short time stamp", ErrPage)
 			}
 			abs := (uint64(binary.LittleEndian.Uint32(data[4:]))<<tsShift | delta) & absMask
 			ts = ts&^absMask | abs
 			data = data[8:]
 		case typeLen == 0:
 			if len(data) < 8 {
-				return lost, fmt.Errorf("%w: short record", ErrPage)
+				return fmt.Errorf("%w: short record", ErrPage)
 			}
 			n := int(binary.LittleEndian.Uint32(data[4:])) // includes this length word
 			if n < 4 || 4+n > len(data) {
-				return lost, fmt.Errorf("%w: record of %d bytes", ErrPage, n)
+				return fmt.Errorf("%w: record of %d bytes", ErrPage, n)
 			}
 			ts += delta
 			fn(ts, data[8:4+n])
@@ -142,14 +139,14 @@ func (l PageLayout) Records(page []byte, fn func(ts uint64, rec []byte)) (lost b
 		default:
 			n := int(typeLen) * 4
 			if 4+n > len(data) {
-				return lost, fmt.Errorf("%w: record of %d bytes", ErrPage, n)
+				return fmt.Errorf("%w: record of %d bytes", ErrPage, n)
 			}
 			ts += delta
 			fn(ts, data[4:4+n])
 			data = data[4+n:]
 		}
 	}
-	return lost, nil
+	return nil
 }
 
 // Uint reads the unsigned integer field f of rec (0 when rec is too

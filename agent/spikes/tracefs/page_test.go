@@ -42,12 +42,11 @@ func TestRecordsDecodesEveryHeaderType(t *testing.T) {
 		n  int
 	}
 	var got []rec
-	lost, err := DefaultPageLayout.Records(page, func(ts uint64, r []byte) { got = append(got, rec{ts, len(r)}) })
-	if err != nil {
+	if err := DefaultPageLayout.Records(page, func(ts uint64, r []byte) { got = append(got, rec{ts, len(r)}) }); err != nil {
 		t.Fatal(err)
 	}
-	if !lost {
-		t.Error("lost = false, want true (missed-events flag set)")
+	if _, missed := DefaultPageLayout.Missed(page); !missed {
+		t.Error("Missed = false, want true (missed-events flag set)")
 	}
 	for _, c := range []struct {
 		name  string
@@ -74,7 +73,7 @@ func TestRecordsDecodesEveryHeaderType(t *testing.T) {
 			t.Errorf("record %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if _, err := DefaultPageLayout.Records(page[:20], func(uint64, []byte) {}); err == nil {
+	if err := DefaultPageLayout.Records(page[:20], func(uint64, []byte) {}); err == nil {
 		t.Error("a page cut short: no error")
 	}
 }
